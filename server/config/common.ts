@@ -1,0 +1,47 @@
+import { z } from 'zod';
+
+/** A TCP port, 1–65535 (0 is accepted so tests can ask for an ephemeral port). */
+export const portSchema = z.coerce
+  .number({ error: 'must be a port number' })
+  .int({ error: 'must be a whole port number' })
+  .min(0, { error: 'must be a port number between 1 and 65535' })
+  .max(65_535, { error: 'must be a port number between 1 and 65535' });
+
+/** A positive whole number. */
+export const positiveInt = (what: string) =>
+  z.coerce
+    .number({ error: `must be ${what}` })
+    .int({ error: `must be a whole number (${what})` })
+    .positive({ error: `must be positive (${what})` });
+
+/** `on`/`off` style switches. */
+export const switchSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['on', 'off', 'true', 'false', 'yes', 'no', '1', '0'], { error: 'must be on or off' }))
+  .transform((v) => v === 'on' || v === 'true' || v === 'yes' || v === '1');
+
+export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof logLevels)[number];
+
+export const logLevelSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(logLevels, { error: `must be one of ${logLevels.join(', ')}` }));
+
+export const tokenSignatures = ['hmac-sha256', 'djb2'] as const;
+export type TokenSignature = (typeof tokenSignatures)[number];
+
+export const tokenSignatureSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(tokenSignatures, { error: 'must be hmac-sha256 or djb2' }));
+
+/** A listen address: an IPv4 or IPv6 literal, or a host name. */
+export const bindSchema = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9.:_-]+$/, { error: 'must be an IP address or host name' });
