@@ -1,0 +1,177 @@
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type { DbConfig, DbDriver } from '../config/auth-config.ts';
+import type { Logger } from '../log.ts';
+import type { Database } from './schema.ts';
+import { openSqlJsDatabase } from './sqljs-database.ts';
+
+const require = createRequire(import.meta.url);
+
+type ServerDbConfig = Exclude<DbConfig, { driver: 'sqlite' }>;
+
+export type DbEngine = 'better-sqlite3' | 'sql.js' | 'pg' | 'mysql2';
+
+/** An open database of any driver behind one Kysely instance. */
+export interface Db {
+  kysely: Kysely<Database>;
+  driver: DbDriver;
+  engine: DbEngine;
+  /** A datetime as this driver stores it (ISO text on SQLite, Date elsewhere). */
+  date(value: Date): Date | string;
+  /** A boolean as this driver stores it. */
+  bool(value: boolean): boolean | number;
+  /** Resolves when a trivial query answers within `timeoutMs`, rejects otherwise. */
+  ping(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  logger: Logger;
+  /** `wasm` forces sql.js (tests, or a platform where the native module is known broken). */
+  sqliteEngine?: 'native' | 'wasm' | undefined;
+}
+
+/** Error thrown by the native module when its binary cannot load on this runtime or platform. */
+function isNativeLoadFailure(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  return (
+    code === 'ERR_DLOPEN_FAILED' ||
+    code === 'MODULE_NOT_FOUND' ||
+    /bindings file|NODE_MODULE_VERSION|invalid ELF|wrong ELF class|cannot open shared object|was compiled against a different/i.test(
+      message,
+    )
+  );
+}
+
+type BetterSqlite3 = typeof import('better-sqlite3');
+
+function loadBetterSqlite3(path: string): import('better-sqlite3').Database {
+  const BetterSqlite: BetterSqlite3 = require('better-sqlite3');
+  return new BetterSqlite(path);
+}
+
+async function openSqlite(path: string, options: OpenOptions): Promise<Db> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  let engine: DbEngine = 'better-sqlite3';
+  let dialect: SqliteDialect;
+  let native: import('better-sqlite3').Database | undefined;
+  if (options.sqliteEngine !== 'wasm') {
+    try {
+      native = loadBetterSqlite3(path);
+    } catch (err: unknown) {
+      if (!isNativeLoadFailure(err)) throw err;
+      options.logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'better-sqlite3 native module cannot load here; falling back to sql.js (WebAssembly): every write rewrites the whole file, no WAL',
+      );
+    }
+  }
+  if (native !== undefined) {
+    native.pragma('journal_mode = WAL');
+    native.pragma('synchronous = FULL');
+    native.pragma('foreign_keys = ON');
+    native.pragma('busy_timeout = 5000');
+    dialect = new SqliteDialect({ database: native });
+  } else {
+    engine = 'sql.js';
+    const database = await openSqlJsDatabase(path);
+    dialect = new SqliteDialect({ database });
+  }
+  const kysely = new Kysely<Database>({ dialect });
+  return {
+    kysely,
+    driver: 'sqlite',
+    engine,
+    date: (value) => value.toISOString(),
+    bool: (value) => (value ? 1 : 0),
+    ping: (timeoutMs) => ping(kysely, timeoutMs),
+    close: () => kysely.destroy(),
+  };
+}
+
+async function ping(kysely: Kysely<Database>, timeoutMs = 2_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('database unavailable: ping timed out')), timeoutMs);
+  });
+  try {
+    await Promise.race([sql`select 1`.execute(kysely), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function openPostgres(config: ServerDbConfig, options: OpenOptions): Promise<Db> {
+  const { Pool } = (await import('pg')).default;
+  const pool = new Pool({
+    host: config.host,
+    port: config.port,
+    user: config.user,
+    password: config.password,
+    database: config.database,
+    max: 10,
+    connectionTimeoutMillis: 3_000,
+    idleTimeoutMillis: 30_000,
+    query_timeout: 10_000,
+  });
+  // An idle client whose backend was terminated emits here; without a listener it would crash.
+  pool.on('error', (err) => options.logger.warn({ err: err.message }, 'postgres connection lost'));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kysely,
+    driver: 'postgres',
+    engine: 'pg',
+    date: (value) => value,
+    bool: (value) => value,
+    ping: (timeoutMs) => ping(kysely, timeoutMs),
+    close: () => kysely.destroy(),
+  };
+}
+
+async function openMysql(config: ServerDbConfig, options: OpenOptions): Promise<Db> {
+  const { createPool } = await import('mysql2');
+  const pool = createPool({
+    host: config.host,
+    port: config.port,
+    user: config.user,
+    password: config.password,
+    database: config.database,
+    connectionLimit: 10,
+    connectTimeout: 3_000,
+    timezone: 'Z',
+    charset: 'utf8mb4',
+    supportBigNumbers: true,
+  });
+  pool.on('connection', (connection) => {
+    connection.on('error', (err) => options.logger.warn({ err: err.message }, 'mysql connection lost'));
+    // CURRENT_TIMESTAMP defaults in UTC, like the Date values mysql2 writes with timezone 'Z'.
+    connection.query("SET time_zone = '+00:00'");
+  });
+  const kysely = new Kysely<Database>({
+    dialect: new MysqlDialect({ pool }),
+  });
+  return {
+    kysely,
+    driver: 'mysql',
+    engine: 'mysql2',
+    date: (value) => value,
+    bool: (value) => value,
+    ping: (timeoutMs) => ping(kysely, timeoutMs),
+    close: () => kysely.destroy(),
+  };
+}
+
+/** Opens the configured database. Tables are created by `migrate`, not here. */
+export function openDatabase(config: DbConfig, options: OpenOptions): Promise<Db> {
+  switch (config.driver) {
+    case 'sqlite':
+      return openSqlite(config.path, options);
+    case 'postgres':
+      return openPostgres(config, options);
+    case 'mysql':
+      return openMysql(config, options);
+  }
+}

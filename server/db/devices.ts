@@ -1,0 +1,83 @@
+import { randomHex, sha256Hex } from '../auth/tokens.ts';
+import type { Db } from './connect.ts';
+import { insertReturningId } from './insert.ts';
+import { type DeviceRow, toIso } from './schema.ts';
+
+/** A device as the API shows it (never its token). */
+export interface Device {
+  id: number;
+  userId: number;
+  deviceName: string;
+  platform: string;
+  createdAt: string;
+  lastSeen: string;
+}
+
+export const toDevice = (row: Omit<DeviceRow, 'token'>): Device => ({
+  id: Number(row.id),
+  userId: Number(row.userId),
+  deviceName: row.deviceName,
+  platform: row.platform,
+  createdAt: toIso(row.createdAt),
+  lastSeen: toIso(row.lastSeen),
+});
+
+const publicColumns = ['id', 'userId', 'deviceName', 'platform', 'createdAt', 'lastSeen'] as const;
+
+/**
+ * Creates a device and stores the SHA-256 digest of the token `signToken` issues for its id.
+ * The row is first written with a random placeholder digest, then given the real one, in one
+ * transaction, because the token embeds the device id.
+ */
+export async function createDevice(
+  db: Db,
+  input: { userId: number; deviceName: string; platform: string },
+  now: Date,
+  signToken: (deviceId: number) => string,
+): Promise<{ device: Device; token: string }> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const at = db.date(now);
+    const id = await insertReturningId(
+      { ...db, kysely: trx },
+      trx.insertInto('devices').values({ ...input, token: sha256Hex(randomHex(32)), createdAt: at, lastSeen: at }),
+    );
+    const token = signToken(id);
+    await trx.updateTable('devices').set({ token: sha256Hex(token) }).where('id', '=', id).execute();
+    const iso = now.toISOString();
+    return { device: { id, ...input, createdAt: iso, lastSeen: iso }, token };
+  });
+}
+
+/** The device with this id and its stored token digest. */
+export async function findDeviceWithDigest(db: Db, id: number): Promise<(Device & { tokenDigest: string }) | undefined> {
+  const row = await db.kysely.selectFrom('devices').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && { ...toDevice(row), tokenDigest: row.token };
+}
+
+export async function listDevices(db: Db, userId: number): Promise<Device[]> {
+  const rows = await db.kysely
+    .selectFrom('devices')
+    .select(publicColumns)
+    .where('userId', '=', userId)
+    .orderBy('id')
+    .execute();
+  return rows.map(toDevice);
+}
+
+/** All devices, for the administrator. */
+export async function listAllDevices(db: Db): Promise<Device[]> {
+  const rows = await db.kysely.selectFrom('devices').select(publicColumns).orderBy('id').execute();
+  return rows.map(toDevice);
+}
+
+export async function touchDevice(db: Db, id: number, now: Date): Promise<void> {
+  await db.kysely.updateTable('devices').set({ lastSeen: db.date(now) }).where('id', '=', id).execute();
+}
+
+/** Deletes a device; `userId` limits it to that user's devices (undefined: administrator). */
+export async function deleteDevice(db: Db, id: number, userId: number | undefined): Promise<boolean> {
+  let query = db.kysely.deleteFrom('devices').where('id', '=', id);
+  if (userId !== undefined) query = query.where('userId', '=', userId);
+  const result = await query.executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
