@@ -1,0 +1,36 @@
+/** The contract's HTTP error codes, each with its status. */
+export const authErrors = {
+  invalid_request: 400,
+  unauthorized: 401,
+  invalid_token: 401,
+  token_expired: 401,
+  token_used: 401,
+  project_limit: 403,
+  not_found: 404,
+  payload_too_large: 413,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+} as const;
+
+export type AuthErrorCode = keyof typeof authErrors;
+
+/** An error a client sees as `{"error":{"code","message"}}` with the code's status. */
+export class AppError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: AuthErrorCode,
+    message: string,
+    /** Seconds, sent as Retry-After (429, 503). */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.status = authErrors[code];
+  }
+}
+
+export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
+export const unauthorized = (why = 'missing or invalid bearer token') => new AppError('unauthorized', why);
+export const unavailable = () => new AppError('unavailable', 'the database is unavailable; try again shortly', 5);

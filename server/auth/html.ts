@@ -1,0 +1,34 @@
+const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Escapes text for HTML element content and attribute values. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => escapes[c] ?? c);
+}
+
+/**
+ * The small page a browser gets when it opens a login link: the result and, on success, the
+ * token to paste into the client with a copy button. No external resources, no inline script
+ * beyond the copy handler.
+ */
+export function verifyPage(title: string, message: string, secret?: { label: string; value: string }): string {
+  const secretBlock = secret
+    ? `<p>${escapeHtml(secret.label)}</p>
+<textarea id="value" readonly rows="3">${escapeHtml(secret.value)}</textarea>
+<p><button type="button" id="copy">Copy</button> <span id="copied" role="status"></span></p>
+<script>
+document.getElementById('copy').addEventListener('click', async () => {
+  const value = document.getElementById('value');
+  value.select();
+  try { await navigator.clipboard.writeText(value.value); } catch { document.execCommand('copy'); }
+  document.getElementById('copied').textContent = 'Copied';
+});
+</script>`
+    : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(title)} · sync-host</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#222}
+textarea{width:100%;font:14px monospace}button{font:inherit;padding:.3rem 1rem}</style></head>
+<body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>${secretBlock}</body></html>
+`;
+}

@@ -1,0 +1,64 @@
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { AppError } from './errors.ts';
+
+/** Limits of the auth service: `points` per `seconds`. */
+export interface AuthLimits {
+  /** Link requests per e-mail address (contract: 5 per 15 minutes). */
+  linksPerEmail: { points: number; seconds: number };
+  /** Link requests per client address (contract: 30 per 15 minutes). */
+  linksPerClient: { points: number; seconds: number };
+  /** Verify attempts per client address (brute force of link tokens). */
+  verifiesPerClient: { points: number; seconds: number };
+  /** Failed bearer-token checks per client address (brute force of device tokens). */
+  authFailuresPerClient: { points: number; seconds: number };
+}
+
+export const defaultAuthLimits: AuthLimits = {
+  linksPerEmail: { points: 5, seconds: 15 * 60 },
+  linksPerClient: { points: 30, seconds: 15 * 60 },
+  verifiesPerClient: { points: 60, seconds: 15 * 60 },
+  authFailuresPerClient: { points: 100, seconds: 15 * 60 },
+};
+
+/** A named in-memory limiter that throws 429 `rate_limited` with Retry-After when exhausted. */
+export class Limiter {
+  readonly #limiter: RateLimiterMemory;
+
+  constructor(
+    readonly name: string,
+    limit: { points: number; seconds: number },
+  ) {
+    this.#limiter = new RateLimiterMemory({ points: limit.points, duration: limit.seconds });
+  }
+
+  /** Spends one point for `key`; throws AppError 429 when none is left. */
+  async consume(key: string): Promise<void> {
+    try {
+      await this.#limiter.consume(key);
+    } catch (err: unknown) {
+      if (err instanceof RateLimiterRes) throw tooMany(err);
+      throw err;
+    }
+  }
+
+  /** Throws 429 when `key` has no point left, without spending one. */
+  async check(key: string): Promise<void> {
+    const res = await this.#limiter.get(key);
+    if (res !== null && res.remainingPoints <= 0) throw tooMany(res);
+  }
+
+  /** Spends one point for `key` without throwing (a failure to count). */
+  async penalize(key: string): Promise<boolean> {
+    try {
+      await this.#limiter.consume(key);
+      return false;
+    } catch (err: unknown) {
+      if (err instanceof RateLimiterRes) return true;
+      throw err;
+    }
+  }
+}
+
+function tooMany(res: RateLimiterRes): AppError {
+  return new AppError('rate_limited', 'too many requests; try again later', Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
+}

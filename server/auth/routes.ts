@@ -1,0 +1,129 @@
+import { type Request, type Response, Router } from 'express';
+import { z } from 'zod';
+import { AppError } from './errors.ts';
+import { verifyPage } from './html.ts';
+import { deviceInputSchema, emailSchema, idSchema, parseInput, text } from './schemas.ts';
+import type { AuthService, Caller } from './service.ts';
+
+const loginQuery = z.object({ email: emailSchema });
+const magicLinkBody = z.object({ email: emailSchema });
+const verifyQuery = z
+  .object({ token: z.string({ error: 'is required' }).max(255, { error: 'is too long' }), deviceName: text(255).optional(), platform: text(50).optional() })
+  .refine((q) => (q.deviceName === undefined) === (q.platform === undefined), {
+    error: 'deviceName and platform must be given together',
+    path: ['deviceName'],
+  });
+const devicesBody = deviceInputSchema.extend({ jwt: z.string().max(4096).optional() });
+const projectBody = z.object({ projectKey: text(255), name: text(255) });
+
+/** The client address used for rate limits. */
+const clientOf = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+
+function bearer(req: Request): string | undefined {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return undefined;
+  const match = /^Bearer[ \t]+(\S{1,4096})[ \t]*$/i.exec(header);
+  return match?.[1];
+}
+
+/** Whether the client prefers an HTML page (a browser opening the link). */
+const wantsHtml = (req: Request): boolean => req.accepts(['application/json', 'text/html']) === 'text/html';
+
+/** The routes of contract section 4 under /auth. */
+export function createAuthRouter(service: AuthService): Router {
+  const router = Router();
+  const callers = new WeakMap<Request, Caller>();
+
+  const authed = async (req: Request, _res: Response, next: () => void) => {
+    callers.set(req, await service.authenticate(bearer(req), clientOf(req)));
+    next();
+  };
+  const caller = (req: Request): Caller => {
+    const found = callers.get(req);
+    if (!found) throw new AppError('unauthorized', 'missing or invalid bearer token');
+    return found;
+  };
+
+  router.get('/login', async (req, res) => {
+    const { email } = parseInput(loginQuery, req.query, 'query');
+    await service.requestLink(email, clientOf(req));
+    res.json({ sent: true });
+  });
+
+  router.post('/magic-link', async (req, res) => {
+    const { email } = parseInput(magicLinkBody, req.body, 'body');
+    await service.requestLink(email, clientOf(req));
+    res.json({ sent: true });
+  });
+
+  router.get('/verify', async (req, res) => {
+    res.set('Cache-Control', 'no-store').set('Referrer-Policy', 'no-referrer');
+    const html = wantsHtml(req);
+    try {
+      const q = parseInput(verifyQuery, req.query, 'query');
+      const device = q.deviceName !== undefined && q.platform !== undefined ? { deviceName: q.deviceName, platform: q.platform } : undefined;
+      const result = await service.verify(q.token, device, clientOf(req));
+      if (!html) {
+        res.json(result);
+        return;
+      }
+      const signedIn = `Signed in as ${result.user.email}.`;
+      res.type('html').send(
+        'deviceToken' in result
+          ? verifyPage('Signed in', `${signedIn} This device is registered.`, {
+              label: 'Device token (paste it into your client as syncDeviceToken):',
+              value: result.deviceToken,
+            })
+          : verifyPage('Signed in', `${signedIn} Copy this sign-in code into your client; it is valid for 15 minutes.`, {
+              label: 'Sign-in code (JWT):',
+              value: result.jwt,
+            }),
+      );
+    } catch (err: unknown) {
+      if (!html || !(err instanceof AppError)) throw err;
+      if (err.retryAfterSeconds !== undefined) res.set('Retry-After', String(err.retryAfterSeconds));
+      res.status(err.status).type('html').send(verifyPage('Sign-in failed', err.message));
+    }
+  });
+
+  router.post('/devices', async (req, res) => {
+    const body = parseInput(devicesBody, req.body, 'body');
+    const { deviceToken, device } = await service.registerDevice(bearer(req) ?? body.jwt, body);
+    res.status(201).json({ deviceToken, device });
+  });
+
+  router.get('/device', authed, (req, res) => {
+    const { device, user } = caller(req);
+    res.json({ device, user });
+  });
+
+  router.get('/devices', authed, async (req, res) => {
+    res.json({ devices: await service.listDevices(caller(req)) });
+  });
+
+  router.delete('/device/:id', authed, async (req, res) => {
+    await service.deleteDevice(caller(req), parseInput(idSchema, req.params.id, 'id'));
+    res.status(204).end();
+  });
+
+  router.post('/project', authed, async (req, res) => {
+    const { projectKey, name } = parseInput(projectBody, req.body, 'body');
+    const { created, project } = await service.registerProject(caller(req), projectKey, name);
+    res.status(created ? 201 : 200).json({ project });
+  });
+
+  router.get('/projects', authed, async (req, res) => {
+    res.json({ projects: await service.listProjects(caller(req)) });
+  });
+
+  router.delete('/project/:id', authed, async (req, res) => {
+    await service.deleteProject(caller(req), parseInput(idSchema, req.params.id, 'id'));
+    res.status(204).end();
+  });
+
+  router.get('/subscription', authed, async (req, res) => {
+    res.json(await service.subscription(caller(req)));
+  });
+
+  return router;
+}

@@ -1,0 +1,275 @@
+import type { Tier } from '../config/auth-config.ts';
+import type { TokenSignature } from '../config/common.ts';
+import type { Db } from '../db/connect.ts';
+import {
+  createDevice,
+  type Device,
+  deleteDevice,
+  findDeviceWithDigest,
+  listDevices,
+  touchDevice,
+} from '../db/devices.ts';
+import { consumeMagicLink, createMagicLink, findMagicLink } from '../db/magic-links.ts';
+import { deleteProject, listProjects, type Project, registerProject } from '../db/projects.ts';
+import { findOrCreateUser, findSubscription, findUserByEmail, findUserById, type User } from '../db/users.ts';
+import type { Logger } from '../log.ts';
+import { AppError, notFound, unauthorized, unavailable } from './errors.ts';
+import { signLoginJwt, verifyLoginJwt } from './jwt.ts';
+import type { Mailer } from './mail.ts';
+import { type AuthLimits, defaultAuthLimits, Limiter } from './rate-limits.ts';
+import { createRoomId, randomHex, safeEqual, sha256Hex, signDeviceToken, verifyDeviceToken } from './tokens.ts';
+
+/** Magic links are valid 15 minutes. */
+export const linkLifetimeMs = 15 * 60_000;
+/** lastSeen is written at most once per this interval per device, not on every request. */
+export const lastSeenRefreshMs = 60_000;
+
+export const projectLimits: Record<Tier, number | null> = { free: 0, personal: 1, pro: null, team: null };
+
+export interface AuthSettings {
+  secret: string;
+  tokenSignature: TokenSignature;
+  /** Public base URL; links are `<baseUrl>/auth/verify?token=<token>`. */
+  baseUrl: string;
+  defaultTier: Tier;
+  signup: 'open' | 'allowlist';
+  /** Lower-case addresses and `*@domain` patterns. */
+  allowedEmails: readonly string[];
+}
+
+export interface AuthServiceOptions {
+  db: Db;
+  settings: AuthSettings;
+  mailer: Mailer;
+  logger: Logger;
+  /** Injectable clock, ms since the epoch. */
+  now?: () => number;
+  limits?: Partial<AuthLimits>;
+}
+
+/** A link printed in development mode and shown in the admin UI until it is used or expires. */
+export interface PendingLink {
+  email: string;
+  token: string;
+  link: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+export interface Caller {
+  user: User;
+  device: Device;
+}
+
+export interface SubscriptionView {
+  tier: Tier;
+  effectiveTier: Tier;
+  expiresAt: string | null;
+  projectLimit: number | null;
+}
+
+export type DeviceInput = { deviceName: string; platform: string };
+
+/** Whether an e-mail is matched by ALLOWED_EMAILS (exact addresses or `*@domain`). */
+export function isAllowedEmail(email: string, patterns: readonly string[]): boolean {
+  const domain = email.slice(email.lastIndexOf('@') + 1);
+  return patterns.some((p) => p === email || (p.startsWith('*@') && p.slice(2) === domain));
+}
+
+/** The tier that applies now: a subscription past its expiry counts as free. */
+export function effectiveTier(tier: Tier, expiresAt: string | null, nowMs: number): Tier {
+  return expiresAt !== null && Date.parse(expiresAt) <= nowMs ? 'free' : tier;
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;
+
+/** The auth service's behaviour, independent of HTTP. */
+export function createAuthService(options: AuthServiceOptions) {
+  const { db, settings, mailer, logger } = options;
+  const now = options.now ?? Date.now;
+  const limits = { ...defaultAuthLimits, ...options.limits };
+  const linksPerEmail = new Limiter('links per e-mail', limits.linksPerEmail);
+  const linksPerClient = new Limiter('links per client', limits.linksPerClient);
+  const verifiesPerClient = new Limiter('verifies per client', limits.verifiesPerClient);
+  const authFailures = new Limiter('auth failures per client', limits.authFailuresPerClient);
+  const revokeListeners = new Set<(deviceId: number, userId: number) => void>();
+  const pending = new Map<string, PendingLink>();
+
+  const signToken = (userId: number) => (deviceId: number) =>
+    signDeviceToken({ userId, deviceId, issuedAt: Math.floor(now() / 1000) }, settings.secret, settings.tokenSignature);
+
+  async function subscriptionOf(userId: number): Promise<SubscriptionView> {
+    const sub = await findSubscription(db, userId);
+    const tier = sub?.tier ?? settings.defaultTier;
+    const expiresAt = sub?.expiresAt ?? null;
+    const effective = effectiveTier(tier, expiresAt, now());
+    return { tier, effectiveTier: effective, expiresAt, projectLimit: projectLimits[effective] };
+  }
+
+  /** Tells listeners (the co-hosted relay) that a device no longer exists. */
+  function notifyRevoked(deviceId: number, userId: number): void {
+    for (const listener of revokeListeners) listener(deviceId, userId);
+  }
+
+  function prunePending(): void {
+    const at = now();
+    for (const [token, link] of pending) if (Date.parse(link.expiresAt) <= at) pending.delete(token);
+  }
+
+  return {
+    devMode: mailer.devMode,
+
+    /**
+     * Creates and sends a login link. Answers the same whether the e-mail is known, unknown or
+     * refused by the allowlist (refusals are logged, no link is created).
+     */
+    async requestLink(email: string, client: string): Promise<void> {
+      await linksPerClient.consume(client);
+      await linksPerEmail.consume(email);
+      if (settings.signup === 'allowlist' && !isAllowedEmail(email, settings.allowedEmails)) {
+        if ((await findUserByEmail(db, email)) === undefined) {
+          logger.info({ email, client }, 'login refused: e-mail not on the allowlist');
+          return;
+        }
+      }
+      const token = randomHex(32);
+      const created = new Date(now());
+      const expires = new Date(created.getTime() + linkLifetimeMs);
+      await createMagicLink(db, email, token, created, expires);
+      const link = `${settings.baseUrl}/auth/verify?token=${token}`;
+      try {
+        await mailer.sendLoginLink(email, token, link);
+      } catch (err: unknown) {
+        logger.error({ email, err: err instanceof Error ? err.message : String(err) }, 'login e-mail could not be sent');
+        throw new AppError('unavailable', 'the login e-mail could not be sent; try again later', 30);
+      }
+      if (mailer.devMode) {
+        prunePending();
+        pending.set(token, { email, token, link, createdAt: created.toISOString(), expiresAt: expires.toISOString() });
+      }
+      logger.info({ email }, 'login link created');
+    },
+
+    /** Verifies a link once; with device data returns a device token, without it a JWT. */
+    async verify(
+      token: string,
+      device: DeviceInput | undefined,
+      client: string,
+    ): Promise<{ user: User; deviceToken: string; device: Device } | { user: User; jwt: string }> {
+      await verifiesPerClient.consume(client);
+      const link = /^[0-9a-f]{64}$/.test(token) ? await findMagicLink(db, token) : undefined;
+      if (link === undefined) {
+        logger.warn({ client }, 'verify with an unknown link token');
+        throw new AppError('invalid_token', 'this login link is not valid');
+      }
+      if (link.used) throw new AppError('token_used', 'this login link was already used');
+      if (Date.parse(link.expiresAt) <= now()) throw new AppError('token_expired', 'this login link has expired');
+      if (!(await consumeMagicLink(db, link.id))) throw new AppError('token_used', 'this login link was already used');
+      pending.delete(token);
+      const user = await findOrCreateUser(db, link.email, settings.defaultTier, new Date(now()));
+      if (device === undefined) {
+        logger.info({ userId: user.id }, 'login verified; JWT issued');
+        return { user, jwt: await signLoginJwt(user.id, settings.secret, now()) };
+      }
+      const created = await createDevice(db, { userId: user.id, ...device }, new Date(now()), signToken(user.id));
+      logger.info({ userId: user.id, deviceId: created.device.id }, 'login verified; device registered');
+      return { user, deviceToken: created.token, device: created.device };
+    },
+
+    /** POST /auth/devices: a device for the user of a valid login JWT. */
+    async registerDevice(jwt: string | undefined, input: DeviceInput): Promise<{ deviceToken: string; device: Device }> {
+      const userId = jwt === undefined ? undefined : await verifyLoginJwt(jwt, settings.secret, now());
+      const user = userId === undefined ? undefined : await findUserById(db, userId);
+      if (user === undefined) throw unauthorized('missing, invalid or expired login JWT');
+      const created = await createDevice(db, { userId: user.id, ...input }, new Date(now()), signToken(user.id));
+      logger.info({ userId: user.id, deviceId: created.device.id }, 'device registered');
+      return { deviceToken: created.token, device: created.device };
+    },
+
+    /**
+     * The caller of a bearer device token: signature, stored digest and device existence are
+     * checked; lastSeen is refreshed at most once a minute. Failures are rate limited per client.
+     */
+    async authenticate(token: string | undefined, client: string): Promise<Caller> {
+      await authFailures.check(client);
+      const claims = verifyDeviceToken(token, settings.secret, settings.tokenSignature);
+      const device = claims && (await findDeviceWithDigest(db, claims.deviceId));
+      const valid =
+        claims !== undefined &&
+        device !== undefined &&
+        device.userId === claims.userId &&
+        safeEqual(device.tokenDigest, sha256Hex(token ?? ''));
+      const user = valid ? await findUserById(db, claims.userId) : undefined;
+      if (!valid || user === undefined || device === undefined) {
+        if (await authFailures.penalize(client)) logger.warn({ client }, 'too many invalid bearer tokens');
+        throw unauthorized();
+      }
+      const { tokenDigest: _digest, ...publicDevice } = device;
+      if (now() - Date.parse(device.lastSeen) >= lastSeenRefreshMs) {
+        const seen = new Date(now());
+        publicDevice.lastSeen = seen.toISOString();
+        touchDevice(db, device.id, seen).catch((err: unknown) =>
+          logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'lastSeen refresh failed'),
+        );
+      }
+      return { user, device: publicDevice };
+    },
+
+    listDevices: (caller: Caller) => listDevices(db, caller.user.id),
+
+    /** Deletes one of the caller's devices and revokes it at once (relay connections too). */
+    async deleteDevice(caller: Caller, id: number): Promise<void> {
+      if (!(await deleteDevice(db, id, caller.user.id))) throw notFound('device');
+      logger.info({ userId: caller.user.id, deviceId: id }, 'device deleted');
+      notifyRevoked(id, caller.user.id);
+    },
+
+    notifyRevoked,
+
+    onDeviceRevoked(listener: (deviceId: number, userId: number) => void): () => void {
+      revokeListeners.add(listener);
+      return () => revokeListeners.delete(listener);
+    },
+
+    async registerProject(caller: Caller, projectKey: string, name: string): Promise<{ created: boolean; project: Project }> {
+      const { projectLimit } = await subscriptionOf(caller.user.id);
+      const result = await registerProject(
+        db,
+        { userId: caller.user.id, projectKey, name },
+        projectLimit,
+        new Date(now()),
+        () => createRoomId(caller.user.id, settings.secret),
+      );
+      if ('limited' in result) {
+        throw new AppError('project_limit', `your tier allows ${projectLimit} synced project${projectLimit === 1 ? '' : 's'}`);
+      }
+      if (result.created) logger.info({ userId: caller.user.id, projectId: result.project.id }, 'project registered');
+      return result;
+    },
+
+    listProjects: (caller: Caller) => listProjects(db, caller.user.id),
+
+    async deleteProject(caller: Caller, id: number): Promise<void> {
+      if (!(await deleteProject(db, id, caller.user.id))) throw notFound('project');
+      logger.info({ userId: caller.user.id, projectId: id }, 'project deleted');
+    },
+
+    subscription: (caller: Caller) => subscriptionOf(caller.user.id),
+    subscriptionOf,
+
+    /** Dev-mode links not used and not expired, newest first (admin UI). */
+    pendingLinks(): PendingLink[] {
+      prunePending();
+      return [...pending.values()].reverse();
+    },
+
+    /** 200 when a trivial query answers, else throws `unavailable`. */
+    async health(): Promise<void> {
+      try {
+        await db.ping(2_000);
+      } catch {
+        throw unavailable();
+      }
+    },
+  };
+}

@@ -1,0 +1,167 @@
+import { parseArgs } from 'node:util';
+import { type LogLevel, logLevels } from './config/common.ts';
+import { ConfigError } from './config/conf-file.ts';
+import { ConfigProblems } from './config/keys.ts';
+import { type LoadedConfig, loadConfig } from './config/load.ts';
+import { type Host, type HostMode, startHost } from './host.ts';
+import { ListenError } from './http-listen.ts';
+import { createLogger, type Logger } from './log.ts';
+import { version } from './version.ts';
+
+const usage = `Usage: sync-host [mode] [options]
+
+Modes:
+  --headless, serve   auth service + relay in one process (what \`npm start\` runs)
+  auth                the auth service alone (auth.conf)
+  relay               the relay alone (relay.conf)
+  (none)              the tray app when Electron is installed, else the headless host
+
+Options:
+  --config-dir DIR    read auth.conf and relay.conf from DIR (default: the working directory)
+  --log-level LEVEL   ${logLevels.join(', ')} (also LOG_LEVEL; default info)
+  --help, --version
+`;
+
+/** Exit code for a user mistake in configuration or on the command line. */
+const exitUsage = 2;
+
+/** Runs the command line; resolves with the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err: unknown) {
+    process.stderr.write(`sync-host: ${err instanceof Error ? err.message : String(err)} (see --help)\n`);
+    return exitUsage;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(`${version}\n`);
+    return 0;
+  }
+  const command = values.headless ? 'serve' : (positionals[0] ?? '');
+  if (positionals.length > (values.headless ? 0 : 1)) {
+    process.stderr.write(`sync-host: unexpected argument "${positionals.at(-1)}" (see --help)\n`);
+    return exitUsage;
+  }
+  switch (command) {
+    case 'serve':
+      return serve('headless', values);
+    case 'auth':
+    case 'relay':
+      return serve(command, values);
+    case '':
+      if (launchTrayApp(argv)) return 0;
+      process.stdout.write('note: the Electron tray app is not installed; starting the headless host\n');
+      return serve('headless', values);
+    default:
+      process.stderr.write(`sync-host: unknown command "${command}" (see --help)\n`);
+      return exitUsage;
+  }
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      headless: { type: 'boolean' },
+      'config-dir': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+    },
+  });
+}
+
+type Flags = ReturnType<typeof parse>['values'];
+
+/**
+ * Starts the Electron tray app when it is installed. The tray app is not built yet (issue 4):
+ * until it is, the headless host starts with a note.
+ */
+function launchTrayApp(_argv: string[]): boolean {
+  return false;
+}
+
+function loadOrReport(configDir: string): LoadedConfig | undefined {
+  try {
+    return loadConfig(configDir);
+  } catch (err: unknown) {
+    if (err instanceof ConfigError || err instanceof ConfigProblems) {
+      process.stderr.write(`sync-host: ${err.message.split('\n').join('\nsync-host: ')}\n`);
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+async function serve(mode: HostMode, flags: Flags): Promise<number> {
+  const flagLevel = flags['log-level']?.toLowerCase();
+  if (flagLevel !== undefined && !(logLevels as readonly string[]).includes(flagLevel)) {
+    process.stderr.write(`sync-host: --log-level must be one of ${logLevels.join(', ')}\n`);
+    return exitUsage;
+  }
+  const config = loadOrReport(flags['config-dir'] ?? process.cwd());
+  if (config === undefined) return exitUsage;
+  const level = (flagLevel as LogLevel | undefined) ?? (mode === 'relay' ? config.relay.logLevel : config.auth.logLevel);
+  const logger = createLogger(level);
+  for (const key of [...config.auth.unknownKeys, ...config.relay.unknownKeys]) logger.warn(`unknown configuration key ignored: ${key}`);
+
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  let host: Host;
+  try {
+    host = await startHost({
+      mode,
+      config,
+      logger,
+      print,
+      sqliteEngine: process.env.SYNC_HOST_SQLITE_ENGINE === 'wasm' ? 'wasm' : undefined,
+    });
+  } catch (err: unknown) {
+    if (err instanceof ListenError) {
+      process.stderr.write(`sync-host: ${err.message}\n`);
+      return exitUsage;
+    }
+    logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'cannot start');
+    process.stderr.write(`sync-host: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  if (host.urls.auth) print(`auth:   ${host.urls.auth}`);
+  if (host.urls.relay) print(`relay:  ${host.urls.relay}`);
+  if (host.urls.status) print(`status: ${host.urls.status}`);
+  if (host.urls.admin) print(`admin:  ${host.urls.admin}`);
+  logger.info({ mode }, 'sync-host started');
+  return waitForSignal(host, logger);
+}
+
+/** Resolves with the exit code after SIGINT/SIGTERM and a graceful close (forced after 5 s). */
+function waitForSignal(host: Host, logger: Logger): Promise<number> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'shutting down');
+      const force = setTimeout(() => {
+        logger.error('shutdown took longer than 5 s; exiting');
+        process.exit(1);
+      }, 5_000);
+      force.unref();
+      host.close().then(
+        () => {
+          clearTimeout(force);
+          resolve(0);
+        },
+        (err: unknown) => {
+          logger.error({ err: err instanceof Error ? err.message : String(err) }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}

@@ -1,0 +1,50 @@
+import type { Server } from 'node:http';
+
+/** A port that cannot be opened: exit 2 with a line naming it and what to change. */
+export class ListenError extends Error {
+  constructor(
+    readonly port: number,
+    readonly setting: string,
+    readonly code: string,
+  ) {
+    super(
+      code === 'EADDRINUSE'
+        ? `port ${port} is already in use; stop the other program or set ${setting} to a free port`
+        : code === 'EACCES'
+          ? `port ${port} needs privileges here; set ${setting} to a port above 1023`
+          : `cannot listen on port ${port} (${code}); check ${setting} and BIND`,
+    );
+    this.name = 'ListenError';
+  }
+}
+
+/** Listens and resolves with the bound port; rejects with ListenError. */
+export function listen(server: Server, port: number, host: string, setting: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      server.off('listening', onListening);
+      reject(new ListenError(port, setting, err.code ?? 'error'));
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      const address = server.address();
+      resolve(typeof address === 'object' && address !== null ? address.port : port);
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, host);
+  });
+}
+
+/** Closes a server, ending idle keep-alive sockets so close does not wait for them. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), 2_000).unref();
+  });
+}
