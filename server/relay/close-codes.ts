@@ -1,0 +1,44 @@
+/** A WebSocket close code with the reason sent beside it (a reason is at most 123 bytes). */
+export interface CloseEvent {
+  readonly code: number;
+  readonly reason: string;
+}
+
+/** The relay is shutting down (or restarting): reconnect later. */
+export const GoingAway = {
+  code: 1001,
+  reason: 'relay shutting down',
+} as const satisfies CloseEvent;
+
+/** A binary frame: the protocol is JSON text frames only. */
+export const UnsupportedData = {
+  code: 1003,
+  reason: 'binary frames are not accepted',
+} as const satisfies CloseEvent;
+
+/** A frame over `message.maxBytes` (sent by `ws` itself through `maxPayload`). */
+export const MessageTooBig = {
+  code: 1009,
+  reason: 'message too big',
+} as const satisfies CloseEvent;
+
+/** The receiver does not read its socket fast enough; its messages are buffered instead. */
+export const TryAgainLater = {
+  code: 1013,
+  reason: 'receiver too slow',
+} as const satisfies CloseEvent;
+
+/** Join refused: bad token, secret mismatch, device not the token's, room of another user. */
+export const AuthFailed = { code: 4001, reason: 'auth failed' } as const satisfies CloseEvent;
+
+/** The device was deleted through the auth service (co-hosted only). */
+export const Revoked = { code: 4003, reason: 'device revoked' } as const satisfies CloseEvent;
+
+/** No valid join within the join timeout (10 s). */
+export const JoinTimeout = { code: 4008, reason: 'join timeout' } as const satisfies CloseEvent;
+
+/** The same device joined the same room again on a newer connection. */
+export const Replaced = {
+  code: 4009,
+  reason: 'replaced by a newer connection',
+} as const satisfies CloseEvent;

@@ -1,0 +1,356 @@
+import type { Logger } from '../log.ts';
+import type { AbsentDevice, MessageBuffer } from './buffer.ts';
+import { Replaced, Revoked, TryAgainLater } from './close-codes.ts';
+import { type Connection, closeWith, sendControl, sendData } from './connection.ts';
+import { type DeviceId, deviceKey, type JoinFrame } from './messages.ts';
+import { countError, type RelayMetrics } from './metrics.ts';
+import { payloadSource } from './payload-span.ts';
+import { Room } from './room.ts';
+import type { Shards } from './shards.ts';
+
+/** Error codes of contract 6 rule 5, plus `room_full` for `room.maxDevices`. */
+export type ErrorCode =
+  | 'invalid_json'
+  | 'invalid_message'
+  | 'not_joined'
+  | 'already_joined'
+  | 'unknown_target'
+  | 'rate_limited'
+  | 'room_full'
+  | 'auth_failed';
+
+export interface HubOptions {
+  shards: Shards<Room>;
+  buffer: MessageBuffer;
+  metrics: RelayMetrics;
+  logger: Logger;
+  now: () => number;
+  roomMaxDevices: number;
+  bufferWindowMs: number;
+  /** A receiver with more unsent bytes than this is closed (1013) and buffered for instead. */
+  maxBufferedBytes: number;
+}
+
+/** Rooms, presence, host handover, routing and the hand-off to the durable buffer. */
+export interface Hub {
+  join(conn: Connection, frame: JoinFrame): void;
+  /** `{"type":"leave"}`: leaves cleanly, nothing is buffered for the device. */
+  leave(conn: Connection): void;
+  /** The socket closed: a joined device without leave becomes absent and is buffered for. */
+  drop(conn: Connection): void;
+  /** Routes `{to, payload}`; `text` is the frame as received, the payload is copied from it. */
+  route(conn: Connection, to: DeviceId, payload: Record<string, unknown>, text: string): void;
+  /** Closes every connection of the device with 4003 and forgets everything kept for it. */
+  revoke(device: string): void;
+  /** Expires absent devices whose window passed and forgets idle rooms. */
+  sweep(): void;
+  /** Every joined connection becomes absent (shutdown); no presence frames are sent. */
+  dropAll(): void;
+  /** Connections per device key (a device may be in several rooms). */
+  readonly devices: ReadonlyMap<string, ReadonlySet<Connection>>;
+}
+
+const errorFrames = new Map<string, Buffer>();
+
+/** A pre-serialized `{type:'error'}` frame for the fixed messages (no allocation per error). */
+function errorFrame(code: ErrorCode, message: string): Buffer {
+  const key = `${code}\u0000${message}`;
+  let frame = errorFrames.get(key);
+  if (frame === undefined) {
+    frame = Buffer.from(JSON.stringify({ type: 'error', code, message }));
+    if (errorFrames.size < 256) errorFrames.set(key, frame);
+  }
+  return frame;
+}
+
+export function sendError(
+  conn: Connection,
+  metrics: RelayMetrics,
+  code: ErrorCode,
+  message: string,
+): void {
+  countError(metrics, code);
+  sendData(conn, errorFrame(code, message));
+}
+
+export function createHub(options: HubOptions): Hub {
+  const { shards, buffer, metrics, logger, now } = options;
+  const devices = new Map<string, Set<Connection>>();
+
+  function index(conn: Connection): void {
+    let set = devices.get(conn.device);
+    if (set === undefined) {
+      set = new Set();
+      devices.set(conn.device, set);
+    }
+    set.add(conn);
+  }
+
+  function unindex(conn: Connection): void {
+    const set = devices.get(conn.device);
+    if (set === undefined) return;
+    set.delete(conn);
+    if (set.size === 0) devices.delete(conn.device);
+  }
+
+  function forgetIfIdle(room: Room): void {
+    if (room.idle) shards.delete(room.id);
+  }
+
+  function deliver(receiver: Connection, data: Buffer): void {
+    sendData(receiver, data);
+    if (receiver.socket.bufferedAmount > options.maxBufferedBytes && !receiver.done) {
+      // It stopped reading: close it; as a drop without leave it is buffered for on disk.
+      metrics.slowReceivers++;
+      closeWith(receiver, TryAgainLater);
+      receiver.socket.terminate();
+    }
+  }
+
+  function toEveryone(room: Room, frame: object, except?: Connection): void {
+    if (room.members.size === 0) return;
+    const data = Buffer.from(JSON.stringify(frame));
+    for (const member of room.members.values()) {
+      if (member !== except) sendData(member, data);
+    }
+  }
+
+  /** Presence `left` to the others, and the host handover when the host went. */
+  function announceDeparture(
+    room: Room,
+    conn: Connection,
+    newHost: Connection | undefined,
+    reason: string,
+  ) {
+    toEveryone(room, {
+      type: 'presence',
+      room: room.id,
+      device: conn.deviceId,
+      state: 'left',
+      reason,
+    });
+    if (newHost !== undefined) {
+      toEveryone(room, { type: 'host', room: room.id, device: newHost.deviceId });
+    }
+  }
+
+  function expire(room: Room, entry: AbsentDevice, at: number): void {
+    room.absent.delete(entry.device);
+    buffer.expire(entry, at);
+  }
+
+  return {
+    devices,
+
+    join(conn, frame) {
+      const key = deviceKey(frame.device);
+      const room = shards.getOrCreate(frame.room, (slot) => new Room(frame.room, slot));
+      const older = room.members.get(key);
+      if (older === undefined && room.members.size >= options.roomMaxDevices) {
+        forgetIfIdle(room);
+        sendError(
+          conn,
+          metrics,
+          'room_full',
+          `the room already has ${options.roomMaxDevices} devices (room.maxDevices)`,
+        );
+        return;
+      }
+      if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
+      conn.joinTimer = undefined;
+      conn.device = key;
+      conn.deviceId = frame.device;
+      conn.deviceJson = JSON.stringify(frame.device);
+      if (older !== undefined) {
+        room.replace(older, conn);
+        unindex(older);
+        metrics.replaced++;
+        closeWith(older, Replaced);
+      } else {
+        room.add(conn);
+      }
+      index(conn);
+      room.absent.delete(key);
+      metrics.joins++;
+
+      const joined = {
+        type: 'joined',
+        room: room.id,
+        device: conn.deviceId,
+        role: room.host === conn ? 'host' : 'member',
+        host: room.host?.deviceId ?? conn.deviceId,
+        devices: room.deviceIds(),
+        buffered: 0,
+        gap: false,
+      };
+      try {
+        buffer.takeOver(room.id, key, now(), (frames, gap) => {
+          joined.buffered = frames.length;
+          joined.gap = gap;
+          sendControl(conn, joined);
+          for (const frame of frames) sendData(conn, Buffer.from(frame));
+        });
+        metrics.bufferDelivered += joined.buffered;
+      } catch (err: unknown) {
+        logger.error({ err, room: room.id, device: key }, 'buffer read failed on join');
+        sendControl(conn, { ...joined, buffered: 0, gap: true });
+      }
+      if (older === undefined) {
+        toEveryone(
+          room,
+          { type: 'presence', room: room.id, device: conn.deviceId, state: 'joined' },
+          conn,
+        );
+      }
+      logger.debug(
+        { room: room.id, device: key, role: joined.role, buffered: joined.buffered },
+        'joined',
+      );
+    },
+
+    leave(conn) {
+      const room = conn.room;
+      if (room === undefined) return;
+      const newHost = room.remove(conn);
+      unindex(conn);
+      buffer.forget(room.id, conn.device);
+      announceDeparture(room, conn, newHost, 'leave');
+      forgetIfIdle(room);
+      logger.debug({ room: room.id, device: conn.device }, 'left');
+    },
+
+    drop(conn) {
+      const room = conn.room;
+      if (room === undefined) return;
+      const newHost = room.remove(conn);
+      unindex(conn);
+      const entry: AbsentDevice = {
+        room: room.id,
+        device: conn.device,
+        droppedAt: now(),
+        messages: 0,
+        bytes: 0,
+        gap: false,
+      };
+      room.absent.set(conn.device, entry);
+      buffer.markAbsent(entry);
+      announceDeparture(room, conn, newHost, 'disconnect');
+      logger.debug({ room: room.id, device: conn.device }, 'dropped without leave');
+    },
+
+    route(conn, to, parsedPayload, text) {
+      const room = conn.room;
+      if (room === undefined) {
+        sendError(conn, metrics, 'not_joined', 'join a room first');
+        return;
+      }
+      let direct: Connection | undefined;
+      let absent: AbsentDevice | undefined;
+      let toJson: string;
+      if (to === 'host') {
+        direct = room.host;
+        if (direct === conn) {
+          sendError(conn, metrics, 'unknown_target', 'you are the host of this room');
+          return;
+        }
+        toJson = '"host"';
+      } else if (to === 'broadcast') {
+        toJson = '"broadcast"';
+      } else {
+        const key = deviceKey(to);
+        direct = room.members.get(key);
+        if (direct === undefined) absent = room.absent.get(key);
+        if (direct === conn || (direct === undefined && absent === undefined)) {
+          sendError(conn, metrics, 'unknown_target', 'no such device in this room');
+          return;
+        }
+        toJson = typeof to === 'number' ? String(to) : JSON.stringify(to);
+      }
+      const payload = payloadSource(text) ?? JSON.stringify(parsedPayload);
+      // One serialization per message, shared by every receiver and the buffer.
+      const frame = `{"from":${conn.deviceJson},"to":${toJson},"room":${room.idJson},"payload":${payload}}`;
+      const data = Buffer.from(frame);
+      metrics.messagesRouted++;
+      if (direct !== undefined) {
+        deliver(direct, data);
+        metrics.messagesDelivered++;
+        return;
+      }
+      const at = now();
+      if (absent !== undefined) {
+        if (at < absent.droppedAt + options.bufferWindowMs) {
+          buffer.append(absent, frame, data.length);
+          metrics.messagesBuffered++;
+        } else {
+          expire(room, absent, at);
+        }
+        return;
+      }
+      for (const member of room.members.values()) {
+        if (member === conn) continue;
+        deliver(member, data);
+        metrics.messagesDelivered++;
+      }
+      for (const entry of room.absent.values()) {
+        if (at < entry.droppedAt + options.bufferWindowMs) {
+          buffer.append(entry, frame, data.length);
+          metrics.messagesBuffered++;
+        } else {
+          expire(room, entry, at);
+        }
+      }
+    },
+
+    revoke(device) {
+      const conns = devices.get(device);
+      if (conns !== undefined) {
+        for (const conn of [...conns]) {
+          const room = conn.room;
+          if (room !== undefined) {
+            const newHost = room.remove(conn);
+            announceDeparture(room, conn, newHost, 'revoked');
+            forgetIfIdle(room);
+          }
+          unindex(conn);
+          metrics.revoked++;
+          closeWith(conn, Revoked);
+        }
+      }
+      for (const room of [...shards.rooms()]) {
+        if (room.absent.delete(device)) forgetIfIdle(room);
+      }
+    },
+
+    sweep() {
+      const at = now();
+      for (const room of [...shards.rooms()]) {
+        for (const entry of [...room.absent.values()]) {
+          if (at >= entry.droppedAt + options.bufferWindowMs) expire(room, entry, at);
+        }
+        forgetIfIdle(room);
+      }
+    },
+
+    dropAll() {
+      const at = now();
+      for (const room of shards.rooms()) {
+        for (const conn of room.members.values()) {
+          const entry: AbsentDevice = {
+            room: room.id,
+            device: conn.device,
+            droppedAt: at,
+            messages: 0,
+            bytes: 0,
+            gap: false,
+          };
+          room.absent.set(conn.device, entry);
+          buffer.markAbsent(entry);
+          conn.room = undefined;
+        }
+        room.members.clear();
+        room.host = undefined;
+      }
+      devices.clear();
+    },
+  };
+}

@@ -1,0 +1,176 @@
+/** Cheap counters of the relay, rendered as Prometheus text on the status port. */
+export interface RelayMetrics {
+  joins: number;
+  authFailures: number;
+  /** Routed frames accepted from clients. */
+  messagesRouted: number;
+  /** Routed frames written to a live receiver (one per receiver). */
+  messagesDelivered: number;
+  /** Routed frames stored for an absent device (one per absent receiver). */
+  messagesBuffered: number;
+  /** Buffered frames handed to a device that joined again. */
+  bufferDelivered: number;
+  /** Buffered frames dropped because the window expired. */
+  bufferDroppedExpired: number;
+  /** Buffered frames dropped because a device reached `buffer.maxMessages` / `buffer.maxBytes`. */
+  bufferDroppedCap: number;
+  /** SQLite transactions that wrote buffered frames. */
+  bufferFlushes: number;
+  rateLimited: number;
+  /** Connections closed because they did not answer a ping. */
+  heartbeatTimeouts: number;
+  joinTimeouts: number;
+  replaced: number;
+  revoked: number;
+  slowReceivers: number;
+  /** Error frames sent, by code. */
+  errors: Map<string, number>;
+}
+
+export function createMetrics(): RelayMetrics {
+  return {
+    joins: 0,
+    authFailures: 0,
+    messagesRouted: 0,
+    messagesDelivered: 0,
+    messagesBuffered: 0,
+    bufferDelivered: 0,
+    bufferDroppedExpired: 0,
+    bufferDroppedCap: 0,
+    bufferFlushes: 0,
+    rateLimited: 0,
+    heartbeatTimeouts: 0,
+    joinTimeouts: 0,
+    replaced: 0,
+    revoked: 0,
+    slowReceivers: 0,
+    errors: new Map(),
+  };
+}
+
+export function countError(metrics: RelayMetrics, code: string): void {
+  metrics.errors.set(code, (metrics.errors.get(code) ?? 0) + 1);
+}
+
+/** Gauges read at scrape time. */
+export interface RelayGauges {
+  connections: number;
+  rooms: number;
+  /** Frames committed to the SQLite buffer. */
+  bufferedStored: number;
+  /** Frames queued for the next buffer transaction. */
+  bufferedPending: number;
+  absentDevices: number;
+}
+
+function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number) {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
+}
+
+/** Prometheus text exposition format 0.0.4. */
+export function renderMetrics(metrics: RelayMetrics, gauges: RelayGauges): string {
+  const out: string[] = [];
+  line(out, 'relay_connections', 'gauge', 'Open WebSocket connections.', gauges.connections);
+  line(out, 'relay_rooms', 'gauge', 'Rooms with at least one device present.', gauges.rooms);
+  line(out, 'relay_absent_devices', 'gauge', 'Devices being buffered for.', gauges.absentDevices);
+  line(
+    out,
+    'relay_buffer_messages',
+    'gauge',
+    'Messages committed to the buffer.',
+    gauges.bufferedStored,
+  );
+  line(
+    out,
+    'relay_buffer_pending_messages',
+    'gauge',
+    'Messages not yet committed.',
+    gauges.bufferedPending,
+  );
+  line(out, 'relay_joins_total', 'counter', 'Successful joins.', metrics.joins);
+  line(
+    out,
+    'relay_auth_failures_total',
+    'counter',
+    'Joins refused with auth_failed.',
+    metrics.authFailures,
+  );
+  line(
+    out,
+    'relay_messages_routed_total',
+    'counter',
+    'Routed messages accepted from clients.',
+    metrics.messagesRouted,
+  );
+  line(
+    out,
+    'relay_messages_delivered_total',
+    'counter',
+    'Routed messages written to a connected receiver.',
+    metrics.messagesDelivered,
+  );
+  line(
+    out,
+    'relay_messages_buffered_total',
+    'counter',
+    'Routed messages stored for an absent device.',
+    metrics.messagesBuffered,
+  );
+  line(
+    out,
+    'relay_buffer_delivered_total',
+    'counter',
+    'Buffered messages delivered on rejoin.',
+    metrics.bufferDelivered,
+  );
+  out.push(
+    '# HELP relay_messages_dropped_total Buffered messages dropped.',
+    '# TYPE relay_messages_dropped_total counter',
+    `relay_messages_dropped_total{reason="expired"} ${metrics.bufferDroppedExpired}`,
+    `relay_messages_dropped_total{reason="cap"} ${metrics.bufferDroppedCap}`,
+  );
+  line(
+    out,
+    'relay_buffer_flushes_total',
+    'counter',
+    'Buffer write transactions.',
+    metrics.bufferFlushes,
+  );
+  line(
+    out,
+    'relay_rate_limited_total',
+    'counter',
+    'Frames dropped by the per-connection rate limit.',
+    metrics.rateLimited,
+  );
+  line(
+    out,
+    'relay_heartbeat_timeouts_total',
+    'counter',
+    'Connections closed for not answering a ping.',
+    metrics.heartbeatTimeouts,
+  );
+  line(
+    out,
+    'relay_join_timeouts_total',
+    'counter',
+    'Connections closed with 4008.',
+    metrics.joinTimeouts,
+  );
+  line(out, 'relay_replaced_total', 'counter', 'Connections closed with 4009.', metrics.replaced);
+  line(out, 'relay_revoked_total', 'counter', 'Connections closed with 4003.', metrics.revoked);
+  line(
+    out,
+    'relay_slow_receivers_total',
+    'counter',
+    'Connections closed for not reading.',
+    metrics.slowReceivers,
+  );
+  out.push(
+    '# HELP relay_errors_total Error frames sent, by code.',
+    '# TYPE relay_errors_total counter',
+  );
+  for (const [code, count] of metrics.errors)
+    out.push(`relay_errors_total{code="${code}"} ${count}`);
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,142 @@
+import type { RawData, WebSocket } from 'ws';
+import type { Logger } from '../log.ts';
+import { type JoinCheck, joinRefusals, refuseJoin } from './authorize.ts';
+import { AuthFailed, JoinTimeout, UnsupportedData } from './close-codes.ts';
+import { type Connection, closeWith, createConnection, sendData } from './connection.ts';
+import { type Hub, sendError } from './hub.ts';
+import { parseFrame } from './messages.ts';
+import type { RelayMetrics } from './metrics.ts';
+import { createTokenBucket } from './rate-limit.ts';
+
+export interface SocketHandlerOptions {
+  hub: Hub;
+  metrics: RelayMetrics;
+  logger: Logger;
+  check: JoinCheck;
+  ratePerSecond: number;
+  rateBurst: number;
+  joinTimeoutMs: number;
+  /** Above this many unsent bytes a sender gets no `rate_limited` frames, only silence. */
+  maxBufferedBytes: number;
+}
+
+/** Accepts upgraded sockets: join timeout, rate limit, frame parsing and dispatch, heartbeat. */
+export interface SocketHandler {
+  accept(socket: WebSocket): void;
+  /** Every open connection, joined or not. */
+  readonly connections: ReadonlySet<Connection>;
+  /** One heartbeat round: closes connections that did not answer the previous ping, pings the rest. */
+  heartbeat(): void;
+}
+
+const pongFrame = Buffer.from('{"type":"pong"}');
+
+function rawText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}
+
+export function createSocketHandler(options: SocketHandlerOptions): SocketHandler {
+  const { hub, metrics, logger, check } = options;
+  const connections = new Set<Connection>();
+  let nextId = 1;
+
+  function connectionOnMessage(conn: Connection, data: RawData, isBinary: boolean): void {
+    if (conn.done) return;
+    conn.alive = true;
+    if (isBinary) {
+      closeWith(conn, UnsupportedData);
+      return;
+    }
+    if (!conn.bucket.take()) {
+      metrics.rateLimited++;
+      if (conn.socket.bufferedAmount < options.maxBufferedBytes) {
+        sendError(conn, metrics, 'rate_limited', 'too many messages: this one was dropped');
+      }
+      return;
+    }
+    const text = rawText(data);
+    const frame = parseFrame(text);
+    switch (frame.type) {
+      case 'route':
+        hub.route(conn, frame.to, frame.payload, text);
+        return;
+      case 'ping':
+        sendData(conn, pongFrame);
+        return;
+      case 'join': {
+        if (conn.room !== undefined) {
+          sendError(conn, metrics, 'already_joined', `already joined room ${conn.room.id}`);
+          return;
+        }
+        const refusal = refuseJoin(frame, check);
+        if (refusal !== undefined) {
+          metrics.authFailures++;
+          logger.info({ room: frame.room, device: frame.device, refusal }, 'join refused');
+          sendError(conn, metrics, 'auth_failed', joinRefusals[refusal]);
+          closeWith(conn, AuthFailed);
+          return;
+        }
+        hub.join(conn, frame);
+        return;
+      }
+      case 'leave':
+        if (conn.room === undefined) sendError(conn, metrics, 'not_joined', 'not in a room');
+        else hub.leave(conn);
+        return;
+      case 'invalid_json':
+        sendError(conn, metrics, 'invalid_json', 'the frame is not valid JSON');
+        return;
+      case 'invalid_message':
+        sendError(conn, metrics, 'invalid_message', frame.message);
+        return;
+    }
+  }
+
+  return {
+    connections,
+
+    accept(socket) {
+      const conn = createConnection(
+        nextId++,
+        socket,
+        createTokenBucket(options.ratePerSecond, options.rateBurst),
+      );
+      connections.add(conn);
+      conn.joinTimer = setTimeout(() => {
+        conn.joinTimer = undefined;
+        if (conn.room !== undefined || conn.done) return;
+        metrics.joinTimeouts++;
+        closeWith(conn, JoinTimeout);
+      }, options.joinTimeoutMs);
+      socket.on('message', (data, isBinary) => connectionOnMessage(conn, data, isBinary));
+      socket.on('pong', () => {
+        conn.alive = true;
+      });
+      socket.on('error', (err) => {
+        // Protocol violations (oversized frame: ws closes with 1009, bad UTF-8: 1007).
+        logger.debug({ connection: conn.id, code: (err as { code?: string }).code }, err.message);
+      });
+      socket.on('close', () => {
+        if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
+        conn.joinTimer = undefined;
+        connections.delete(conn);
+        hub.drop(conn);
+      });
+    },
+
+    heartbeat() {
+      for (const conn of connections) {
+        if (!conn.alive) {
+          metrics.heartbeatTimeouts++;
+          conn.done = true;
+          conn.socket.terminate();
+          continue;
+        }
+        conn.alive = false;
+        conn.socket.ping();
+      }
+    },
+  };
+}
