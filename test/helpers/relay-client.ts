@@ -1,0 +1,172 @@
+import { WebSocket } from 'ws';
+
+/** A parsed frame from the relay. */
+export type Frame = Record<string, unknown> & { type?: string };
+
+export interface CloseInfo {
+  code: number;
+  reason: string;
+}
+
+const defaultDeadlineMs = 5_000;
+
+/**
+ * A real `ws` client that records every frame and lets a test wait for one with a deadline
+ * (never a fixed sleep). Frames are consumed by `next`/`take` so each is matched once.
+ */
+export class RelayClient {
+  readonly socket: WebSocket;
+  /** Every frame received, in order. */
+  readonly frames: Frame[] = [];
+  /** Raw text of every frame received, in order (for byte-for-byte checks). */
+  readonly texts: string[] = [];
+  readonly closed: Promise<CloseInfo>;
+  readonly opened: Promise<void>;
+  private readonly taken = new Set<number>();
+  private waiters: Array<() => void> = [];
+  closeInfo: CloseInfo | undefined;
+
+  /** `autoPong: false` makes a client that never answers the relay's pings. */
+  constructor(url: string, options: { autoPong?: boolean } = {}) {
+    this.socket = new WebSocket(url, { autoPong: options.autoPong ?? true });
+    this.socket.on('message', (data, isBinary) => {
+      const text = isBinary ? '' : String(data);
+      this.texts.push(text);
+      this.frames.push(JSON.parse(text) as Frame);
+      this.wake();
+    });
+    this.closed = new Promise((resolve) => {
+      this.socket.on('close', (code, reason) => {
+        this.closeInfo = { code, reason: reason.toString() };
+        resolve(this.closeInfo);
+        this.wake();
+      });
+    });
+    this.opened = new Promise((resolve, reject) => {
+      this.socket.once('open', () => resolve());
+      this.socket.once('error', reject);
+    });
+    this.socket.on('error', () => {
+      // reported through `closed`
+    });
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** Sends an object as JSON, or a string as it is. */
+  send(frame: object | string): void {
+    this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+  }
+
+  /** The first not yet consumed frame matching `match`; waits for it until the deadline. */
+  async take(match: (frame: Frame) => boolean, deadlineMs = defaultDeadlineMs): Promise<Frame> {
+    const until = Date.now() + deadlineMs;
+    for (;;) {
+      for (let i = 0; i < this.frames.length; i++) {
+        const frame = this.frames[i]!;
+        if (!this.taken.has(i) && match(frame)) {
+          this.taken.add(i);
+          return frame;
+        }
+      }
+      const left = until - Date.now();
+      if (left <= 0 || this.closeInfo !== undefined) {
+        throw new Error(
+          `no matching frame within ${deadlineMs} ms; got ${JSON.stringify(this.frames).slice(0, 600)}${
+            this.closeInfo ? ` (closed ${this.closeInfo.code})` : ''
+          }`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** The next frame of a type. */
+  next(type: string, deadlineMs?: number): Promise<Frame> {
+    return this.take((frame) => frame.type === type, deadlineMs);
+  }
+
+  /** The next `error` frame with this code. */
+  error(code: string): Promise<Frame> {
+    return this.take((frame) => frame.type === 'error' && frame.code === code);
+  }
+
+  /** The next routed message (a frame with `from`). */
+  message(deadlineMs?: number): Promise<Frame> {
+    return this.take((frame) => frame.type === undefined && 'from' in frame, deadlineMs);
+  }
+
+  /** Routed messages received so far and not consumed. */
+  unconsumedMessages(): Frame[] {
+    return this.frames.filter(
+      (frame, i) => !this.taken.has(i) && frame.type === undefined && 'from' in frame,
+    );
+  }
+
+  /** Every routed message received so far, consumed or not. */
+  allMessages(): Frame[] {
+    return this.frames.filter((frame) => frame.type === undefined && 'from' in frame);
+  }
+
+  /**
+   * A round trip through the relay: once the pong is here, everything the relay sent to this
+   * socket before handling our ping has arrived.
+   */
+  async sync(): Promise<void> {
+    this.send({ type: 'ping' });
+    await this.next('pong');
+  }
+
+  async join(room: string, device: string | number, token: string): Promise<Frame> {
+    await this.opened;
+    this.send({ type: 'join', room, device, token });
+    return this.take((frame) => frame.type === 'joined' || frame.type === 'error');
+  }
+
+  async waitClosed(deadlineMs = defaultDeadlineMs): Promise<CloseInfo> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`not closed within ${deadlineMs} ms`)), deadlineMs);
+    });
+    try {
+      return await Promise.race([this.closed, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Closes without `leave` and waits for the close to complete. */
+  async close(): Promise<void> {
+    if (this.closeInfo !== undefined) return;
+    this.socket.close();
+    await this.closed;
+  }
+
+  /** Cuts the TCP connection without a close handshake (an abrupt drop). */
+  terminate(): void {
+    this.socket.terminate();
+  }
+}
+
+/** Polls `check` until it returns true or the deadline passes. */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  deadlineMs = defaultDeadlineMs,
+  what = 'condition',
+): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`${what} not reached within ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
