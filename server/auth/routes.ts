@@ -87,8 +87,8 @@ export function createAuthRouter(service: AuthService): Router {
   });
 
   router.post('/devices', async (req, res) => {
-    const body = parseInput(devicesBody, req.body, 'body');
-    const { deviceToken, device } = await service.registerDevice(bearer(req) ?? body.jwt, body);
+    const { jwt, deviceName, platform } = parseInput(devicesBody, req.body, 'body');
+    const { deviceToken, device } = await service.registerDevice(bearer(req) ?? jwt, { deviceName, platform });
     res.status(201).json({ deviceToken, device });
   });
 

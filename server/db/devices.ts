@@ -37,14 +37,15 @@ export async function createDevice(
 ): Promise<{ device: Device; token: string }> {
   return db.kysely.transaction().execute(async (trx) => {
     const at = db.date(now);
+    const { userId, deviceName, platform } = input;
     const id = await insertReturningId(
       { ...db, kysely: trx },
-      trx.insertInto('devices').values({ ...input, token: sha256Hex(randomHex(32)), createdAt: at, lastSeen: at }),
+      trx.insertInto('devices').values({ userId, deviceName, platform, token: sha256Hex(randomHex(32)), createdAt: at, lastSeen: at }),
     );
     const token = signToken(id);
     await trx.updateTable('devices').set({ token: sha256Hex(token) }).where('id', '=', id).execute();
     const iso = now.toISOString();
-    return { device: { id, ...input, createdAt: iso, lastSeen: iso }, token };
+    return { device: { id, userId, deviceName, platform, createdAt: iso, lastSeen: iso }, token };
   });
 }
 
