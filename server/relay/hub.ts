@@ -260,6 +260,10 @@ export function createHub(options: HubOptions): Hub {
         const key = deviceKey(to);
         direct = room.members.get(key);
         if (direct === undefined) absent = room.absent.get(key);
+        if (absent !== undefined && now() >= absent.droppedAt + options.bufferWindowMs) {
+          expire(room, absent, now());
+          absent = undefined;
+        }
         if (direct === conn || (direct === undefined && absent === undefined)) {
           sendError(conn, metrics, 'unknown_target', 'no such device in this room');
           return;
@@ -276,16 +280,12 @@ export function createHub(options: HubOptions): Hub {
         metrics.messagesDelivered++;
         return;
       }
-      const at = now();
       if (absent !== undefined) {
-        if (at < absent.droppedAt + options.bufferWindowMs) {
-          buffer.append(absent, frame, data.length);
-          metrics.messagesBuffered++;
-        } else {
-          expire(room, absent, at);
-        }
+        buffer.append(absent, frame, data.length);
+        metrics.messagesBuffered++;
         return;
       }
+      const at = now();
       for (const member of room.members.values()) {
         if (member === conn) continue;
         deliver(member, data);

@@ -49,7 +49,7 @@ export interface RelayHarness {
   client(): Promise<RelayClient>;
   /** A new client joined to `room` as `deviceId` of `userId`; resolves with it and its `joined` frame. */
   joined(room: string, userId: number, deviceId: number): Promise<{ client: RelayClient; joined: Record<string, unknown> }>;
-  /** Closes the clients and the relay (the folder stays when `keepDir`). */
+  /** Closes the relay (clients get 1001), then cuts the clients; the folder stays when `keepDir`. */
   close(options?: { keepDir?: boolean }): Promise<void>;
 }
 
@@ -119,8 +119,8 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
       return { client, joined };
     },
     async close(closeOptions = {}) {
-      for (const client of clients) client.terminate();
       await relay.close();
+      for (const client of clients) client.terminate();
       if (!closeOptions.keepDir && options.dir === undefined) rmSync(dir, { recursive: true, force: true });
     },
   };
