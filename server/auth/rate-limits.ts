@@ -1,4 +1,5 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Logger } from '../log.ts';
 import { AppError } from './errors.ts';
 
 /** Limits of the auth service: `points` per `seconds`. */
@@ -27,6 +28,7 @@ export class Limiter {
   constructor(
     readonly name: string,
     limit: { points: number; seconds: number },
+    private readonly logger: Logger,
   ) {
     this.#limiter = new RateLimiterMemory({ points: limit.points, duration: limit.seconds });
   }
@@ -36,7 +38,7 @@ export class Limiter {
     try {
       await this.#limiter.consume(key);
     } catch (err: unknown) {
-      if (err instanceof RateLimiterRes) throw tooMany(err);
+      if (err instanceof RateLimiterRes) throw this.#tooMany(key, err);
       throw err;
     }
   }
@@ -44,7 +46,7 @@ export class Limiter {
   /** Throws 429 when `key` has no point left, without spending one. */
   async check(key: string): Promise<void> {
     const res = await this.#limiter.get(key);
-    if (res !== null && res.remainingPoints <= 0) throw tooMany(res);
+    if (res !== null && res.remainingPoints <= 0) throw this.#tooMany(key, res);
   }
 
   /** Spends one point for `key` without throwing (a failure to count). */
@@ -56,6 +58,11 @@ export class Limiter {
       if (err instanceof RateLimiterRes) return true;
       throw err;
     }
+  }
+
+  #tooMany(key: string, res: RateLimiterRes): AppError {
+    this.logger.warn({ limit: this.name, key }, 'rate limit reached');
+    return tooMany(res);
   }
 }
 

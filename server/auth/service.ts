@@ -88,10 +88,10 @@ export function createAuthService(options: AuthServiceOptions) {
   const { db, settings, mailer, logger } = options;
   const now = options.now ?? Date.now;
   const limits = { ...defaultAuthLimits, ...options.limits };
-  const linksPerEmail = new Limiter('links per e-mail', limits.linksPerEmail);
-  const linksPerClient = new Limiter('links per client', limits.linksPerClient);
-  const verifiesPerClient = new Limiter('verifies per client', limits.verifiesPerClient);
-  const authFailures = new Limiter('auth failures per client', limits.authFailuresPerClient);
+  const linksPerEmail = new Limiter('links per e-mail', limits.linksPerEmail, logger);
+  const linksPerClient = new Limiter('links per client', limits.linksPerClient, logger);
+  const verifiesPerClient = new Limiter('verifies per client', limits.verifiesPerClient, logger);
+  const authFailures = new Limiter('auth failures per client', limits.authFailuresPerClient, logger);
   const revokeListeners = new Set<(deviceId: number, userId: number) => void>();
   const pending = new Map<string, PendingLink>();
 

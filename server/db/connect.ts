@@ -119,6 +119,10 @@ async function openPostgres(config: ServerDbConfig, options: OpenOptions): Promi
   });
   // An idle client whose backend was terminated emits here; without a listener it would crash.
   pool.on('error', (err) => options.logger.warn({ err: err.message }, 'postgres connection lost'));
+  // A client whose backend dies while checked out emits on itself; the query fails with 503.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => options.logger.warn({ err: err.message }, 'postgres connection lost'));
+  });
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type AuthConfig, buildAuthConfig } from '../../server/config/auth-config.ts';
+import { type AuthConfig, buildAuthConfig, type DbConfig } from '../../server/config/auth-config.ts';
 import { type AuthServer, createAuthServer } from '../../server/auth/index.ts';
 import type { AuthLimits } from '../../server/auth/rate-limits.ts';
 import { captureLogger, waitFor } from './capture.ts';
@@ -35,6 +35,8 @@ export interface HarnessOptions {
   conf?: Record<string, string>;
   limits?: Partial<AuthLimits>;
   secret?: string;
+  /** Rewrites the database config (e.g. to go through a TCP proxy the test controls). */
+  mapDb?: (config: DbConfig) => DbConfig;
 }
 
 /** Starts the real auth service on 127.0.0.1, an ephemeral port and a fresh database of `target`. */
@@ -46,7 +48,7 @@ export async function startAuth(target: DbTarget, options: HarnessOptions = {}):
     value,
     line: i + 1,
   }));
-  const config = { ...buildAuthConfig(entries, 'auth.conf', dir), db: db.config };
+  const config = { ...buildAuthConfig(entries, 'auth.conf', dir), db: options.mapDb?.(db.config) ?? db.config };
   const { logger, lines: logs } = captureLogger();
   const printed: string[] = [];
   const clock = {

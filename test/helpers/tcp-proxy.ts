@@ -1,0 +1,55 @@
+import { createServer, type Server, type Socket, connect } from 'node:net';
+
+/** A TCP proxy the test controls: `cut()` drops every connection and refuses new ones until `restore()`. */
+export interface TcpProxy {
+  port: number;
+  cut(): Promise<void>;
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const open = () =>
+    new Promise<void>((resolve, reject) => {
+      const s = createServer((client) => {
+        const upstream = connect(targetPort, targetHost);
+        sockets.add(client).add(upstream);
+        const drop = () => {
+          client.destroy();
+          upstream.destroy();
+          sockets.delete(client);
+          sockets.delete(upstream);
+        };
+        client.on('error', drop).on('close', drop);
+        upstream.on('error', drop).on('close', drop);
+        client.pipe(upstream).pipe(client);
+      });
+      s.once('error', reject);
+      s.listen(port, '127.0.0.1', () => {
+        const address = s.address();
+        if (typeof address === 'object' && address) port = address.port;
+        server = s;
+        resolve();
+      });
+    });
+  const shut = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+      if (!server) return resolve();
+      server.close(() => resolve());
+      server = undefined;
+    });
+  await open();
+  return {
+    get port() {
+      return port;
+    },
+    cut: shut,
+    restore: open,
+    close: shut,
+  };
+}
