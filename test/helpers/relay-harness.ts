@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
 import type { TokenSignature } from '../../server/config/common.ts';
 import type { RelayConfig } from '../../server/config/relay-config.ts';
-import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
 import { createLogger } from '../../server/log.ts';
 import { createRelay, type Relay, type RelayTuning } from '../../server/relay/index.ts';
 import { RelayClient } from './relay-client.ts';
@@ -48,7 +48,11 @@ export interface RelayHarness {
   /** A new client connected to the relay. */
   client(): Promise<RelayClient>;
   /** A new client joined to `room` as `deviceId` of `userId`; resolves with it and its `joined` frame. */
-  joined(room: string, userId: number, deviceId: number): Promise<{ client: RelayClient; joined: Record<string, unknown> }>;
+  joined(
+    room: string,
+    userId: number,
+    deviceId: number,
+  ): Promise<{ client: RelayClient; joined: Record<string, unknown> }>;
   /** Closes the relay (clients get 1001), then cuts the clients; the folder stays when `keepDir`. */
   close(options?: { keepDir?: boolean }): Promise<void>;
 }
@@ -104,7 +108,11 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     wsUrl,
     statusUrl: `http://127.0.0.1:${ports.statusPort}`,
     token: (userId, deviceId, withSecret = secret) =>
-      signDeviceToken({ userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) }, withSecret, signature),
+      signDeviceToken(
+        { userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) },
+        withSecret,
+        signature,
+      ),
     room: (userId, withSecret = secret) => createRoomId(userId, withSecret),
     async client() {
       const client = new RelayClient(wsUrl);
@@ -121,7 +129,8 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     async close(closeOptions = {}) {
       await relay.close();
       for (const client of clients) client.terminate();
-      if (!closeOptions.keepDir && options.dir === undefined) rmSync(dir, { recursive: true, force: true });
+      if (!closeOptions.keepDir && options.dir === undefined)
+        rmSync(dir, { recursive: true, force: true });
     },
   };
   return harness;

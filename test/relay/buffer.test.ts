@@ -36,10 +36,17 @@ describe('relay durable buffer (contract 6, rule 8)', () => {
     host.send({ to: '2', payload: { n: 3 } });
     await host.sync();
     const { client, joined } = await rejoin(room);
-    expect(joined).toMatchObject({ type: 'joined', role: 'member', buffered: 3, gap: false, devices: [1, 2] });
+    expect(joined).toMatchObject({
+      type: 'joined',
+      role: 'member',
+      buffered: 3,
+      gap: false,
+      devices: [1, 2],
+    });
     host.send({ to: 2, payload: { n: 4 } });
     for (const n of [1, 2, 3, 4]) expect((await client.message()).payload).toEqual({ n });
-    const index = (n: number) => client.frames.findIndex((f) => (f.payload as { n?: number } | undefined)?.n === n);
+    const index = (n: number) =>
+      client.frames.findIndex((f) => (f.payload as { n?: number } | undefined)?.n === n);
     expect(client.frames.findIndex((f) => f.type === 'joined')).toBeLessThan(index(1));
     expect(client.frames[index(1)]).toEqual({ from: 1, to: 2, room, payload: { n: 1 } });
     expect(client.frames[index(2)]).toEqual({ from: 1, to: 'broadcast', room, payload: { n: 2 } });
@@ -159,10 +166,16 @@ describe('relay durable buffer (contract 6, rule 8)', () => {
     await back.client.sync();
     const two = await rejoin(room, 2);
     expect(two.joined).toMatchObject({ buffered: 2, gap: false });
-    expect(payloads([await two.client.message(), await two.client.message()])).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(payloads([await two.client.message(), await two.client.message()])).toEqual([
+      { n: 1 },
+      { n: 2 },
+    ]);
     const three = await rejoin(room, 3);
     expect(three.joined).toMatchObject({ buffered: 2 });
-    expect(payloads([await three.client.message(), await three.client.message()])).toEqual([{ n: 2 }, { n: 3 }]);
+    expect(payloads([await three.client.message(), await three.client.message()])).toEqual([
+      { n: 2 },
+      { n: 3 },
+    ]);
   });
 
   it('delivers each buffered message exactly once across a storm of concurrent rejoins of one device', async () => {
@@ -176,7 +189,9 @@ describe('relay durable buffer (contract 6, rule 8)', () => {
     expect(joins.reduce((sum, f) => sum + (f.buffered as number), 0)).toBe(50);
     // every connection but the last was replaced; all frames sent before the close arrive
     await Promise.all(clients.slice(0, -1).map((client) => client.waitClosed()));
-    const received = clients.flatMap((client) => client.allMessages().map((f) => (f.payload as { n: number }).n));
+    const received = clients.flatMap((client) =>
+      client.allMessages().map((f) => (f.payload as { n: number }).n),
+    );
     expect(received).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
   });
 

@@ -65,14 +65,43 @@ describe('relay join (contract 6, rules 1-3 and 7)', () => {
   });
 
   it.each([
-    ['signed with another secret', (h: RelayHarness) => ({ room: h.room(5), device: 9, token: h.token(5, 9, 'other-secret') })],
-    ['with a malformed token', (h: RelayHarness) => ({ room: h.room(5), device: 9, token: 'not-a-token' })],
+    [
+      'signed with another secret',
+      (h: RelayHarness) => ({ room: h.room(5), device: 9, token: h.token(5, 9, 'other-secret') }),
+    ],
+    [
+      'with a malformed token',
+      (h: RelayHarness) => ({ room: h.room(5), device: 9, token: 'not-a-token' }),
+    ],
     ['without a token', (h: RelayHarness) => ({ room: h.room(5), device: 9, token: undefined })],
-    ['whose device is not the token device', (h: RelayHarness) => ({ room: h.room(5), device: 10, token: h.token(5, 9) })],
-    ['into a room of another user', (h: RelayHarness) => ({ room: h.room(6), device: 9, token: h.token(5, 9) })],
-    ['into a room id signed with another secret', (h: RelayHarness) => ({ room: createRoomId(5, 'other-secret'), device: 9, token: h.token(5, 9) })],
-    ['into a room id that is not signed at all', (h: RelayHarness) => ({ room: 'my-room', device: 9, token: h.token(5, 9) })],
-    ['with a tampered token', (h: RelayHarness) => ({ room: h.room(5), device: 9, token: h.token(5, 9).replace(/^5:/, '6:') })],
+    [
+      'whose device is not the token device',
+      (h: RelayHarness) => ({ room: h.room(5), device: 10, token: h.token(5, 9) }),
+    ],
+    [
+      'into a room of another user',
+      (h: RelayHarness) => ({ room: h.room(6), device: 9, token: h.token(5, 9) }),
+    ],
+    [
+      'into a room id signed with another secret',
+      (h: RelayHarness) => ({
+        room: createRoomId(5, 'other-secret'),
+        device: 9,
+        token: h.token(5, 9),
+      }),
+    ],
+    [
+      'into a room id that is not signed at all',
+      (h: RelayHarness) => ({ room: 'my-room', device: 9, token: h.token(5, 9) }),
+    ],
+    [
+      'with a tampered token',
+      (h: RelayHarness) => ({
+        room: h.room(5),
+        device: 9,
+        token: h.token(5, 9).replace(/^5:/, '6:'),
+      }),
+    ],
   ])('refuses a join %s with auth_failed and close 4001', async (_name, build) => {
     harness = await startRelayHarness();
     const client = await harness.client();
@@ -86,13 +115,24 @@ describe('relay join (contract 6, rules 1-3 and 7)', () => {
 
   it('refuses an hmac relay a djb2 token and accepts djb2 tokens when configured for djb2', async () => {
     harness = await startRelayHarness({ config: { tokenSignature: 'djb2' } });
-    const djb2Token = signDeviceToken({ userId: 2, deviceId: 3, issuedAt: 1_700_000_000 }, harness.secret, 'djb2');
+    const djb2Token = signDeviceToken(
+      { userId: 2, deviceId: 3, issuedAt: 1_700_000_000 },
+      harness.secret,
+      'djb2',
+    );
     const room = harness.room(2);
     const good = await harness.client();
     expect(await good.join(room, 3, djb2Token)).toMatchObject({ type: 'joined' });
-    const hmacToken = signDeviceToken({ userId: 2, deviceId: 4, issuedAt: 1_700_000_000 }, harness.secret, 'hmac-sha256');
+    const hmacToken = signDeviceToken(
+      { userId: 2, deviceId: 4, issuedAt: 1_700_000_000 },
+      harness.secret,
+      'hmac-sha256',
+    );
     const bad = await harness.client();
-    expect(await bad.join(room, 4, hmacToken)).toMatchObject({ type: 'error', code: 'auth_failed' });
+    expect(await bad.join(room, 4, hmacToken)).toMatchObject({
+      type: 'error',
+      code: 'auth_failed',
+    });
     expect((await bad.waitClosed()).code).toBe(4001);
   });
 
@@ -100,7 +140,12 @@ describe('relay join (contract 6, rules 1-3 and 7)', () => {
     harness = await startRelayHarness({ secret: '' });
     const client = await harness.client();
     const joined = await client.join('any-room-name', 'laptop', 'whatever');
-    expect(joined).toMatchObject({ type: 'joined', room: 'any-room-name', device: 'laptop', role: 'host' });
+    expect(joined).toMatchObject({
+      type: 'joined',
+      room: 'any-room-name',
+      device: 'laptop',
+      role: 'host',
+    });
   });
 
   it('answers a second join on a joined connection with already_joined and keeps it open', async () => {
@@ -120,10 +165,15 @@ describe('relay join (contract 6, rules 1-3 and 7)', () => {
     const member = await harness.joined(room, 1, 2);
     await host.client.next('presence');
     const again = await harness.joined(room, 1, 1);
-    expect(await host.client.waitClosed()).toEqual({ code: 4009, reason: 'replaced by a newer connection' });
+    expect(await host.client.waitClosed()).toEqual({
+      code: 4009,
+      reason: 'replaced by a newer connection',
+    });
     expect(again.joined).toMatchObject({ role: 'host', host: 1, devices: [1, 2] });
     await member.client.sync();
-    expect(member.client.frames.filter((f) => f.type === 'presence' || f.type === 'host')).toEqual([]);
+    expect(member.client.frames.filter((f) => f.type === 'presence' || f.type === 'host')).toEqual(
+      [],
+    );
     member.client.send({ to: 'host', payload: { n: 1 } });
     expect(await again.client.message()).toMatchObject({ from: 2, payload: { n: 1 } });
     expect(harness.relay.status().connections).toBe(2);
@@ -144,7 +194,10 @@ describe('relay join (contract 6, rules 1-3 and 7)', () => {
     await harness.joined(room, 1, 1);
     await harness.joined(room, 1, 2);
     const third = await harness.client();
-    expect(await third.join(room, 3, harness.token(1, 3))).toMatchObject({ type: 'error', code: 'room_full' });
+    expect(await third.join(room, 3, harness.token(1, 3))).toMatchObject({
+      type: 'error',
+      code: 'room_full',
+    });
     await third.sync();
     expect(third.closeInfo).toBeUndefined();
     // a device already in the full room may still replace its connection
@@ -156,16 +209,20 @@ describe('relay join (contract 6, rules 1-3 and 7)', () => {
     harness = await startRelayHarness();
     const room = harness.room(1);
     const clients = await Promise.all(Array.from({ length: 20 }, () => harness.client()));
-    const joins = await Promise.all(clients.map((client, i) => client.join(room, i + 1, harness.token(1, i + 1))));
+    const joins = await Promise.all(
+      clients.map((client, i) => client.join(room, i + 1, harness.token(1, i + 1))),
+    );
     expect(joins.every((f) => f.type === 'joined')).toBe(true);
     expect(joins.filter((f) => f.role === 'host')).toHaveLength(1);
     const host = joins.find((f) => f.role === 'host')!.device;
     expect(joins.every((f) => f.host === host)).toBe(true);
     const [perRoom] = harness.relay.status().perRoom;
     expect(perRoom?.connections).toBe(20);
-    expect(new Set(perRoom?.devices)).toEqual(new Set(Array.from({ length: 20 }, (_, i) => String(i + 1))));
+    expect(new Set(perRoom?.devices)).toEqual(
+      new Set(Array.from({ length: 20 }, (_, i) => String(i + 1))),
+    );
     const last = joins.find((f) => (f.devices as unknown[]).length === 20);
-    expect(last.devices).toHaveLength(20);
+    expect(last?.devices).toHaveLength(20);
   });
 
   it('closes every connection of a revoked device with 4003 at once and refuses its token afterwards', async () => {

@@ -85,7 +85,10 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
   it('closes a connection that sends a binary frame with 1003', async () => {
     const { member } = await pair();
     member.socket.send(Buffer.from('{"to":"host","payload":{}}'), { binary: true });
-    expect(await member.waitClosed()).toEqual({ code: 1003, reason: 'binary frames are not accepted' });
+    expect(await member.waitClosed()).toEqual({
+      code: 1003,
+      reason: 'binary frames are not accepted',
+    });
   });
 
   it('carries a deeply nested payload unchanged without crashing', async () => {
@@ -118,10 +121,23 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     const host = (await harness.joined(room, 1, 1)).client;
     const flooder = (await harness.joined(room, 1, 2)).client;
     const quiet = (await harness.joined(room, 1, 3)).client;
-    const junk = ['{', '[]', '{"type":"nope"}', '{"to":"host","payload":[]}', '{"to":"host","payload":{}}'];
+    const junk = [
+      '{',
+      '[]',
+      '{"type":"nope"}',
+      '{"to":"host","payload":[]}',
+      '{"to":"host","payload":{}}',
+    ];
     for (let i = 0; i < 5_000; i++) flooder.send(junk[i % junk.length]!);
     quiet.send({ to: 'host', payload: { still: 'here' } });
-    expect((await host.take((f) => (f.payload as { still?: string } | undefined)?.still === 'here', 10_000)).from).toBe(3);
+    expect(
+      (
+        await host.take(
+          (f) => (f.payload as { still?: string } | undefined)?.still === 'here',
+          10_000,
+        )
+      ).from,
+    ).toBe(3);
     await eventually(() => flooder.frames.some((f) => f.code === 'rate_limited'), 10_000);
     expect(flooder.closeInfo).toBeUndefined();
     const health = await fetch(`${harness.statusUrl}/health`);
@@ -133,7 +149,12 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     const client = await harness.client();
     client.send({ type: 'join', room: 'r'.repeat(100_000), device: 1, token: 't'.repeat(100_000) });
     await client.error('invalid_message');
-    client.send({ type: 'join', room: harness.room(1), device: 1, token: `1:1:1.${'a'.repeat(1_000)}` });
+    client.send({
+      type: 'join',
+      room: harness.room(1),
+      device: 1,
+      token: `1:1:1.${'a'.repeat(1_000)}`,
+    });
     await client.error('auth_failed');
     expect((await client.waitClosed()).code).toBe(4001);
   });

@@ -64,10 +64,13 @@ describe('relay routing (contract 6, rules 4-6)', () => {
 
   it('delivers the payload byte for byte: big integers, key order, escapes and spacing untouched', async () => {
     const { a, c } = await roomOfThree();
-    const payload = '{ "big": 123456789012345678901234567890, "z": 1, "a": [1.50, -0, 1e400], "s": "\\u00e9\\n", "__proto__": {"x": 1} }';
+    const payload =
+      '{ "big": 123456789012345678901234567890, "z": 1, "a": [1.50, -0, 1e400], "s": "\\u00e9\\n", "__proto__": {"x": 1} }';
     c.send(`{"payload": ${payload}, "to":"host"}`);
     await a.message();
-    expect(a.texts.at(-1)).toBe(`{"from":3,"to":"host","room":${JSON.stringify(harness.relay.status().perRoom[0]?.room)},"payload":${payload}}`);
+    expect(a.texts.at(-1)).toBe(
+      `{"from":3,"to":"host","room":${JSON.stringify(harness.relay.status().perRoom[0]?.room)},"payload":${payload}}`,
+    );
   });
 
   it('takes the last payload when a frame repeats the key, as JSON.parse does', async () => {
@@ -81,19 +84,25 @@ describe('relay routing (contract 6, rules 4-6)', () => {
     ['null', null],
     ['a string', 'text'],
     ['a number', 5],
-  ])('refuses a payload that is %s with invalid_message and keeps the connection', async (_name, payload) => {
-    const { a, c } = await roomOfThree();
-    c.send({ to: 'host', payload });
-    await c.error('invalid_message');
-    await settled(c, a);
-    expect(a.allMessages()).toEqual([]);
-    expect(c.closeInfo).toBeUndefined();
-  });
+  ])(
+    'refuses a payload that is %s with invalid_message and keeps the connection',
+    async (_name, payload) => {
+      const { a, c } = await roomOfThree();
+      c.send({ to: 'host', payload });
+      await c.error('invalid_message');
+      await settled(c, a);
+      expect(a.allMessages()).toEqual([]);
+      expect(c.closeInfo).toBeUndefined();
+    },
+  );
 
   it('answers a message to a device not in the room with unknown_target', async () => {
     const { a } = await roomOfThree();
     a.send({ to: 42, payload: {} });
-    expect(await a.error('unknown_target')).toMatchObject({ type: 'error', code: 'unknown_target' });
+    expect(await a.error('unknown_target')).toMatchObject({
+      type: 'error',
+      code: 'unknown_target',
+    });
     a.send({ to: 1, payload: {} });
     await a.error('unknown_target');
     a.send({ to: 'host', payload: {} });
@@ -120,9 +129,21 @@ describe('relay routing (contract 6, rules 4-6)', () => {
     ['a JSON string', '"join"', 'invalid_message'],
     ['an unknown type', '{"type":"subscribe"}', 'invalid_message'],
     ['a non-string type', '{"type":7}', 'invalid_message'],
-    ['a join with a numeric room', '{"type":"join","room":5,"device":1,"token":"x"}', 'invalid_message'],
-    ['a join with an object device', '{"type":"join","room":"r","device":{},"token":"x"}', 'invalid_message'],
-    ['a join with a negative device', '{"type":"join","room":"r","device":-1,"token":"x"}', 'invalid_message'],
+    [
+      'a join with a numeric room',
+      '{"type":"join","room":5,"device":1,"token":"x"}',
+      'invalid_message',
+    ],
+    [
+      'a join with an object device',
+      '{"type":"join","room":"r","device":{},"token":"x"}',
+      'invalid_message',
+    ],
+    [
+      'a join with a negative device',
+      '{"type":"join","room":"r","device":-1,"token":"x"}',
+      'invalid_message',
+    ],
     ['a message without to', '{"payload":{}}', 'invalid_message'],
     ['a message with to an object', '{"to":{"a":1},"payload":{}}', 'invalid_message'],
     ['a message without payload', '{"to":"host"}', 'invalid_message'],
@@ -139,7 +160,12 @@ describe('relay routing (contract 6, rules 4-6)', () => {
   it('leaves cleanly on leave: presence left to the others, then a host frame to everyone for the new host', async () => {
     const { room, a, b, c } = await roomOfThree();
     a.send({ type: 'leave' });
-    expect(await b.next('presence')).toMatchObject({ type: 'presence', room, device: 1, state: 'left' });
+    expect(await b.next('presence')).toMatchObject({
+      type: 'presence',
+      room,
+      device: 1,
+      state: 'left',
+    });
     expect(await b.next('host')).toEqual({ type: 'host', room, device: 2 });
     expect(await c.next('host')).toEqual({ type: 'host', room, device: 2 });
     c.send({ to: 'host', payload: { n: 1 } });
