@@ -125,7 +125,7 @@ const authSchema = z
   .superRefine((c, ctx) => {
     const driver = c.dbDriver ?? (c.dbHost === undefined ? 'sqlite' : 'postgres');
     if (driver !== 'sqlite' && c.dbHost === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['dbHost'], message: `is required for DB_DRIVER=${driver}` });
+      ctx.addIssue({ code: 'custom', path: ['dbDriver'], message: `${driver} needs DB_HOST (the database server's host name)` });
     }
     if (c.dbHost === undefined) return;
     const required: Array<[keyof typeof c, string]> = [

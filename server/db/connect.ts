@@ -31,6 +31,8 @@ export interface OpenOptions {
   logger: Logger;
   /** `wasm` forces sql.js (tests, or a platform where the native module is known broken). */
   sqliteEngine?: 'native' | 'wasm' | undefined;
+  /** Path of better-sqlite3's compiled addon (better-sqlite3's own `nativeBinding` option). */
+  sqliteNativeBinding?: string | undefined;
 }
 
 /** Error thrown by the native module when its binary cannot load on this runtime or platform. */
@@ -48,9 +50,9 @@ function isNativeLoadFailure(err: unknown): boolean {
 
 type BetterSqlite3 = typeof import('better-sqlite3');
 
-function loadBetterSqlite3(path: string): import('better-sqlite3').Database {
+function loadBetterSqlite3(path: string, nativeBinding: string | undefined): import('better-sqlite3').Database {
   const BetterSqlite: BetterSqlite3 = require('better-sqlite3');
-  return new BetterSqlite(path);
+  return new BetterSqlite(path, nativeBinding === undefined ? {} : { nativeBinding });
 }
 
 async function openSqlite(path: string, options: OpenOptions): Promise<Db> {
@@ -60,7 +62,7 @@ async function openSqlite(path: string, options: OpenOptions): Promise<Db> {
   let native: import('better-sqlite3').Database | undefined;
   if (options.sqliteEngine !== 'wasm') {
     try {
-      native = loadBetterSqlite3(path);
+      native = loadBetterSqlite3(path, options.sqliteNativeBinding);
     } catch (err: unknown) {
       if (!isNativeLoadFailure(err)) throw err;
       options.logger.warn(
