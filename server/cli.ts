@@ -1,8 +1,15 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { createAdminMount } from './admin/index.ts';
 import { type LogLevel, logLevels } from './config/common.ts';
 import { ConfigError } from './config/conf-file.ts';
 import { ConfigProblems } from './config/keys.ts';
 import { type LoadedConfig, loadConfig } from './config/load.ts';
+import { discoverHosts } from './discovery/browse.ts';
 import { type Host, type HostMode, startHost } from './host.ts';
 import { ListenError } from './http-listen.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -14,11 +21,13 @@ Modes:
   --headless, serve   auth service + relay in one process (what \`npm start\` runs)
   auth                the auth service alone (auth.conf)
   relay               the relay alone (relay.conf)
+  discover            list sync hosts advertised on the LAN (mDNS) and exit
   (none)              the tray app when Electron is installed, else the headless host
 
 Options:
   --config-dir DIR    read auth.conf and relay.conf from DIR (default: the working directory)
   --log-level LEVEL   ${logLevels.join(', ')} (also LOG_LEVEL; default info)
+  --timeout SECONDS   how long discover listens (default 3)
   --help, --version
 `;
 
@@ -31,7 +40,9 @@ export async function main(argv: string[]): Promise<number> {
   try {
     parsed = parse(argv);
   } catch (err: unknown) {
-    process.stderr.write(`sync-host: ${err instanceof Error ? err.message : String(err)} (see --help)\n`);
+    process.stderr.write(
+      `sync-host: ${err instanceof Error ? err.message : String(err)} (see --help)\n`,
+    );
     return exitUsage;
   }
   const { values, positionals } = parsed;
@@ -54,10 +65,16 @@ export async function main(argv: string[]): Promise<number> {
     case 'auth':
     case 'relay':
       return serve(command, values);
-    case '':
-      if (launchTrayApp(argv)) return 0;
-      process.stdout.write('note: the Electron tray app is not installed; starting the headless host\n');
+    case 'discover':
+      return discover(values);
+    case '': {
+      const trayExit = await launchTrayApp(argv);
+      if (trayExit !== undefined) return trayExit;
+      process.stdout.write(
+        'note: the Electron tray app is not installed; starting the headless host\n',
+      );
       return serve('headless', values);
+    }
     default:
       process.stderr.write(`sync-host: unknown command "${command}" (see --help)\n`);
       return exitUsage;
@@ -73,6 +90,7 @@ function parse(argv: string[]) {
       headless: { type: 'boolean' },
       'config-dir': { type: 'string' },
       'log-level': { type: 'string' },
+      timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -81,12 +99,70 @@ function parse(argv: string[]) {
 
 type Flags = ReturnType<typeof parse>['values'];
 
+/** The repository (or installed package) root: bin/, server/, electron/ live under it. */
+const appRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The Electron executable when the `electron` package and its binary are installed. */
+export function electronBinary(): string | undefined {
+  try {
+    const pkgDir = dirname(createRequire(import.meta.url).resolve('electron/package.json'));
+    const pathFile = join(pkgDir, 'path.txt');
+    if (!existsSync(pathFile)) return undefined;
+    const binary = join(pkgDir, 'dist', readFileSync(pathFile, 'utf8').trim());
+    return existsSync(binary) ? binary : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Starts the Electron tray app when it is installed. The tray app is not built yet (issue 4):
- * until it is, the headless host starts with a note.
+ * Starts the Electron tray app when Electron's binary is installed and resolves with its exit
+ * code; resolves undefined when it is not installed (the caller starts the headless host).
  */
-function launchTrayApp(_argv: string[]): boolean {
-  return false;
+async function launchTrayApp(argv: string[]): Promise<number | undefined> {
+  const binary = electronBinary();
+  if (binary === undefined) return undefined;
+  const { buildElectronBundles } = await import('../build/electron-bundle.ts');
+  await buildElectronBundles();
+  const child = spawn(binary, [appRoot, ...argv], {
+    stdio: 'inherit',
+    env: { ...process.env, SYNC_HOST_CWD: process.cwd() },
+  });
+  return new Promise((resolve) => {
+    child.once('error', (err: Error) => {
+      process.stderr.write(
+        `sync-host: cannot start the tray app (${err.message}); starting the headless host\n`,
+      );
+      resolve(undefined);
+    });
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+/** `sync-host discover`: browses mDNS for a few seconds and prints each host found. */
+async function discover(flags: Flags): Promise<number> {
+  const seconds = flags.timeout === undefined ? 3 : Number(flags.timeout);
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 60) {
+    process.stderr.write('sync-host: --timeout must be a number of seconds between 0 and 60\n');
+    return exitUsage;
+  }
+  process.stderr.write(`Looking for sync hosts on the LAN for ${seconds} s...\n`);
+  const hosts = await discoverHosts(seconds * 1000, {
+    onInvalid: (name, problem) =>
+      process.stderr.write(`sync-host: ignoring "${name}": ${problem}\n`),
+  });
+  if (hosts.length === 0) {
+    process.stdout.write(
+      'No sync host found (is MDNS=on on the host, and are you on the same LAN?)\n',
+    );
+    return 0;
+  }
+  for (const host of hosts) {
+    process.stdout.write(
+      `${host.name}\n  auth:    ${host.authUrl}\n  relay:   ${host.relayUrl}\n  version: ${host.version}\n`,
+    );
+  }
+  return 0;
 }
 
 function loadOrReport(configDir: string): LoadedConfig | undefined {
@@ -109,11 +185,16 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   }
   const config = loadOrReport(flags['config-dir'] ?? process.cwd());
   if (config === undefined) return exitUsage;
-  const level = (flagLevel as LogLevel | undefined) ?? (mode === 'relay' ? config.relay.logLevel : config.auth.logLevel);
+  const level =
+    (flagLevel as LogLevel | undefined) ??
+    (mode === 'relay' ? config.relay.logLevel : config.auth.logLevel);
   const logger = createLogger(level);
-  for (const key of [...config.auth.unknownKeys, ...config.relay.unknownKeys]) logger.warn(`unknown configuration key ignored: ${key}`);
+  for (const key of [...config.auth.unknownKeys, ...config.relay.unknownKeys])
+    logger.warn(`unknown configuration key ignored: ${key}`);
 
   const print = (line: string) => process.stdout.write(`${line}\n`);
+  // Everything the host writes (secret, admin token, SQLite files) is for its user only.
+  process.umask(0o077);
   let host: Host;
   try {
     host = await startHost({
@@ -121,6 +202,7 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
       config,
       logger,
       print,
+      mount: createAdminMount({ logger, defaultTier: config.auth.defaultTier }),
       sqliteEngine: process.env.SYNC_HOST_SQLITE_ENGINE === 'wasm' ? 'wasm' : undefined,
     });
   } catch (err: unknown) {
@@ -129,7 +211,9 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
       return exitUsage;
     }
     logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'cannot start');
-    process.stderr.write(`sync-host: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `sync-host: cannot start: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     return 1;
   }
   if (host.urls.auth) print(`auth:   ${host.urls.auth}`);
@@ -156,7 +240,10 @@ function waitForSignal(host: Host, logger: Logger): Promise<number> {
           resolve(0);
         },
         (err: unknown) => {
-          logger.error({ err: err instanceof Error ? err.message : String(err) }, 'shutdown failed');
+          logger.error(
+            { err: err instanceof Error ? err.message : String(err) },
+            'shutdown failed',
+          );
           resolve(1);
         },
       );

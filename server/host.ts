@@ -1,13 +1,17 @@
 import type { Express } from 'express';
-import type { LoadedConfig } from './config/load.ts';
-import { prepareDataDir } from './data-dir.ts';
-import type { Db } from './db/connect.ts';
 import { type AuthServer, createAuthServer } from './auth/index.ts';
 import type { AuthLimits } from './auth/rate-limits.ts';
 import type { AuthService } from './auth/service.ts';
+import type { LoadedConfig } from './config/load.ts';
+import type { RelayConfig } from './config/relay-config.ts';
+import { prepareDataDir } from './data-dir.ts';
+import type { Db } from './db/connect.ts';
+import { advertise } from './discovery/advertise.ts';
+import { ListenError } from './http-listen.ts';
 import { lanAddress } from './lan.ts';
 import type { Logger } from './log.ts';
 import { createRelay, type Relay } from './relay/index.ts';
+import { version } from './version.ts';
 
 export type HostMode = 'headless' | 'auth' | 'relay';
 
@@ -35,8 +39,28 @@ export interface Host {
   urls: HostUrls;
   adminToken: string;
   auth?: AuthServer;
+  /** The running relay; undefined in `auth` mode and while paused. */
   relay?: Relay;
+  /** Whether the relay is stopped by pauseRelay (tray app) and may be resumed. */
+  relayPaused: boolean;
+  /** Closes the relay (clients get 1001 and reconnect later); a no-op without a running relay. */
+  pauseRelay(): Promise<void>;
+  /** Starts the relay again on the same ports after pauseRelay. */
+  resumeRelay(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A relay port that cannot be opened becomes a ListenError naming the relay.conf key. */
+function relayListenError(err: unknown, config: RelayConfig): unknown {
+  const e = err as NodeJS.ErrnoException & { port?: unknown };
+  if (typeof e?.code !== 'string' || !['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes(e.code))
+    return err;
+  const port = typeof e.port === 'number' ? e.port : config.wsPort;
+  const setting =
+    port === config.statusPort && port !== config.wsPort
+      ? 'status.port in relay.conf'
+      : 'ws.port in relay.conf';
+  return new ListenError(port, setting, e.code);
 }
 
 /** The relay's secret: relay.conf's when set, else the auth service's (with a warning when they differ). */
@@ -44,7 +68,9 @@ function relaySecret(options: HostOptions, authSecret: string): string {
   const { relay } = options.config;
   if (relay.secret === undefined || options.mode === 'relay') return relay.secret ?? authSecret;
   if (relay.secret !== authSecret) {
-    options.logger.warn('relay.conf auth.secret differs from the auth service secret: devices will fail to authenticate with the relay');
+    options.logger.warn(
+      'relay.conf auth.secret differs from the auth service secret: devices will fail to authenticate with the relay',
+    );
   }
   return relay.secret;
 }
@@ -60,29 +86,68 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const lan = lanAddress(config.auth.bind);
   const urls: HostUrls = {};
   const stops: Array<() => Promise<void>> = [];
+  let relayPorts: { wsPort: number; statusPort: number } | undefined;
+  const relayConfig = { ...config.relay };
+  if (mode === 'headless' && !relayConfig.explicit.has('auth.tokenSignature')) {
+    relayConfig.tokenSignature = config.auth.tokenSignature;
+  }
+  const startRelay = async (ports?: { wsPort: number; statusPort: number }) => {
+    const relay = createRelay({
+      config: ports ? { ...relayConfig, ...ports } : relayConfig,
+      secret: relaySecret(options, secret),
+      logger,
+      now: options.now,
+    });
+    host.relay = relay;
+    try {
+      relayPorts = await relay.listen();
+    } catch (err: unknown) {
+      host.relay = undefined;
+      await relay.close();
+      throw relayListenError(err, relayConfig);
+    }
+    return relayPorts;
+  };
   const host: Host = {
     urls,
     adminToken: generated.adminToken,
+    relayPaused: false,
+    async pauseRelay() {
+      const relay = host.relay;
+      if (relay === undefined) return;
+      host.relay = undefined;
+      host.relayPaused = true;
+      await relay.close();
+      logger.info('relay paused');
+    },
+    async resumeRelay() {
+      if (!host.relayPaused || host.relay !== undefined) return;
+      await startRelay(relayPorts);
+      host.relayPaused = false;
+      logger.info('relay resumed');
+    },
     async close() {
       for (const stop of stops.reverse()) {
-        await stop().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err) }, 'error during shutdown'));
+        await stop().catch((err: unknown) =>
+          logger.error(
+            { err: err instanceof Error ? err.message : String(err) },
+            'error during shutdown',
+          ),
+        );
       }
     },
   };
 
   try {
     if (mode !== 'auth') {
-      const relayConfig = { ...config.relay };
-      if (mode === 'headless' && !relayConfig.explicit.has('auth.tokenSignature')) {
-        relayConfig.tokenSignature = config.auth.tokenSignature;
-      }
-      const relay = createRelay({ config: relayConfig, secret: relaySecret(options, secret), logger, now: options.now });
-      stops.push(() => relay.close());
-      const ports = await relay.listen();
+      stops.push(async () => {
+        host.relayPaused = false;
+        await host.relay?.close();
+      });
+      const ports = await startRelay();
       const relayLan = lanAddress(relayConfig.bind);
       urls.relay = `ws://${relayLan}:${ports.wsPort}`;
       urls.status = `http://${relayLan}:${ports.statusPort}`;
-      host.relay = relay;
     }
     if (mode !== 'relay') {
       const auth = await createAuthServer({
@@ -93,7 +158,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
         now: options.now,
         limits: options.limits,
         sqliteEngine: options.sqliteEngine,
-        mount: options.mount && ((app, service, db) => options.mount?.(app, service, db, () => host)),
+        mount:
+          options.mount && ((app, service, db) => options.mount?.(app, service, db, () => host)),
       });
       stops.push(() => auth.close());
       host.auth = auth;
@@ -104,11 +170,17 @@ export async function startHost(options: HostOptions): Promise<Host> {
       urls.auth = baseUrl;
       urls.relay = relayUrl;
       urls.admin = `${baseUrl}/admin/#token=${generated.adminToken}`;
-      if (host.relay) {
-        const relay = host.relay;
-        auth.service.onDeviceRevoked((deviceId) => relay.revokeDevice(deviceId));
-      }
+      if (mode === 'headless')
+        auth.service.onDeviceRevoked((deviceId) => host.relay?.revokeDevice(deviceId));
       await auth.ready;
+      if (config.auth.mdns) {
+        const advertisement = advertise({
+          port,
+          txt: { auth: baseUrl, relay: relayUrl, version },
+          logger,
+        });
+        stops.push(() => advertisement.stop());
+      }
     }
   } catch (err: unknown) {
     await host.close();

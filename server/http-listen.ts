@@ -19,7 +19,12 @@ export class ListenError extends Error {
 }
 
 /** Listens and resolves with the bound port; rejects with ListenError. */
-export function listen(server: Server, port: number, host: string, setting: string): Promise<number> {
+export function listen(
+  server: Server,
+  port: number,
+  host: string,
+  setting: string,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       server.off('listening', onListening);

@@ -7,8 +7,14 @@ export type { Logger };
  * One JSON line per event on stderr (stdout is kept for the lines a user reads: URLs and
  * dev-mode magic links). Writes are synchronous so nothing is lost on exit.
  */
-export function createLogger(level: LogLevel, destination: pino.DestinationStream | number = 2): Logger {
-  const stream = typeof destination === 'number' ? pino.destination({ fd: destination, sync: true }) : destination;
+export function createLogger(
+  level: LogLevel,
+  destination: pino.DestinationStream | number = 2,
+): Logger {
+  const stream =
+    typeof destination === 'number'
+      ? pino.destination({ fd: destination, sync: true })
+      : destination;
   return pino(
     {
       level,

@@ -29,7 +29,12 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       error =
         err.type === 'entity.too.large'
           ? new AppError('payload_too_large', `request body is larger than ${maxBodyBytes} bytes`)
-          : new AppError('invalid_request', err.type === 'entity.parse.failed' ? 'body is not valid JSON' : 'body could not be read');
+          : new AppError(
+              'invalid_request',
+              err.type === 'entity.parse.failed'
+                ? 'body is not valid JSON'
+                : 'body could not be read',
+            );
     } else if (isDatabaseUnavailable(err)) {
       logger.error({ err: (err as Error).message, path: req.path }, 'database unavailable');
       error = unavailable();
@@ -41,13 +46,19 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.end();
       return;
     }
-    if (error.retryAfterSeconds !== undefined) res.set('Retry-After', String(error.retryAfterSeconds));
+    if (error.retryAfterSeconds !== undefined)
+      res.set('Retry-After', String(error.retryAfterSeconds));
     res.status(error.status).json({ error: { code: error.code, message: error.message } });
   };
 }
 
 function isBodyParserError(err: unknown): err is { type: string; status: number } {
-  return typeof err === 'object' && err !== null && typeof (err as { type?: unknown }).type === 'string' && typeof (err as { status?: unknown }).status === 'number';
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { type?: unknown }).type === 'string' &&
+    typeof (err as { status?: unknown }).status === 'number'
+  );
 }
 
 /** The auth HTTP application: /health, /.well-known/sync-host, /auth/*, JSON errors. */
@@ -81,12 +92,19 @@ export function createAuthApp(options: AuthAppOptions): Express {
     if (!options.isReady()) throw unavailable();
     next();
   };
-  app.use('/auth', ready, express.json({ limit: maxBodyBytes, strict: true, type: () => true }), createAuthRouter(service));
+  app.use(
+    '/auth',
+    ready,
+    express.json({ limit: maxBodyBytes, strict: true, type: () => true }),
+    createAuthRouter(service),
+  );
 
   options.mount?.(app);
 
   app.use((req, res) => {
-    res.status(404).json({ error: { code: 'not_found', message: `no route ${req.method} ${req.path}` } });
+    res
+      .status(404)
+      .json({ error: { code: 'not_found', message: `no route ${req.method} ${req.path}` } });
   });
   app.use(errorHandler(logger));
   return app;

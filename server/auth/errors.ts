@@ -32,5 +32,7 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
-export const unauthorized = (why = 'missing or invalid bearer token') => new AppError('unauthorized', why);
-export const unavailable = () => new AppError('unavailable', 'the database is unavailable; try again shortly', 5);
+export const unauthorized = (why = 'missing or invalid bearer token') =>
+  new AppError('unauthorized', why);
+export const unavailable = () =>
+  new AppError('unavailable', 'the database is unavailable; try again shortly', 5);

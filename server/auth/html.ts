@@ -1,4 +1,10 @@
-const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapes: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 
 /** Escapes text for HTML element content and attribute values. */
 export function escapeHtml(text: string): string {
@@ -10,7 +16,11 @@ export function escapeHtml(text: string): string {
  * token to paste into the client with a copy button. No external resources, no inline script
  * beyond the copy handler.
  */
-export function verifyPage(title: string, message: string, secret?: { label: string; value: string }): string {
+export function verifyPage(
+  title: string,
+  message: string,
+  secret?: { label: string; value: string },
+): string {
   const secretBlock = secret
     ? `<p>${escapeHtml(secret.label)}</p>
 <textarea id="value" readonly rows="3">${escapeHtml(secret.value)}</textarea>

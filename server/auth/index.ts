@@ -47,8 +47,13 @@ export interface AuthServer {
 export async function createAuthServer(options: AuthServerOptions): Promise<AuthServer> {
   const { config, logger } = options;
   const db = await openDatabase(config.db, { logger, sqliteEngine: options.sqliteEngine });
-  const mailer = config.smtp ? createSmtpMailer(config.smtp, logger) : createDevMailer(options.print);
-  if (!config.smtp) logger.warn('SMTP is not configured: development mode, magic-link tokens are printed on stdout');
+  const mailer = config.smtp
+    ? createSmtpMailer(config.smtp, logger)
+    : createDevMailer(options.print);
+  if (!config.smtp)
+    logger.warn(
+      'SMTP is not configured: development mode, magic-link tokens are printed on stdout',
+    );
   const urls = { baseUrl: options.urls?.baseUrl ?? '', relayUrl: options.urls?.relayUrl ?? '' };
   const settings = {
     secret: options.secret,
@@ -73,7 +78,11 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     for (;;) {
       try {
         const applied = await migrate(db);
-        if (applied.length > 0) logger.info({ driver: db.driver, versions: applied }, 'database schema created or upgraded');
+        if (applied.length > 0)
+          logger.info(
+            { driver: db.driver, versions: applied },
+            'database schema created or upgraded',
+          );
         isReady = true;
         return;
       } catch (err: unknown) {
@@ -91,7 +100,10 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     discovery: () => ({ authUrl: urls.baseUrl, relayUrl: urls.relayUrl, version }),
     mount: options.mount && ((a) => options.mount?.(a, service, db)),
   });
-  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 }, app);
+  const server = createServer(
+    { requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 },
+    app,
+  );
   server.maxHeadersCount = 100;
 
   return {

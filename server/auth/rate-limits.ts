@@ -67,5 +67,9 @@ export class Limiter {
 }
 
 function tooMany(res: RateLimiterRes): AppError {
-  return new AppError('rate_limited', 'too many requests; try again later', Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
+  return new AppError(
+    'rate_limited',
+    'too many requests; try again later',
+    Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+  );
 }

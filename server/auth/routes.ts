@@ -8,7 +8,11 @@ import type { AuthService, Caller } from './service.ts';
 const loginQuery = z.object({ email: emailSchema });
 const magicLinkBody = z.object({ email: emailSchema });
 const verifyQuery = z
-  .object({ token: z.string({ error: 'is required' }).max(255, { error: 'is too long' }), deviceName: text(255).optional(), platform: text(50).optional() })
+  .object({
+    token: z.string({ error: 'is required' }).max(255, { error: 'is too long' }),
+    deviceName: text(255).optional(),
+    platform: text(50).optional(),
+  })
   .refine((q) => (q.deviceName === undefined) === (q.platform === undefined), {
     error: 'deviceName and platform must be given together',
     path: ['deviceName'],
@@ -27,7 +31,8 @@ function bearer(req: Request): string | undefined {
 }
 
 /** Whether the client prefers an HTML page (a browser opening the link). */
-const wantsHtml = (req: Request): boolean => req.accepts(['application/json', 'text/html']) === 'text/html';
+const wantsHtml = (req: Request): boolean =>
+  req.accepts(['application/json', 'text/html']) === 'text/html';
 
 /** The routes of contract section 4 under /auth. */
 export function createAuthRouter(service: AuthService): Router {
@@ -61,7 +66,10 @@ export function createAuthRouter(service: AuthService): Router {
     const html = wantsHtml(req);
     try {
       const q = parseInput(verifyQuery, req.query, 'query');
-      const device = q.deviceName !== undefined && q.platform !== undefined ? { deviceName: q.deviceName, platform: q.platform } : undefined;
+      const device =
+        q.deviceName !== undefined && q.platform !== undefined
+          ? { deviceName: q.deviceName, platform: q.platform }
+          : undefined;
       const result = await service.verify(q.token, device, clientOf(req));
       if (!html) {
         res.json(result);
@@ -74,21 +82,29 @@ export function createAuthRouter(service: AuthService): Router {
               label: 'Device token (paste it into your client as syncDeviceToken):',
               value: result.deviceToken,
             })
-          : verifyPage('Signed in', `${signedIn} Copy this sign-in code into your client; it is valid for 15 minutes.`, {
-              label: 'Sign-in code (JWT):',
-              value: result.jwt,
-            }),
+          : verifyPage(
+              'Signed in',
+              `${signedIn} Copy this sign-in code into your client; it is valid for 15 minutes.`,
+              {
+                label: 'Sign-in code (JWT):',
+                value: result.jwt,
+              },
+            ),
       );
     } catch (err: unknown) {
       if (!html || !(err instanceof AppError)) throw err;
-      if (err.retryAfterSeconds !== undefined) res.set('Retry-After', String(err.retryAfterSeconds));
+      if (err.retryAfterSeconds !== undefined)
+        res.set('Retry-After', String(err.retryAfterSeconds));
       res.status(err.status).type('html').send(verifyPage('Sign-in failed', err.message));
     }
   });
 
   router.post('/devices', async (req, res) => {
     const { jwt, deviceName, platform } = parseInput(devicesBody, req.body, 'body');
-    const { deviceToken, device } = await service.registerDevice(bearer(req) ?? jwt, { deviceName, platform });
+    const { deviceToken, device } = await service.registerDevice(bearer(req) ?? jwt, {
+      deviceName,
+      platform,
+    });
     res.status(201).json({ deviceToken, device });
   });
 

@@ -6,7 +6,11 @@ export const emailSchema = z
   .string({ error: 'must be a string' })
   .trim()
   .toLowerCase()
-  .pipe(z.email({ error: 'must be a valid e-mail address' }).max(255, { error: 'must be at most 255 characters' }));
+  .pipe(
+    z
+      .email({ error: 'must be a valid e-mail address' })
+      .max(255, { error: 'must be at most 255 characters' }),
+  );
 
 /** A required string field of at most `max` characters (after trimming), not empty. */
 export const text = (max: number) =>
@@ -26,13 +30,18 @@ export const idSchema = z
   .refine(Number.isSafeInteger, { error: 'is too large' });
 
 /** Parses input with a schema; the first problem becomes 400 `invalid_request` naming the field. */
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where: string): z.infer<S> {
+export function parseInput<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  where: string,
+): z.infer<S> {
   const result = schema.safeParse(input ?? {});
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const field = issue?.path.length ? issue.path.join('.') : where;
-  const message = issue?.code === 'invalid_type' && issue.path.length > 0 && issue.message.includes('undefined')
-    ? 'is required'
-    : (issue?.message ?? 'is invalid');
+  const message =
+    issue?.code === 'invalid_type' && issue.path.length > 0 && issue.message.includes('undefined')
+      ? 'is required'
+      : (issue?.message ?? 'is invalid');
   throw new AppError('invalid_request', `${field} ${message}`);
 }

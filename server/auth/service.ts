@@ -11,20 +11,38 @@ import {
 } from '../db/devices.ts';
 import { consumeMagicLink, createMagicLink, findMagicLink } from '../db/magic-links.ts';
 import { deleteProject, listProjects, type Project, registerProject } from '../db/projects.ts';
-import { findOrCreateUser, findSubscription, findUserByEmail, findUserById, type User } from '../db/users.ts';
+import {
+  findOrCreateUser,
+  findSubscription,
+  findUserByEmail,
+  findUserById,
+  type User,
+} from '../db/users.ts';
 import type { Logger } from '../log.ts';
 import { AppError, notFound, unauthorized, unavailable } from './errors.ts';
 import { signLoginJwt, verifyLoginJwt } from './jwt.ts';
 import type { Mailer } from './mail.ts';
 import { type AuthLimits, defaultAuthLimits, Limiter } from './rate-limits.ts';
-import { createRoomId, randomHex, safeEqual, sha256Hex, signDeviceToken, verifyDeviceToken } from './tokens.ts';
+import {
+  createRoomId,
+  randomHex,
+  safeEqual,
+  sha256Hex,
+  signDeviceToken,
+  verifyDeviceToken,
+} from './tokens.ts';
 
 /** Magic links are valid 15 minutes. */
 export const linkLifetimeMs = 15 * 60_000;
 /** lastSeen is written at most once per this interval per device, not on every request. */
 export const lastSeenRefreshMs = 60_000;
 
-export const projectLimits: Record<Tier, number | null> = { free: 0, personal: 1, pro: null, team: null };
+export const projectLimits: Record<Tier, number | null> = {
+  free: 0,
+  personal: 1,
+  pro: null,
+  team: null,
+};
 
 export interface AuthSettings {
   secret: string;
@@ -91,12 +109,20 @@ export function createAuthService(options: AuthServiceOptions) {
   const linksPerEmail = new Limiter('links per e-mail', limits.linksPerEmail, logger);
   const linksPerClient = new Limiter('links per client', limits.linksPerClient, logger);
   const verifiesPerClient = new Limiter('verifies per client', limits.verifiesPerClient, logger);
-  const authFailures = new Limiter('auth failures per client', limits.authFailuresPerClient, logger);
+  const authFailures = new Limiter(
+    'auth failures per client',
+    limits.authFailuresPerClient,
+    logger,
+  );
   const revokeListeners = new Set<(deviceId: number, userId: number) => void>();
   const pending = new Map<string, PendingLink>();
 
   const signToken = (userId: number) => (deviceId: number) =>
-    signDeviceToken({ userId, deviceId, issuedAt: Math.floor(now() / 1000) }, settings.secret, settings.tokenSignature);
+    signDeviceToken(
+      { userId, deviceId, issuedAt: Math.floor(now() / 1000) },
+      settings.secret,
+      settings.tokenSignature,
+    );
 
   async function subscriptionOf(userId: number): Promise<SubscriptionView> {
     const sub = await findSubscription(db, userId);
@@ -113,7 +139,8 @@ export function createAuthService(options: AuthServiceOptions) {
 
   function prunePending(): void {
     const at = now();
-    for (const [token, link] of pending) if (Date.parse(link.expiresAt) <= at) pending.delete(token);
+    for (const [token, link] of pending)
+      if (Date.parse(link.expiresAt) <= at) pending.delete(token);
   }
 
   return {
@@ -140,12 +167,25 @@ export function createAuthService(options: AuthServiceOptions) {
       try {
         await mailer.sendLoginLink(email, token, link);
       } catch (err: unknown) {
-        logger.error({ email, err: err instanceof Error ? err.message : String(err) }, 'login e-mail could not be sent');
-        throw new AppError('unavailable', 'the login e-mail could not be sent; try again later', 30);
+        logger.error(
+          { email, err: err instanceof Error ? err.message : String(err) },
+          'login e-mail could not be sent',
+        );
+        throw new AppError(
+          'unavailable',
+          'the login e-mail could not be sent; try again later',
+          30,
+        );
       }
       if (mailer.devMode) {
         prunePending();
-        pending.set(token, { email, token, link, createdAt: created.toISOString(), expiresAt: expires.toISOString() });
+        pending.set(token, {
+          email,
+          token,
+          link,
+          createdAt: created.toISOString(),
+          expiresAt: expires.toISOString(),
+        });
       }
       logger.info({ email }, 'login link created');
     },
@@ -163,25 +203,44 @@ export function createAuthService(options: AuthServiceOptions) {
         throw new AppError('invalid_token', 'this login link is not valid');
       }
       if (link.used) throw new AppError('token_used', 'this login link was already used');
-      if (Date.parse(link.expiresAt) <= now()) throw new AppError('token_expired', 'this login link has expired');
-      if (!(await consumeMagicLink(db, link.id))) throw new AppError('token_used', 'this login link was already used');
+      if (Date.parse(link.expiresAt) <= now())
+        throw new AppError('token_expired', 'this login link has expired');
+      if (!(await consumeMagicLink(db, link.id)))
+        throw new AppError('token_used', 'this login link was already used');
       pending.delete(token);
       const user = await findOrCreateUser(db, link.email, settings.defaultTier, new Date(now()));
       if (device === undefined) {
         logger.info({ userId: user.id }, 'login verified; JWT issued');
         return { user, jwt: await signLoginJwt(user.id, settings.secret, now()) };
       }
-      const created = await createDevice(db, { userId: user.id, ...device }, new Date(now()), signToken(user.id));
-      logger.info({ userId: user.id, deviceId: created.device.id }, 'login verified; device registered');
+      const created = await createDevice(
+        db,
+        { userId: user.id, ...device },
+        new Date(now()),
+        signToken(user.id),
+      );
+      logger.info(
+        { userId: user.id, deviceId: created.device.id },
+        'login verified; device registered',
+      );
       return { user, deviceToken: created.token, device: created.device };
     },
 
     /** POST /auth/devices: a device for the user of a valid login JWT. */
-    async registerDevice(jwt: string | undefined, input: DeviceInput): Promise<{ deviceToken: string; device: Device }> {
-      const userId = jwt === undefined ? undefined : await verifyLoginJwt(jwt, settings.secret, now());
+    async registerDevice(
+      jwt: string | undefined,
+      input: DeviceInput,
+    ): Promise<{ deviceToken: string; device: Device }> {
+      const userId =
+        jwt === undefined ? undefined : await verifyLoginJwt(jwt, settings.secret, now());
       const user = userId === undefined ? undefined : await findUserById(db, userId);
       if (user === undefined) throw unauthorized('missing, invalid or expired login JWT');
-      const created = await createDevice(db, { userId: user.id, ...input }, new Date(now()), signToken(user.id));
+      const created = await createDevice(
+        db,
+        { userId: user.id, ...input },
+        new Date(now()),
+        signToken(user.id),
+      );
       logger.info({ userId: user.id, deviceId: created.device.id }, 'device registered');
       return { deviceToken: created.token, device: created.device };
     },
@@ -201,7 +260,8 @@ export function createAuthService(options: AuthServiceOptions) {
         safeEqual(device.tokenDigest, sha256Hex(token ?? ''));
       const user = valid ? await findUserById(db, claims.userId) : undefined;
       if (!valid || user === undefined || device === undefined) {
-        if (await authFailures.penalize(client)) logger.warn({ client }, 'too many invalid bearer tokens');
+        if (await authFailures.penalize(client))
+          logger.warn({ client }, 'too many invalid bearer tokens');
         throw unauthorized();
       }
       const { tokenDigest: _digest, ...publicDevice } = device;
@@ -209,7 +269,10 @@ export function createAuthService(options: AuthServiceOptions) {
         const seen = new Date(now());
         publicDevice.lastSeen = seen.toISOString();
         touchDevice(db, device.id, seen).catch((err: unknown) =>
-          logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'lastSeen refresh failed'),
+          logger.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'lastSeen refresh failed',
+          ),
         );
       }
       return { user, device: publicDevice };
@@ -231,7 +294,11 @@ export function createAuthService(options: AuthServiceOptions) {
       return () => revokeListeners.delete(listener);
     },
 
-    async registerProject(caller: Caller, projectKey: string, name: string): Promise<{ created: boolean; project: Project }> {
+    async registerProject(
+      caller: Caller,
+      projectKey: string,
+      name: string,
+    ): Promise<{ created: boolean; project: Project }> {
       const { projectLimit } = await subscriptionOf(caller.user.id);
       const result = await registerProject(
         db,
@@ -241,9 +308,13 @@ export function createAuthService(options: AuthServiceOptions) {
         () => createRoomId(caller.user.id, settings.secret),
       );
       if ('limited' in result) {
-        throw new AppError('project_limit', `your tier allows ${projectLimit} synced project${projectLimit === 1 ? '' : 's'}`);
+        throw new AppError(
+          'project_limit',
+          `your tier allows ${projectLimit} synced project${projectLimit === 1 ? '' : 's'}`,
+        );
       }
-      if (result.created) logger.info({ userId: caller.user.id, projectId: result.project.id }, 'project registered');
+      if (result.created)
+        logger.info({ userId: caller.user.id, projectId: result.project.id }, 'project registered');
       return result;
     },
 

@@ -66,11 +66,19 @@ export function signDeviceToken(
  * Parses a device token without checking its signature; undefined when it is not of the shape
  * `<userId>:<deviceId>:<timestamp>.<hash>`.
  */
-export function parseDeviceToken(token: unknown): (DeviceTokenClaims & { hash: string; payload: string }) | undefined {
+export function parseDeviceToken(
+  token: unknown,
+): (DeviceTokenClaims & { hash: string; payload: string }) | undefined {
   if (typeof token !== 'string' || token.length > 255) return undefined;
   const match = deviceTokenShape.exec(token);
   if (match === null) return undefined;
-  const [, user, device, issued, hash] = match as unknown as [string, string, string, string, string];
+  const [, user, device, issued, hash] = match as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   return {
     userId: Number(user),
     deviceId: Number(device),

@@ -125,7 +125,11 @@ const authSchema = z
   .superRefine((c, ctx) => {
     const driver = c.dbDriver ?? (c.dbHost === undefined ? 'sqlite' : 'postgres');
     if (driver !== 'sqlite' && c.dbHost === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['dbDriver'], message: `${driver} needs DB_HOST (the database server's host name)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['dbDriver'],
+        message: `${driver} needs DB_HOST (the database server's host name)`,
+      });
     }
     if (c.dbHost === undefined) return;
     const required: Array<[keyof typeof c, string]> = [
@@ -137,7 +141,11 @@ const authSchema = z
     for (const [field, key] of required) {
       const value = c[field];
       if (value === undefined || value === '') {
-        ctx.addIssue({ code: 'custom', path: [field], message: `${key} is required when DB_HOST is set` });
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `${key} is required when DB_HOST is set`,
+        });
       }
     }
     if (c.dbPass === undefined) {
@@ -244,4 +252,3 @@ export function buildAuthConfig(
     unknownKeys: collected.unknown.map((u) => `${u.file}:${u.line}: ${u.key}`),
   };
 }
-

@@ -19,7 +19,9 @@ export const switchSchema = z
   .string()
   .trim()
   .toLowerCase()
-  .pipe(z.enum(['on', 'off', 'true', 'false', 'yes', 'no', '1', '0'], { error: 'must be on or off' }))
+  .pipe(
+    z.enum(['on', 'off', 'true', 'false', 'yes', 'no', '1', '0'], { error: 'must be on or off' }),
+  )
   .transform((v) => v === 'on' || v === 'true' || v === 'yes' || v === '1');
 
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -74,7 +74,12 @@ export function readConfFile(path: string, shownAs: string): ConfEntry[] | undef
   } catch (err: unknown) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
-    throw new ConfigError(shownAs, undefined, undefined, `cannot read the file (${code ?? 'error'})`);
+    throw new ConfigError(
+      shownAs,
+      undefined,
+      undefined,
+      `cannot read the file (${code ?? 'error'})`,
+    );
   }
   return parseConf(text, shownAs);
 }

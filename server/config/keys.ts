@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ConfigError, type ConfEntry } from './conf-file.ts';
+import { type ConfEntry, ConfigError } from './conf-file.ts';
 
 /** Where a configuration value came from, to name it in an error. */
 export interface Origin {

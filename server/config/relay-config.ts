@@ -43,7 +43,7 @@ const relaySchema = z.object({
   'ws.port': portSchema.default(8443),
   /** HTTP status port (/health, /metrics). Default 8444. */
   'status.port': portSchema.default(8444),
-  'bind': bindSchema.default('0.0.0.0'),
+  bind: bindSchema.default('0.0.0.0'),
   'auth.tokenSignature': tokenSignatureSchema.default('hmac-sha256'),
   /** Token-bucket refill rate per connection, messages per second. Default 200. */
   'rate.perSecond': positiveInt('messages per second').default(200),

@@ -50,7 +50,10 @@ function isNativeLoadFailure(err: unknown): boolean {
 
 type BetterSqlite3 = typeof import('better-sqlite3');
 
-function loadBetterSqlite3(path: string, nativeBinding: string | undefined): import('better-sqlite3').Database {
+function loadBetterSqlite3(
+  path: string,
+  nativeBinding: string | undefined,
+): import('better-sqlite3').Database {
   const BetterSqlite: BetterSqlite3 = require('better-sqlite3');
   return new BetterSqlite(path, nativeBinding === undefined ? {} : { nativeBinding });
 }
@@ -123,7 +126,9 @@ async function openPostgres(config: ServerDbConfig, options: OpenOptions): Promi
   pool.on('error', (err) => options.logger.warn({ err: err.message }, 'postgres connection lost'));
   // A client whose backend dies while checked out emits on itself; the query fails with 503.
   pool.on('connect', (client) => {
-    client.on('error', (err) => options.logger.warn({ err: err.message }, 'postgres connection lost'));
+    client.on('error', (err) =>
+      options.logger.warn({ err: err.message }, 'postgres connection lost'),
+    );
   });
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
@@ -152,7 +157,9 @@ async function openMysql(config: ServerDbConfig, options: OpenOptions): Promise<
     supportBigNumbers: true,
   });
   pool.on('connection', (connection) => {
-    connection.on('error', (err) => options.logger.warn({ err: err.message }, 'mysql connection lost'));
+    connection.on('error', (err) =>
+      options.logger.warn({ err: err.message }, 'mysql connection lost'),
+    );
     // CURRENT_TIMESTAMP defaults in UTC, like the Date values mysql2 writes with timezone 'Z'.
     connection.query("SET time_zone = '+00:00'");
   });

@@ -40,18 +40,36 @@ export async function createDevice(
     const { userId, deviceName, platform } = input;
     const id = await insertReturningId(
       { ...db, kysely: trx },
-      trx.insertInto('devices').values({ userId, deviceName, platform, token: sha256Hex(randomHex(32)), createdAt: at, lastSeen: at }),
+      trx.insertInto('devices').values({
+        userId,
+        deviceName,
+        platform,
+        token: sha256Hex(randomHex(32)),
+        createdAt: at,
+        lastSeen: at,
+      }),
     );
     const token = signToken(id);
-    await trx.updateTable('devices').set({ token: sha256Hex(token) }).where('id', '=', id).execute();
+    await trx
+      .updateTable('devices')
+      .set({ token: sha256Hex(token) })
+      .where('id', '=', id)
+      .execute();
     const iso = now.toISOString();
     return { device: { id, userId, deviceName, platform, createdAt: iso, lastSeen: iso }, token };
   });
 }
 
 /** The device with this id and its stored token digest. */
-export async function findDeviceWithDigest(db: Db, id: number): Promise<(Device & { tokenDigest: string }) | undefined> {
-  const row = await db.kysely.selectFrom('devices').selectAll().where('id', '=', id).executeTakeFirst();
+export async function findDeviceWithDigest(
+  db: Db,
+  id: number,
+): Promise<(Device & { tokenDigest: string }) | undefined> {
+  const row = await db.kysely
+    .selectFrom('devices')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && { ...toDevice(row), tokenDigest: row.token };
 }
 
@@ -72,11 +90,19 @@ export async function listAllDevices(db: Db): Promise<Device[]> {
 }
 
 export async function touchDevice(db: Db, id: number, now: Date): Promise<void> {
-  await db.kysely.updateTable('devices').set({ lastSeen: db.date(now) }).where('id', '=', id).execute();
+  await db.kysely
+    .updateTable('devices')
+    .set({ lastSeen: db.date(now) })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** Deletes a device; `userId` limits it to that user's devices (undefined: administrator). */
-export async function deleteDevice(db: Db, id: number, userId: number | undefined): Promise<boolean> {
+export async function deleteDevice(
+  db: Db,
+  id: number,
+  userId: number | undefined,
+): Promise<boolean> {
   let query = db.kysely.deleteFrom('devices').where('id', '=', id);
   if (userId !== undefined) query = query.where('userId', '=', userId);
   const result = await query.executeTakeFirst();

@@ -14,7 +14,9 @@ export async function insertReturningId<T extends keyof Database>(
     const result = await query.executeTakeFirstOrThrow();
     return Number(result.insertId);
   }
-  const row = (await query.returning('id' as never).executeTakeFirstOrThrow()) as unknown as { id: number };
+  const row = (await query.returning('id' as never).executeTakeFirstOrThrow()) as unknown as {
+    id: number;
+  };
   return Number(row.id);
 }
 
@@ -22,6 +24,12 @@ export async function insertReturningId<T extends keyof Database>(
 export function isUniqueViolation(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code } = err as { code?: unknown };
-  return code === '23505' || code === 'ER_DUP_ENTRY' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
-    || (typeof (err as Error).message === 'string' && /UNIQUE constraint failed/.test((err as Error).message));
+  return (
+    code === '23505' ||
+    code === 'ER_DUP_ENTRY' ||
+    code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    (typeof (err as Error).message === 'string' &&
+      /UNIQUE constraint failed/.test((err as Error).message))
+  );
 }

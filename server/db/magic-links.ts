@@ -10,10 +10,22 @@ export interface MagicLink {
 }
 
 /** Stores a link by the digest of its token. */
-export async function createMagicLink(db: Db, email: string, token: string, now: Date, expiresAt: Date): Promise<void> {
+export async function createMagicLink(
+  db: Db,
+  email: string,
+  token: string,
+  now: Date,
+  expiresAt: Date,
+): Promise<void> {
   await db.kysely
     .insertInto('magic_links')
-    .values({ email, token: sha256Hex(token), expiresAt: db.date(expiresAt), used: db.bool(false), createdAt: db.date(now) })
+    .values({
+      email,
+      token: sha256Hex(token),
+      expiresAt: db.date(expiresAt),
+      used: db.bool(false),
+      createdAt: db.date(now),
+    })
     .execute();
 }
 
@@ -23,7 +35,14 @@ export async function findMagicLink(db: Db, token: string): Promise<MagicLink | 
     .select(['id', 'email', 'expiresAt', 'used'])
     .where('token', '=', sha256Hex(token))
     .executeTakeFirst();
-  return row && { id: Number(row.id), email: row.email, expiresAt: toIso(row.expiresAt), used: Boolean(Number(row.used)) };
+  return (
+    row && {
+      id: Number(row.id),
+      email: row.email,
+      expiresAt: toIso(row.expiresAt),
+      used: Boolean(Number(row.used)),
+    }
+  );
 }
 
 /**
@@ -42,6 +61,9 @@ export async function consumeMagicLink(db: Db, id: number): Promise<boolean> {
 
 /** Removes links that expired before `before` (housekeeping). */
 export async function purgeMagicLinks(db: Db, before: Date): Promise<number> {
-  const result = await db.kysely.deleteFrom('magic_links').where('expiresAt', '<', db.date(before)).executeTakeFirst();
+  const result = await db.kysely
+    .deleteFrom('magic_links')
+    .where('expiresAt', '<', db.date(before))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -39,16 +39,26 @@ export async function migrate(db: Db): Promise<number[]> {
       await kysely.transaction().execute(async (trx) => {
         // Two hosts starting at once on one database: the second waits, then finds it done.
         await sql`select pg_advisory_xact_lock(8445001)`.execute(trx);
-        const again = await sql<{ n: number }>`select count(*)::int as n from "schemaVersion" where "version" = ${migration.version}`.execute(trx);
+        const again = await sql<{
+          n: number;
+        }>`select count(*)::int as n from "schemaVersion" where "version" = ${migration.version}`.execute(
+          trx,
+        );
         if ((again.rows[0]?.n ?? 0) > 0) return;
         await migration.up(trx, db.driver);
-        await sql`insert into "schemaVersion" ("version", "name", "appliedAt") values (${migration.version}, ${migration.name}, ${new Date()})`.execute(trx);
+        await sql`insert into "schemaVersion" ("version", "name", "appliedAt") values (${migration.version}, ${migration.name}, ${new Date()})`.execute(
+          trx,
+        );
       });
     } else {
       await migration.up(kysely, db.driver);
       await db.kysely
         .insertInto('schemaVersion')
-        .values({ version: migration.version, name: migration.name, appliedAt: db.date(new Date()) })
+        .values({
+          version: migration.version,
+          name: migration.name,
+          appliedAt: db.date(new Date()),
+        })
         .execute();
     }
     applied.push(migration.version);

@@ -20,7 +20,11 @@ export const toProject = (row: ProjectRow): Project => ({
   createdAt: toIso(row.createdAt),
 });
 
-export async function findProjectByKey(db: Db, userId: number, projectKey: string): Promise<Project | undefined> {
+export async function findProjectByKey(
+  db: Db,
+  userId: number,
+  projectKey: string,
+): Promise<Project | undefined> {
   const row = await db.kysely
     .selectFrom('projects')
     .selectAll()
@@ -51,7 +55,12 @@ export async function registerProject(
   try {
     return await db.kysely.transaction().execute(async (trx): Promise<RegisterResult> => {
       if (db.driver !== 'sqlite') {
-        await trx.selectFrom('subscriptions').select('id').where('userId', '=', input.userId).forUpdate().execute();
+        await trx
+          .selectFrom('subscriptions')
+          .select('id')
+          .where('userId', '=', input.userId)
+          .forUpdate()
+          .execute();
       }
       const again = await trx
         .selectFrom('projects')
@@ -90,7 +99,11 @@ export async function listProjects(db: Db, userId: number | undefined): Promise<
 }
 
 /** Deletes a project; `userId` limits it to that user's projects (undefined: administrator). */
-export async function deleteProject(db: Db, id: number, userId: number | undefined): Promise<boolean> {
+export async function deleteProject(
+  db: Db,
+  id: number,
+  userId: number | undefined,
+): Promise<boolean> {
   let query = db.kysely.deleteFrom('projects').where('id', '=', id);
   if (userId !== undefined) query = query.where('userId', '=', userId);
   const result = await query.executeTakeFirst();

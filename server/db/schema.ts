@@ -48,7 +48,11 @@ export interface SubscriptionsTable {
   id: Generated<number>;
   userId: number;
   tier: string;
-  expiresAt: ColumnType<Date | string | null, Date | string | null | undefined, Date | string | null>;
+  expiresAt: ColumnType<
+    Date | string | null,
+    Date | string | null | undefined,
+    Date | string | null
+  >;
   createdAt: DbDate;
 }
 
@@ -78,6 +82,8 @@ export type NewDevice = Insertable<DevicesTable>;
 export function toIso(value: Date | string): string {
   if (value instanceof Date) return value.toISOString();
   // SQLite CURRENT_TIMESTAMP style 'YYYY-MM-DD HH:MM:SS' (UTC) from rows written by hand.
-  const normalized = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}/.test(value) ? `${value.replace(' ', 'T')}Z` : value;
+  const normalized = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}/.test(value)
+    ? `${value.replace(' ', 'T')}Z`
+    : value;
   return new Date(normalized).toISOString();
 }

@@ -1,4 +1,13 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
 import initSqlJs from 'sql.js';
 
@@ -78,7 +87,11 @@ function toSqlValues(parameters: ReadonlyArray<unknown>): SqlValue[] {
   });
 }
 
-function prepare(db: SqlJsDatabase, sql: string, afterStatement: (sql: string) => void): SqliteStatement {
+function prepare(
+  db: SqlJsDatabase,
+  sql: string,
+  afterStatement: (sql: string) => void,
+): SqliteStatement {
   const probe = db.prepare(sql);
   const reader = probe.getColumnNames().length > 0;
   probe.free();

@@ -41,7 +41,10 @@ const connectionMessages =
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code, message, errno } = err as { code?: unknown; message?: unknown; errno?: unknown };
-  if (typeof code === 'string' && (connectionCodes.has(code) || code.startsWith('08') || code.startsWith('SQLITE_IOERR'))) {
+  if (
+    typeof code === 'string' &&
+    (connectionCodes.has(code) || code.startsWith('08') || code.startsWith('SQLITE_IOERR'))
+  ) {
     return true;
   }
   if (errno === 1927 || errno === 2013 || errno === 2006) return true;

@@ -15,15 +15,27 @@ export interface Subscription {
   expiresAt: string | null;
 }
 
-export const toUser = (row: UserRow): User => ({ id: Number(row.id), email: row.email, createdAt: toIso(row.createdAt) });
+export const toUser = (row: UserRow): User => ({
+  id: Number(row.id),
+  email: row.email,
+  createdAt: toIso(row.createdAt),
+});
 
 export async function findUserById(db: Db, id: number): Promise<User | undefined> {
-  const row = await db.kysely.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await db.kysely
+    .selectFrom('users')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && toUser(row);
 }
 
 export async function findUserByEmail(db: Db, email: string): Promise<User | undefined> {
-  const row = await db.kysely.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+  const row = await db.kysely
+    .selectFrom('users')
+    .selectAll()
+    .where('email', '=', email)
+    .executeTakeFirst();
   return row && toUser(row);
 }
 
@@ -31,13 +43,21 @@ export async function findUserByEmail(db: Db, email: string): Promise<User | und
  * Returns the user with this e-mail, creating it (with a subscription of `tier`) when new.
  * Two concurrent creations of one e-mail end with one user: the loser reads the winner's row.
  */
-export async function findOrCreateUser(db: Db, email: string, tier: Tier, now: Date): Promise<User> {
+export async function findOrCreateUser(
+  db: Db,
+  email: string,
+  tier: Tier,
+  now: Date,
+): Promise<User> {
   const existing = await findUserByEmail(db, email);
   if (existing) return existing;
   try {
     return await db.kysely.transaction().execute(async (trx) => {
       const tx = { ...db, kysely: trx };
-      const id = await insertReturningId(tx, trx.insertInto('users').values({ email, createdAt: db.date(now) }));
+      const id = await insertReturningId(
+        tx,
+        trx.insertInto('users').values({ email, createdAt: db.date(now) }),
+      );
       await trx
         .insertInto('subscriptions')
         .values({ userId: id, tier, expiresAt: null, createdAt: db.date(now) })
@@ -59,11 +79,20 @@ export async function findSubscription(db: Db, userId: number): Promise<Subscrip
     .where('userId', '=', userId)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { tier: row.tier as Tier, expiresAt: row.expiresAt === null ? null : toIso(row.expiresAt) };
+  return {
+    tier: row.tier as Tier,
+    expiresAt: row.expiresAt === null ? null : toIso(row.expiresAt),
+  };
 }
 
 /** Sets a user's tier and expiry (administrator action); creates the row when missing. */
-export async function setSubscription(db: Db, userId: number, tier: Tier, expiresAt: Date | null, now: Date): Promise<void> {
+export async function setSubscription(
+  db: Db,
+  userId: number,
+  tier: Tier,
+  expiresAt: Date | null,
+  now: Date,
+): Promise<void> {
   const expires = expiresAt === null ? null : db.date(expiresAt);
   const updated = await db.kysely
     .updateTable('subscriptions')
@@ -71,7 +100,10 @@ export async function setSubscription(db: Db, userId: number, tier: Tier, expire
     .where('userId', '=', userId)
     .executeTakeFirst();
   if (Number(updated.numUpdatedRows) === 0) {
-    await db.kysely.insertInto('subscriptions').values({ userId, tier, expiresAt: expires, createdAt: db.date(now) }).execute();
+    await db.kysely
+      .insertInto('subscriptions')
+      .values({ userId, tier, expiresAt: expires, createdAt: db.date(now) })
+      .execute();
   }
 }
 

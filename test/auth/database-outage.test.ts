@@ -7,7 +7,9 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 const targets = (await dbTargets()).filter((t) => t.name === 'postgres' || t.name === 'mysql');
 
 for (const target of targets) {
-  const title = target.skip ? `database outage on ${target.name}: skipped, ${target.skip}` : `database outage on ${target.name}`;
+  const title = target.skip
+    ? `database outage on ${target.name}: skipped, ${target.skip}`
+    : `database outage on ${target.name}`;
   describe.skipIf(target.skip !== undefined)(title, () => {
     let proxy: TcpProxy;
     let h: AuthHarness;
@@ -18,12 +20,18 @@ for (const target of targets) {
 
     it('answers 503 while the database is cut off and recovers by itself when it is back', async () => {
       proxy = await startTcpProxy('127.0.0.1', target.name === 'postgres' ? 5432 : 3306);
-      h = await startAuth(target, { mapDb: (c) => (c.driver === 'sqlite' ? c : { ...c, port: proxy.port }) });
+      h = await startAuth(target, {
+        mapDb: (c) => (c.driver === 'sqlite' ? c : { ...c, port: proxy.port }),
+      });
       const me = await h.signIn('outage@example.com');
       expect((await h.request('GET', '/health')).status).toBe(200);
 
       await proxy.cut();
-      await waitFor(async () => ((await h.request('GET', '/health')).status === 503 ? true : undefined), '/health 503', 8_000);
+      await waitFor(
+        async () => ((await h.request('GET', '/health')).status === 503 ? true : undefined),
+        '/health 503',
+        8_000,
+      );
       const health = await h.request('GET', '/health');
       expect(await health.json()).toEqual({ status: 'unavailable' });
       const during = await h.request('GET', '/auth/devices', { token: me.deviceToken });
@@ -35,7 +43,11 @@ for (const target of targets) {
       expect(login.status).toBe(503);
 
       await proxy.restore();
-      await waitFor(async () => ((await h.request('GET', '/health')).status === 200 ? true : undefined), '/health 200 again', 10_000);
+      await waitFor(
+        async () => ((await h.request('GET', '/health')).status === 200 ? true : undefined),
+        '/health 200 again',
+        10_000,
+      );
       const after = await h.request('GET', '/auth/devices', { token: me.deviceToken });
       expect(after.status).toBe(200);
     });

@@ -9,7 +9,9 @@ const [sqlite] = await dbTargets();
 if (!sqlite) throw new Error('no sqlite target');
 
 const decodeQuotedPrintable = (text: string) =>
-  text.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  text
+    .replace(/=\r?\n/g, '')
+    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 
 interface Received {
   from: string;
@@ -51,16 +53,27 @@ describe('login e-mail over SMTP', () => {
   it('sends the login link to a real SMTP server and prints nothing on stdout', async () => {
     const smtp = await startSmtp();
     try {
-      h = await startAuth(sqlite, { conf: { SMTP_HOST: '127.0.0.1', SMTP_PORT: String(smtp.port), SMTP_FROM: 'sync <sync@host.example>' } });
+      h = await startAuth(sqlite, {
+        conf: {
+          SMTP_HOST: '127.0.0.1',
+          SMTP_PORT: String(smtp.port),
+          SMTP_FROM: 'sync <sync@host.example>',
+        },
+      });
       const res = await h.request('GET', '/auth/login?email=Mail.User@Example.com');
       expect(res.status).toBe(200);
       const mail = await waitFor(() => smtp.mails[0], 'a mail');
       expect(mail.to).toEqual(['mail.user@example.com']);
       expect(mail.from).toBe('sync@host.example');
-      const link = new RegExp(`${h.url.replace(/[.:/]/g, '\\$&')}/auth/verify\\?token=([0-9a-f]{64})`).exec(decodeQuotedPrintable(mail.data));
+      const link = new RegExp(
+        `${h.url.replace(/[.:/]/g, '\\$&')}/auth/verify\\?token=([0-9a-f]{64})`,
+      ).exec(decodeQuotedPrintable(mail.data));
       expect(link).not.toBeNull();
       expect(h.printed).toEqual([]);
-      const verify = await h.request('GET', `/auth/verify?token=${link?.[1]}&deviceName=mail&platform=linux`);
+      const verify = await h.request(
+        'GET',
+        `/auth/verify?token=${link?.[1]}&deviceName=mail&platform=linux`,
+      );
       expect(verify.status).toBe(200);
     } finally {
       await smtp.close();
@@ -72,9 +85,15 @@ describe('login e-mail over SMTP', () => {
     const port = smtp.port;
     await smtp.close();
     h = await startAuth(sqlite, { conf: { SMTP_HOST: '127.0.0.1', SMTP_PORT: String(port) } });
-    const res = await h.request('POST', '/auth/magic-link', { body: { email: 'nomail@example.com' } });
+    const res = await h.request('POST', '/auth/magic-link', {
+      body: { email: 'nomail@example.com' },
+    });
     expect(res.status).toBe(503);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
-    expect(h.logs.some((l) => l.includes('login e-mail could not be sent') && l.includes('"level":"error"'))).toBe(true);
+    expect(
+      h.logs.some(
+        (l) => l.includes('login e-mail could not be sent') && l.includes('"level":"error"'),
+      ),
+    ).toBe(true);
   });
 });

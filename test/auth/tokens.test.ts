@@ -26,9 +26,12 @@ describe('djb2', () => {
     ['secret', '1:2:1700000000', '440b6b9d'],
     ['correct horse battery staple', '42:7:1767225600', '7c5956d7'],
     ['', '1:1:0', 'e45be3cc'],
-  ])('computes the double-djb2 keyed hash for secret %j and payload %j', (secret, payload, expected) => {
-    expect(doubleDjb2(secret, payload)).toBe(expected);
-  });
+  ])(
+    'computes the double-djb2 keyed hash for secret %j and payload %j',
+    (secret, payload, expected) => {
+      expect(doubleDjb2(secret, payload)).toBe(expected);
+    },
+  );
 });
 
 describe('device tokens', () => {
@@ -56,17 +59,31 @@ describe('device tokens', () => {
     const [payload, hash] = token.split('.') as [string, string];
     expect(verifyDeviceToken(`9:2:1700000000.${hash}`, 'secret', 'hmac-sha256')).toBeUndefined();
     expect(verifyDeviceToken(`1:3:1700000000.${hash}`, 'secret', 'hmac-sha256')).toBeUndefined();
-    expect(verifyDeviceToken(`${payload}.${hash.toUpperCase()}`, 'secret', 'hmac-sha256')).toBeUndefined();
-    expect(verifyDeviceToken(`${payload}.${'0'.repeat(64)}`, 'secret', 'hmac-sha256')).toBeUndefined();
+    expect(
+      verifyDeviceToken(`${payload}.${hash.toUpperCase()}`, 'secret', 'hmac-sha256'),
+    ).toBeUndefined();
+    expect(
+      verifyDeviceToken(`${payload}.${'0'.repeat(64)}`, 'secret', 'hmac-sha256'),
+    ).toBeUndefined();
   });
 
-  it.each([undefined, null, 42, {}, '', '1:2:3', '1:2.abc', '0:2:3.440b6b9d', '01:2:3.440b6b9d', '1:2:3.440b6b9', `1:2:3.${'a'.repeat(300)}`, '1:2:3.440b6b9d\n'])(
-    'parses %j as malformed',
-    (token) => {
-      expect(parseDeviceToken(token)).toBeUndefined();
-      expect(verifyDeviceToken(token, 'secret', 'hmac-sha256')).toBeUndefined();
-    },
-  );
+  it.each([
+    undefined,
+    null,
+    42,
+    {},
+    '',
+    '1:2:3',
+    '1:2.abc',
+    '0:2:3.440b6b9d',
+    '01:2:3.440b6b9d',
+    '1:2:3.440b6b9',
+    `1:2:3.${'a'.repeat(300)}`,
+    '1:2:3.440b6b9d\n',
+  ])('parses %j as malformed', (token) => {
+    expect(parseDeviceToken(token)).toBeUndefined();
+    expect(verifyDeviceToken(token, 'secret', 'hmac-sha256')).toBeUndefined();
+  });
 });
 
 describe('room ids', () => {
@@ -80,6 +97,8 @@ describe('room ids', () => {
   });
 
   it('matches the published signature vector', () => {
-    expect(verifyRoomId('5.00112233445566778899aabbccddeeff.bb938e2cb97608c532f3db8c57df1b66', 'secret')).toBe(5);
+    expect(
+      verifyRoomId('5.00112233445566778899aabbccddeeff.bb938e2cb97608c532f3db8c57df1b66', 'secret'),
+    ).toBe(5);
   });
 });

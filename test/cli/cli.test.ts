@@ -8,7 +8,12 @@ import { startHostProcess, writeConf } from '../helpers/relay-process.ts';
 
 const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 const run = (args: string[], cwd: string) =>
-  spawnSync(process.execPath, [launcher, ...args], { cwd, encoding: 'utf8', timeout: 30_000, env: { ...process.env, LOG_LEVEL: 'warn' } });
+  spawnSync(process.execPath, [launcher, ...args], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+  });
 const tempDir = () => mkdtempSync(join(tmpdir(), 'synchost-cli-'));
 
 describe('command line', () => {
@@ -34,17 +39,24 @@ describe('command line', () => {
     writeFileSync(join(dir, 'auth.conf'), '# sync-host\nPORT=8445\nSMTP_PORT=lots\n');
     const res = run(['auth'], dir);
     expect(res.status).toBe(2);
-    expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^sync-host: auth\.conf:3: SMTP_PORT: must be a port number/)]);
+    expect(res.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^sync-host: auth\.conf:3: SMTP_PORT: must be a port number/),
+    ]);
     expect(res.stderr).not.toMatch(/\n\s+at /);
     expect(res.stdout).toBe('');
   });
 
   it('exits 2 naming each missing key when DB_HOST is set without the rest', () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'auth.conf'), 'DB_HOST=127.0.0.1\nDB_USER=postgres\nDB_PASS=\nAUTH_SECRET=x\nAUTH_BASE_URL=http://h\n');
+    writeFileSync(
+      join(dir, 'auth.conf'),
+      'DB_HOST=127.0.0.1\nDB_USER=postgres\nDB_PASS=\nAUTH_SECRET=x\nAUTH_BASE_URL=http://h\n',
+    );
     const res = run(['auth', '--config-dir', dir], tempDir());
     expect(res.status).toBe(2);
-    expect(res.stderr.trim()).toBe('sync-host: auth.conf: DB_NAME: DB_NAME is required when DB_HOST is set');
+    expect(res.stderr.trim()).toBe(
+      'sync-host: auth.conf: DB_NAME: DB_NAME is required when DB_HOST is set',
+    );
   });
 
   it('exits 2 naming the port when it is already in use', async () => {
@@ -58,7 +70,9 @@ describe('command line', () => {
       const res = run(['auth'], second);
       expect(res.status).toBe(2);
       const userLines = res.stderr.split('\n').filter((l) => l !== '' && !l.startsWith('{'));
-      expect(userLines).toEqual([`sync-host: port ${port} is already in use; stop the other program or set PORT in auth.conf to a free port`]);
+      expect(userLines).toEqual([
+        `sync-host: port ${port} is already in use; stop the other program or set PORT in auth.conf to a free port`,
+      ]);
     } finally {
       expect(await host.stop('SIGTERM')).toBe(0);
     }
@@ -80,10 +94,19 @@ describe('command line', () => {
       const token = line.split(': ')[1];
       const verify = await fetch(`${url}/auth/verify?token=${token}&deviceName=cli&platform=linux`);
       const { deviceToken } = (await verify.json()) as { deviceToken: string };
-      const me = await fetch(`${url}/auth/device`, { headers: { authorization: `Bearer ${deviceToken}` } });
+      const me = await fetch(`${url}/auth/device`, {
+        headers: { authorization: `Bearer ${deviceToken}` },
+      });
       expect(me.status).toBe(200);
-      const wellKnown = (await (await fetch(`${url}/.well-known/sync-host`)).json()) as Record<string, string>;
-      expect(wellKnown).toEqual({ authUrl: url, relayUrl: expect.stringMatching(/^ws:\/\//), version });
+      const wellKnown = (await (await fetch(`${url}/.well-known/sync-host`)).json()) as Record<
+        string,
+        string
+      >;
+      expect(wellKnown).toEqual({
+        authUrl: url,
+        relayUrl: expect.stringMatching(/^ws:\/\//),
+        version,
+      });
     } finally {
       expect(await host.stop('SIGTERM')).toBe(0);
     }

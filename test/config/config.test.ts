@@ -7,7 +7,8 @@ import { ConfigError, parseConf } from '../../server/config/conf-file.ts';
 import { ConfigProblems } from '../../server/config/keys.ts';
 import { loadConfig } from '../../server/config/load.ts';
 
-const auth = (text: string) => buildAuthConfig(parseConf(text, 'auth.conf'), 'auth.conf', '/srv/sync');
+const auth = (text: string) =>
+  buildAuthConfig(parseConf(text, 'auth.conf'), 'auth.conf', '/srv/sync');
 
 function problemOf(fn: () => unknown): string {
   try {
@@ -22,7 +23,15 @@ function problemOf(fn: () => unknown): string {
 describe('conf file syntax', () => {
   it('reads KEY=VALUE lines with comments, blank lines, whitespace and quotes', () => {
     const entries = parseConf(
-      ['# a comment', '', '  PORT = 9000  ', 'AUTH_SECRET="s3cr=t # not a comment"', "SMTP_FROM='Sync <s@x.example>'", 'DB_NAME=sync # inline comment', 'EMPTY='].join('\n'),
+      [
+        '# a comment',
+        '',
+        '  PORT = 9000  ',
+        'AUTH_SECRET="s3cr=t # not a comment"',
+        "SMTP_FROM='Sync <s@x.example>'",
+        'DB_NAME=sync # inline comment',
+        'EMPTY=',
+      ].join('\n'),
       'auth.conf',
     );
     expect(entries).toEqual([
@@ -35,8 +44,12 @@ describe('conf file syntax', () => {
   });
 
   it('names the file and line of a line that is not KEY=VALUE or has an unterminated quote', () => {
-    expect(problemOf(() => parseConf('PORT=1\njust words\n', 'auth.conf'))).toBe('auth.conf:2: expected KEY=VALUE, got "just words"');
-    expect(problemOf(() => parseConf('\n\nAUTH_SECRET="open\n', 'auth.conf'))).toBe('auth.conf:3: AUTH_SECRET: unterminated " quote');
+    expect(problemOf(() => parseConf('PORT=1\njust words\n', 'auth.conf'))).toBe(
+      'auth.conf:2: expected KEY=VALUE, got "just words"',
+    );
+    expect(problemOf(() => parseConf('\n\nAUTH_SECRET="open\n', 'auth.conf'))).toBe(
+      'auth.conf:3: AUTH_SECRET: unterminated " quote',
+    );
   });
 });
 
@@ -59,11 +72,28 @@ describe('auth.conf', () => {
   });
 
   it('accepts the upper-case and the dotted spelling of the same keys', () => {
-    const upper = auth('DB_HOST=db\nDB_USER=u\nDB_PASS=p\nDB_NAME=n\nAUTH_SECRET=s\nAUTH_BASE_URL=https://sync.example/\nSMTP_HOST=mail\nSMTP_USER=m\nSMTP_PASS=mp');
-    const dotted = auth('db.host=db\ndb.user=u\ndb.password=p\ndb.name=n\nauth.secret=s\nauth.baseUrl=https://sync.example/\nsmtp.host=mail\nsmtp.user=m\nsmtp.password=mp');
+    const upper = auth(
+      'DB_HOST=db\nDB_USER=u\nDB_PASS=p\nDB_NAME=n\nAUTH_SECRET=s\nAUTH_BASE_URL=https://sync.example/\nSMTP_HOST=mail\nSMTP_USER=m\nSMTP_PASS=mp',
+    );
+    const dotted = auth(
+      'db.host=db\ndb.user=u\ndb.password=p\ndb.name=n\nauth.secret=s\nauth.baseUrl=https://sync.example/\nsmtp.host=mail\nsmtp.user=m\nsmtp.password=mp',
+    );
     expect(dotted).toEqual(upper);
-    expect(upper.db).toEqual({ driver: 'postgres', host: 'db', port: 5432, user: 'u', password: 'p', database: 'n' });
-    expect(upper.smtp).toEqual({ host: 'mail', port: 587, user: 'm', password: 'mp', from: 'sync-host <no-reply@mail>' });
+    expect(upper.db).toEqual({
+      driver: 'postgres',
+      host: 'db',
+      port: 5432,
+      user: 'u',
+      password: 'p',
+      database: 'n',
+    });
+    expect(upper.smtp).toEqual({
+      host: 'mail',
+      port: 587,
+      user: 'm',
+      password: 'mp',
+      from: 'sync-host <no-reply@mail>',
+    });
     expect(upper.authBaseUrl).toBe('https://sync.example');
   });
 
@@ -71,8 +101,22 @@ describe('auth.conf', () => {
     const c = auth(
       'db.driver=mariadb\nDB_HOST=h\nDB_USER=u\nDB_PASS=\nDB_NAME=n\nAUTH_SECRET=s\nAUTH_BASE_URL=http://h:8445\nSIGNUP=allowlist\nALLOWED_EMAILS= A@X.example , *@Team.example\nDEFAULT_TIER=pro\nMDNS=off\nTOKEN_SIGNATURE=djb2\nRELAY_URL=wss://relay.example',
     );
-    expect(c.db).toEqual({ driver: 'mysql', host: 'h', port: 3306, user: 'u', password: '', database: 'n' });
-    expect(c).toMatchObject({ signup: 'allowlist', allowedEmails: ['a@x.example', '*@team.example'], defaultTier: 'pro', mdns: false, tokenSignature: 'djb2', relayUrl: 'wss://relay.example' });
+    expect(c.db).toEqual({
+      driver: 'mysql',
+      host: 'h',
+      port: 3306,
+      user: 'u',
+      password: '',
+      database: 'n',
+    });
+    expect(c).toMatchObject({
+      signup: 'allowlist',
+      allowedEmails: ['a@x.example', '*@team.example'],
+      defaultTier: 'pro',
+      mdns: false,
+      tokenSignature: 'djb2',
+      relayUrl: 'wss://relay.example',
+    });
   });
 
   it('warns about unknown keys instead of failing', () => {
@@ -80,8 +124,12 @@ describe('auth.conf', () => {
   });
 
   it('names file, line and key of a bad number', () => {
-    expect(problemOf(() => auth('# c\nPORT=eighty'))).toMatch(/^auth\.conf:2: PORT: must be a port number/);
-    expect(problemOf(() => auth('smtp.port=70000'))).toMatch(/^auth\.conf:1: smtp\.port: must be a port number between 1 and 65535/);
+    expect(problemOf(() => auth('# c\nPORT=eighty'))).toMatch(
+      /^auth\.conf:2: PORT: must be a port number/,
+    );
+    expect(problemOf(() => auth('smtp.port=70000'))).toMatch(
+      /^auth\.conf:1: smtp\.port: must be a port number between 1 and 65535/,
+    );
   });
 
   it('requires DB_USER, DB_PASS, DB_NAME, AUTH_SECRET and AUTH_BASE_URL with DB_HOST, each on its own line', () => {
@@ -94,14 +142,25 @@ describe('auth.conf', () => {
   });
 
   it('refuses contradictory and malformed values with an exact message', () => {
-    expect(problemOf(() => auth('DB_DRIVER=postgres'))).toBe("auth.conf:1: DB_DRIVER: postgres needs DB_HOST (the database server's host name)");
-    expect(problemOf(() => auth('SIGNUP=maybe'))).toBe('auth.conf:1: SIGNUP: must be open or allowlist');
-    expect(problemOf(() => auth('AUTH_BASE_URL=ftp://x'))).toBe('auth.conf:1: AUTH_BASE_URL: must be an http:// or https:// URL');
-    expect(problemOf(() => auth('DEFAULT_TIER=gold'))).toBe('auth.conf:1: DEFAULT_TIER: must be free, personal, pro or team');
+    expect(problemOf(() => auth('DB_DRIVER=postgres'))).toBe(
+      "auth.conf:1: DB_DRIVER: postgres needs DB_HOST (the database server's host name)",
+    );
+    expect(problemOf(() => auth('SIGNUP=maybe'))).toBe(
+      'auth.conf:1: SIGNUP: must be open or allowlist',
+    );
+    expect(problemOf(() => auth('AUTH_BASE_URL=ftp://x'))).toBe(
+      'auth.conf:1: AUTH_BASE_URL: must be an http:// or https:// URL',
+    );
+    expect(problemOf(() => auth('DEFAULT_TIER=gold'))).toBe(
+      'auth.conf:1: DEFAULT_TIER: must be free, personal, pro or team',
+    );
   });
 
   it('lets environment variables named like the keys override the file', () => {
-    const c = buildAuthConfig(parseConf('PORT=1000', 'auth.conf'), 'auth.conf', '/srv', { PORT: '2000', LOG_LEVEL: 'debug' });
+    const c = buildAuthConfig(parseConf('PORT=1000', 'auth.conf'), 'auth.conf', '/srv', {
+      PORT: '2000',
+      LOG_LEVEL: 'debug',
+    });
     expect(c.port).toBe(2000);
     expect(c.logLevel).toBe('debug');
   });
@@ -112,7 +171,10 @@ describe('relay.conf and loading', () => {
 
   it('reads relay.conf dotted keys and their upper-case forms with the contract defaults', () => {
     const d = dir();
-    writeFileSync(join(d, 'relay.conf'), 'auth.secret = "abc"\nRATE_PER_SECOND=50\nroom.maxDevices=8\n');
+    writeFileSync(
+      join(d, 'relay.conf'),
+      'auth.secret = "abc"\nRATE_PER_SECOND=50\nroom.maxDevices=8\n',
+    );
     const { relay, files } = loadConfig(d, {});
     expect(files).toEqual({ auth: false, relay: true });
     expect(relay).toMatchObject({
@@ -132,7 +194,9 @@ describe('relay.conf and loading', () => {
   it('names relay.conf, line and key of a bad value', () => {
     const d = dir();
     writeFileSync(join(d, 'relay.conf'), 'ws.port=8443\nrate.burst=-3\n');
-    expect(problemOf(() => loadConfig(d, {}))).toMatch(/^relay\.conf:2: rate\.burst: must be positive/);
+    expect(problemOf(() => loadConfig(d, {}))).toMatch(
+      /^relay\.conf:2: rate\.burst: must be positive/,
+    );
   });
 
   it('reports an unreadable file by name', () => {

@@ -15,9 +15,14 @@ describe('embedded SQLite engines', () => {
     const broken = join(mkdtempSync(join(tmpdir(), 'synchost-addon-')), 'better_sqlite3.node');
     writeFileSync(broken, 'not a shared object');
     const { logger, lines } = captureLogger();
-    const db = await openDatabase({ driver: 'sqlite', path }, { logger, sqliteNativeBinding: broken });
+    const db = await openDatabase(
+      { driver: 'sqlite', path },
+      { logger, sqliteNativeBinding: broken },
+    );
     expect(db.engine).toBe('sql.js');
-    expect(lines.some((l) => l.includes('"level":"warn"') && l.includes('falling back to sql.js'))).toBe(true);
+    expect(
+      lines.some((l) => l.includes('"level":"warn"') && l.includes('falling back to sql.js')),
+    ).toBe(true);
     await migrate(db);
     await findOrCreateUser(db, 'wasm@example.com', 'free', new Date());
     await db.close();
@@ -52,6 +57,8 @@ describe('embedded SQLite engines', () => {
     const { logger } = captureLogger();
     const path = join(mkdtempSync(join(tmpdir(), 'synchost-sqlite-')), 'auth.db');
     writeFileSync(path, 'this is not a database file, definitely not one, no sir');
-    await expect(openDatabase({ driver: 'sqlite', path }, { logger })).rejects.toThrow(/not a database/);
+    await expect(openDatabase({ driver: 'sqlite', path }, { logger })).rejects.toThrow(
+      /not a database/,
+    );
   });
 });

@@ -1,9 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type AuthConfig, buildAuthConfig, type DbConfig } from '../../server/config/auth-config.ts';
 import { type AuthServer, createAuthServer } from '../../server/auth/index.ts';
 import type { AuthLimits } from '../../server/auth/rate-limits.ts';
+import {
+  type AuthConfig,
+  buildAuthConfig,
+  type DbConfig,
+} from '../../server/config/auth-config.ts';
 import { captureLogger, waitFor } from './capture.ts';
 import type { DbTarget } from './databases.ts';
 
@@ -17,7 +21,11 @@ export interface AuthHarness {
   /** Log lines (JSON). */
   logs: string[];
   clock: { now: number; advance(ms: number): void };
-  request(method: string, path: string, init?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    init?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<Response>;
   /** The token of the latest dev-mode link printed for `email`. */
   linkToken(email: string): Promise<string>;
   /** Requests a link and verifies it with device data: a signed-in device. */
@@ -40,15 +48,27 @@ export interface HarnessOptions {
 }
 
 /** Starts the real auth service on 127.0.0.1, an ephemeral port and a fresh database of `target`. */
-export async function startAuth(target: DbTarget, options: HarnessOptions = {}): Promise<AuthHarness> {
+export async function startAuth(
+  target: DbTarget,
+  options: HarnessOptions = {},
+): Promise<AuthHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'synchost-auth-'));
   const db = await target.create(dir);
-  const entries = Object.entries({ PORT: '0', BIND: '127.0.0.1', MDNS: 'off', DATA_DIR: dir, ...options.conf }).map(([key, value], i) => ({
+  const entries = Object.entries({
+    PORT: '0',
+    BIND: '127.0.0.1',
+    MDNS: 'off',
+    DATA_DIR: dir,
+    ...options.conf,
+  }).map(([key, value], i) => ({
     key,
     value,
     line: i + 1,
   }));
-  const config = { ...buildAuthConfig(entries, 'auth.conf', dir), db: options.mapDb?.(db.config) ?? db.config };
+  const config = {
+    ...buildAuthConfig(entries, 'auth.conf', dir),
+    db: options.mapDb?.(db.config) ?? db.config,
+  };
   const { logger, lines: logs } = captureLogger();
   const printed: string[] = [];
   const clock = {
@@ -105,7 +125,10 @@ export async function startAuth(target: DbTarget, options: HarnessOptions = {}):
       const sent = await request('GET', `/auth/login?email=${encodeURIComponent(email)}`);
       if (sent.status !== 200) throw new Error(`login answered ${sent.status}`);
       const token = await linkToken(email);
-      const res = await request('GET', `/auth/verify?token=${token}&deviceName=${encodeURIComponent(deviceName)}&platform=${encodeURIComponent(platform)}`);
+      const res = await request(
+        'GET',
+        `/auth/verify?token=${token}&deviceName=${encodeURIComponent(deviceName)}&platform=${encodeURIComponent(platform)}`,
+      );
       if (res.status !== 200) throw new Error(`verify answered ${res.status}: ${await res.text()}`);
       return (await res.json()) as SignedIn;
     },

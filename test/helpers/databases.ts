@@ -15,11 +15,23 @@ export interface DbTarget {
   /** Why this target is skipped; undefined when it is available. */
   skip?: string;
   /** A fresh, empty database for one test file; `drop` removes it. */
-  create(dir: string): Promise<{ config: DbConfig; sqliteEngine?: 'native' | 'wasm'; drop(): Promise<void> }>;
+  create(
+    dir: string,
+  ): Promise<{ config: DbConfig; sqliteEngine?: 'native' | 'wasm'; drop(): Promise<void> }>;
 }
 
-const pgBase = { host: process.env.PGHOST_TEST ?? '127.0.0.1', port: 5432, user: 'postgres', password: '' };
-const myBase = { host: process.env.MYSQL_HOST_TEST ?? '127.0.0.1', port: 3306, user: 'root', password: '' };
+const pgBase = {
+  host: process.env.PGHOST_TEST ?? '127.0.0.1',
+  port: 5432,
+  user: 'postgres',
+  password: '',
+};
+const myBase = {
+  host: process.env.MYSQL_HOST_TEST ?? '127.0.0.1',
+  port: 3306,
+  user: 'root',
+  password: '',
+};
 
 const freshName = () => `synchost_${process.pid}_${randomBytes(4).toString('hex')}`;
 
@@ -62,11 +74,19 @@ export async function dbTargets(): Promise<DbTarget[]> {
   return [
     {
       name: 'sqlite',
-      create: async (dir) => ({ config: { driver: 'sqlite', path: `${dir}/auth.db` }, sqliteEngine: 'native', drop: async () => {} }),
+      create: async (dir) => ({
+        config: { driver: 'sqlite', path: `${dir}/auth.db` },
+        sqliteEngine: 'native',
+        drop: async () => {},
+      }),
     },
     {
       name: 'sqlite-wasm',
-      create: async (dir) => ({ config: { driver: 'sqlite', path: `${dir}/auth.db` }, sqliteEngine: 'wasm', drop: async () => {} }),
+      create: async (dir) => ({
+        config: { driver: 'sqlite', path: `${dir}/auth.db` },
+        sqliteEngine: 'wasm',
+        drop: async () => {},
+      }),
     },
     {
       name: 'postgres',
@@ -76,7 +96,10 @@ export async function dbTargets(): Promise<DbTarget[]> {
         await pgAdmin((c) => c.query(`create database ${database}`));
         return {
           config: { driver: 'postgres', ...pgBase, database },
-          drop: () => pgAdmin((c) => c.query(`drop database if exists ${database} with (force)`)).then(() => {}),
+          drop: () =>
+            pgAdmin((c) => c.query(`drop database if exists ${database} with (force)`)).then(
+              () => {},
+            ),
         };
       },
     },

@@ -1,4 +1,4 @@
-import { createServer, type Server, type Socket, connect } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /** A TCP proxy the test controls: `cut()` drops every connection and refuses new ones until `restore()`. */
 export interface TcpProxy {

@@ -3,14 +3,19 @@ import type { DbDriver } from '../../config/auth-config.ts';
 
 /** Column types and defaults that differ per driver; everything else is the same schema. */
 export function columnTypes(driver: DbDriver) {
-  const dateType: ColumnDataType = driver === 'sqlite' ? 'text' : driver === 'postgres' ? 'timestamptz' : 'datetime(3)';
+  const dateType: ColumnDataType =
+    driver === 'sqlite' ? 'text' : driver === 'postgres' ? 'timestamptz' : 'datetime(3)';
   const now: Expression<unknown> =
     driver === 'sqlite'
       ? sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`
       : driver === 'postgres'
         ? sql`now()`
         : sql`CURRENT_TIMESTAMP(3)`;
-  return { dateType, now, idType: (driver === 'postgres' ? 'serial' : 'integer') as ColumnDataType };
+  return {
+    dateType,
+    now,
+    idType: (driver === 'postgres' ? 'serial' : 'integer') as ColumnDataType,
+  };
 }
 
 /**
@@ -74,7 +79,10 @@ export async function up(db: Kysely<unknown>, driver: DbDriver): Promise<void> {
     .addColumn('id', idType, id)
     .addColumn('userId', 'integer', (col) => col.notNull().unique())
     .addColumn('tier', 'varchar(16)', (col) =>
-      col.notNull().defaultTo('free').check(sql`${sql.ref('tier')} in ('free', 'personal', 'pro', 'team')`),
+      col
+        .notNull()
+        .defaultTo('free')
+        .check(sql`${sql.ref('tier')} in ('free', 'personal', 'pro', 'team')`),
     )
     .addColumn('expiresAt', dateType)
     .addColumn('createdAt', dateType, (col) => col.notNull().defaultTo(now))
