@@ -91,6 +91,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
   if (mode === 'headless' && !relayConfig.explicit.has('auth.tokenSignature')) {
     relayConfig.tokenSignature = config.auth.tokenSignature;
   }
+  // BIND is the listen address of every port unless relay.conf sets its own.
+  if (mode === 'headless' && !relayConfig.explicit.has('bind')) relayConfig.bind = config.auth.bind;
   const startRelay = async (ports?: { wsPort: number; statusPort: number }) => {
     const relay = createRelay({
       config: ports ? { ...relayConfig, ...ports } : relayConfig,

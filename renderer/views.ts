@@ -1,0 +1,441 @@
+import type {
+  AdminConnection,
+  AdminDevice,
+  AdminPendingLinks,
+  AdminProject,
+  AdminRelay,
+  AdminUser,
+} from '../server/admin/types.ts';
+import { copyText, h } from './dom.ts';
+import { dateInputValue, dateTime, expiryFromDateInput, relativeTime } from './format.ts';
+
+const tierNames = ['free', 'personal', 'pro', 'team'] as const;
+
+/** What the views ask the page to do; each resolves once done (or rejects with the error). */
+export interface ViewActions {
+  setSubscription(user: AdminUser, tier: string, expiresAt: string | null): Promise<void>;
+  deleteUser(user: AdminUser): Promise<void>;
+  revokeDevice(device: AdminDevice): Promise<void>;
+  removeProject(project: AdminProject): Promise<void>;
+  /** Marks a user's row as being edited (the page holds back refreshes of the table meanwhile). */
+  editing(userId: number, dirty: boolean): void;
+}
+
+const empty = (text: string) => h('p', { class: 'empty' }, text);
+
+function time(iso: string): HTMLElement {
+  return h('time', { datetime: iso, title: dateTime(iso) }, relativeTime(iso));
+}
+
+/** A button that copies `text` and says so next to itself. */
+function copyButton(text: string, label: string, key: string): HTMLElement {
+  const status = h('span', { class: 'status-text', role: 'status' });
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      'data-key': key,
+      onClick: () => {
+        void copyText(text).then((ok) => {
+          status.textContent = ok ? 'Copied' : 'Copy failed: select the text and copy it';
+          setTimeout(() => {
+            status.textContent = '';
+          }, 2_000);
+        });
+      },
+    },
+    label,
+  );
+  return h('span', { class: 'row-actions' }, button, status);
+}
+
+export function pendingView(pending: AdminPendingLinks): Node {
+  if (!pending.devMode) {
+    return empty(
+      'E-mail is configured (SMTP): login links go out by e-mail and are not shown here.',
+    );
+  }
+  if (pending.links.length === 0) {
+    return empty(
+      'No pending sign-ins. When someone asks for a login link, it appears here within a few seconds (development mode: no SMTP).',
+    );
+  }
+  return h(
+    'table',
+    {},
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'E-mail'),
+        h('th', {}, 'Requested'),
+        h('th', {}, 'Expires'),
+        h('th', {}, 'Link'),
+        h('th', {}, ''),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      ...pending.links.map((link, i) =>
+        h(
+          'tr',
+          { 'data-email': link.email },
+          h('td', {}, link.email),
+          h('td', {}, time(link.createdAt)),
+          h('td', {}, time(link.expiresAt)),
+          h('td', {}, h('span', { class: 'mono truncate', title: link.link }, link.link)),
+          h(
+            'td',
+            { class: 'row-actions' },
+            copyButton(link.link, 'Copy link', `pending-copy-${i}-${link.email}`),
+            h(
+              'a',
+              {
+                class: 'button',
+                href: link.link,
+                target: '_blank',
+                rel: 'noopener noreferrer',
+                'data-key': `pending-open-${link.email}`,
+              },
+              'Open',
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
+  const select = h(
+    'select',
+    { 'aria-label': `Tier of ${user.email}`, 'data-key': `tier-${user.id}`, name: 'tier' },
+    ...tierNames.map((t) => h('option', { value: t, selected: t === user.tier }, t)),
+  );
+  const expiry = h('input', {
+    type: 'date',
+    'aria-label': `Expiry of ${user.email} (empty: never)`,
+    'data-key': `expiry-${user.id}`,
+    name: 'expiresAt',
+    value: dateInputValue(user.expiresAt),
+  });
+  const message = h('span', { class: 'status-text', role: 'status' });
+  const save = h(
+    'button',
+    { type: 'submit', disabled: true, 'data-key': `save-${user.id}` },
+    'Save',
+  );
+  const dirty = () => select.value !== user.tier || expiry.value !== dateInputValue(user.expiresAt);
+  const onEdit = () => {
+    save.disabled = !dirty();
+    actions.editing(user.id, dirty());
+  };
+  select.addEventListener('change', onEdit);
+  expiry.addEventListener('input', onEdit);
+  const form = h(
+    'form',
+    {
+      class: 'row-actions',
+      'aria-label': `Subscription of ${user.email}`,
+      onSubmit: (event: Event) => {
+        event.preventDefault();
+        save.disabled = true;
+        message.textContent = 'Saving…';
+        actions.setSubscription(user, select.value, expiryFromDateInput(expiry.value)).then(
+          () => {
+            message.textContent = 'Saved';
+          },
+          (err: unknown) => {
+            message.textContent = err instanceof Error ? err.message : 'Could not save';
+            save.disabled = false;
+          },
+        );
+      },
+    },
+    select,
+    expiry,
+    save,
+    message,
+  );
+  const expired = user.effectiveTier !== user.tier;
+  return h(
+    'tr',
+    { 'data-user': user.email },
+    h('td', {}, user.email),
+    h(
+      'td',
+      {},
+      form,
+      expired
+        ? h(
+            'span',
+            { class: 'badge warn', title: 'The expiry date has passed' },
+            'expired: counts as free',
+          )
+        : null,
+    ),
+    h('td', { class: 'num' }, user.deviceCount),
+    h('td', { class: 'num' }, user.projectCount),
+    h('td', {}, time(user.createdAt)),
+    h(
+      'td',
+      {},
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          'data-key': `delete-user-${user.id}`,
+          onClick: () => {
+            void actions.deleteUser(user);
+          },
+        },
+        'Delete',
+      ),
+    ),
+  );
+}
+
+export function usersView(users: AdminUser[], actions: ViewActions): Node {
+  if (users.length === 0)
+    return empty('No users yet. Users appear after their first sign-in, or invite one above.');
+  return h(
+    'table',
+    {},
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'E-mail'),
+        h('th', {}, 'Tier and expiry (UTC)'),
+        h('th', { class: 'num' }, 'Devices'),
+        h('th', { class: 'num' }, 'Projects'),
+        h('th', {}, 'Joined'),
+        h('th', {}, ''),
+      ),
+    ),
+    h('tbody', {}, ...users.map((u) => userRow(u, actions))),
+  );
+}
+
+export function devicesView(devices: AdminDevice[], actions: ViewActions): Node {
+  if (devices.length === 0)
+    return empty('No devices yet. A device appears when someone signs in from a client.');
+  return h(
+    'table',
+    {},
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'Device'),
+        h('th', {}, 'Platform'),
+        h('th', {}, 'User'),
+        h('th', {}, 'Relay'),
+        h('th', {}, 'Last seen'),
+        h('th', {}, ''),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      ...devices.map((d) =>
+        h(
+          'tr',
+          { 'data-device': String(d.id) },
+          h('td', {}, d.deviceName, ' ', h('span', { class: 'muted' }, `#${d.id}`)),
+          h('td', {}, d.platform),
+          h('td', {}, d.email),
+          h(
+            'td',
+            {},
+            d.connected
+              ? h('span', { class: 'badge on' }, 'connected')
+              : h('span', { class: 'muted' }, 'offline'),
+          ),
+          h('td', {}, time(d.lastSeen)),
+          h(
+            'td',
+            {},
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'danger',
+                'data-key': `revoke-${d.id}`,
+                onClick: () => {
+                  void actions.revokeDevice(d);
+                },
+              },
+              'Revoke',
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export function projectsView(projects: AdminProject[], actions: ViewActions): Node {
+  if (projects.length === 0) {
+    return empty(
+      'No synced projects. A client registers a project when its user turns sync on (needs tier personal or above).',
+    );
+  }
+  return h(
+    'table',
+    {},
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'Name'),
+        h('th', {}, 'Key'),
+        h('th', {}, 'User'),
+        h('th', {}, 'Room'),
+        h('th', {}, 'Created'),
+        h('th', {}, ''),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      ...projects.map((p) =>
+        h(
+          'tr',
+          { 'data-project': String(p.id) },
+          h('td', {}, p.name),
+          h('td', {}, h('span', { class: 'mono truncate', title: p.projectKey }, p.projectKey)),
+          h('td', {}, p.email),
+          h('td', {}, h('span', { class: 'mono truncate', title: p.roomId }, p.roomId)),
+          h('td', {}, time(p.createdAt)),
+          h(
+            'td',
+            {},
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'danger',
+                'data-key': `remove-project-${p.id}`,
+                onClick: () => {
+                  void actions.removeProject(p);
+                },
+              },
+              'Remove',
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export function relayView(relay: AdminRelay): Node {
+  if (relay.state === 'absent') {
+    return empty(
+      'This process runs the auth service only (sync-host auth): the relay runs elsewhere.',
+    );
+  }
+  const stats = h(
+    'div',
+    { class: 'stats' },
+    h(
+      'div',
+      { class: 'stat' },
+      h('strong', { 'data-stat': 'connections' }, relay.connections),
+      'connections',
+    ),
+    h('div', { class: 'stat' }, h('strong', { 'data-stat': 'rooms' }, relay.rooms), 'active rooms'),
+    h(
+      'div',
+      { class: 'stat' },
+      h('strong', { 'data-stat': 'buffered' }, relay.buffered),
+      'buffered messages',
+    ),
+  );
+  const state =
+    relay.state === 'paused'
+      ? h(
+          'p',
+          { class: 'badge warn' },
+          'Paused from the tray app: clients cannot connect until it is resumed.',
+        )
+      : null;
+  const rooms =
+    relay.perRoom.length === 0
+      ? empty('No device is connected right now.')
+      : h(
+          'table',
+          {},
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', {}, 'Room'),
+              h('th', { class: 'num' }, 'Connections'),
+              h('th', {}, 'Devices'),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            ...relay.perRoom.map((r) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, h('span', { class: 'mono truncate', title: r.room }, r.room)),
+                h('td', { class: 'num' }, r.connections),
+                h('td', {}, r.devices.map((d) => `#${d}`).join(', ')),
+              ),
+            ),
+          ),
+        );
+  return h('div', {}, state, stats, rooms);
+}
+
+export function connectionView(connection: AdminConnection): Node {
+  const row = (label: string, value: string, key: string) =>
+    h(
+      'div',
+      { class: 'copy-row' },
+      h('label', { for: `conn-${key}` }, label),
+      h('input', { id: `conn-${key}`, class: 'mono', readonly: true, value }),
+      copyButton(value, 'Copy', `copy-${key}`),
+    );
+  const settings = JSON.stringify(
+    { syncAuthUrl: connection.authUrl, syncRelayUrl: connection.relayUrl },
+    null,
+    2,
+  );
+  return h(
+    'div',
+    {},
+    h(
+      'p',
+      { class: 'hint' },
+      'Enter these in a client, or let it find this host on the LAN (mDNS).',
+    ),
+    row('Auth URL', connection.authUrl, 'auth'),
+    row('Relay URL', connection.relayUrl, 'relay'),
+    connection.statusUrl ? row('Status', connection.statusUrl, 'status') : null,
+    h(
+      'div',
+      { class: 'copy-row' },
+      h('label', {}, 'All'),
+      copyButton(settings, 'Copy client settings', 'copy-all'),
+    ),
+    h('p', { class: 'hint' }, `sync-host ${connection.version}`),
+  );
+}

@@ -1,0 +1,127 @@
+import type { Tier } from '../config/auth-config.ts';
+import type { Db } from '../db/connect.ts';
+import { toIso } from '../db/schema.ts';
+import type { AdminDevice, AdminProject } from './types.ts';
+
+/** A user row with its subscription and counts, before the effective tier is computed. */
+export interface UserSummary {
+  id: number;
+  email: string;
+  createdAt: string;
+  tier: Tier | null;
+  expiresAt: string | null;
+  deviceCount: number;
+  projectCount: number;
+}
+
+/** Every user with subscription, device count and project count, ordered by id. */
+export async function listUserSummaries(db: Db, userId?: number): Promise<UserSummary[]> {
+  let query = db.kysely
+    .selectFrom('users')
+    .leftJoin('subscriptions', 'subscriptions.userId', 'users.id')
+    .select([
+      'users.id',
+      'users.email',
+      'users.createdAt',
+      'subscriptions.tier',
+      'subscriptions.expiresAt',
+    ])
+    .select((eb) => [
+      eb
+        .selectFrom('devices')
+        .select((e) => e.fn.countAll<number | string | bigint>().as('n'))
+        .whereRef('devices.userId', '=', 'users.id')
+        .as('deviceCount'),
+      eb
+        .selectFrom('projects')
+        .select((e) => e.fn.countAll<number | string | bigint>().as('n'))
+        .whereRef('projects.userId', '=', 'users.id')
+        .as('projectCount'),
+    ])
+    .orderBy('users.id');
+  if (userId !== undefined) query = query.where('users.id', '=', userId);
+  const rows = await query.execute();
+  return rows.map((row) => ({
+    id: Number(row.id),
+    email: row.email,
+    createdAt: toIso(row.createdAt),
+    tier: (row.tier as Tier | null) ?? null,
+    expiresAt: row.expiresAt === null || row.expiresAt === undefined ? null : toIso(row.expiresAt),
+    deviceCount: Number(row.deviceCount ?? 0),
+    projectCount: Number(row.projectCount ?? 0),
+  }));
+}
+
+/** Every device with its owner's e-mail, ordered by id (`connected` is filled by the caller). */
+export async function listDevicesWithOwner(db: Db): Promise<Array<Omit<AdminDevice, 'connected'>>> {
+  const rows = await db.kysely
+    .selectFrom('devices')
+    .innerJoin('users', 'users.id', 'devices.userId')
+    .select([
+      'devices.id',
+      'devices.userId',
+      'users.email',
+      'devices.deviceName',
+      'devices.platform',
+      'devices.createdAt',
+      'devices.lastSeen',
+    ])
+    .orderBy('devices.id')
+    .execute();
+  return rows.map((row) => ({
+    id: Number(row.id),
+    userId: Number(row.userId),
+    email: row.email,
+    deviceName: row.deviceName,
+    platform: row.platform,
+    createdAt: toIso(row.createdAt),
+    lastSeen: toIso(row.lastSeen),
+  }));
+}
+
+/** Every project with its owner's e-mail, ordered by id. */
+export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
+  const rows = await db.kysely
+    .selectFrom('projects')
+    .innerJoin('users', 'users.id', 'projects.userId')
+    .select([
+      'projects.id',
+      'projects.userId',
+      'users.email',
+      'projects.projectKey',
+      'projects.name',
+      'projects.roomId',
+      'projects.createdAt',
+    ])
+    .orderBy('projects.id')
+    .execute();
+  return rows.map((row) => ({
+    id: Number(row.id),
+    userId: Number(row.userId),
+    email: row.email,
+    projectKey: row.projectKey,
+    name: row.name,
+    roomId: row.roomId,
+    createdAt: toIso(row.createdAt),
+  }));
+}
+
+/** The owner of a device, or undefined when the id is unknown. */
+export async function deviceOwner(db: Db, deviceId: number): Promise<number | undefined> {
+  const row = await db.kysely
+    .selectFrom('devices')
+    .select('userId')
+    .where('id', '=', deviceId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : Number(row.userId);
+}
+
+/** The ids of a user's devices (revoked at the relay when the user is deleted). */
+export async function deviceIdsOf(db: Db, userId: number): Promise<number[]> {
+  const rows = await db.kysely
+    .selectFrom('devices')
+    .select('id')
+    .where('userId', '=', userId)
+    .execute();
+  return rows.map((row) => Number(row.id));
+}

@@ -1,0 +1,208 @@
+import express, { Router } from 'express';
+import { z } from 'zod';
+import { maxBodyBytes } from '../auth/app.ts';
+import { notFound } from '../auth/errors.ts';
+import { emailSchema, idSchema, parseInput } from '../auth/schemas.ts';
+import { type AuthService, effectiveTier } from '../auth/service.ts';
+import { type Tier, tiers } from '../config/auth-config.ts';
+import type { Db } from '../db/connect.ts';
+import { deleteDevice } from '../db/devices.ts';
+import { deleteProject } from '../db/projects.ts';
+import {
+  deleteUser,
+  findOrCreateUser,
+  findUserByEmail,
+  findUserById,
+  setSubscription,
+} from '../db/users.ts';
+import type { Host } from '../host.ts';
+import type { Logger } from '../log.ts';
+import { version } from '../version.ts';
+import {
+  deviceIdsOf,
+  deviceOwner,
+  listDevicesWithOwner,
+  listProjectsWithOwner,
+  listUserSummaries,
+  type UserSummary,
+} from './queries.ts';
+import type {
+  AdminConnection,
+  AdminDevice,
+  AdminOverview,
+  AdminPendingLinks,
+  AdminRelay,
+  AdminUser,
+} from './types.ts';
+
+export interface AdminRoutesOptions {
+  service: AuthService;
+  db: Db;
+  host: () => Host;
+  logger: Logger;
+  /** Tier of invited users (DEFAULT_TIER). */
+  defaultTier: Tier;
+  now?: () => number;
+}
+
+const inviteBody = z.object({ email: emailSchema });
+const subscriptionBody = z.object({
+  tier: z.enum(tiers, { error: 'must be free, personal, pro or team' }),
+  expiresAt: z.iso
+    .datetime({ offset: true, error: 'must be an ISO-8601 date-time or null' })
+    .nullable()
+    .optional()
+    .transform((v) => (v === undefined || v === null ? null : new Date(v))),
+});
+const idParams = z.object({ id: idSchema });
+
+/**
+ * The admin API (mounted under /admin/api behind the admin-token guard). Every answer is JSON;
+ * ids are checked (404 `not_found` for an unknown id); removals answer 204.
+ */
+export function createAdminRouter(options: AdminRoutesOptions): Router {
+  const { service, db, logger } = options;
+  const now = options.now ?? Date.now;
+  const router = Router();
+  router.use(express.json({ limit: maxBodyBytes, strict: true, type: () => true }));
+  router.use((_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
+
+  const toAdminUser = (u: UserSummary): AdminUser => {
+    const tier = u.tier ?? options.defaultTier;
+    return { ...u, tier, effectiveTier: effectiveTier(tier, u.expiresAt, now()) };
+  };
+  const users = async (): Promise<AdminUser[]> => (await listUserSummaries(db)).map(toAdminUser);
+  const relay = (): AdminRelay => {
+    const host = options.host();
+    if (host.relay) return { state: 'running', ...host.relay.status() };
+    return {
+      state: host.relayPaused ? 'paused' : 'absent',
+      rooms: 0,
+      connections: 0,
+      buffered: 0,
+      perRoom: [],
+    };
+  };
+  const devices = async (): Promise<AdminDevice[]> => {
+    const online = new Set(relay().perRoom.flatMap((r) => r.devices));
+    return (await listDevicesWithOwner(db)).map((d) => ({
+      ...d,
+      connected: online.has(String(d.id)),
+    }));
+  };
+  const pending = (): AdminPendingLinks => ({
+    devMode: service.devMode,
+    links: service.devMode
+      ? service
+          .pendingLinks()
+          .map(({ email, link, createdAt, expiresAt }) => ({ email, link, createdAt, expiresAt }))
+      : [],
+  });
+  const connection = (): AdminConnection => {
+    const { urls } = options.host();
+    return {
+      authUrl: urls.auth ?? '',
+      relayUrl: urls.relay ?? '',
+      statusUrl: urls.status ?? null,
+      version,
+    };
+  };
+  const userId = (params: unknown): number => parseInput(idParams, params, 'id').id;
+
+  router.get('/overview', async (_req, res) => {
+    const body: AdminOverview = {
+      pending: pending(),
+      users: await users(),
+      devices: await devices(),
+      projects: await listProjectsWithOwner(db),
+      relay: relay(),
+      connection: connection(),
+    };
+    res.json(body);
+  });
+
+  router.get('/users', async (_req, res) => {
+    res.json({ users: await users() });
+  });
+
+  /** Invite: creates the account (so SIGNUP=allowlist lets the address in); 200 when it exists. */
+  router.post('/users', async (req, res) => {
+    const { email } = parseInput(inviteBody, req.body, 'body');
+    const existing = await findUserByEmail(db, email);
+    const user =
+      existing ?? (await findOrCreateUser(db, email, options.defaultTier, new Date(now())));
+    if (!existing) logger.info({ userId: user.id, email }, 'admin: user invited');
+    const [summary] = await listUserSummaries(db, user.id);
+    if (!summary) throw notFound('user');
+    res.status(existing ? 200 : 201).json({ user: toAdminUser(summary) });
+  });
+
+  router.put('/users/:id/subscription', async (req, res) => {
+    const id = userId(req.params);
+    const input = parseInput(subscriptionBody, req.body, 'body');
+    if (!(await findUserById(db, id))) throw notFound('user');
+    await setSubscription(db, id, input.tier, input.expiresAt, new Date(now()));
+    logger.info(
+      { userId: id, tier: input.tier, expiresAt: input.expiresAt?.toISOString() ?? null },
+      'admin: subscription set',
+    );
+    res.json({ subscription: await service.subscriptionOf(id) });
+  });
+
+  /** Deletes a user with devices, projects and subscription; the relay drops its devices. */
+  router.delete('/users/:id', async (req, res) => {
+    const id = userId(req.params);
+    const deviceIds = await deviceIdsOf(db, id);
+    if (!(await deleteUser(db, id))) throw notFound('user');
+    logger.info({ userId: id, devices: deviceIds.length }, 'admin: user deleted');
+    for (const deviceId of deviceIds) service.notifyRevoked(deviceId, id);
+    res.status(204).end();
+  });
+
+  router.get('/devices', async (_req, res) => {
+    res.json({ devices: await devices() });
+  });
+
+  /** Revokes a device at once: its token stops working and its relay sockets close with 4003. */
+  router.delete('/devices/:id', async (req, res) => {
+    const id = userId(req.params);
+    const owner = await deviceOwner(db, id);
+    if (owner === undefined || !(await deleteDevice(db, id, undefined))) throw notFound('device');
+    logger.info({ userId: owner, deviceId: id }, 'admin: device revoked');
+    service.notifyRevoked(id, owner);
+    res.status(204).end();
+  });
+
+  router.get('/projects', async (_req, res) => {
+    res.json({ projects: await listProjectsWithOwner(db) });
+  });
+
+  router.delete('/projects/:id', async (req, res) => {
+    const id = userId(req.params);
+    if (!(await deleteProject(db, id, undefined))) throw notFound('project');
+    logger.info({ projectId: id }, 'admin: project removed');
+    res.status(204).end();
+  });
+
+  router.get('/pending-links', (_req, res) => {
+    res.json(pending());
+  });
+
+  router.get('/relay', (_req, res) => {
+    res.json(relay());
+  });
+
+  router.get('/connection', (_req, res) => {
+    res.json(connection());
+  });
+
+  router.use((req, res) => {
+    res.status(404).json({
+      error: { code: 'not_found', message: `no route ${req.method} /admin/api${req.path}` },
+    });
+  });
+  return router;
+}

@@ -1,0 +1,84 @@
+import type { Tier } from '../config/auth-config.ts';
+
+/**
+ * Shapes the admin API answers with. The renderer imports these as types only, so the UI and
+ * the API cannot drift apart.
+ */
+
+/** A user with subscription and counts (`GET /admin/api/users`). */
+export interface AdminUser {
+  id: number;
+  email: string;
+  createdAt: string;
+  tier: Tier;
+  /** The tier in force now: `free` once `expiresAt` has passed. */
+  effectiveTier: Tier;
+  expiresAt: string | null;
+  deviceCount: number;
+  projectCount: number;
+}
+
+/** A device of any user (`GET /admin/api/devices`); never its token. */
+export interface AdminDevice {
+  id: number;
+  userId: number;
+  email: string;
+  deviceName: string;
+  platform: string;
+  createdAt: string;
+  lastSeen: string;
+  /** Whether the co-hosted relay has an open connection of this device now. */
+  connected: boolean;
+}
+
+/** A project of any user (`GET /admin/api/projects`). */
+export interface AdminProject {
+  id: number;
+  userId: number;
+  email: string;
+  projectKey: string;
+  name: string;
+  roomId: string;
+  createdAt: string;
+}
+
+/** A dev-mode login link that is neither used nor expired. */
+export interface AdminPendingLink {
+  email: string;
+  link: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** `GET /admin/api/pending-links`: `devMode` is false when SMTP is configured (then no links). */
+export interface AdminPendingLinks {
+  devMode: boolean;
+  links: AdminPendingLink[];
+}
+
+/** `GET /admin/api/relay`: state `absent` when this process runs no relay (`sync-host auth`). */
+export interface AdminRelay {
+  state: 'running' | 'paused' | 'absent';
+  rooms: number;
+  connections: number;
+  buffered: number;
+  perRoom: Array<{ room: string; connections: number; devices: string[] }>;
+}
+
+/** `GET /admin/api/connection`: what a client needs (its syncAuthUrl and syncRelayUrl). */
+export interface AdminConnection {
+  authUrl: string;
+  relayUrl: string;
+  statusUrl: string | null;
+  version: string;
+}
+
+/** `GET /admin/api/overview`: everything the UI shows, in one request. */
+export interface AdminOverview {
+  pending: AdminPendingLinks;
+  users: AdminUser[];
+  devices: AdminDevice[];
+  projects: AdminProject[];
+  relay: AdminRelay;
+  connection: AdminConnection;
+}

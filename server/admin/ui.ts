@@ -1,0 +1,83 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Router } from 'express';
+import type { Logger } from '../log.ts';
+import { ensureRendererBundle, rendererDistDir, rendererSourceDir } from './renderer-bundle.ts';
+
+/** Content-Security-Policy of the admin page: own script and style only, API calls to itself. */
+export const adminCsp = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const types: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+
+export interface AdminUiOptions {
+  logger: Logger;
+  /** Where the bundle is served from. Default dist/renderer of the repository. */
+  distDir?: string;
+  /** Sources to (re)build from when the bundle is missing or stale; false: never build. */
+  sourceDir?: string | false;
+}
+
+/**
+ * Serves the admin UI at /admin/ (index.html, app.js, app.css) with a strict CSP. The page reads
+ * the admin token from the URL fragment, which browsers never send, so it is never in a request.
+ */
+export function createAdminUiRouter(options: AdminUiOptions): Router {
+  const distDir = options.distDir ?? rendererDistDir;
+  const sourceDir = options.sourceDir === undefined ? rendererSourceDir : options.sourceDir;
+  const ready: Promise<boolean> =
+    sourceDir === false
+      ? Promise.resolve(true)
+      : ensureRendererBundle(sourceDir, distDir).then(
+          () => true,
+          (err: unknown) => {
+            options.logger.error(
+              { err: err instanceof Error ? err.message : String(err) },
+              'the admin UI could not be built (run npm run build)',
+            );
+            return false;
+          },
+        );
+
+  const router = Router();
+  router.get(['/index.html', '/app.js', '/app.css', '/'], async (req, res) => {
+    // Relative asset URLs need the trailing slash; the fragment survives the redirect.
+    if (req.originalUrl.split('?')[0] === '/admin') {
+      res.redirect(301, '/admin/');
+      return;
+    }
+    const name = req.path === '/' ? 'index.html' : req.path.slice(1);
+    const type = types[name] ?? 'application/octet-stream';
+    let body: Buffer | undefined;
+    if (await ready) {
+      body = await readFile(join(distDir, name)).catch(() => undefined);
+    }
+    res.set({
+      'Content-Security-Policy': adminCsp,
+      'Referrer-Policy': 'no-referrer',
+      'X-Frame-Options': 'DENY',
+      'Cache-Control': 'no-cache',
+    });
+    if (body === undefined) {
+      res
+        .status(503)
+        .type('text/plain')
+        .send('The admin UI is not built. Run `npm run build` and restart sync-host.\n');
+      return;
+    }
+    res.type(type).send(body);
+  });
+  return router;
+}
