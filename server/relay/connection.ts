@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { CloseEvent } from './close-codes.ts';
 import type { DeviceId } from './messages.ts';
@@ -8,6 +9,8 @@ import type { Room } from './room.ts';
 export interface Connection {
   readonly id: number;
   readonly socket: WebSocket;
+  /** The TCP stream under `socket`, corked while a batch of frames is written to it. */
+  readonly stream: Duplex;
   readonly bucket: TokenBucket;
   /** Answered the last ping (or sent something) since the previous heartbeat. */
   alive: boolean;
@@ -24,10 +27,16 @@ export interface Connection {
   done: boolean;
 }
 
-export function createConnection(id: number, socket: WebSocket, bucket: TokenBucket): Connection {
+export function createConnection(
+  id: number,
+  socket: WebSocket,
+  stream: Duplex,
+  bucket: TokenBucket,
+): Connection {
   return {
     id,
     socket,
+    stream,
     bucket,
     alive: true,
     joinTimer: undefined,
@@ -41,9 +50,30 @@ export function createConnection(id: number, socket: WebSocket, bucket: TokenBuc
 
 const textFrame = { binary: false } as const;
 
+let corked: Duplex[] = [];
+
+function uncorkAll(): void {
+  const streams = corked;
+  corked = [];
+  for (const stream of streams) stream.uncork();
+}
+
+/**
+ * Holds a receiver's writes until the end of this event-loop turn, so that every frame routed
+ * to it while the relay handles one batch of input leaves in one `writev` instead of one system
+ * call per frame (the dominant cost of a small message otherwise).
+ */
+function cork(stream: Duplex): void {
+  if (stream.writableCorked > 0) return;
+  stream.cork();
+  if (corked.push(stream) === 1) setImmediate(uncorkAll);
+}
+
 /** Sends an already serialized text frame; the same Buffer is shared by every receiver. */
 export function sendData(conn: Connection, data: Buffer): void {
-  if (conn.socket.readyState === conn.socket.OPEN) conn.socket.send(data, textFrame);
+  if (conn.socket.readyState !== conn.socket.OPEN) return;
+  cork(conn.stream);
+  conn.socket.send(data, textFrame);
 }
 
 /** Sends a control frame (`joined`, `presence`, `error`...). Not on the routed-message path. */

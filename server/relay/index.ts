@@ -170,7 +170,7 @@ export function createRelay(options: RelayOptions): Relay {
       socket.destroy();
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => sockets.accept(ws));
+    wss.handleUpgrade(req, socket, head, (ws) => sockets.accept(ws, socket));
   });
 
   function activeRooms(): number {

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import type { Logger } from '../log.ts';
 import { type JoinCheck, joinRefusals, refuseJoin } from './authorize.ts';
@@ -22,7 +23,8 @@ export interface SocketHandlerOptions {
 
 /** Accepts upgraded sockets: join timeout, rate limit, frame parsing and dispatch, heartbeat. */
 export interface SocketHandler {
-  accept(socket: WebSocket): void;
+  /** Takes over an upgraded socket; `stream` is the TCP stream under it. */
+  accept(socket: WebSocket, stream: Duplex): void;
   /** Every open connection, joined or not. */
   readonly connections: ReadonlySet<Connection>;
   /** One heartbeat round: closes connections that did not answer the previous ping, pings the rest. */
@@ -97,10 +99,11 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
   return {
     connections,
 
-    accept(socket) {
+    accept(socket, stream) {
       const conn = createConnection(
         nextId++,
         socket,
+        stream,
         createTokenBucket(options.ratePerSecond, options.rateBurst),
       );
       connections.add(conn);
