@@ -85,6 +85,8 @@ function start(api: AdminApi): void {
         () => api.setSubscription(user.id, tier, expiresAt),
         `Could not change the tier of ${user.email}`,
       );
+      byId('users-status').textContent =
+        `Saved: ${user.email} is now ${tier}${expiresAt ? ` until ${expiresAt.slice(0, 10)}` : ''}.`;
       editingUsers.delete(user.id);
       seen.delete('users');
       await refresh();

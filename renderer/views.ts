@@ -89,18 +89,22 @@ export function pendingView(pending: AdminPendingLinks): Node {
           h('td', {}, h('span', { class: 'mono truncate', title: link.link }, link.link)),
           h(
             'td',
-            { class: 'row-actions' },
-            copyButton(link.link, 'Copy link', `pending-copy-${i}-${link.email}`),
+            {},
             h(
-              'a',
-              {
-                class: 'button',
-                href: link.link,
-                target: '_blank',
-                rel: 'noopener noreferrer',
-                'data-key': `pending-open-${link.email}`,
-              },
-              'Open',
+              'div',
+              { class: 'row-actions' },
+              copyButton(link.link, 'Copy link', `pending-copy-${i}-${link.email}`),
+              h(
+                'a',
+                {
+                  class: 'button',
+                  href: link.link,
+                  target: '_blank',
+                  rel: 'noopener noreferrer',
+                  'data-key': `pending-open-${link.email}`,
+                },
+                'Open',
+              ),
             ),
           ),
         ),
@@ -146,7 +150,7 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
         message.textContent = 'Saving…';
         actions.setSubscription(user, select.value, expiryFromDateInput(expiry.value)).then(
           () => {
-            message.textContent = 'Saved';
+            message.textContent = '';
           },
           (err: unknown) => {
             message.textContent = err instanceof Error ? err.message : 'Could not save';
