@@ -252,8 +252,9 @@ describe('devices, projects, pending links and relay', () => {
     await th.admin('PUT', `/users/${alice.userId}/subscription`, { tier: 'pro', expiresAt: null });
     const project = await registerProject(th.base, alice.deviceToken, 'p');
     const relay = await joinRelay(th.relayUrl, project.roomId, alice.deviceId, alice.deviceToken);
+    const current = th;
     await eventually(async () =>
-      ((await th?.admin('GET', '/relay'))?.body as Json).connections === 1 ? true : undefined,
+      ((await current.admin('GET', '/relay')).body as Json).connections === 1 ? true : undefined,
     );
     relay.socket.close();
   });
