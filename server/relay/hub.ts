@@ -183,17 +183,20 @@ export function createHub(options: HubOptions): Hub {
         buffered: 0,
         gap: false,
       };
+      let answered = false;
       try {
         buffer.takeOver(room.id, key, now(), (frames, gap) => {
           joined.buffered = frames.length;
           joined.gap = gap;
           sendControl(conn, joined);
+          answered = true;
           for (const frame of frames) sendData(conn, Buffer.from(frame));
         });
         metrics.bufferDelivered += joined.buffered;
       } catch (err: unknown) {
+        // The join still succeeds; the client learns from gap that it must resync.
         logger.error({ err, room: room.id, device: key }, 'buffer read failed on join');
-        sendControl(conn, { ...joined, buffered: 0, gap: true });
+        if (!answered) sendControl(conn, { ...joined, buffered: 0, gap: true });
       }
       if (older === undefined) {
         toEveryone(

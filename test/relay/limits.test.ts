@@ -144,6 +144,34 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     expect(health.status).toBe(200);
   });
 
+  it('cuts a receiver that stops reading (1013) and buffers for it instead', async () => {
+    const { host, member } = await pair({ tuning: { maxBufferedBytes: 256 * 1024 } });
+    member.socket.pause();
+    const chunk = 'z'.repeat(60_000);
+    for (
+      let n = 0;
+      n < 300 && !host.frames.some((f) => f.type === 'presence' && f.state === 'left');
+      n++
+    ) {
+      host.send({ to: 2, payload: { n, chunk } });
+      if (n % 20 === 19) await host.sync();
+    }
+    expect(await host.take((f) => f.type === 'presence' && f.state === 'left')).toMatchObject({
+      device: 2,
+      reason: 'disconnect',
+    });
+    const metrics = await (await fetch(`${harness.statusUrl}/metrics`)).text();
+    expect(metrics).toContain('relay_slow_receivers_total 1');
+    host.send({ to: 2, payload: { after: true } });
+    await host.sync();
+    const back = await harness.client();
+    const joined = await back.join(harness.relay.status().perRoom[0]!.room, 2, harness.token(1, 2));
+    // what was routed after the cut, the last one included, is delivered from the buffer
+    expect(joined.buffered).toBeGreaterThanOrEqual(1);
+    for (let i = 1; i < (joined.buffered as number); i++) await back.message();
+    expect((await back.message()).payload).toEqual({ after: true });
+  });
+
   it('never crashes on a join with a huge token or room id', async () => {
     harness = await startRelayHarness();
     const client = await harness.client();
