@@ -68,6 +68,7 @@ describe.skipIf(!hasBrowser)(title, () => {
     await page.goto(th.host.urls.admin ?? '');
     await expect.poll(() => page.locator('#live').textContent()).toMatch(/^Live/);
     expect(page.url()).toBe(`${th.base}/admin/`);
+    expect(await page.locator('#token-form').isVisible()).toBe(false);
     expect(await page.evaluate(() => sessionStorage.getItem('sync-host.adminToken'))).toBe(
       th.host.adminToken,
     );
