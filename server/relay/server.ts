@@ -44,6 +44,16 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
   const connections = new Set<Connection>();
   let nextId = 1;
 
+  function armJoinTimer(conn: Connection): void {
+    if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
+    conn.joinTimer = setTimeout(() => {
+      conn.joinTimer = undefined;
+      if (conn.room !== undefined || conn.done) return;
+      metrics.joinTimeouts++;
+      closeWith(conn, JoinTimeout);
+    }, options.joinTimeoutMs);
+  }
+
   function connectionOnMessage(conn: Connection, data: RawData, isBinary: boolean): void {
     if (conn.done) return;
     conn.alive = true;
@@ -84,8 +94,13 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         return;
       }
       case 'leave':
-        if (conn.room === undefined) sendError(conn, metrics, 'not_joined', 'not in a room');
-        else hub.leave(conn);
+        if (conn.room === undefined) {
+          sendError(conn, metrics, 'not_joined', 'not in a room');
+          return;
+        }
+        hub.leave(conn);
+        // an open socket outside any room must join again in time, as after connecting
+        armJoinTimer(conn);
         return;
       case 'invalid_json':
         sendError(conn, metrics, 'invalid_json', 'the frame is not valid JSON');
@@ -107,12 +122,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         createTokenBucket(options.ratePerSecond, options.rateBurst),
       );
       connections.add(conn);
-      conn.joinTimer = setTimeout(() => {
-        conn.joinTimer = undefined;
-        if (conn.room !== undefined || conn.done) return;
-        metrics.joinTimeouts++;
-        closeWith(conn, JoinTimeout);
-      }, options.joinTimeoutMs);
+      armJoinTimer(conn);
       socket.on('message', (data, isBinary) => connectionOnMessage(conn, data, isBinary));
       socket.on('pong', () => {
         conn.alive = true;

@@ -64,6 +64,15 @@ describe('relay join (contract 6, rules 1-3 and 7)', () => {
     expect(client.closeInfo).toBeUndefined();
   });
 
+  it('closes a connection that left its room and does not join again within the join timeout', async () => {
+    harness = await startRelayHarness({ tuning: { joinTimeoutMs: 200 } });
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    client.send({ type: 'leave' });
+    await client.sync();
+    expect(client.closeInfo).toBeUndefined();
+    expect((await client.waitClosed()).code).toBe(4008);
+  });
+
   it.each([
     [
       'signed with another secret',
