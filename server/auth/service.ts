@@ -5,7 +5,7 @@ import {
   createDevice,
   type Device,
   deleteDevice,
-  findDeviceWithDigest,
+  findDeviceForAuth,
   listDevices,
   touchDevice,
 } from '../db/devices.ts';
@@ -252,22 +252,21 @@ export function createAuthService(options: AuthServiceOptions) {
     async authenticate(token: string | undefined, client: string): Promise<Caller> {
       await authFailures.check(client);
       const claims = verifyDeviceToken(token, settings.secret, settings.tokenSignature);
-      const device = claims && (await findDeviceWithDigest(db, claims.deviceId));
+      const found = claims && (await findDeviceForAuth(db, claims.deviceId));
       const valid =
-        claims !== undefined &&
-        device !== undefined &&
-        device.userId === claims.userId &&
-        safeEqual(device.tokenDigest, sha256Hex(token ?? ''));
-      const user = valid ? await findUserById(db, claims.userId) : undefined;
-      if (!valid || user === undefined || device === undefined) {
-        if (await authFailures.penalize(client))
+        found !== undefined &&
+        found.device.userId === claims?.userId &&
+        safeEqual(found.tokenDigest, sha256Hex(token ?? ''));
+      if (!valid) {
+        if (await authFailures.penalize(client)) {
           logger.warn({ client }, 'too many invalid bearer tokens');
+        }
         throw unauthorized();
       }
-      const { tokenDigest: _digest, ...publicDevice } = device;
+      const { device, user } = found;
       if (now() - Date.parse(device.lastSeen) >= lastSeenRefreshMs) {
         const seen = new Date(now());
-        publicDevice.lastSeen = seen.toISOString();
+        device.lastSeen = seen.toISOString();
         touchDevice(db, device.id, seen).catch((err: unknown) =>
           logger.warn(
             { err: err instanceof Error ? err.message : String(err) },
@@ -275,7 +274,7 @@ export function createAuthService(options: AuthServiceOptions) {
           ),
         );
       }
-      return { user, device: publicDevice };
+      return { user, device };
     },
 
     listDevices: (caller: Caller) => listDevices(db, caller.user.id),

@@ -130,11 +130,19 @@ async function openPostgres(config: ServerDbConfig, options: OpenOptions): Promi
       options.logger.warn({ err: err.message }, 'postgres connection lost'),
     );
   });
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return serverDb(
+    new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+    'postgres',
+    'pg',
+  );
+}
+
+/** PostgreSQL and MySQL drivers take Date and boolean values as they are. */
+function serverDb(kysely: Kysely<Database>, driver: 'postgres' | 'mysql', engine: DbEngine): Db {
   return {
     kysely,
-    driver: 'postgres',
-    engine: 'pg',
+    driver,
+    engine,
     date: (value) => value,
     bool: (value) => value,
     ping: (timeoutMs) => ping(kysely, timeoutMs),
@@ -163,18 +171,7 @@ async function openMysql(config: ServerDbConfig, options: OpenOptions): Promise<
     // CURRENT_TIMESTAMP defaults in UTC, like the Date values mysql2 writes with timezone 'Z'.
     connection.query("SET time_zone = '+00:00'");
   });
-  const kysely = new Kysely<Database>({
-    dialect: new MysqlDialect({ pool }),
-  });
-  return {
-    kysely,
-    driver: 'mysql',
-    engine: 'mysql2',
-    date: (value) => value,
-    bool: (value) => value,
-    ping: (timeoutMs) => ping(kysely, timeoutMs),
-    close: () => kysely.destroy(),
-  };
+  return serverDb(new Kysely<Database>({ dialect: new MysqlDialect({ pool }) }), 'mysql', 'mysql2');
 }
 
 /** Opens the configured database. Tables are created by `migrate`, not here. */

@@ -2,6 +2,7 @@ import { randomHex, sha256Hex } from '../auth/tokens.ts';
 import type { Db } from './connect.ts';
 import { insertReturningId } from './insert.ts';
 import { type DeviceRow, toIso } from './schema.ts';
+import { toUser, type User } from './users.ts';
 
 /** A device as the API shows it (never its token). */
 export interface Device {
@@ -60,17 +61,33 @@ export async function createDevice(
   });
 }
 
-/** The device with this id and its stored token digest. */
-export async function findDeviceWithDigest(
+/** The device with this id, its stored token digest and its user, in one query. */
+export async function findDeviceForAuth(
   db: Db,
   id: number,
-): Promise<(Device & { tokenDigest: string }) | undefined> {
+): Promise<{ device: Device; tokenDigest: string; user: User } | undefined> {
   const row = await db.kysely
     .selectFrom('devices')
-    .selectAll()
-    .where('id', '=', id)
+    .innerJoin('users', 'users.id', 'devices.userId')
+    .select([
+      'devices.id',
+      'devices.userId',
+      'devices.deviceName',
+      'devices.platform',
+      'devices.token',
+      'devices.createdAt',
+      'devices.lastSeen',
+      'users.email',
+      'users.createdAt as userCreatedAt',
+    ])
+    .where('devices.id', '=', id)
     .executeTakeFirst();
-  return row && { ...toDevice(row), tokenDigest: row.token };
+  if (row === undefined) return undefined;
+  return {
+    device: toDevice(row),
+    tokenDigest: row.token,
+    user: toUser({ id: row.userId, email: row.email, createdAt: row.userCreatedAt }),
+  };
 }
 
 export async function listDevices(db: Db, userId: number): Promise<Device[]> {
