@@ -1,0 +1,237 @@
+import type { z } from 'zod';
+import {
+  currentDeviceSchema,
+  type Device,
+  type DeviceDescription,
+  deviceLoginSchema,
+  devicesSchema,
+  errorBodySchema,
+  type HostInfo,
+  hostInfoSchema,
+  jwtLoginSchema,
+  type Project,
+  projectAnswerSchema,
+  projectsSchema,
+  registeredDeviceSchema,
+  type SignedIn,
+  type Subscription,
+  sentSchema,
+  subscriptionSchema,
+  type User,
+} from './auth-types.ts';
+import { AuthServiceError, SyncError } from './errors.ts';
+
+/**
+ * The two login flows of the seed: `device` = GET /auth/login, then verify with the device's
+ * name and platform (device token at once); `jwt` = POST /auth/magic-link, then verify for a
+ * JWT and POST /auth/devices.
+ */
+export type LoginVariant = 'device' | 'jwt';
+
+export interface AuthClientOptions {
+  /** The auth service, `http(s)://host:port` (a trailing slash is ignored). */
+  authUrl: string;
+  /** The device token for the endpoints that need one. */
+  deviceToken?: string;
+  /** Default: the global `fetch`. */
+  fetch?: typeof fetch;
+}
+
+export interface AuthClient {
+  readonly authUrl: string;
+  /** A client for the same service that sends this device token. */
+  withDeviceToken(deviceToken: string): AuthClient;
+  /** `GET /.well-known/sync-host`: the relay URL and version of this host. */
+  hostInfo(): Promise<HostInfo>;
+  /** Asks for a login link for `email` (the same answer whether or not the user exists). */
+  requestLogin(email: string, variant?: LoginVariant): Promise<void>;
+  /** Verifies a link token (or the whole link) and registers this device in one call. */
+  verifyWithDevice(tokenOrLink: string, device: DeviceDescription): Promise<SignedIn>;
+  /** Verifies a link token (or the whole link) for a 15-minute JWT. */
+  verifyForJwt(tokenOrLink: string): Promise<{ jwt: string; user: User }>;
+  /** `POST /auth/devices` with a JWT from `verifyForJwt`. */
+  registerDevice(
+    jwt: string,
+    device: DeviceDescription,
+  ): Promise<{ deviceToken: string; device: Device }>;
+  /**
+   * Completes a sign-in with the token from the e-mail, by either variant. Resolves with the
+   * device token for the caller to store.
+   */
+  signIn(tokenOrLink: string, device: DeviceDescription, variant?: LoginVariant): Promise<SignedIn>;
+  /** This device and its user. */
+  device(): Promise<{ device: Device; user: User }>;
+  /** Every device of the user, ordered by id. */
+  devices(): Promise<Device[]>;
+  /** Removes a device (its token stops working at once). */
+  deleteDevice(id: number): Promise<void>;
+  projects(): Promise<Project[]>;
+  /**
+   * Registers a workspace for sync; idempotent by `projectKey`: registering a key again answers
+   * the existing record (`created` false).
+   */
+  registerProject(
+    projectKey: string,
+    name: string,
+  ): Promise<{ project: Project; created: boolean }>;
+  deleteProject(id: number): Promise<void>;
+  subscription(): Promise<Subscription>;
+}
+
+/** The token of a login link: accepts the bare 64-hex token or any URL/text carrying `token=`. */
+export function linkToken(tokenOrLink: string): string {
+  const text = tokenOrLink.trim();
+  const fromQuery = /[?&]token=([^&#\s]+)/.exec(text);
+  if (fromQuery?.[1] !== undefined) return decodeURIComponent(fromQuery[1]);
+  return text;
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+export function createAuthClient(options: AuthClientOptions): AuthClient {
+  const authUrl = trimSlash(options.authUrl);
+  const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const deviceToken = options.deviceToken;
+
+  async function call<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S | undefined,
+    init: { body?: unknown; bearer?: string; query?: Record<string, string> } = {},
+  ): Promise<{ data: z.infer<S>; status: number }> {
+    const url = new URL(authUrl + path);
+    for (const [key, value] of Object.entries(init.query ?? {})) url.searchParams.set(key, value);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
+    let res: Response;
+    try {
+      res = await doFetch(url, {
+        method,
+        headers,
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      });
+    } catch (err: unknown) {
+      const cause = err instanceof Error ? (err.cause ?? err) : err;
+      const why = cause instanceof Error ? cause.message : String(cause);
+      throw new SyncError('unreachable', `cannot reach the auth service at ${authUrl} (${why})`);
+    }
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch (err: unknown) {
+      if (!(err instanceof SyntaxError)) throw err;
+      body = undefined;
+    }
+    if (!res.ok) {
+      const parsed = errorBodySchema.safeParse(body);
+      const retry = Number(res.headers.get('retry-after'));
+      throw new AuthServiceError(
+        parsed.success ? parsed.data.error.code : res.status >= 500 ? 'internal' : 'http_error',
+        parsed.success
+          ? parsed.data.error.message
+          : `${method} ${path} answered HTTP ${res.status} without an error body`,
+        res.status,
+        Number.isFinite(retry) && retry > 0 ? retry : undefined,
+      );
+    }
+    if (schema === undefined) return { data: undefined as z.infer<S>, status: res.status };
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      throw new SyncError(
+        'invalid_response',
+        `${method} ${path} answered an unexpected body (is ${authUrl} a sync-host auth service?)`,
+      );
+    }
+    return { data: parsed.data, status: res.status };
+  }
+
+  function bearer(): string {
+    if (deviceToken === undefined || deviceToken === '') {
+      throw new SyncError('not_signed_in', 'no device token: sign in first');
+    }
+    return deviceToken;
+  }
+
+  const client: AuthClient = {
+    authUrl,
+    withDeviceToken: (token) => createAuthClient({ ...options, deviceToken: token }),
+
+    async hostInfo() {
+      return (await call('GET', '/.well-known/sync-host', hostInfoSchema)).data;
+    },
+
+    async requestLogin(email, variant = 'device') {
+      if (variant === 'device') {
+        await call('GET', '/auth/login', sentSchema, { query: { email } });
+      } else {
+        await call('POST', '/auth/magic-link', sentSchema, { body: { email } });
+      }
+    },
+
+    async verifyWithDevice(tokenOrLink, device) {
+      const query = { token: linkToken(tokenOrLink), ...device };
+      return (await call('GET', '/auth/verify', deviceLoginSchema, { query })).data;
+    },
+
+    async verifyForJwt(tokenOrLink) {
+      const query = { token: linkToken(tokenOrLink) };
+      return (await call('GET', '/auth/verify', jwtLoginSchema, { query })).data;
+    },
+
+    async registerDevice(jwt, device) {
+      return (
+        await call('POST', '/auth/devices', registeredDeviceSchema, { body: device, bearer: jwt })
+      ).data;
+    },
+
+    async signIn(tokenOrLink, device, variant = 'device') {
+      if (variant === 'device') return client.verifyWithDevice(tokenOrLink, device);
+      const { jwt, user } = await client.verifyForJwt(tokenOrLink);
+      const registered = await client.registerDevice(jwt, device);
+      return { ...registered, user };
+    },
+
+    async device() {
+      return (await call('GET', '/auth/device', currentDeviceSchema, { bearer: bearer() })).data;
+    },
+
+    async devices() {
+      return (await call('GET', '/auth/devices', devicesSchema, { bearer: bearer() })).data.devices;
+    },
+
+    async deleteDevice(id) {
+      await call('DELETE', `/auth/device/${encodeURIComponent(String(id))}`, undefined, {
+        bearer: bearer(),
+      });
+    },
+
+    async projects() {
+      return (await call('GET', '/auth/projects', projectsSchema, { bearer: bearer() })).data
+        .projects;
+    },
+
+    async registerProject(projectKey, name) {
+      const { data, status } = await call('POST', '/auth/project', projectAnswerSchema, {
+        body: { projectKey, name },
+        bearer: bearer(),
+      });
+      return { project: data.project, created: status === 201 };
+    },
+
+    async deleteProject(id) {
+      await call('DELETE', `/auth/project/${encodeURIComponent(String(id))}`, undefined, {
+        bearer: bearer(),
+      });
+    },
+
+    async subscription() {
+      return (await call('GET', '/auth/subscription', subscriptionSchema, { bearer: bearer() }))
+        .data;
+    },
+  };
+  return client;
+}

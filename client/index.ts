@@ -1,0 +1,43 @@
+/**
+ * The sync-host client library: settings, auth service, relay connection. Plain TypeScript for
+ * Node and browsers; the mDNS helper (Node only) is in `./discovery.ts`.
+ */
+export {
+  type AuthClient,
+  type AuthClientOptions,
+  createAuthClient,
+  type LoginVariant,
+  linkToken,
+} from './auth-client.ts';
+export type {
+  Device,
+  DeviceDescription,
+  HostInfo,
+  Project,
+  SignedIn,
+  Subscription,
+  User,
+} from './auth-types.ts';
+export { type Backoff, type BackoffOptions, createBackoff } from './backoff.ts';
+export { AuthServiceError, RelayError, SettingsError, SyncError } from './errors.ts';
+export {
+  type CloseInfo,
+  type ConnectionState,
+  createRelayConnection,
+  RelayConnection,
+  type RelayConnectionOptions,
+  type RelayEvents,
+  type Target,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from './relay-connection.ts';
+export type { HostFrame, JoinedFrame, PresenceFrame, RoutedMessage } from './relay-frames.ts';
+export {
+  defaultSettings,
+  deviceTokenIds,
+  parseSettings,
+  type SyncSettings,
+  type SyncSettingsInput,
+  settingsSchema,
+} from './settings.ts';
+export { SyncClient, type SyncClientOptions } from './sync-client.ts';
