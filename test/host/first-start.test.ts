@@ -1,0 +1,53 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+const canUnshare = spawnSync('unshare', ['-n', 'true']).status === 0;
+
+describe.skipIf(!canUnshare && process.env.REQUIRE_NAMESPACE !== '1')(
+  canUnshare
+    ? 'first start in an empty folder (private network namespace, default ports)'
+    : 'first start in an empty folder (skipped: unshare -n is not permitted here; run as root)',
+  () => {
+    it('starts with no file at all, prints the URLs and a working admin URL, keeps files private and stops on SIGTERM', () => {
+      const script = `ip link set lo up; exec "${process.execPath}" --import tsx "${join(import.meta.dirname, 'first-start-fixture.ts')}"`;
+      const run = spawnSync('unshare', ['-n', 'sh', '-c', script], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 45_000,
+      });
+      expect(run.status, run.stderr).toBe(0);
+      const r = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as Record<
+        string,
+        unknown
+      > & {
+        stdout: string;
+        stderr: string;
+        token: string;
+        modes: Record<string, string>;
+      };
+      expect(r.stdout).toMatch(/^auth: {3}http:\/\/127\.0\.0\.1:8445$/m);
+      expect(r.stdout).toMatch(/^relay: {2}ws:\/\/127\.0\.0\.1:8443$/m);
+      expect(r.stdout).toMatch(/^status: http:\/\/127\.0\.0\.1:8444$/m);
+      expect(r.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:8445\/admin\/#token=[0-9a-f]{64}$/);
+      expect(r.pageStatus).toBe(200);
+      expect(r.pageType).toMatch(/^text\/html/);
+      expect(r.health).toBe(200);
+      expect(r.connection).toMatchObject({
+        authUrl: 'http://127.0.0.1:8445',
+        relayUrl: 'ws://127.0.0.1:8443',
+      });
+      // The token is in the fragment only: never in a log line.
+      expect(r.stderr).not.toContain(r.token);
+      expect(Object.keys(r.modes).sort()).toEqual(
+        expect.arrayContaining(['admin-token', 'auth.db', 'relay.db', 'secret']),
+      );
+      for (const [file, mode] of Object.entries(r.modes))
+        expect(`${file} ${mode}`).toBe(`${file} 600`);
+      expect(r.dataDirMode).toBe('700');
+      expect(r.code).toBe(0);
+      expect(r.stopMs).toBeLessThan(5_000);
+    }, 60_000);
+  },
+);
