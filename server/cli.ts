@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { isClientCommand } from '../client/cli/commands.ts';
 import { createAdminMount } from './admin/index.ts';
 import { type LogLevel, logLevels } from './config/common.ts';
 import { ConfigError } from './config/conf-file.ts';
@@ -36,6 +37,10 @@ const exitUsage = 2;
 
 /** Runs the command line; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  // Client subcommands (login, devices, projects, project, subscription, send, listen): client/cli.
+  if (isClientCommand(argv)) {
+    return (await import('../client/cli/main.ts')).runClientCommand(argv);
+  }
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);

@@ -1,0 +1,15 @@
+/** The client subcommands of `bin/sync-host`, run by `client/cli/main.ts`. */
+export const clientCommands: ReadonlySet<string> = new Set([
+  'login',
+  'devices',
+  'projects',
+  'project',
+  'subscription',
+  'send',
+  'listen',
+]);
+
+/** Whether `argv` (without node and the script) starts with a client subcommand. */
+export function isClientCommand(argv: readonly string[]): boolean {
+  return clientCommands.has(argv[0] ?? '');
+}
