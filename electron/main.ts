@@ -1,0 +1,243 @@
+// The Electron main process: tray and lifecycle only. The host itself is server/host.ts.
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import {
+  app,
+  BrowserWindow,
+  clipboard,
+  dialog,
+  ipcMain,
+  Menu,
+  nativeImage,
+  shell,
+  Tray,
+} from 'electron';
+import { createAdminMount } from '../server/admin/index.ts';
+import { main as runCli } from '../server/cli.ts';
+import { loadConfig } from '../server/config/load.ts';
+import { type Host, startHost } from '../server/host.ts';
+import { createLogger } from '../server/log.ts';
+import { autostartDesktopEntry, configDirArg, isCliInvocation, userArgs } from './args.ts';
+import {
+  runTrayAction,
+  statusLine,
+  type TrayAction,
+  type TrayState,
+  trayMenu,
+  trayStateOf,
+} from './tray-menu.ts';
+
+const args = userArgs(process.argv, app.isPackaged);
+/** The app's root: package.json, dist/, build/icons/ (inside app.asar when packaged). */
+const appRoot = app.getAppPath();
+
+if (isCliInvocation(args)) {
+  // `SyncHost --headless` and the other CLI modes: the same command line as bin/sync-host.
+  app.disableHardwareAcceleration();
+  runCli(args).then(
+    (code) => app.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`sync-host: ${err instanceof Error ? err.message : String(err)}\n`);
+      app.exit(1);
+    },
+  );
+} else if (!app.requestSingleInstanceLock()) {
+  app.quit();
+} else {
+  startTrayApp();
+}
+
+function startTrayApp(): void {
+  const logger = createLogger('info');
+  let host: Host | undefined;
+  let tray: Tray | undefined;
+  let window: BrowserWindow | undefined;
+  let state: TrayState = {
+    phase: 'starting',
+    relay: 'absent',
+    connections: 0,
+    rooms: 0,
+    authUrl: '',
+    relayUrl: '',
+    openAtLogin: false,
+  };
+  let quitting = false;
+
+  const autostartFile = join(homedir(), '.config', 'autostart', 'sync-host.desktop');
+  const openAtLogin = (): boolean =>
+    process.platform === 'linux'
+      ? existsSync(autostartFile)
+      : app.getLoginItemSettings().openAtLogin;
+  const setOpenAtLogin = (on: boolean): void => {
+    if (process.platform !== 'linux') {
+      app.setLoginItemSettings({ openAtLogin: on });
+      return;
+    }
+    if (on) {
+      mkdirSync(join(homedir(), '.config', 'autostart'), { recursive: true });
+      writeFileSync(
+        autostartFile,
+        autostartDesktopEntry(process.execPath, app.isPackaged ? undefined : appRoot),
+      );
+    } else {
+      rmSync(autostartFile, { force: true });
+    }
+  };
+
+  /** The address this machine reaches its own auth port at (the public URL may be a proxy's). */
+  const localBase = (): string => {
+    const address = host?.auth?.server.address();
+    if (!address || typeof address === 'string') return host?.urls.auth ?? '';
+    const ip =
+      address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
+    return `http://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
+  };
+
+  const refresh = (): void => {
+    if (host) state = trayStateOf(host, openAtLogin());
+    if (!tray) return;
+    tray.setToolTip(statusLine(state));
+    tray.setContextMenu(
+      Menu.buildFromTemplate(
+        trayMenu(state).map((item) => ({
+          label: item.label,
+          type: item.type,
+          enabled: item.enabled,
+          checked: item.checked,
+          click: item.action ? () => perform(item.action as TrayAction) : undefined,
+        })),
+      ),
+    );
+  };
+
+  const openDashboard = (): void => {
+    if (!host) return;
+    if (window && !window.isDestroyed()) {
+      window.show();
+      window.focus();
+      return;
+    }
+    const origin = localBase();
+    window = new BrowserWindow({
+      width: 1100,
+      height: 800,
+      title: 'sync-host',
+      show: false,
+      webPreferences: {
+        preload: join(appRoot, 'dist', 'electron-preload.cjs'),
+        contextIsolation: true,
+        nodeIntegration: false,
+        sandbox: true,
+      },
+    });
+    window.webContents.setWindowOpenHandler(({ url }) => {
+      if (/^https?:\/\//.test(url)) void shell.openExternal(url);
+      return { action: 'deny' };
+    });
+    window.webContents.on('will-navigate', (event, url) => {
+      if (!url.startsWith(`${origin}/admin/`)) event.preventDefault();
+    });
+    window.once('ready-to-show', () => window?.show());
+    window.on('close', (event) => {
+      // Closing the window keeps the host running in the tray.
+      if (!quitting) {
+        event.preventDefault();
+        window?.hide();
+      }
+    });
+    void window.loadURL(`${origin}/admin/`);
+  };
+
+  const perform = (action: TrayAction): void => {
+    runTrayAction(action, state, {
+      pauseRelay: async () => host?.pauseRelay(),
+      resumeRelay: async () => host?.resumeRelay(),
+      writeClipboard: (text) => clipboard.writeText(text),
+      openDashboard,
+      setOpenAtLogin,
+      quit: () => app.quit(),
+    }).then(refresh, (err: unknown) => {
+      dialog.showErrorBox('sync-host', err instanceof Error ? err.message : String(err));
+      refresh();
+    });
+  };
+
+  // The token goes to the dashboard page only, on request, never through a URL.
+  ipcMain.handle('sync-host:admin-token', (event) => {
+    const url = event.senderFrame?.url ?? '';
+    if (!host || !url.startsWith(`${localBase()}/admin/`)) return '';
+    return host.adminToken;
+  });
+
+  app.on('second-instance', openDashboard);
+  app.on('window-all-closed', () => {
+    // A tray app: keep running without windows.
+  });
+  app.on('before-quit', (event) => {
+    if (!host) return;
+    event.preventDefault();
+    quitting = true;
+    const closing = host;
+    host = undefined;
+    const force = setTimeout(() => app.exit(1), 5_000);
+    closing.close().then(
+      () => {
+        clearTimeout(force);
+        app.exit(0);
+      },
+      () => app.exit(1),
+    );
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => app.quit());
+
+  app.whenReady().then(
+    async () => {
+      const icon = nativeImage.createFromPath(
+        join(
+          appRoot,
+          'build',
+          'icons',
+          process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png',
+        ),
+      );
+      tray = new Tray(icon);
+      tray.on('click', openDashboard);
+      refresh();
+      try {
+        process.umask(0o077);
+        const configDir =
+          configDirArg(args) ?? process.env.SYNC_HOST_CWD ?? app.getPath('userData');
+        const config = loadConfig(configDir);
+        host = await startHost({
+          mode: 'headless',
+          config,
+          logger,
+          print: (line) => process.stdout.write(`${line}\n`),
+          mount: createAdminMount({
+            logger,
+            defaultTier: config.auth.defaultTier,
+            ui: {
+              distDir: join(appRoot, 'dist', 'renderer'),
+              sourceDir: app.isPackaged ? false : join(appRoot, 'renderer'),
+            },
+          }),
+        });
+        setInterval(refresh, 2_000).unref();
+        refresh();
+      } catch (err: unknown) {
+        state = {
+          ...state,
+          phase: 'failed',
+          error: err instanceof Error ? err.message : String(err),
+        };
+        refresh();
+        dialog.showErrorBox('sync-host could not start', state.error ?? '');
+      }
+    },
+    (err: unknown) => {
+      process.stderr.write(`sync-host: ${err instanceof Error ? err.message : String(err)}\n`);
+      app.exit(1);
+    },
+  );
+}
