@@ -60,6 +60,13 @@ export interface RelayConnectionOptions {
   ratePerSecond?: number;
   /** Outgoing burst (under the relay's `rate.burst`, 400). Default 300. */
   rateBurst?: number;
+  /**
+   * Default true: every payload carries `_sync: {s, n}` (sender session and sequence number),
+   * removed again on receipt, so that a message sent again after a drop is delivered once.
+   * Turn off to talk to clients that do not use this library (payloads then go out unchanged,
+   * and a drop at the wrong moment can deliver a message twice).
+   */
+  dedupe?: boolean;
 }
 
 /** Why the connection ended for good. */
@@ -105,6 +112,25 @@ interface FlushWaiter {
   reject: (err: Error) => void;
 }
 
+/** The payload key that carries the sender's session and sequence number. */
+export const envelopeKey = '_sync';
+
+/** Receivers remember this many sender sessions for de-duplication. */
+const maxRememberedSessions = 1024;
+
+function randomSession(): string {
+  const bytes = new Uint8Array(8);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function envelopeOf(payload: Record<string, unknown>): { s: string; n: number } | undefined {
+  const envelope = payload[envelopeKey];
+  if (typeof envelope !== 'object' || envelope === null) return undefined;
+  const { s, n } = envelope as { s?: unknown; n?: unknown };
+  return typeof s === 'string' && typeof n === 'number' ? { s, n } : undefined;
+}
+
 const pingFrame = '{"type":"ping"}';
 const leaveFrame = '{"type":"leave"}';
 const encoder = new TextEncoder();
@@ -114,7 +140,7 @@ const encoder = new TextEncoder();
  * the same device id (so the relay hands over what it buffered), queues what is sent meanwhile
  * and sends it in order after the rejoin. A message counts as delivered to the relay once a
  * `pong` for a later `ping` came back; messages not confirmed when a connection drops are sent
- * again after the rejoin (so a drop can, rarely, deliver a message twice, never lose it).
+ * again after the rejoin, and receivers drop the copies they already have (see `dedupe`).
  */
 export class RelayConnection extends Emitter<RelayEvents> {
   readonly room: string;
@@ -146,6 +172,9 @@ export class RelayConnection extends Emitter<RelayEvents> {
   private roomDevices = new Set<string>();
   private role: 'host' | 'member' | undefined;
   private closing: Promise<void> | undefined;
+  private readonly session = randomSession();
+  /** Highest sequence number seen per sender session (`<from> <session>`). */
+  private readonly seen = new Map<string, number>();
   /** The last error frame before a close: its message explains an `auth_failed` close. */
   private lastRefusal: string | undefined;
 
@@ -240,7 +269,15 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new SyncError('invalid_message', 'payload must be a JSON object');
     }
-    const text = JSON.stringify({ to, payload });
+    const dedupe = this.options.dedupe ?? true;
+    if (dedupe && Object.hasOwn(payload, envelopeKey)) {
+      throw new SyncError('invalid_message', `the payload key ${envelopeKey} is reserved`);
+    }
+    const seq = this.lastSeq + 1;
+    const text = JSON.stringify({
+      to,
+      payload: dedupe ? { ...payload, [envelopeKey]: { s: this.session, n: seq } } : payload,
+    });
     const maxBytes = this.options.maxMessageBytes ?? 1_048_576;
     if (encoder.encode(text).length > maxBytes) {
       throw new SyncError('message_too_big', `the message is larger than ${maxBytes} bytes`);
@@ -252,7 +289,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
         `${maxQueued} messages are waiting for the relay; try again after the connection is back`,
       );
     }
-    this.pending.push({ seq: ++this.lastSeq, text });
+    this.lastSeq = seq;
+    this.pending.push({ seq, text });
     this.pump();
   }
 
@@ -370,13 +408,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
         this.joined(frame);
         return;
       case 'message':
-        this.lastSentAt = Date.now();
-        this.emit('message', {
-          from: frame.from,
-          to: frame.to,
-          room: frame.room,
-          payload: frame.payload,
-        });
+        this.received(frame);
         return;
       case 'presence':
         if (frame.state === 'joined') this.roomDevices.add(frame.device);
@@ -404,6 +436,25 @@ export class RelayConnection extends Emitter<RelayEvents> {
         return;
       }
     }
+  }
+
+  /** Emits a routed message, once: a copy sent again after a drop is recognised and skipped. */
+  private received(frame: RoutedMessage): void {
+    let payload = frame.payload;
+    const envelope = envelopeOf(payload);
+    if (envelope !== undefined) {
+      const key = `${frame.from} ${envelope.s}`;
+      const last = this.seen.get(key);
+      if (last !== undefined && envelope.n <= last) return;
+      this.seen.delete(key);
+      this.seen.set(key, envelope.n);
+      if (this.seen.size > maxRememberedSessions) {
+        this.seen.delete(this.seen.keys().next().value as string);
+      }
+      const { [envelopeKey]: _, ...rest } = payload;
+      payload = rest;
+    }
+    this.emit('message', { from: frame.from, to: frame.to, room: frame.room, payload });
   }
 
   private joined(frame: JoinedFrame): void {

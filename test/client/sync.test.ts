@@ -225,10 +225,10 @@ describe('client library across a host restart', () => {
       clearInterval(timer);
     }
     await Promise.all([a.flush(), b.flush()]);
-    await waitFor(() => atA.length === nb && atB.length === na, 10_000, 'everything delivered');
+    await waitFor(() => atA.length >= nb && atB.length >= na, 10_000, 'everything delivered');
     expect(atB.map((m) => m.payload.n)).toEqual(Array.from({ length: na }, (_, i) => i));
     expect(atA.map((m) => m.payload.n)).toEqual(Array.from({ length: nb }, (_, i) => i));
     expect([...joinsA, ...joinsB]).toEqual([false, false]);
     await Promise.all([a.close(), b.close()]);
-  });
+  }, 40_000);
 });

@@ -1,0 +1,189 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAuthClient } from '../../client/auth-client.ts';
+import { hostDir, type RunningHost, startHost, waitFor } from './host.ts';
+
+const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sync-cli-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A running `bin/sync-host <args>` with its output collected. */
+function spawnCli(args: string[], configDir: string) {
+  const child = spawn(process.execPath, [launcher, ...args], {
+    env: { ...process.env, SYNC_HOST_CONFIG_DIR: configDir, LOG_LEVEL: 'warn' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk: Buffer) => {
+    out.stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    out.stderr += chunk.toString();
+  });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return { child, out, exited };
+}
+
+/** Runs a command to its end (stdin closed at once). */
+async function cli(args: string[], configDir: string) {
+  const run = spawnCli(args, configDir);
+  run.child.stdin.end();
+  const code = await run.exited;
+  return { code, ...run.out };
+}
+
+let host: RunningHost;
+const laptop = tempDir();
+const desktop = tempDir();
+const email = 'frank@example.org';
+
+beforeAll(async () => {
+  const dir = hostDir();
+  dirs.push(dir);
+  host = await startHost(dir);
+});
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  await host?.process.stop('SIGKILL').catch(() => null);
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('sync-host client commands', () => {
+  it('signs in with the link pasted on standard input and stores the token with mode 0600', async () => {
+    const login = spawnCli(
+      ['login', email, '--auth', `${host.authUrl}/`, '--device-name', 'laptop'],
+      laptop,
+    );
+    const token = await host.magicToken(email);
+    login.child.stdin.end(`${host.authUrl}/auth/verify?token=${token}\n`);
+    expect(await login.exited).toBe(0);
+    expect(login.out.stdout).toMatch(
+      /^Signed in as frank@example\.org on http:\/\/127\.0\.0\.1:\d+: device \d+ "laptop"/,
+    );
+
+    const file = join(laptop, 'credentials.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(file, 'utf8')) as {
+      hosts: Record<string, { deviceToken: string; email: string }>;
+    };
+    const credential = stored.hosts[host.authUrl]!;
+    expect(credential.email).toBe(email);
+    expect(login.out.stdout + login.out.stderr).not.toContain(credential.deviceToken);
+    expect(login.out.stdout + login.out.stderr).not.toContain(token);
+  });
+
+  it('verifies a token given with --token without requesting a link (JWT flow)', async () => {
+    await createAuthClient({ authUrl: host.authUrl }).requestLogin(email, 'jwt');
+    const token = await host.magicToken(email);
+    const links = () => host.process.stdout.filter((l) => l.includes(email)).length;
+    const before = links();
+    const res = await cli(
+      [
+        'login',
+        email,
+        '--auth',
+        host.authUrl,
+        '--token',
+        token,
+        '--jwt',
+        '--device-name',
+        'desktop',
+      ],
+      desktop,
+    );
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res.stdout).toContain('"desktop"');
+    expect(links()).toBe(before);
+  });
+
+  it('registers a project idempotently and lists projects, devices and the subscription as JSON', async () => {
+    const added = await cli(['project', 'add', 'notes', 'Notes'], laptop);
+    expect(added.code).toBe(0);
+    const project = JSON.parse(added.stdout) as { id: number; projectKey: string; roomId: string };
+    expect(project).toMatchObject({ projectKey: 'notes', name: 'Notes' });
+
+    const [again, projects, devices, subscription] = await Promise.all([
+      cli(['project', 'add', 'notes', 'Notes'], desktop),
+      cli(['projects', '--auth', host.authUrl], laptop),
+      cli(['devices'], desktop),
+      cli(['subscription'], laptop),
+    ]);
+    expect(JSON.parse(again.stdout)).toEqual(project);
+    expect(JSON.parse(projects.stdout)).toEqual([project]);
+    const list = JSON.parse(devices.stdout) as Array<{ deviceName: string }>;
+    expect(list.map((d) => d.deviceName)).toEqual(['laptop', 'desktop']);
+    expect(JSON.parse(subscription.stdout)).toMatchObject({
+      tier: 'pro',
+      effectiveTier: 'pro',
+      projectLimit: null,
+    });
+  });
+
+  it('sends one message, and listen prints it, then on resuming prints what was buffered first', async () => {
+    let listen = spawnCli(['listen', 'notes'], laptop);
+    await waitFor(() => listen.out.stderr.includes('joined room'), 15_000, 'listen joined');
+    const sent = await cli(['send', 'notes', 'broadcast', '{"edit":1}'], desktop);
+    expect(sent).toMatchObject({ code: 0, stdout: '', stderr: '' });
+    await waitFor(() => listen.out.stdout.includes('\n'), 5_000, 'a line from listen');
+    const first = JSON.parse(listen.out.stdout.split('\n')[0]!) as Record<string, unknown>;
+    expect(first).toMatchObject({ to: 'broadcast', payload: { edit: 1 } });
+
+    listen.child.kill('SIGTERM');
+    expect(await listen.exited).toBe(0);
+    for (const edit of [2, 3]) {
+      expect(
+        (await cli(['send', 'notes', 'broadcast', JSON.stringify({ edit })], desktop)).code,
+      ).toBe(0);
+    }
+    // Alone in the room the sender is the host: "host" is no one.
+    const toHost = await cli(['send', 'notes', 'host', '{"edit":4}'], desktop);
+    expect(toHost.code).toBe(1);
+    expect(toHost.stderr.trim().split('\n')).toEqual([expect.stringContaining('unknown_target')]);
+
+    listen = spawnCli(['listen', 'notes'], laptop);
+    await waitFor(() => listen.out.stdout.split('\n').length >= 3, 15_000, 'buffered lines');
+    expect(listen.out.stderr).toContain('2 buffered');
+    const lines = listen.out.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { payload: unknown });
+    expect(lines.map((l) => l.payload)).toEqual([{ edit: 2 }, { edit: 3 }]);
+    listen.child.kill('SIGTERM');
+    expect(await listen.exited).toBe(0);
+  }, 60_000);
+
+  it('reports failures as one line with a non-zero exit code', async () => {
+    const [notSignedIn, badToken, unknownProject, badJson, badUrl] = await Promise.all([
+      cli(['devices'], tempDir()),
+      cli(['login', email, '--auth', host.authUrl, '--token', 'f'.repeat(64)], tempDir()),
+      cli(['send', 'nope', 'broadcast', '{}'], laptop),
+      cli(['send', 'notes', 'broadcast', '[1]'], laptop),
+      cli(['login', email, '--auth', 'ftp://example.org'], tempDir()),
+    ]);
+    expect(notSignedIn.code).toBe(1);
+    expect(notSignedIn.stderr).toMatch(/^sync-host devices: not signed in: run sync-host login/);
+    expect(badToken.code).toBe(1);
+    expect(badToken.stderr).toMatch(/invalid_token, HTTP 401/);
+    expect(unknownProject.code).toBe(1);
+    expect(unknownProject.stderr).toContain('no project with key "nope"');
+    expect(badJson.code).toBe(2);
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toContain('--auth must be an http:// or https:// URL');
+    for (const res of [notSignedIn, badToken, unknownProject, badJson, badUrl]) {
+      expect(res.stderr.trim().split('\n')).toHaveLength(1);
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+});
