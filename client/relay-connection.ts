@@ -318,22 +318,24 @@ export class RelayConnection extends Emitter<RelayEvents> {
   close(options: { leave?: boolean } = {}): Promise<void> {
     if (this.closing !== undefined) return this.closing;
     const socket = this.socket;
-    this.closing = new Promise<void>((resolve) => {
-      if (socket === undefined) {
-        this.finish(1000);
-        resolve();
-        return;
-      }
-      if ((options.leave ?? true) && this.currentState === 'joined') socket.send(leaveFrame);
-      const cut = setTimeout(() => this.abort(socket, 'close timeout'), 2_000);
-      const stop = this.on('close', () => {
-        clearTimeout(cut);
-        stop();
-        resolve();
-      });
-      socket.close(1000, 'client closed');
-    });
     this.clearTimer('reconnect');
+    let done: () => void = () => undefined;
+    this.closing = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    if (socket === undefined) {
+      this.finish(1000);
+      done();
+      return this.closing;
+    }
+    const cut = setTimeout(() => this.abort(socket, 'close timeout'), 2_000);
+    const stop = this.on('close', () => {
+      clearTimeout(cut);
+      stop();
+      done();
+    });
+    if ((options.leave ?? true) && this.currentState === 'joined') socket.send(leaveFrame);
+    socket.close(1000, 'client closed');
     return this.closing;
   }
 
