@@ -25,7 +25,7 @@ export interface BrowseOptions {
   onInvalid?: (name: string, problem: string) => void;
 }
 
-/** Parses a found service; undefined (with the problem) when its TXT record does not validate. */
+/** Parses a found service; the problem as a string when its TXT record does not validate. */
 export function toDiscoveredHost(
   service: Pick<Service, 'name' | 'txt' | 'addresses'>,
 ): DiscoveredHost | string {
