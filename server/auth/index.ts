@@ -1,4 +1,6 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 import type { AuthConfig } from '../config/auth-config.ts';
 import { type Db, openDatabase } from '../db/connect.ts';
@@ -28,6 +30,59 @@ export interface AuthServerOptions {
   mount?: (app: Express, service: AuthService, db: Db) => void;
   /** How often a failed first migration is retried while the database is down. */
   retryMs?: number;
+  /** HTTP timeouts (slowloris defence); the defaults suit production, tests shorten them. */
+  httpTimeouts?: Partial<HttpTimeouts>;
+}
+
+/** Timeouts of the auth port's HTTP server. */
+export interface HttpTimeouts {
+  /** Time allowed to send the complete request headers. Default 10_000 ms. */
+  headersMs: number;
+  /** Time allowed to send the complete request, body included. Default 30_000 ms. */
+  requestMs: number;
+  /** How long an idle keep-alive connection stays open. Default 5_000 ms. */
+  keepAliveMs: number;
+}
+
+export const defaultHttpTimeouts: HttpTimeouts = {
+  headersMs: 10_000,
+  requestMs: 30_000,
+  keepAliveMs: 5_000,
+};
+
+const malformedBody = JSON.stringify({
+  error: { code: 'invalid_request', message: 'malformed HTTP request' },
+});
+const malformedRequest = Buffer.from(
+  `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(malformedBody)}\r\n\r\n${malformedBody}`,
+);
+
+/**
+ * A request Node's HTTP parser refuses (bad framing, oversized headers) gets the contract's
+ * JSON 400 instead of Node's bare one; a client too slow to send its request (slowloris) is cut
+ * without an answer. When the refused bytes follow a request whose answer is still being
+ * prepared, that answer goes out first and the connection closes after it.
+ */
+function guardClientErrors(server: Server): void {
+  const answering = new WeakMap<Duplex, ServerResponse>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    answering.set(req.socket, res);
+    res.once('finish', () => answering.delete(req.socket));
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const pending = answering.get(socket);
+    if (pending !== undefined && !pending.writableFinished) {
+      pending.shouldKeepAlive = false;
+      pending.once('close', () => socket.destroy());
+      return;
+    }
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ECONNRESET';
+    if (timedOut || !socket.writable || (socket as Socket).bytesWritten > 0) {
+      socket.destroy();
+      return;
+    }
+    socket.end(malformedRequest);
+  });
 }
 
 export interface AuthServer {
@@ -100,11 +155,19 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     discovery: () => ({ authUrl: urls.baseUrl, relayUrl: urls.relayUrl, version }),
     mount: options.mount && ((a) => options.mount?.(a, service, db)),
   });
+  const timeouts = { ...defaultHttpTimeouts, ...options.httpTimeouts };
   const server = createServer(
-    { requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 },
+    {
+      requestTimeout: timeouts.requestMs,
+      headersTimeout: timeouts.headersMs,
+      keepAliveTimeout: timeouts.keepAliveMs,
+      // How often Node checks the two timeouts above: a tenth of the shorter one.
+      connectionsCheckingInterval: Math.max(50, Math.min(timeouts.headersMs, 30_000) / 10),
+    },
     app,
   );
   server.maxHeadersCount = 100;
+  guardClientErrors(server);
 
   return {
     service,
