@@ -20,7 +20,11 @@ const chromiumFlags = [
   '--disable-component-update',
   '--disable-sync',
 ];
-const screenshots = join(import.meta.dirname, '..', '..', 'docs', 'screenshots');
+/** docs/screenshots/ with UPDATE_SCREENSHOTS=1 (after a UI change), else a temp folder. */
+const screenshots =
+  process.env.UPDATE_SCREENSHOTS === '1'
+    ? join(import.meta.dirname, '..', '..', 'docs', 'screenshots')
+    : join(tmpdir(), 'sync-host-screenshots');
 
 if (!hasBrowser && requireBrowser) {
   describe('admin UI in Chromium', () => {
