@@ -1,0 +1,304 @@
+/**
+ * The load generator, run in its own process (forked by bench/run.ts) so that the server's CPU
+ * counts only the server. Speaks our JSON frames (relay and bare-ws reference) or Socket.IO.
+ * Devices sit in rooms of 4. Commands arrive over IPC; reports go back the same way.
+ */
+import { performance } from 'node:perf_hooks';
+import { type Socket as IoSocket, io as ioClient } from 'socket.io-client';
+import { WebSocket } from 'ws';
+import { createRoomId, signDeviceToken } from '../server/auth/tokens.ts';
+import { benchSecret, type Dialect, type LoadCommand, type LoadReport } from './protocol.ts';
+
+const devicesPerRoom = 4;
+/** Frames protocol: routed frames start with `{"from":` and the numeric id starts at byte 8. */
+const F = 0x66;
+
+/** One device, whatever the dialect. */
+interface Peer {
+  device: number;
+  room: Peer[];
+  /** Sends a routed message; `payload` is JSON text. */
+  send(to: string | number, payload: string): void;
+  /** Called with the sender's device id and, for latency probes, the send time. */
+  onRouted: ((from: number, frameText: () => string) => void) | undefined;
+  bufferedAmount(): number;
+  close(): void;
+}
+
+let nextUser = 1;
+let nextDevice = 1;
+let rooms: Peer[][] = [];
+let running = false;
+let stopRequested: (() => void) | undefined;
+
+function report(message: LoadReport): void {
+  process.send?.(message);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function openFramesPeer(url: string, room: string, device: number, token: string): Promise<Peer> {
+  const socket = new WebSocket(url, { perMessageDeflate: false });
+  const peer: Peer = {
+    device,
+    room: [],
+    send: (to, payload) =>
+      socket.send(`{"to":${typeof to === 'number' ? to : `"${to}"`},"payload":${payload}}`),
+    onRouted: undefined,
+    bufferedAmount: () => socket.bufferedAmount,
+    close: () => socket.terminate(),
+  };
+  return new Promise<Peer>((resolve, reject) => {
+    socket.once('open', () => socket.send(JSON.stringify({ type: 'join', room, device, token })));
+    socket.once('error', reject);
+    socket.once('message', (data: Buffer) => {
+      if (!String(data).includes('"joined"')) {
+        reject(new Error(`join failed: ${String(data)}`));
+        return;
+      }
+      socket.on('message', (frame: Buffer) => {
+        if (frame[2] !== F || peer.onRouted === undefined) return;
+        const fromEnd = frame.indexOf(0x2c, 8);
+        peer.onRouted(Number(frame.toString('latin1', 8, fromEnd)), () => frame.toString());
+      });
+      resolve(peer);
+    });
+  });
+}
+
+interface IoFrame {
+  from: number;
+  payload: { t?: number };
+}
+
+function openIoPeer(url: string, room: string, device: number): Promise<Peer> {
+  const socket: IoSocket = ioClient(url, {
+    transports: ['websocket'],
+    forceNew: true,
+    reconnection: false,
+  });
+  const peer: Peer = {
+    device,
+    room: [],
+    send: (to, payload) => socket.emit('m', to, JSON.parse(payload)),
+    onRouted: undefined,
+    bufferedAmount: () => 0,
+    close: () => socket.disconnect(),
+  };
+  socket.on('m', (frame: IoFrame) => {
+    peer.onRouted?.(frame.from, () => `"t":${frame.payload.t}}`);
+  });
+  return new Promise<Peer>((resolve, reject) => {
+    socket.once('connect_error', reject);
+    socket.once('connect', () => {
+      socket.emit('join', { room, device }, () => resolve(peer));
+    });
+  });
+}
+
+async function openRoom(dialect: Dialect, url: string): Promise<Peer[]> {
+  const userId = nextUser++;
+  const room = createRoomId(userId, benchSecret);
+  const members: Peer[] = [];
+  for (let i = 0; i < devicesPerRoom; i++) {
+    const device = nextDevice++;
+    const token = signDeviceToken(
+      { userId, deviceId: device, issuedAt: Math.floor(Date.now() / 1000) },
+      benchSecret,
+      'hmac-sha256',
+    );
+    members.push(
+      dialect === 'sio'
+        ? await openIoPeer(url, room, device)
+        : await openFramesPeer(url, room, device, token),
+    );
+  }
+  for (const member of members) member.room = members;
+  return members;
+}
+
+async function connect(command: Extract<LoadCommand, { kind: 'connect' }>): Promise<void> {
+  const started = performance.now();
+  const count = Math.ceil(command.connections / devicesPerRoom);
+  const opened: Peer[][] = [];
+  // a few rooms at a time: fast, without a SYN flood on the listen backlog
+  const parallel = 16;
+  for (let i = 0; i < count; i += parallel) {
+    const batch = Math.min(parallel, count - i);
+    opened.push(
+      ...(await Promise.all(
+        Array.from({ length: batch }, () => openRoom(command.dialect, command.url)),
+      )),
+    );
+  }
+  rooms = opened;
+  await sleep(200); // presence frames of later joiners settle
+  report({
+    kind: 'connected',
+    connections: rooms.length * devicesPerRoom,
+    seconds: (performance.now() - started) / 1000,
+  });
+}
+
+function waitForStop(): Promise<void> {
+  return new Promise((resolve) => {
+    stopRequested = resolve;
+  });
+}
+
+/** Closed loop: every device keeps `window` messages in flight, acknowledged by its successor. */
+async function throughput(command: Extract<LoadCommand, { kind: 'throughput' }>): Promise<void> {
+  running = true;
+  let counting = false;
+  let received = 0;
+  const payload = `{"op":"edit","doc":"bench","data":"${'x'.repeat(48)}"}`;
+  const starters: Array<() => void> = [];
+  const acks = new Map<number, () => void>();
+  for (const members of rooms) {
+    members.forEach((member, k) => {
+      const successor = members[(k + 1) % members.length] as Peer;
+      const predecessor = members[(k + members.length - 1) % members.length] as Peer;
+      const to = command.mode === 'direct' ? successor.device : 'broadcast';
+      let inFlight = 0;
+      const pump = () => {
+        while (running && inFlight < command.window) {
+          member.send(to, payload);
+          inFlight++;
+        }
+      };
+      member.onRouted = (from) => {
+        if (counting) received++;
+        if (from === predecessor.device) acks.get(from)?.();
+      };
+      acks.set(member.device, () => {
+        inFlight--;
+        pump();
+      });
+      starters.push(pump);
+    });
+  }
+  for (const start of starters) start();
+  await sleep(command.warmupMs);
+  counting = true;
+  const started = performance.now();
+  const stopped = waitForStop();
+  report({ kind: 'measuring' });
+  await stopped;
+  counting = false;
+  const seconds = (performance.now() - started) / 1000;
+  running = false;
+  for (const member of rooms.flat()) member.onRouted = undefined;
+  await sleep(300); // drain what is in flight before the next phase
+  report({ kind: 'stopped', received, seconds });
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
+}
+
+/** Open loop: broadcasts at a fixed rate spread over all devices, timed at each receipt. */
+async function latency(command: Extract<LoadCommand, { kind: 'latency' }>): Promise<void> {
+  const members = rooms.flat();
+  const samples: number[] = [];
+  let counting = false;
+  for (const member of members) {
+    member.onRouted = (_from, text) => {
+      if (!counting) return;
+      const frame = text();
+      const at = frame.indexOf('"t":');
+      samples.push(performance.now() - Number(frame.slice(at + 4, frame.indexOf('}', at))));
+    };
+  }
+  const tickMs = 1;
+  let last = performance.now();
+  let credit = 0;
+  let next = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    credit += ((now - last) * command.ratePerSecond) / 1000;
+    last = now;
+    while (credit >= 1) {
+      credit -= 1;
+      const member = members[next++ % members.length] as Peer;
+      member.send('broadcast', `{"t":${performance.now()}}`);
+    }
+  }, tickMs);
+  await sleep(command.warmupMs);
+  counting = true;
+  await sleep(command.measureMs);
+  counting = false;
+  clearInterval(timer);
+  await sleep(200);
+  for (const member of members) member.onRouted = undefined;
+  const sorted = Float64Array.from(samples).sort();
+  report({
+    kind: 'latency',
+    samples: sorted.length,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    maxMs: sorted[sorted.length - 1] ?? Number.NaN,
+  });
+}
+
+/**
+ * Durable buffer: in every room all but one device drop without leave; the remaining one
+ * broadcasts as fast as its socket drains, so every message is stored for the absent devices.
+ */
+async function buffer(command: Extract<LoadCommand, { kind: 'buffer' }>): Promise<void> {
+  const senders: Peer[] = [];
+  for (const members of rooms) {
+    for (const member of members.slice(devicesPerRoom - command.absentPerRoom)) member.close();
+    senders.push(members[0] as Peer);
+  }
+  await sleep(300);
+  running = true;
+  const payload = `{"op":"edit","doc":"bench","data":"${'x'.repeat(48)}"}`;
+  const pump = () => {
+    if (!running) return;
+    for (const sender of senders) {
+      for (let i = 0; i < 32 && sender.bufferedAmount() < 256 * 1024; i++) {
+        sender.send('broadcast', payload);
+      }
+    }
+    setImmediate(pump);
+  };
+  pump();
+  await sleep(command.warmupMs);
+  const stopped = waitForStop();
+  const started = performance.now();
+  report({ kind: 'measuring' });
+  await stopped;
+  running = false;
+  const seconds = (performance.now() - started) / 1000;
+  await sleep(300);
+  report({ kind: 'stopped', received: 0, seconds });
+}
+
+process.on('message', (command: LoadCommand) => {
+  const run = async () => {
+    switch (command.kind) {
+      case 'connect':
+        return connect(command);
+      case 'throughput':
+        return throughput(command);
+      case 'latency':
+        return latency(command);
+      case 'buffer':
+        return buffer(command);
+      case 'stop':
+        stopRequested?.();
+        stopRequested = undefined;
+        return;
+      case 'release':
+        for (const member of rooms.flat()) member.close();
+        rooms = [];
+        await sleep(300);
+        report({ kind: 'released' });
+        return;
+    }
+  };
+  run().catch((err: unknown) => {
+    process.stderr.write(`load generator: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+});

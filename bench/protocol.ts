@@ -1,0 +1,53 @@
+/** Messages between the bench orchestrator, the server processes and the load generator. */
+
+export type ServerKind = 'relay' | 'ws' | 'sio';
+
+export const serverNames: Record<ServerKind, string> = {
+  relay: 'relay',
+  ws: 'bare ws',
+  sio: 'Socket.IO',
+};
+
+/** Shared secret of the benchmarked relay; the generator signs device tokens with it. */
+export const benchSecret = 'bench-secret-0123456789abcdef';
+
+export interface Counters {
+  /** Routed messages written to a live receiver (one per receiver). */
+  delivered: number;
+  /** Relay only: messages stored for absent devices (committed or queued). */
+  buffered: number;
+  /** Relay only: messages queued for the next buffer transaction. */
+  bufferPending: number;
+  /** Relay only: messages committed to SQLite. */
+  bufferStored: number;
+}
+
+/** A server under test, as started inside bench/server.ts. */
+export interface BenchServer {
+  port: number;
+  counters(): Counters | Promise<Counters>;
+  close(): Promise<void>;
+}
+
+export type ServerReport =
+  | { kind: 'ready'; port: number }
+  | ({ kind: 'counters' } & Counters)
+  | ({ kind: 'memory' } & NodeJS.MemoryUsage);
+
+/** How a load generator talks to a server: our JSON frames (relay, bare ws) or Socket.IO. */
+export type Dialect = 'frames' | 'sio';
+
+export type LoadCommand =
+  | { kind: 'connect'; dialect: Dialect; url: string; connections: number }
+  | { kind: 'throughput'; mode: 'broadcast' | 'direct'; window: number; warmupMs: number }
+  | { kind: 'stop' }
+  | { kind: 'latency'; ratePerSecond: number; warmupMs: number; measureMs: number }
+  | { kind: 'buffer'; absentPerRoom: number; warmupMs: number }
+  | { kind: 'release' };
+
+export type LoadReport =
+  | { kind: 'connected'; connections: number; seconds: number }
+  | { kind: 'measuring' }
+  | { kind: 'stopped'; received: number; seconds: number }
+  | { kind: 'latency'; samples: number; p50Ms: number; p99Ms: number; maxMs: number }
+  | { kind: 'released' };

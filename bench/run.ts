@@ -1,0 +1,562 @@
+/**
+ * `npm run bench` (full, a few minutes) and `npm run bench:quick`: the relay against the bare-ws
+ * forwarder and Socket.IO, interleaved per round (relay, ws, Socket.IO, relay, ws, ...), each
+ * server in a fresh process of its own per round and the load generator in another. Prints
+ * medians, spreads (min–max over rounds) and the ratios of issue 6; then the durable buffer,
+ * the auth API against a bare express route (autocannon) on SQLite and PostgreSQL, and the
+ * scale curve (100 to 10,000 connections). A full run writes docs/performance-scale.svg and
+ * docs/performance-run.md. Server CPU is utime+stime from /proc/<pid>/stat over the measured
+ * window divided by the messages the server counted as delivered in that window.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import type { AuthServerReport } from './auth-server.ts';
+import { renderSvg } from './plot.ts';
+import {
+  type Counters,
+  type Dialect,
+  type LoadCommand,
+  type LoadReport,
+  type ServerKind,
+  type ServerReport,
+  serverNames,
+} from './protocol.ts';
+
+const quick = process.argv.includes('--quick');
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
+const section = (name: string) => only === undefined || only.split(',').includes(name);
+const plan = quick
+  ? {
+      rounds: 2,
+      warmupMs: 700,
+      measureMs: 1_500,
+      latencyMs: 2_000,
+      idle: 1_000,
+      scale: [100, 1_000, 10_000],
+      authSeconds: 2,
+    }
+  : {
+      rounds: 3,
+      warmupMs: 1_000,
+      measureMs: 3_000,
+      latencyMs: 4_000,
+      idle: 2_000,
+      scale: [100, 1_000, 3_000, 10_000],
+      authSeconds: 3,
+    };
+const kinds: ServerKind[] = ['relay', 'ws', 'sio'];
+const here = import.meta.dirname;
+const tsx = ['--import', 'tsx'];
+
+/** A forked process with an inbox, so no report is missed between two awaits. */
+class Child<Report extends { kind: string }> {
+  readonly proc: ChildProcess;
+  readonly #inbox: Report[] = [];
+  #waiter: (() => void) | undefined;
+  #exited: Error | undefined;
+
+  constructor(file: string, args: string[], execArgv: string[]) {
+    this.proc = fork(join(here, file), args, { execArgv: [...tsx, ...execArgv] });
+    this.proc.on('message', (report: Report) => {
+      this.#inbox.push(report);
+      this.#waiter?.();
+    });
+    this.proc.on('exit', (code) => {
+      this.#exited = new Error(`${file} ${args.join(' ')} exited with ${code}`);
+      this.#waiter?.();
+    });
+  }
+
+  send(message: object): void {
+    this.proc.send(message);
+  }
+
+  async next<K extends Report['kind']>(kind: K): Promise<Extract<Report, { kind: K }>> {
+    for (;;) {
+      const at = this.#inbox.findIndex((r) => r.kind === kind);
+      if (at >= 0) return this.#inbox.splice(at, 1)[0] as Extract<Report, { kind: K }>;
+      if (this.#exited !== undefined) throw this.#exited;
+      await new Promise<void>((resolve) => {
+        this.#waiter = resolve;
+      });
+      this.#waiter = undefined;
+    }
+  }
+
+  async ask<K extends Report['kind']>(
+    message: object,
+    kind: K,
+  ): Promise<Extract<Report, { kind: K }>> {
+    this.send(message);
+    return this.next(kind);
+  }
+}
+
+type ServerChild = Child<ServerReport>;
+type LoadChild = Child<LoadReport>;
+const children: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function startServer(kind: ServerKind): Promise<{ server: ServerChild; url: string }> {
+  const profile =
+    process.env.BENCH_CPU_PROF === kind ? ['--cpu-prof', '--cpu-prof-dir=bench/profiles'] : [];
+  const server = new Child<ServerReport>('server.ts', [kind], ['--expose-gc', ...profile]);
+  children.push(server.proc);
+  const { port } = await server.next('ready');
+  const url = kind === 'sio' ? `http://127.0.0.1:${port}` : `ws://127.0.0.1:${port}/`;
+  return { server, url };
+}
+
+async function stopServer(server: ServerChild): Promise<void> {
+  const exited = new Promise((resolve) => server.proc.once('exit', resolve));
+  server.send({ kind: 'close' });
+  await Promise.race([exited, sleep(5_000)]);
+  if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
+}
+
+function startLoad(): LoadChild {
+  const load = new Child<LoadReport>('load.ts', [], []);
+  children.push(load.proc);
+  return load;
+}
+
+/** utime + stime of a process in seconds (clock ticks of 1/100 s). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function counters(server: ServerChild): Promise<Counters> {
+  return server.ask({ kind: 'counters' }, 'counters');
+}
+
+const dialectOf = (kind: ServerKind): Dialect => (kind === 'sio' ? 'sio' : 'frames');
+
+// ---------- statistics ----------
+
+const samples = new Map<string, number[]>();
+function record(key: string, value: number): void {
+  let list = samples.get(key);
+  if (list === undefined) {
+    list = [];
+    samples.set(key, list);
+  }
+  list.push(value);
+}
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] ?? Number.NaN)
+    : ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2;
+}
+const med = (key: string) => median(samples.get(key) ?? []);
+function spread(key: string, digits: number): string {
+  const list = samples.get(key) ?? [];
+  if (list.length < 2) return '';
+  return `${Math.min(...list).toFixed(digits)}–${Math.max(...list).toFixed(digits)}`;
+}
+
+const lines: string[] = [];
+function print(line = ''): void {
+  lines.push(line);
+  process.stdout.write(`${line}\n`);
+}
+
+// ---------- relay against the references ----------
+
+/** Closed-loop throughput: server CPU per delivered message over the measured window. */
+async function measureThroughput(
+  server: ServerChild,
+  load: LoadChild,
+  mode: 'broadcast' | 'direct',
+  window: number,
+): Promise<{ usPerMessage: number; perSecond: number }> {
+  load.send({ kind: 'throughput', mode, window, warmupMs: plan.warmupMs } satisfies LoadCommand);
+  await load.next('measuring');
+  const pid = server.proc.pid as number;
+  const cpu0 = await cpuSeconds(pid);
+  const c0 = await counters(server);
+  const t0 = performance.now();
+  await sleep(plan.measureMs);
+  const c1 = await counters(server);
+  const cpu1 = await cpuSeconds(pid);
+  const seconds = (performance.now() - t0) / 1000;
+  load.send({ kind: 'stop' } satisfies LoadCommand);
+  await load.next('stopped');
+  const delivered = c1.delivered - c0.delivered;
+  return { usPerMessage: ((cpu1 - cpu0) / delivered) * 1e6, perSecond: delivered / seconds };
+}
+
+async function connect(load: LoadChild, kind: ServerKind, url: string, connections: number) {
+  return load.ask(
+    { kind: 'connect', dialect: dialectOf(kind), url, connections } satisfies LoadCommand,
+    'connected',
+  );
+}
+
+async function release(load: LoadChild): Promise<void> {
+  await load.ask({ kind: 'release' } satisfies LoadCommand, 'released');
+}
+
+async function compareRound(kind: ServerKind, load: LoadChild): Promise<void> {
+  const { server, url } = await startServer(kind);
+  // memory first, on a fresh process
+  const before = await server.ask({ kind: 'memory' }, 'memory');
+  const idle = await connect(load, kind, url, plan.idle);
+  const after = await server.ask({ kind: 'memory' }, 'memory');
+  record(`${kind}.rssKiB`, (after.rss - before.rss) / idle.connections / 1024);
+  record(`${kind}.heapKiB`, (after.heapUsed - before.heapUsed) / idle.connections / 1024);
+  await release(load);
+
+  await connect(load, kind, url, 100);
+  for (const mode of ['broadcast', 'direct'] as const) {
+    const result = await measureThroughput(server, load, mode, 64);
+    record(`${kind}.${mode}.us`, result.usPerMessage);
+    record(`${kind}.${mode}.rate`, result.perSecond);
+  }
+  const latency = await load.ask(
+    {
+      kind: 'latency',
+      ratePerSecond: 5_000,
+      warmupMs: plan.warmupMs,
+      measureMs: plan.latencyMs,
+    } satisfies LoadCommand,
+    'latency',
+  );
+  record(`${kind}.p50`, latency.p50Ms);
+  record(`${kind}.p99`, latency.p99Ms);
+  await release(load);
+  await stopServer(server);
+}
+
+/** Durable buffer: committed messages per second into SQLite for absent devices. */
+async function bufferRound(load: LoadChild): Promise<void> {
+  const { server, url } = await startServer('relay');
+  await connect(load, 'relay', url, 100);
+  load.send({ kind: 'buffer', absentPerRoom: 3, warmupMs: plan.warmupMs } satisfies LoadCommand);
+  await load.next('measuring');
+  const c0 = await counters(server);
+  const t0 = performance.now();
+  await sleep(plan.measureMs);
+  const c1 = await counters(server);
+  const seconds = (performance.now() - t0) / 1000;
+  load.send({ kind: 'stop' } satisfies LoadCommand);
+  await load.next('stopped');
+  const committed = c1.buffered - c1.bufferPending - (c0.buffered - c0.bufferPending);
+  record('buffer.rate', committed / seconds);
+  await release(load);
+  await stopServer(server);
+}
+
+// ---------- scale ----------
+
+const scaleRows: Array<{
+  kind: ServerKind;
+  connections: number;
+  us: number;
+  p99: number;
+  rssKiB: number;
+  connectSeconds: number;
+}> = [];
+
+async function scalePoint(kind: ServerKind, load: LoadChild, connections: number): Promise<void> {
+  const { server, url } = await startServer(kind);
+  const before = await server.ask({ kind: 'memory' }, 'memory');
+  const opened = await connect(load, kind, url, connections);
+  const after = await server.ask({ kind: 'memory' }, 'memory');
+  // the same number of messages in flight at every size
+  const window = Math.max(1, Math.round(6_400 / opened.connections));
+  const throughput = await measureThroughput(server, load, 'broadcast', window);
+  const latency = await load.ask(
+    {
+      kind: 'latency',
+      ratePerSecond: 2_000,
+      warmupMs: plan.warmupMs,
+      measureMs: plan.latencyMs,
+    } satisfies LoadCommand,
+    'latency',
+  );
+  scaleRows.push({
+    kind,
+    connections: opened.connections,
+    us: throughput.usPerMessage,
+    p99: latency.p99Ms,
+    rssKiB: (after.rss - before.rss) / opened.connections / 1024,
+    connectSeconds: opened.seconds,
+  });
+  await release(load);
+  await stopServer(server);
+}
+
+// ---------- auth API ----------
+
+async function cannon(url: string, token: string | undefined, seconds: number): Promise<number> {
+  const result = await autocannon({
+    url,
+    connections: 16,
+    duration: seconds,
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
+  if (result.non2xx > 0 || result.errors > 0) {
+    throw new Error(`${url}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  }
+  return result.requests.average;
+}
+
+async function authBench(driver: 'sqlite' | 'postgres'): Promise<string | undefined> {
+  const child = new Child<AuthServerReport>('auth-server.ts', [driver], []);
+  children.push(child.proc);
+  const first = await Promise.race([child.next('ready'), child.next('skipped')]);
+  if (first.kind === 'skipped') return first.reason;
+  const ready = first;
+  // warm both up (JIT, connection pool)
+  await cannon(`${ready.bareUrl}/constant`, undefined, 1);
+  await cannon(`${ready.authUrl}/auth/device`, ready.token, 1);
+  for (let round = 0; round < plan.rounds; round++) {
+    record(
+      `auth.${driver}.bare`,
+      await cannon(`${ready.bareUrl}/constant`, undefined, plan.authSeconds),
+    );
+    record(
+      `auth.${driver}.device`,
+      await cannon(`${ready.authUrl}/auth/device`, ready.token, plan.authSeconds),
+    );
+    record(
+      `auth.${driver}.devices`,
+      await cannon(`${ready.authUrl}/auth/devices`, ready.token, plan.authSeconds),
+    );
+  }
+  const exited = new Promise((resolve) => child.proc.once('exit', resolve));
+  child.send({ kind: 'stop' });
+  await Promise.race([exited, sleep(5_000)]);
+  return undefined;
+}
+
+// ---------- run ----------
+
+const started = performance.now();
+const loads = new Map<ServerKind, LoadChild>(kinds.map((kind) => [kind, startLoad()]));
+const load = (kind: ServerKind) => loads.get(kind) as LoadChild;
+
+if (section('compare')) {
+  for (let round = 1; round <= plan.rounds; round++) {
+    for (const kind of kinds) {
+      process.stderr.write(`round ${round}/${plan.rounds}: ${serverNames[kind]}\n`);
+      await compareRound(kind, load(kind));
+    }
+  }
+}
+if (section('buffer')) {
+  for (let round = 1; round <= plan.rounds; round++) {
+    process.stderr.write(`durable buffer ${round}/${plan.rounds}\n`);
+    await bufferRound(load('relay'));
+  }
+}
+const authSkipped: string[] = [];
+if (section('auth')) {
+  for (const driver of ['sqlite', 'postgres'] as const) {
+    process.stderr.write(`auth API on ${driver}\n`);
+    const skipped = await authBench(driver);
+    if (skipped !== undefined) authSkipped.push(`${driver}: skipped (${skipped})`);
+  }
+}
+if (section('scale')) {
+  for (const connections of plan.scale) {
+    for (const kind of ['relay', 'ws'] as const) {
+      process.stderr.write(`scale: ${serverNames[kind]} with ${connections} connections\n`);
+      await scalePoint(kind, load(kind), connections);
+    }
+  }
+}
+for (const child of loads.values()) child.proc.kill();
+
+// ---------- report ----------
+
+const verdicts: Array<{
+  name: string;
+  value: number;
+  limit: number;
+  atMost: boolean;
+  unit: string;
+}> = [];
+function ratio(name: string, a: string, b: string, limit: number, atMost = true): void {
+  if (!samples.has(a) || !samples.has(b)) return;
+  verdicts.push({ name, value: med(a) / med(b), limit, atMost, unit: '×' });
+}
+
+print(
+  `# sync-host bench (${quick ? 'quick' : 'full'}): node ${process.version}, ${plan.rounds} rounds interleaved relay/ws/Socket.IO, loopback`,
+);
+if (section('compare')) {
+  print();
+  print('| measure | relay | bare ws | Socket.IO |');
+  print('|---|---|---|---|');
+  const row = (label: string, key: string, digits: number) =>
+    print(
+      `| ${label} | ${kinds
+        .map((kind) => {
+          const k = `${kind}.${key}`;
+          const s = spread(k, digits);
+          return `${med(k).toFixed(digits)}${s === '' ? '' : ` (${s})`}`;
+        })
+        .join(' | ')} |`,
+    );
+  row('broadcast, rooms of 4: server CPU µs per delivered message', 'broadcast.us', 2);
+  row('broadcast: delivered msg/s', 'broadcast.rate', 0);
+  row('direct: server CPU µs per delivered message', 'direct.us', 2);
+  row('direct: delivered msg/s', 'direct.rate', 0);
+  row('latency at 5,000 msg/s (broadcast, 15,000 deliveries/s): p50 ms', 'p50', 2);
+  row('latency at 5,000 msg/s: p99 ms', 'p99', 2);
+  row(
+    `RSS per idle joined connection, KiB (${plan.idle.toLocaleString('en')} connections)`,
+    'rssKiB',
+    1,
+  );
+  row('JS heap per idle joined connection, KiB', 'heapKiB', 1);
+  print('Medians, with (min–max) over the rounds.');
+  ratio('broadcast CPU/msg, relay ÷ bare ws', 'relay.broadcast.us', 'ws.broadcast.us', 1.15);
+  ratio('direct CPU/msg, relay ÷ bare ws', 'relay.direct.us', 'ws.direct.us', 1.15);
+  ratio('direct CPU/msg, relay ÷ Socket.IO', 'relay.direct.us', 'sio.direct.us', 0.8);
+  ratio(
+    'broadcast CPU/msg, relay ÷ Socket.IO (no target)',
+    'relay.broadcast.us',
+    'sio.broadcast.us',
+    Number.POSITIVE_INFINITY,
+  );
+  ratio('p99 latency at 5,000 msg/s, relay ÷ bare ws', 'relay.p99', 'ws.p99', 1.5);
+  ratio('RSS per idle joined connection, relay ÷ bare ws', 'relay.rssKiB', 'ws.rssKiB', 1.3);
+}
+if (section('buffer')) {
+  print();
+  print(
+    `durable buffer: ${Math.round(med('buffer.rate')).toLocaleString('en')} messages/s committed to SQLite for absent devices (${spread('buffer.rate', 0)}; 25 rooms, 3 absent devices each, one live sender each)`,
+  );
+  verdicts.push({
+    name: 'durable buffer, messages/s',
+    value: med('buffer.rate'),
+    limit: 50_000,
+    atMost: false,
+    unit: '',
+  });
+}
+if (section('auth')) {
+  print();
+  print(
+    '| auth API, requests/s (autocannon, 16 connections) | bare express | GET /auth/device | GET /auth/devices |',
+  );
+  print('|---|---|---|---|');
+  for (const driver of ['sqlite', 'postgres'] as const) {
+    if (!samples.has(`auth.${driver}.bare`)) continue;
+    print(
+      `| ${driver} | ${['bare', 'device', 'devices']
+        .map(
+          (k) => `${Math.round(med(`auth.${driver}.${k}`))} (${spread(`auth.${driver}.${k}`, 0)})`,
+        )
+        .join(' | ')} |`,
+    );
+    ratio(
+      `auth ${driver}: /auth/device ÷ bare express`,
+      `auth.${driver}.device`,
+      `auth.${driver}.bare`,
+      0.8,
+      false,
+    );
+    ratio(
+      `auth ${driver}: /auth/devices ÷ bare express`,
+      `auth.${driver}.devices`,
+      `auth.${driver}.bare`,
+      0.8,
+      false,
+    );
+  }
+  for (const line of authSkipped) print(line);
+}
+if (section('scale') && scaleRows.length > 0) {
+  print();
+  print(
+    '| connections | server | connect+join s | CPU µs per delivered broadcast | p99 ms at 2,000 broadcasts/s | RSS KiB per connection |',
+  );
+  print('|---|---|---|---|---|---|');
+  for (const r of scaleRows) {
+    print(
+      `| ${r.connections.toLocaleString('en')} | ${serverNames[r.kind]} | ${r.connectSeconds.toFixed(1)} | ${r.us.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.rssKiB.toFixed(1)} |`,
+    );
+  }
+  const relayRows = scaleRows.filter((r) => r.kind === 'relay');
+  const first = relayRows[0];
+  const last = relayRows[relayRows.length - 1];
+  if (first !== undefined && last !== undefined && last !== first) {
+    verdicts.push({
+      name: `scale: relay joined connections held`,
+      value: last.connections,
+      limit: 10_000,
+      atMost: false,
+      unit: '',
+    });
+    verdicts.push({
+      name: `scale: relay CPU/msg at ${last.connections.toLocaleString('en')} ÷ at ${first.connections} connections`,
+      value: last.us / first.us,
+      limit: 1.15,
+      atMost: true,
+      unit: '×',
+    });
+  }
+  if (!quick) {
+    const series = (
+      kind: ServerKind,
+      color: string,
+      pick: (r: (typeof scaleRows)[number]) => number,
+    ) => ({
+      name: serverNames[kind],
+      color,
+      points: scaleRows
+        .filter((r) => r.kind === kind)
+        .map((r) => ({ x: r.connections, y: pick(r) })),
+    });
+    const svg = renderSvg(
+      [
+        {
+          title: 'Server CPU per delivered broadcast',
+          yLabel: 'µs per delivered message',
+          series: [series('relay', '#c0392b', (r) => r.us), series('ws', '#2c7bb6', (r) => r.us)],
+        },
+        {
+          title: 'p99 one-way latency, 2,000 broadcasts/s',
+          yLabel: 'ms',
+          series: [series('relay', '#c0392b', (r) => r.p99), series('ws', '#2c7bb6', (r) => r.p99)],
+        },
+      ],
+      plan.scale,
+      'npm run bench — rooms of 4, loopback, 2 shared vCPUs',
+    );
+    writeFileSync(join(here, '..', 'docs', 'performance-scale.svg'), svg);
+  }
+}
+print();
+print('| target | measured | limit | met |');
+print('|---|---|---|---|');
+for (const v of verdicts) {
+  const met = v.atMost ? v.value <= v.limit : v.value >= v.limit;
+  const digits = v.unit === '×' ? 2 : 0;
+  const limit = Number.isFinite(v.limit)
+    ? `${v.atMost ? '≤' : '≥'} ${v.limit.toLocaleString('en')}${v.unit}`
+    : '—';
+  print(
+    `| ${v.name} | ${v.value.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits })}${v.unit} | ${limit} | ${Number.isFinite(v.limit) ? (met ? 'yes' : '**no**') : ''} |`,
+  );
+}
+print();
+print(`(${((performance.now() - started) / 1000).toFixed(0)} s)`);
+if (!quick && only === undefined) {
+  writeFileSync(join(here, '..', 'docs', 'performance-run.md'), `${lines.join('\n')}\n`);
+}
+process.exit(0);
