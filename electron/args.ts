@@ -15,11 +15,21 @@ const cliWords = new Set([
   '-v',
 ]);
 
-/** The user's arguments: Electron puts the app path first when not packaged (`electron . args`). */
+/** Chromium and debugging switches that Electron or a test driver adds; not ours. */
+const foreignSwitch =
+  /^--(no-sandbox|inspect|remote-debugging-port|enable-logging|disable-gpu|ozone-platform)/;
+
+/**
+ * The user's arguments. Packaged: everything after the executable. Not packaged
+ * (`electron [switches] <app path> args`): everything after the app path.
+ */
 export function userArgs(argv: readonly string[], isPackaged: boolean): string[] {
-  return argv
-    .slice(isPackaged ? 1 : 2)
-    .filter((a) => !a.startsWith('--no-sandbox') && !a.startsWith('--enable-logging'));
+  let rest = argv.slice(1);
+  if (!isPackaged) {
+    const appPath = rest.findIndex((a) => !a.startsWith('-'));
+    rest = appPath === -1 ? [] : rest.slice(appPath + 1);
+  }
+  return rest.filter((a) => !foreignSwitch.test(a));
 }
 
 /** Whether the arguments ask for a command-line mode rather than the tray app. */

@@ -138,6 +138,21 @@ describe('Electron command line', () => {
   it('runs the CLI for --headless and the other modes, the tray otherwise', () => {
     expect(userArgs(['/opt/SyncHost/synchost', '--headless'], true)).toEqual(['--headless']);
     expect(userArgs(['/usr/bin/electron', '/repo', 'serve'], false)).toEqual(['serve']);
+    expect(
+      userArgs(
+        [
+          '/usr/bin/electron',
+          '--inspect=0',
+          '--remote-debugging-port=0',
+          '--no-sandbox',
+          '/repo',
+          '--config-dir',
+          '/x',
+        ],
+        false,
+      ),
+    ).toEqual(['--config-dir', '/x']);
+    expect(userArgs(['/opt/SyncHost/SyncHost', '--no-sandbox'], true)).toEqual([]);
     expect(isCliInvocation(['--headless'])).toBe(true);
     expect(isCliInvocation(['discover'])).toBe(true);
     expect(isCliInvocation(['--version'])).toBe(true);
