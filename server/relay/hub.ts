@@ -107,6 +107,34 @@ export function createHub(options: HubOptions): Hub {
     }
   }
 
+  /** A drop without leave: the device becomes absent and is buffered for. */
+  function dropConn(conn: Connection): void {
+    const room = conn.room;
+    if (room === undefined) return;
+    const newHost = room.remove(conn);
+    unindex(conn);
+    const entry: AbsentDevice = {
+      room: room.id,
+      device: conn.device,
+      droppedAt: now(),
+      messages: 0,
+      bytes: 0,
+      gap: false,
+    };
+    room.absent.set(conn.device, entry);
+    buffer.markAbsent(entry);
+    announceDeparture(room, conn, newHost, 'disconnect');
+    logger.debug({ room: room.id, device: conn.device }, 'dropped without leave');
+  }
+
+  /**
+   * A member whose socket is closing (its close frame arrived, the TCP connection is not closed
+   * yet) cannot receive: it counts as dropped now, so what is sent meanwhile is buffered.
+   */
+  function isClosing(conn: Connection): boolean {
+    return conn.socket.readyState !== conn.socket.OPEN;
+  }
+
   function toEveryone(room: Room, frame: object, except?: Connection): void {
     if (room.members.size === 0) return;
     const data = Buffer.from(JSON.stringify(frame));
@@ -222,24 +250,7 @@ export function createHub(options: HubOptions): Hub {
       logger.debug({ room: room.id, device: conn.device }, 'left');
     },
 
-    drop(conn) {
-      const room = conn.room;
-      if (room === undefined) return;
-      const newHost = room.remove(conn);
-      unindex(conn);
-      const entry: AbsentDevice = {
-        room: room.id,
-        device: conn.device,
-        droppedAt: now(),
-        messages: 0,
-        bytes: 0,
-        gap: false,
-      };
-      room.absent.set(conn.device, entry);
-      buffer.markAbsent(entry);
-      announceDeparture(room, conn, newHost, 'disconnect');
-      logger.debug({ room: room.id, device: conn.device }, 'dropped without leave');
-    },
+    drop: dropConn,
 
     route(conn, to, parsedPayload, text) {
       const room = conn.room;
@@ -251,6 +262,8 @@ export function createHub(options: HubOptions): Hub {
       let absent: AbsentDevice | undefined;
       let toJson: string;
       if (to === 'host') {
+        if (room.host !== undefined && room.host !== conn && isClosing(room.host))
+          dropConn(room.host);
         direct = room.host;
         if (direct === conn) {
           sendError(conn, metrics, 'unknown_target', 'you are the host of this room');
@@ -262,6 +275,10 @@ export function createHub(options: HubOptions): Hub {
       } else {
         const key = deviceKey(to);
         direct = room.members.get(key);
+        if (direct !== undefined && direct !== conn && isClosing(direct)) {
+          dropConn(direct);
+          direct = undefined;
+        }
         if (direct === undefined) absent = room.absent.get(key);
         if (absent !== undefined && now() >= absent.droppedAt + options.bufferWindowMs) {
           expire(room, absent, now());
@@ -289,11 +306,18 @@ export function createHub(options: HubOptions): Hub {
         return;
       }
       const at = now();
+      let closing: Connection[] | undefined;
       for (const member of room.members.values()) {
         if (member === conn) continue;
+        if (isClosing(member)) {
+          closing ??= [];
+          closing.push(member);
+          continue;
+        }
         deliver(member, data);
         metrics.messagesDelivered++;
       }
+      if (closing !== undefined) for (const member of closing) dropConn(member);
       for (const entry of room.absent.values()) {
         if (at < entry.droppedAt + options.bufferWindowMs) {
           buffer.append(entry, frame, data.length);
