@@ -60,7 +60,8 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-describe('sync-host client commands', () => {
+// Each command is a fresh `bin/sync-host` process (~2.5 s of start-up on a busy machine).
+describe('sync-host client commands', { timeout: 60_000 }, () => {
   it('signs in with the link pasted on standard input and stores the token with mode 0600', async () => {
     const login = spawnCli(
       ['login', email, '--auth', `${host.authUrl}/`, '--device-name', 'laptop'],
