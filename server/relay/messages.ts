@@ -48,6 +48,22 @@ export type InboundFrame =
   | { type: 'invalid_json' }
   | { type: 'invalid_message'; message: string };
 
+/**
+ * `routedSchema`'s acceptance written out by hand, for the hot path: a valid routed frame is
+ * accepted without building zod's result objects. Anything it does not accept goes through
+ * `routedSchema`, which accepts exactly the same frames and words the error.
+ */
+function acceptRouted(value: Record<string, unknown>): InboundFrame | undefined {
+  const { to, payload } = value;
+  if (!isJsonObject(payload)) return undefined;
+  if (typeof to === 'string') {
+    if (to.length === 0 || to.length > 255) return undefined;
+  } else if (typeof to !== 'number' || !Number.isSafeInteger(to) || to <= 0) {
+    return undefined;
+  }
+  return { type: 'route', to, payload };
+}
+
 function describeIssue(error: z.ZodError): string {
   const issue = error.issues[0];
   if (issue === undefined) return 'invalid message';
@@ -68,6 +84,8 @@ export function parseFrame(text: string): InboundFrame {
     return { type: 'invalid_message', message: 'a frame must be a JSON object' };
   }
   if (value.type === undefined) {
+    const fast = acceptRouted(value);
+    if (fast !== undefined) return fast;
     const routed = routedSchema.safeParse(value);
     if (!routed.success) return { type: 'invalid_message', message: describeIssue(routed.error) };
     return { type: 'route', to: routed.data.to, payload: routed.data.payload };

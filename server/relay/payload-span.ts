@@ -19,11 +19,16 @@ function skipSpace(text: string, at: number): number {
 
 /** Index just past the string literal that starts at `at` (which holds the opening quote). */
 function skipString(text: string, at: number): number {
-  let i = at + 1;
+  let from = at + 1;
   for (;;) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) return i + 1;
-    i += c === BACKSLASH ? 2 : 1;
+    // jump to the next quote natively; it closes the string unless an odd run of backslashes
+    // escapes it (the run cannot extend past the opening quote)
+    const quote = text.indexOf('"', from);
+    if (quote < 0) return text.length;
+    let b = quote - 1;
+    while (text.charCodeAt(b) === BACKSLASH) b--;
+    if ((quote - 1 - b) % 2 === 0) return quote + 1;
+    from = quote + 1;
   }
 }
 
