@@ -211,7 +211,7 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
       sqliteEngine: process.env.SYNC_HOST_SQLITE_ENGINE === 'wasm' ? 'wasm' : undefined,
     });
   } catch (err: unknown) {
-    if (err instanceof ListenError) {
+    if (err instanceof ListenError || err instanceof ConfigError) {
       process.stderr.write(`sync-host: ${err.message}\n`);
       return exitUsage;
     }

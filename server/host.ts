@@ -2,6 +2,8 @@ import type { Express } from 'express';
 import { type AuthServer, createAuthServer } from './auth/index.ts';
 import type { AuthLimits } from './auth/rate-limits.ts';
 import type { AuthService } from './auth/service.ts';
+import type { DbConfig } from './config/auth-config.ts';
+import { ConfigError } from './config/conf-file.ts';
 import type { LoadedConfig } from './config/load.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import { prepareDataDir } from './data-dir.ts';
@@ -63,6 +65,27 @@ function relayListenError(err: unknown, config: RelayConfig): unknown {
   return new ListenError(port, setting, e.code);
 }
 
+/** The relay's SQLite buffer cannot be opened: a configuration mistake naming sqlite.path. */
+function bufferOpenError(err: unknown, config: RelayConfig): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^(SQLITE_|E[A-Z]+$)/.test(code)) return err;
+  return new ConfigError(
+    'relay.conf',
+    undefined,
+    'sqlite.path',
+    `cannot open ${config.sqlitePath} (${code})`,
+  );
+}
+
+/** The embedded auth database cannot be opened: a configuration mistake naming DB_PATH. */
+function sqliteOpenError(err: unknown, db: DbConfig): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (db.driver !== 'sqlite' || typeof code !== 'string' || !/^(SQLITE_|E[A-Z]+$)/.test(code)) {
+    return err;
+  }
+  return new ConfigError('auth.conf', undefined, 'DB_PATH', `cannot open ${db.path} (${code})`);
+}
+
 /** The relay's secret: relay.conf's when set, else the auth service's (with a warning when they differ). */
 function relaySecret(options: HostOptions, authSecret: string): string {
   const { relay } = options.config;
@@ -93,13 +116,22 @@ export async function startHost(options: HostOptions): Promise<Host> {
   }
   // BIND is the listen address of every port unless relay.conf sets its own.
   if (mode === 'headless' && !relayConfig.explicit.has('bind')) relayConfig.bind = config.auth.bind;
+  // Devices deleted while the relay is paused: replayed into the relay when it resumes.
+  const revokedWhilePaused = new Set<number>();
   const startRelay = async (ports?: { wsPort: number; statusPort: number }) => {
-    const relay = createRelay({
-      config: ports ? { ...relayConfig, ...ports } : relayConfig,
-      secret: relaySecret(options, secret),
-      logger,
-      now: options.now,
-    });
+    let relay: Relay;
+    try {
+      relay = createRelay({
+        config: ports ? { ...relayConfig, ...ports } : relayConfig,
+        secret: relaySecret(options, secret),
+        logger,
+        now: options.now,
+      });
+    } catch (err: unknown) {
+      throw bufferOpenError(err, relayConfig);
+    }
+    for (const deviceId of revokedWhilePaused) relay.revokeDevice(deviceId);
+    revokedWhilePaused.clear();
     host.relay = relay;
     try {
       relayPorts = await relay.listen();
@@ -162,6 +194,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
         sqliteEngine: options.sqliteEngine,
         mount:
           options.mount && ((app, service, db) => options.mount?.(app, service, db, () => host)),
+      }).catch((err: unknown) => {
+        throw sqliteOpenError(err, config.auth.db);
       });
       stops.push(() => auth.close());
       host.auth = auth;
@@ -172,8 +206,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
       urls.auth = baseUrl;
       urls.relay = relayUrl;
       urls.admin = `${baseUrl}/admin/#token=${generated.adminToken}`;
-      if (mode === 'headless')
-        auth.service.onDeviceRevoked((deviceId) => host.relay?.revokeDevice(deviceId));
+      if (mode === 'headless') {
+        auth.service.onDeviceRevoked((deviceId) => {
+          if (host.relay) host.relay.revokeDevice(deviceId);
+          else if (host.relayPaused) revokedWhilePaused.add(deviceId);
+        });
+      }
       await auth.ready;
       if (config.auth.mdns) {
         const advertisement = advertise({
