@@ -1,7 +1,14 @@
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants as fsConstants, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  Kysely,
+  MysqlDialect,
+  PostgresDialect,
+  type SqliteDatabase,
+  SqliteDialect,
+  sql,
+} from 'kysely';
 import type { DbConfig, DbDriver } from '../config/auth-config.ts';
 import type { Logger } from '../log.ts';
 import type { Database } from './schema.ts';
@@ -59,6 +66,32 @@ function loadBetterSqlite3(
 }
 
 async function openSqlite(path: string, options: OpenOptions): Promise<Db> {
+  try {
+    return await openSqliteUnchecked(path, options);
+  } catch (err: unknown) {
+    throw sqliteOpenError(path, err);
+  }
+}
+
+/**
+ * A database that cannot be opened (read-only or full disk, missing permission) becomes one
+ * clear message naming the file, instead of SQLite's bare "unable to open database file".
+ */
+function sqliteOpenError(path: string, err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === undefined || !/^(SQLITE_|E[A-Z]+$)/.test(code)) return err;
+  let reason = err.message;
+  try {
+    accessSync(dirname(path), fsConstants.W_OK);
+  } catch (access: unknown) {
+    const why = (access as NodeJS.ErrnoException).code ?? 'error';
+    reason = `its folder is not writable (${why === 'EROFS' ? 'read-only file system' : why}): ${err.message}`;
+  }
+  return Object.assign(new Error(`cannot open the SQLite database ${path}: ${reason}`), { code });
+}
+
+async function openSqliteUnchecked(path: string, options: OpenOptions): Promise<Db> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   let engine: DbEngine = 'better-sqlite3';
   let dialect: SqliteDialect;
@@ -79,11 +112,11 @@ async function openSqlite(path: string, options: OpenOptions): Promise<Db> {
     native.pragma('synchronous = FULL');
     native.pragma('foreign_keys = ON');
     native.pragma('busy_timeout = 5000');
-    dialect = new SqliteDialect({ database: native });
+    dialect = new SqliteDialect({ database: tolerateLostTransaction(native) });
   } else {
     engine = 'sql.js';
     const database = await openSqlJsDatabase(path);
-    dialect = new SqliteDialect({ database });
+    dialect = new SqliteDialect({ database: tolerateLostTransaction(database) });
   }
   const kysely = new Kysely<Database>({ dialect });
   return {
@@ -94,6 +127,36 @@ async function openSqlite(path: string, options: OpenOptions): Promise<Db> {
     bool: (value) => (value ? 1 : 0),
     ping: (timeoutMs) => ping(kysely, timeoutMs),
     close: () => kysely.destroy(),
+  };
+}
+
+/**
+ * After SQLITE_FULL or an I/O error SQLite may already have rolled the transaction back by
+ * itself (and sql.js may fail to write the image after its COMMIT). Kysely then sends its own
+ * ROLLBACK, which fails with "no transaction is active" and would replace the real error (a 500
+ * instead of 503 `unavailable`); that ROLLBACK is a no-op instead.
+ */
+function tolerateLostTransaction(database: SqliteDatabase): SqliteDatabase {
+  return {
+    close: () => database.close(),
+    prepare(text) {
+      const statement = database.prepare(text);
+      if (!/^\s*rollback\s*;?\s*$/i.test(text)) return statement;
+      return {
+        reader: statement.reader,
+        all: (parameters) => statement.all(parameters),
+        iterate: (parameters) => statement.iterate(parameters),
+        run(parameters) {
+          try {
+            return statement.run(parameters);
+          } catch (err: unknown) {
+            if (err instanceof Error && /no transaction is active/i.test(err.message))
+              return { changes: 0, lastInsertRowid: 0 };
+            throw err;
+          }
+        },
+      };
+    },
   };
 }
 

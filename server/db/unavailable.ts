@@ -23,6 +23,11 @@ const connectionCodes = new Set([
   'SQLITE_CANTOPEN',
   'SQLITE_CORRUPT',
   'SQLITE_NOTADB',
+  // sql.js writes the database image with node:fs: a full, read-only or failing disk.
+  'ENOSPC',
+  'EDQUOT',
+  'EROFS',
+  'EIO',
   '28P01',
   '3D000',
   '53300',
