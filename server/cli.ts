@@ -5,13 +5,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isClientCommand } from '../client/cli/commands.ts';
-import { createAdminMount } from './admin/index.ts';
 import { type LogLevel, logLevels } from './config/common.ts';
 import { ConfigError } from './config/conf-file.ts';
 import { ConfigProblems } from './config/keys.ts';
 import { type LoadedConfig, loadConfig } from './config/load.ts';
-import { discoverHosts } from './discovery/browse.ts';
-import { type Host, type HostMode, startHost } from './host.ts';
+import type { Host, HostMode } from './host.ts';
 import { ListenError } from './http-listen.ts';
 import { createLogger, type Logger } from './log.ts';
 import { version } from './version.ts';
@@ -24,6 +22,9 @@ Modes:
   relay               the relay alone (relay.conf)
   discover            list sync hosts advertised on the LAN (mDNS) and exit
   (none)              the tray app when Electron is installed, else the headless host
+
+Client commands (see \`sync-host login --help\`):
+  login, devices, projects, project add, subscription, send, listen
 
 Options:
   --config-dir DIR    read auth.conf and relay.conf from DIR (default: the working directory)
@@ -152,6 +153,8 @@ async function discover(flags: Flags): Promise<number> {
     return exitUsage;
   }
   process.stderr.write(`Looking for sync hosts on the LAN for ${seconds} s...\n`);
+  // Loaded on demand, like the host: the client commands start without them.
+  const { discoverHosts } = await import('./discovery/browse.ts');
   const hosts = await discoverHosts(seconds * 1000, {
     onInvalid: (name, problem) =>
       process.stderr.write(`sync-host: ignoring "${name}": ${problem}\n`),
@@ -202,6 +205,8 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   process.umask(0o077);
   let host: Host;
   try {
+    const { startHost } = await import('./host.ts');
+    const { createAdminMount } = await import('./admin/index.ts');
     host = await startHost({
       mode,
       config,
