@@ -10,7 +10,7 @@ const root = join(import.meta.dirname, '..', '..');
 const binary = electronBinary();
 const title =
   binary === undefined
-    ? 'Electron tray app (skipped: the Electron binary is not installed; ELECTRON_SKIP_BINARY_DOWNLOAD or no network)'
+    ? 'Electron tray app (skipped: the Electron binary is not installed; its download script is denied in allowScripts, or no network)'
     : 'Electron tray app';
 
 describe.skipIf(binary === undefined)(title, () => {
