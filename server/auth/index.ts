@@ -70,14 +70,18 @@ function guardClientErrors(server: Server): void {
     res.once('finish', () => answering.delete(req.socket));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // A client too slow to send its request (slowloris) is cut, answer in preparation or not.
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
     const pending = answering.get(socket);
     if (pending !== undefined && !pending.writableFinished) {
       pending.shouldKeepAlive = false;
       pending.once('close', () => socket.destroy());
       return;
     }
-    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ECONNRESET';
-    if (timedOut || !socket.writable || (socket as Socket).bytesWritten > 0) {
+    if (!socket.writable || (socket as Socket).bytesWritten > 0) {
       socket.destroy();
       return;
     }
