@@ -241,8 +241,8 @@ async function latency(command: Extract<LoadCommand, { kind: 'latency' }>): Prom
 }
 
 /**
- * Durable buffer: in every room all but one device drop without leave; the remaining one
- * broadcasts as fast as its socket drains, so every message is stored for the absent devices.
+ * Durable buffer: in every room all but one device drop without leave; the remaining one then
+ * sends `perSender` broadcasts as fast as its socket drains, each stored for every absent device.
  */
 async function buffer(command: Extract<LoadCommand, { kind: 'buffer' }>): Promise<void> {
   const senders: Peer[] = [];
@@ -250,28 +250,21 @@ async function buffer(command: Extract<LoadCommand, { kind: 'buffer' }>): Promis
     for (const member of members.slice(devicesPerRoom - command.absentPerRoom)) member.close();
     senders.push(members[0] as Peer);
   }
-  await sleep(300);
-  running = true;
+  await sleep(500);
   const payload = `{"op":"edit","doc":"bench","data":"${'x'.repeat(48)}"}`;
-  const pump = () => {
-    if (!running) return;
-    for (const sender of senders) {
-      for (let i = 0; i < 32 && sender.bufferedAmount() < 256 * 1024; i++) {
-        sender.send('broadcast', payload);
-      }
-    }
-    setImmediate(pump);
-  };
-  pump();
-  await sleep(command.warmupMs);
-  const stopped = waitForStop();
-  const started = performance.now();
+  let left = command.perSender;
   report({ kind: 'measuring' });
-  await stopped;
-  running = false;
-  const seconds = (performance.now() - started) / 1000;
-  await sleep(300);
-  report({ kind: 'stopped', received: 0, seconds });
+  await new Promise<void>((resolve) => {
+    const pump = () => {
+      for (let i = 0; i < 64 && left > 0; i++, left--) {
+        for (const sender of senders) sender.send('broadcast', payload);
+      }
+      if (left > 0) setImmediate(pump);
+      else resolve();
+    };
+    pump();
+  });
+  report({ kind: 'sent', messages: command.perSender * senders.length });
 }
 
 process.on('message', (command: LoadCommand) => {

@@ -25,12 +25,14 @@ export interface Counters {
 /** A server under test, as started inside bench/server.ts. */
 export interface BenchServer {
   port: number;
+  /** Relay only: the buffer's SQLite file, read by the orchestrator to count commits. */
+  dbPath?: string;
   counters(): Counters | Promise<Counters>;
   close(): Promise<void>;
 }
 
 export type ServerReport =
-  | { kind: 'ready'; port: number }
+  | { kind: 'ready'; port: number; dbPath?: string }
   | ({ kind: 'counters' } & Counters)
   | ({ kind: 'memory' } & NodeJS.MemoryUsage);
 
@@ -42,7 +44,7 @@ export type LoadCommand =
   | { kind: 'throughput'; mode: 'broadcast' | 'direct'; window: number; warmupMs: number }
   | { kind: 'stop' }
   | { kind: 'latency'; ratePerSecond: number; warmupMs: number; measureMs: number }
-  | { kind: 'buffer'; absentPerRoom: number; warmupMs: number }
+  | { kind: 'buffer'; absentPerRoom: number; perSender: number }
   | { kind: 'release' };
 
 export type LoadReport =
@@ -50,4 +52,5 @@ export type LoadReport =
   | { kind: 'measuring' }
   | { kind: 'stopped'; received: number; seconds: number }
   | { kind: 'latency'; samples: number; p50Ms: number; p99Ms: number; maxMs: number }
-  | { kind: 'released' };
+  | { kind: 'released' }
+  | { kind: 'sent'; messages: number };

@@ -48,6 +48,7 @@ async function startRelay(): Promise<BenchServer> {
     Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
   return {
     port: ports.wsPort,
+    dbPath: join(dir, 'relay.db'),
     async counters() {
       const text = await (await fetch(metricsUrl)).text();
       return {
@@ -97,4 +98,4 @@ process.on('message', (request: { kind: 'counters' | 'memory' | 'close' }) => {
     process.exit(1);
   });
 });
-send({ kind: 'ready', port: server.port });
+send({ kind: 'ready', port: server.port, dbPath: server.dbPath });
