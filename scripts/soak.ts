@@ -179,10 +179,12 @@ async function authCycle(): Promise<void> {
   if (sent.status !== 200) throw new Error(`magic-link ${sent.status}`);
   const prefix = `[dev] Magic link token for ${email}: `;
   const until = Date.now() + 5_000;
-  let line: string | undefined;
-  while (!(line = host.stdout.slice(before).find((l) => l.startsWith(prefix)))) {
+  const printed = () => host.stdout.slice(before).find((l) => l.startsWith(prefix));
+  let line = printed();
+  while (line === undefined) {
     if (Date.now() > until) throw new Error('no magic link printed');
     await new Promise((resolve) => setTimeout(resolve, 5));
+    line = printed();
   }
   const verified = await http(
     'GET',

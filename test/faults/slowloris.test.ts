@@ -55,7 +55,7 @@ describe('slowloris on the auth port', () => {
 
     // 40 connections sending one header byte every 100 ms (never finishing), and 10 sending a
     // complete header block but a body one byte at a time.
-    const header = 'GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ' + 'a'.repeat(200);
+    const header = `GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ${'a'.repeat(200)}`;
     const slowHeaders = Array.from({ length: 40 }, () => trickle(port, header.split(''), 100));
     const slowBodies = Array.from({ length: 10 }, () =>
       trickle(
