@@ -1,5 +1,7 @@
 import type { Tier } from '../config/auth-config.ts';
 import type { Db } from '../db/connect.ts';
+import { toDevice } from '../db/devices.ts';
+import { toProject } from '../db/projects.ts';
 import { toIso } from '../db/schema.ts';
 import type { AdminDevice, AdminProject } from './types.ts';
 
@@ -68,15 +70,7 @@ export async function listDevicesWithOwner(db: Db): Promise<Array<Omit<AdminDevi
     ])
     .orderBy('devices.id')
     .execute();
-  return rows.map((row) => ({
-    id: Number(row.id),
-    userId: Number(row.userId),
-    email: row.email,
-    deviceName: row.deviceName,
-    platform: row.platform,
-    createdAt: toIso(row.createdAt),
-    lastSeen: toIso(row.lastSeen),
-  }));
+  return rows.map((row) => ({ ...toDevice(row), email: row.email }));
 }
 
 /** Every project with its owner's e-mail, ordered by id. */
@@ -95,15 +89,7 @@ export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
     ])
     .orderBy('projects.id')
     .execute();
-  return rows.map((row) => ({
-    id: Number(row.id),
-    userId: Number(row.userId),
-    email: row.email,
-    projectKey: row.projectKey,
-    name: row.name,
-    roomId: row.roomId,
-    createdAt: toIso(row.createdAt),
-  }));
+  return rows.map((row) => ({ ...toProject(row), email: row.email }));
 }
 
 /** The owner of a device, or undefined when the id is unknown. */

@@ -100,12 +100,6 @@ export async function listDevices(db: Db, userId: number): Promise<Device[]> {
   return rows.map(toDevice);
 }
 
-/** All devices, for the administrator. */
-export async function listAllDevices(db: Db): Promise<Device[]> {
-  const rows = await db.kysely.selectFrom('devices').select(publicColumns).orderBy('id').execute();
-  return rows.map(toDevice);
-}
-
 export async function touchDevice(db: Db, id: number, now: Date): Promise<void> {
   await db.kysely
     .updateTable('devices')
