@@ -191,44 +191,51 @@ describe('client library against a headless host', () => {
 });
 
 describe('client library across a host restart', () => {
-  it('loses nothing when the host restarts while both editors keep sending', async () => {
-    const ports = { auth: await freePort(), ws: await freePort(), status: await freePort() };
-    const first = await newHost(ports);
-    const laptop = await editor(first, 'erin@example.org', 'laptop');
-    const desktop = await editor(first, 'erin@example.org', 'desktop');
-    const a = track((await laptop.client.openProject('erin-ws', 'ws')).connection);
-    const b = track((await desktop.client.openProject('erin-ws', 'ws')).connection);
-    const atA = inbox(a);
-    const atB = inbox(b);
-    const joinsA: boolean[] = [];
-    const joinsB: boolean[] = [];
-    a.on('joined', (frame) => joinsA.push(frame.gap));
-    b.on('joined', (frame) => joinsB.push(frame.gap));
+  it.each([
+    ['SIGTERM', 0],
+    ['SIGKILL', null],
+  ] as const)(
+    'loses nothing when the host is stopped with %s and restarted while both editors keep sending',
+    async (signal, exitCode) => {
+      const ports = { auth: await freePort(), ws: await freePort(), status: await freePort() };
+      const first = await newHost(ports);
+      const laptop = await editor(first, 'erin@example.org', 'laptop');
+      const desktop = await editor(first, 'erin@example.org', 'desktop');
+      const a = track((await laptop.client.openProject('erin-ws', 'ws')).connection);
+      const b = track((await desktop.client.openProject('erin-ws', 'ws')).connection);
+      const atA = inbox(a);
+      const atB = inbox(b);
+      const joinsA: boolean[] = [];
+      const joinsB: boolean[] = [];
+      a.on('joined', (frame) => joinsA.push(frame.gap));
+      b.on('joined', (frame) => joinsB.push(frame.gap));
 
-    let na = 0;
-    let nb = 0;
-    const timer = setInterval(() => {
-      a.broadcast({ from: 'a', n: na++ });
-      b.broadcast({ from: 'b', n: nb++ });
-    }, 10);
-    try {
-      await waitFor(() => atA.length >= 10 && atB.length >= 10, 5_000, 'traffic before');
-      expect(await first.process.stop('SIGTERM')).toBe(0);
-      await waitFor(() => a.state === 'reconnecting' && b.state === 'reconnecting', 5_000);
-      const second = await startHost(dirs.at(-1)!);
-      hosts.push(second);
-      expect(second.authUrl).toBe(first.authUrl);
-      await waitFor(() => joinsA.length === 1 && joinsB.length === 1, 10_000, 'both rejoined');
-      const after = na;
-      await waitFor(() => na >= after + 10, 5_000, 'traffic after');
-    } finally {
-      clearInterval(timer);
-    }
-    await Promise.all([a.flush(), b.flush()]);
-    await waitFor(() => atA.length >= nb && atB.length >= na, 10_000, 'everything delivered');
-    expect(atB.map((m) => m.payload.n)).toEqual(Array.from({ length: na }, (_, i) => i));
-    expect(atA.map((m) => m.payload.n)).toEqual(Array.from({ length: nb }, (_, i) => i));
-    expect([...joinsA, ...joinsB]).toEqual([false, false]);
-    await Promise.all([a.close(), b.close()]);
-  }, 40_000);
+      let na = 0;
+      let nb = 0;
+      const timer = setInterval(() => {
+        a.broadcast({ from: 'a', n: na++ });
+        b.broadcast({ from: 'b', n: nb++ });
+      }, 10);
+      try {
+        await waitFor(() => atA.length >= 10 && atB.length >= 10, 5_000, 'traffic before');
+        expect(await first.process.stop(signal)).toBe(exitCode);
+        await waitFor(() => a.state === 'reconnecting' && b.state === 'reconnecting', 5_000);
+        const second = await startHost(dirs.at(-1)!);
+        hosts.push(second);
+        expect(second.authUrl).toBe(first.authUrl);
+        await waitFor(() => joinsA.length === 1 && joinsB.length === 1, 10_000, 'both rejoined');
+        const after = na;
+        await waitFor(() => na >= after + 10, 5_000, 'traffic after');
+      } finally {
+        clearInterval(timer);
+      }
+      await Promise.all([a.flush(), b.flush()]);
+      await waitFor(() => atA.length >= nb && atB.length >= na, 10_000, 'everything delivered');
+      expect(atB.map((m) => m.payload.n)).toEqual(Array.from({ length: na }, (_, i) => i));
+      expect(atA.map((m) => m.payload.n)).toEqual(Array.from({ length: nb }, (_, i) => i));
+      expect([...joinsA, ...joinsB]).toEqual([false, false]);
+      await Promise.all([a.close(), b.close()]);
+    },
+    40_000,
+  );
 });
