@@ -112,7 +112,7 @@ async function openSqliteUnchecked(path: string, options: OpenOptions): Promise<
     native.pragma('synchronous = FULL');
     native.pragma('foreign_keys = ON');
     native.pragma('busy_timeout = 5000');
-    dialect = new SqliteDialect({ database: tolerateLostTransaction(native) });
+    dialect = new SqliteDialect({ database: tolerateLostTransaction(cacheStatements(native)) });
   } else {
     engine = 'sql.js';
     const database = await openSqlJsDatabase(path);
@@ -136,6 +136,30 @@ async function openSqliteUnchecked(path: string, options: OpenOptions): Promise<
  * ROLLBACK, which fails with "no transaction is active" and would replace the real error (a 500
  * instead of 503 `unavailable`); that ROLLBACK is a no-op instead.
  */
+/** Prepared statements kept per SQL text; bounded so a stream of distinct texts cannot grow it. */
+const maxCachedStatements = 256;
+
+/**
+ * Kysely prepares every query anew; better-sqlite3 statements can be reused, which saves the
+ * SQL parse of each request (about 5% of a bearer-authenticated request's CPU). Only for the
+ * native engine: sql.js frees its statements whenever it writes the file.
+ */
+function cacheStatements(database: SqliteDatabase): SqliteDatabase {
+  const statements = new Map<string, ReturnType<SqliteDatabase['prepare']>>();
+  return {
+    close: () => database.close(),
+    prepare(text) {
+      let statement = statements.get(text);
+      if (statement === undefined) {
+        if (statements.size >= maxCachedStatements) statements.clear();
+        statement = database.prepare(text);
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
+}
+
 function tolerateLostTransaction(database: SqliteDatabase): SqliteDatabase {
   return {
     close: () => database.close(),
