@@ -1,6 +1,6 @@
 import type { Request, RequestHandler } from 'express';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { AppError, unauthorized } from '../auth/errors.ts';
+import { unauthorized } from '../auth/errors.ts';
+import { Limiter } from '../auth/rate-limits.ts';
 import { safeEqual } from '../auth/tokens.ts';
 import type { Logger } from '../log.ts';
 
@@ -30,23 +30,16 @@ function bearer(req: Request): string | undefined {
  */
 export function createAdminGuard(options: AdminGuardOptions): RequestHandler {
   const limit = options.failureLimit ?? defaultAdminFailureLimit;
-  const failures = new RateLimiterMemory({ points: limit.points, duration: limit.seconds });
+  const failures = new Limiter('admin token failures per client', limit, options.logger);
   return async (req, _res, next) => {
     const client = clientOf(req);
-    const spent = await failures.get(client);
-    if (spent !== null && spent.remainingPoints <= 0) throw tooMany(spent);
+    await failures.check(client);
     const token = bearer(req);
     if (token !== undefined && safeEqual(token, options.adminToken())) {
       next();
       return;
     }
-    const blocked = await failures.consume(client).then(
-      () => false,
-      (err: unknown) => {
-        if (err instanceof RateLimiterRes) return true;
-        throw err;
-      },
-    );
+    const blocked = await failures.penalize(client);
     options.logger.warn(
       {
         client,
@@ -59,12 +52,4 @@ export function createAdminGuard(options: AdminGuardOptions): RequestHandler {
     );
     throw unauthorized('missing or invalid admin token');
   };
-}
-
-function tooMany(res: RateLimiterRes): AppError {
-  return new AppError(
-    'rate_limited',
-    'too many requests with a wrong admin token; try again later',
-    Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
-  );
 }
