@@ -1,6 +1,7 @@
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { unauthorized } from '../auth/errors.ts';
 import { Limiter } from '../auth/rate-limits.ts';
+import { bearer, clientOf } from '../auth/request.ts';
 import { safeEqual } from '../auth/tokens.ts';
 import type { Logger } from '../log.ts';
 
@@ -12,14 +13,6 @@ export interface AdminGuardOptions {
   adminToken: () => string;
   logger: Logger;
   failureLimit?: { points: number; seconds: number };
-}
-
-const clientOf = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
-
-function bearer(req: Request): string | undefined {
-  const header = req.headers.authorization;
-  if (typeof header !== 'string') return undefined;
-  return /^Bearer[ \t]+(\S{1,512})[ \t]*$/i.exec(header)?.[1];
 }
 
 /**

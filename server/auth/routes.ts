@@ -2,6 +2,7 @@ import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 import { verifyPage } from './html.ts';
+import { bearer, clientOf } from './request.ts';
 import { deviceInputSchema, emailSchema, idSchema, parseInput, text } from './schemas.ts';
 import type { AuthService, Caller } from './service.ts';
 
@@ -19,16 +20,6 @@ const verifyQuery = z
   });
 const devicesBody = deviceInputSchema.extend({ jwt: z.string().max(4096).optional() });
 const projectBody = z.object({ projectKey: text(255), name: text(255) });
-
-/** The client address used for rate limits. */
-const clientOf = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
-
-function bearer(req: Request): string | undefined {
-  const header = req.headers.authorization;
-  if (typeof header !== 'string') return undefined;
-  const match = /^Bearer[ \t]+(\S{1,4096})[ \t]*$/i.exec(header);
-  return match?.[1];
-}
 
 /** Whether the client prefers an HTML page (a browser opening the link). */
 const wantsHtml = (req: Request): boolean =>
