@@ -36,6 +36,14 @@ import {
 export const linkLifetimeMs = 15 * 60_000;
 /** lastSeen is written at most once per this interval per device, not on every request. */
 export const lastSeenRefreshMs = 60_000;
+/**
+ * A successful bearer check is remembered this long, so a busy client costs no database read
+ * and no HMAC per request. Deleting a device (user, admin, or a user's deletion) drops its
+ * entries at once in this process; see docs/auth.md for several auth processes on one database.
+ */
+export const callerCacheMs = 10_000;
+/** Entries kept at most; the cache is emptied when it is full. */
+const callerCacheEntries = 10_000;
 
 export const projectLimits: Record<Tier, number | null> = {
   free: 0,
@@ -116,6 +124,19 @@ export function createAuthService(options: AuthServiceOptions) {
   );
   const revokeListeners = new Set<(deviceId: number, userId: number) => void>();
   const pending = new Map<string, PendingLink>();
+  const callers = new Map<string, { caller: Caller; until: number }>();
+  const deviceLists = new Map<number, { devices: Device[]; until: number }>();
+
+  async function addDevice(userId: number, input: DeviceInput) {
+    const created = await createDevice(
+      db,
+      { userId, ...input },
+      new Date(now()),
+      signToken(userId),
+    );
+    deviceLists.delete(userId);
+    return created;
+  }
 
   const signToken = (userId: number) => (deviceId: number) =>
     signDeviceToken(
@@ -134,7 +155,24 @@ export function createAuthService(options: AuthServiceOptions) {
 
   /** Tells listeners (the co-hosted relay) that a device no longer exists. */
   function notifyRevoked(deviceId: number, userId: number): void {
+    deviceLists.delete(userId);
+    for (const [token, entry] of callers)
+      if (entry.caller.device.id === deviceId) callers.delete(token);
     for (const listener of revokeListeners) listener(deviceId, userId);
+  }
+
+  /** Writes lastSeen when the stored value is at least lastSeenRefreshMs old. */
+  function refreshLastSeen(device: Device): void {
+    if (now() - Date.parse(device.lastSeen) < lastSeenRefreshMs) return;
+    const seen = new Date(now());
+    device.lastSeen = seen.toISOString();
+    deviceLists.delete(device.userId);
+    touchDevice(db, device.id, seen).catch((err: unknown) =>
+      logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'lastSeen refresh failed',
+      ),
+    );
   }
 
   function prunePending(): void {
@@ -213,12 +251,7 @@ export function createAuthService(options: AuthServiceOptions) {
         logger.info({ userId: user.id }, 'login verified; JWT issued');
         return { user, jwt: await signLoginJwt(user.id, settings.secret, now()) };
       }
-      const created = await createDevice(
-        db,
-        { userId: user.id, ...device },
-        new Date(now()),
-        signToken(user.id),
-      );
+      const created = await addDevice(user.id, device);
       logger.info(
         { userId: user.id, deviceId: created.device.id },
         'login verified; device registered',
@@ -235,12 +268,7 @@ export function createAuthService(options: AuthServiceOptions) {
         jwt === undefined ? undefined : await verifyLoginJwt(jwt, settings.secret, now());
       const user = userId === undefined ? undefined : await findUserById(db, userId);
       if (user === undefined) throw unauthorized('missing, invalid or expired login JWT');
-      const created = await createDevice(
-        db,
-        { userId: user.id, ...input },
-        new Date(now()),
-        signToken(user.id),
-      );
+      const created = await addDevice(user.id, input);
       logger.info({ userId: user.id, deviceId: created.device.id }, 'device registered');
       return { deviceToken: created.token, device: created.device };
     },
@@ -251,33 +279,40 @@ export function createAuthService(options: AuthServiceOptions) {
      */
     async authenticate(token: string | undefined, client: string): Promise<Caller> {
       await authFailures.check(client);
+      const cached = token === undefined ? undefined : callers.get(token);
+      if (cached !== undefined && cached.until > now()) {
+        refreshLastSeen(cached.caller.device);
+        return cached.caller;
+      }
       const claims = verifyDeviceToken(token, settings.secret, settings.tokenSignature);
       const found = claims && (await findDeviceForAuth(db, claims.deviceId));
       const valid =
         found !== undefined &&
         found.device.userId === claims?.userId &&
         safeEqual(found.tokenDigest, sha256Hex(token ?? ''));
-      if (!valid) {
+      if (!valid || token === undefined) {
         if (await authFailures.penalize(client)) {
           logger.warn({ client }, 'too many invalid bearer tokens');
         }
         throw unauthorized();
       }
-      const { device, user } = found;
-      if (now() - Date.parse(device.lastSeen) >= lastSeenRefreshMs) {
-        const seen = new Date(now());
-        device.lastSeen = seen.toISOString();
-        touchDevice(db, device.id, seen).catch((err: unknown) =>
-          logger.warn(
-            { err: err instanceof Error ? err.message : String(err) },
-            'lastSeen refresh failed',
-          ),
-        );
-      }
-      return { user, device };
+      const caller: Caller = { user: found.user, device: found.device };
+      refreshLastSeen(caller.device);
+      if (callers.size >= callerCacheEntries) callers.clear();
+      callers.set(token, { caller, until: now() + callerCacheMs });
+      return caller;
     },
 
-    listDevices: (caller: Caller) => listDevices(db, caller.user.id),
+    /** The caller's devices, remembered like bearer checks and dropped on every change. */
+    async listDevices(caller: Caller): Promise<Device[]> {
+      const userId = caller.user.id;
+      const hit = deviceLists.get(userId);
+      if (hit !== undefined && hit.until > now()) return hit.devices;
+      const devices = await listDevices(db, userId);
+      if (deviceLists.size >= callerCacheEntries) deviceLists.clear();
+      deviceLists.set(userId, { devices, until: now() + callerCacheMs });
+      return devices;
+    },
 
     /** Deletes one of the caller's devices and revokes it at once (relay connections too). */
     async deleteDevice(caller: Caller, id: number): Promise<void> {

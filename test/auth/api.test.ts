@@ -360,10 +360,32 @@ for (const target of targets) {
         expect(devices.every((d) => !('token' in d))).toBe(true);
       });
 
+      it('shows a device added or deleted after an earlier listing at once', async () => {
+        const email = freshEmail();
+        const first = await h.signIn(email, 'first');
+        const ids = async () =>
+          (
+            (await (
+              await h.request('GET', '/auth/devices', { token: first.deviceToken })
+            ).json()) as {
+              devices: Array<{ id: number }>;
+            }
+          ).devices.map((d) => d.id);
+        expect(await ids()).toEqual([first.device.id]);
+        const second = await h.signIn(email, 'second');
+        expect(await ids()).toEqual([first.device.id, second.device.id]);
+        await h.request('DELETE', `/auth/device/${second.device.id}`, { token: first.deviceToken });
+        expect(await ids()).toEqual([first.device.id]);
+      });
+
       it('deletes a device, revokes its token at once and tells revocation listeners', async () => {
         const email = freshEmail();
         const keep = await h.signIn(email, 'keep');
         const drop = await h.signIn(email, 'drop');
+        // Used once before, so its successful check is remembered (the caller cache).
+        expect((await h.request('GET', '/auth/device', { token: drop.deviceToken })).status).toBe(
+          200,
+        );
         const revoked: number[] = [];
         const off = h.server.service.onDeviceRevoked((id) => revoked.push(id));
         const res = await h.request('DELETE', `/auth/device/${drop.device.id}`, {
