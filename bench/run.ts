@@ -48,7 +48,12 @@ const plan = quick
       scale: [100, 1_000, 3_000, 10_000],
       authSeconds: 3,
     };
-const kinds: ServerKind[] = ['relay', 'ws', 'sio'];
+const kindsArg = process.argv.find((a) => a.startsWith('--kinds='))?.slice(8);
+/** `--kinds=relay,ws` compares a subset (faster A/B runs); the ratios to a missing kind are left out. */
+const kinds = (kindsArg?.split(',') ?? ['relay', 'ws', 'sio']) as ServerKind[];
+const roundsArg = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9));
+/** `--rounds=N` overrides the number of interleaved rounds. */
+if (Number.isInteger(roundsArg) && roundsArg > 0) plan.rounds = roundsArg;
 const here = import.meta.dirname;
 const tsx = ['--import', 'tsx'];
 
@@ -364,8 +369,16 @@ async function authBench(driver: 'sqlite' | 'postgres'): Promise<string | undefi
 // ---------- run ----------
 
 const started = performance.now();
-const loads = new Map<ServerKind, LoadChild>(kinds.map((kind) => [kind, startLoad()]));
-const load = (kind: ServerKind) => loads.get(kind) as LoadChild;
+const loads = new Map<ServerKind, LoadChild>();
+/** One generator process per server kind, started on first use. */
+function load(kind: ServerKind): LoadChild {
+  let child = loads.get(kind);
+  if (child === undefined) {
+    child = startLoad();
+    loads.set(kind, child);
+  }
+  return child;
+}
 
 if (section('compare')) {
   for (let round = 1; round <= plan.rounds; round++) {
@@ -418,8 +431,8 @@ print(
 );
 if (section('compare')) {
   print();
-  print('| measure | relay | bare ws | Socket.IO |');
-  print('|---|---|---|---|');
+  print(`| measure | ${kinds.map((kind) => serverNames[kind]).join(' | ')} |`);
+  print(`|---|${kinds.map(() => '---|').join('')}`);
   const row = (label: string, key: string, digits: number) =>
     print(
       `| ${label} | ${kinds
