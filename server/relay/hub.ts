@@ -38,8 +38,17 @@ export interface Hub {
   leave(conn: Connection): void;
   /** The socket closed: a joined device without leave becomes absent and is buffered for. */
   drop(conn: Connection): void;
-  /** Routes `{to, payload}`; `text` is the frame as received, the payload is copied from it. */
-  route(conn: Connection, to: DeviceId, payload: Record<string, unknown>, text: string): void;
+  /**
+   * Routes `{to, payload}`; `text` is the frame as received, the payload is copied from it
+   * (`payloadJson`, when given, is that copy already found by the parser).
+   */
+  route(
+    conn: Connection,
+    to: DeviceId,
+    payload: Record<string, unknown>,
+    text: string,
+    payloadJson?: string,
+  ): void;
   /** Closes every connection of the device with 4003 and forgets everything kept for it. */
   revoke(device: string): void;
   /** Expires absent devices whose window passed and forgets idle rooms. */
@@ -252,7 +261,7 @@ export function createHub(options: HubOptions): Hub {
 
     drop: dropConn,
 
-    route(conn, to, parsedPayload, text) {
+    route(conn, to, parsedPayload, text, payloadJson) {
       const room = conn.room;
       if (room === undefined) {
         sendError(conn, metrics, 'not_joined', 'join a room first');
@@ -288,9 +297,9 @@ export function createHub(options: HubOptions): Hub {
           sendError(conn, metrics, 'unknown_target', 'no such device in this room');
           return;
         }
-        toJson = typeof to === 'number' ? String(to) : JSON.stringify(to);
+        toJson = typeof to === 'number' ? key : JSON.stringify(to);
       }
-      const payload = payloadSource(text) ?? JSON.stringify(parsedPayload);
+      const payload = payloadJson ?? payloadSource(text) ?? JSON.stringify(parsedPayload);
       // One serialization per message, shared by every receiver and the buffer.
       const frame = `{"from":${conn.deviceJson},"to":${toJson},"room":${room.idJson},"payload":${payload}}`;
       const data = Buffer.from(frame);
@@ -305,7 +314,6 @@ export function createHub(options: HubOptions): Hub {
         metrics.messagesBuffered++;
         return;
       }
-      const at = now();
       let closing: Connection[] | undefined;
       for (const member of room.members.values()) {
         if (member === conn) continue;
@@ -318,6 +326,8 @@ export function createHub(options: HubOptions): Hub {
         metrics.messagesDelivered++;
       }
       if (closing !== undefined) for (const member of closing) dropConn(member);
+      if (room.absent.size === 0) return;
+      const at = now();
       for (const entry of room.absent.values()) {
         if (at < entry.droppedAt + options.bufferWindowMs) {
           buffer.append(entry, frame, data.length);

@@ -72,7 +72,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     const frame = parseFrame(text);
     switch (frame.type) {
       case 'route':
-        hub.route(conn, frame.to, frame.payload, text);
+        hub.route(conn, frame.to, frame.payload, text, frame.payloadJson);
         return;
       case 'ping':
         sendData(conn, pongFrame);
