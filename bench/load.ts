@@ -154,6 +154,7 @@ async function throughput(command: Extract<LoadCommand, { kind: 'throughput' }>)
   const payload = `{"op":"edit","doc":"bench","data":"${'x'.repeat(48)}"}`;
   const starters: Array<() => void> = [];
   const acks = new Map<number, () => void>();
+  let outstanding = 0;
   for (const members of rooms) {
     members.forEach((member, k) => {
       const successor = members[(k + 1) % members.length] as Peer;
@@ -164,6 +165,7 @@ async function throughput(command: Extract<LoadCommand, { kind: 'throughput' }>)
         while (running && inFlight < command.window) {
           member.send(to, payload);
           inFlight++;
+          outstanding++;
         }
       };
       member.onRouted = (from) => {
@@ -172,6 +174,7 @@ async function throughput(command: Extract<LoadCommand, { kind: 'throughput' }>)
       };
       acks.set(member.device, () => {
         inFlight--;
+        outstanding--;
         pump();
       });
       starters.push(pump);
@@ -187,8 +190,12 @@ async function throughput(command: Extract<LoadCommand, { kind: 'throughput' }>)
   counting = false;
   const seconds = (performance.now() - started) / 1000;
   running = false;
+  // drain what is in flight before the next phase (bounded: a lost ack must not hang the run)
+  const drainUntil = performance.now() + 10_000;
+  await sleep(100);
+  while (outstanding > 0 && performance.now() < drainUntil) await sleep(50);
   for (const member of rooms.flat()) member.onRouted = undefined;
-  await sleep(300); // drain what is in flight before the next phase
+  await sleep(200);
   report({ kind: 'stopped', received, seconds });
 }
 

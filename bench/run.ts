@@ -54,6 +54,9 @@ const kinds = (kindsArg?.split(',') ?? ['relay', 'ws', 'sio']) as ServerKind[];
 const roundsArg = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9));
 /** `--rounds=N` overrides the number of interleaved rounds. */
 if (Number.isInteger(roundsArg) && roundsArg > 0) plan.rounds = roundsArg;
+const scaleArg = process.argv.find((a) => a.startsWith('--scale='))?.slice(8);
+/** `--scale=100,10000` overrides the connection counts of the scale curve. */
+if (scaleArg !== undefined) plan.scale = scaleArg.split(',').map(Number);
 const here = import.meta.dirname;
 const tsx = ['--import', 'tsx'];
 
@@ -293,14 +296,17 @@ const scaleRows: Array<{
   connectSeconds: number;
 }> = [];
 
+/** Messages each device keeps in flight in the scale curve. */
+const scaleWindow = 16;
+
 async function scalePoint(kind: ServerKind, load: LoadChild, connections: number): Promise<void> {
   const { server, url } = await startServer(kind);
   const before = await server.ask({ kind: 'memory' }, 'memory');
   const opened = await connect(load, kind, url, connections);
   const after = await server.ask({ kind: 'memory' }, 'memory');
-  // the same number of messages in flight at every size
-  const window = Math.max(1, Math.round(6_400 / opened.connections));
-  const throughput = await measureThroughput(server, load, 'broadcast', window);
+  // the same window per device at every size, so each device's batching is the same and the
+  // total in flight grows with the connections (1,600 at 100, 160,000 at 10,000)
+  const throughput = await measureThroughput(server, load, 'broadcast', scaleWindow);
   const latency = await load.ask(
     {
       kind: 'latency',
@@ -404,7 +410,7 @@ if (section('auth')) {
 }
 if (section('scale')) {
   for (const connections of plan.scale) {
-    for (const kind of ['relay', 'ws'] as const) {
+    for (const kind of kinds.filter((k) => k !== 'sio')) {
       process.stderr.write(`scale: ${serverNames[kind]} with ${connections} connections\n`);
       await scalePoint(kind, load(kind), connections);
     }
