@@ -51,10 +51,19 @@ export function createConnection(
 const textFrame = { binary: false } as const;
 
 let corked: Duplex[] = [];
+/** Frames written to corked streams since the last flush. */
+let corkedFrames = 0;
+/**
+ * Above this many frames held in one event-loop turn everything is flushed at once: with
+ * thousands of busy connections a single turn can read megabytes, and holding every reply
+ * until its end costs more (memory, GC) than the system calls it saves.
+ */
+const maxCorkedFrames = 8192;
 
 function uncorkAll(): void {
   const streams = corked;
   corked = [];
+  corkedFrames = 0;
   for (const stream of streams) stream.uncork();
 }
 
@@ -74,6 +83,16 @@ export function sendData(conn: Connection, data: Buffer): void {
   if (conn.socket.readyState !== conn.socket.OPEN) return;
   cork(conn.stream);
   conn.socket.send(data, textFrame);
+  if (++corkedFrames >= maxCorkedFrames) flushCorked();
+}
+
+/** Writes out what is held now; the streams stay corked until the end of the turn. */
+function flushCorked(): void {
+  corkedFrames = 0;
+  for (const stream of corked) {
+    stream.uncork();
+    stream.cork();
+  }
 }
 
 /** Sends a control frame (`joined`, `presence`, `error`...). Not on the routed-message path. */
