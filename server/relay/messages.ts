@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BACKSLASH, CLOSE_BRACE, COMMA, OPEN_BRACE, QUOTE } from './payload-span.ts';
 
 /**
  * A device id as a client writes it: a positive integer or its decimal string (what a device
@@ -70,11 +71,6 @@ function acceptRouted(value: Record<string, unknown>): InboundFrame | undefined 
   return { type: 'route', to, payload };
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACE = 0x7b;
-const COMMA = 0x2c;
 const ZERO = 0x30;
 const NINE = 0x39;
 const toPrefix = '{"to":';

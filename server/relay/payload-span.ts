@@ -1,10 +1,11 @@
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
+/** Character codes the frame scanners compare against. */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
+export const COMMA = 0x2c;
 const COLON = 0x3a;
 
 function isSpace(c: number): boolean {
