@@ -34,7 +34,9 @@ export interface BenchServer {
 export type ServerReport =
   | { kind: 'ready'; port: number; dbPath?: string }
   | ({ kind: 'counters' } & Counters)
-  | ({ kind: 'memory' } & NodeJS.MemoryUsage);
+  | ({ kind: 'memory'; newSpace: number } & NodeJS.MemoryUsage)
+  | { kind: 'profiling' }
+  | { kind: 'profiled' };
 
 /** How a load generator talks to a server: our JSON frames (relay, bare ws) or Socket.IO. */
 export type Dialect = 'frames' | 'sio';

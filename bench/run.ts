@@ -8,9 +8,10 @@
  * docs/performance-run.md. Server CPU is utime+stime from /proc/<pid>/stat over the measured
  * window divided by the messages the server counted as delivered in that window.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -32,19 +33,21 @@ const section = (name: string) => only === undefined || only.split(',').includes
 const plan = quick
   ? {
       rounds: 2,
-      warmupMs: 700,
-      measureMs: 1_500,
-      latencyMs: 2_000,
-      idle: 1_000,
+      windows: 4,
+      warmupMs: 300,
+      measureMs: 1_000,
+      latencyMs: 1_500,
+      idle: 5_000,
       scale: [100, 1_000, 10_000],
       authSeconds: 2,
     }
   : {
       rounds: 3,
-      warmupMs: 1_000,
-      measureMs: 3_000,
-      latencyMs: 4_000,
-      idle: 2_000,
+      windows: 6,
+      warmupMs: 300,
+      measureMs: 1_500,
+      latencyMs: 2_000,
+      idle: 8_000,
       scale: [100, 1_000, 3_000, 10_000],
       authSeconds: 3,
     };
@@ -54,10 +57,21 @@ const kinds = (kindsArg?.split(',') ?? ['relay', 'ws', 'sio']) as ServerKind[];
 const roundsArg = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9));
 /** `--rounds=N` overrides the number of interleaved rounds. */
 if (Number.isInteger(roundsArg) && roundsArg > 0) plan.rounds = roundsArg;
+const windowsArg = Number(process.argv.find((a) => a.startsWith('--windows='))?.slice(10));
+/** `--windows=N` overrides the measured windows per server and mode in a round. */
+if (Number.isInteger(windowsArg) && windowsArg > 0) plan.windows = windowsArg;
 const scaleArg = process.argv.find((a) => a.startsWith('--scale='))?.slice(8);
 /** `--scale=100,10000` overrides the connection counts of the scale curve. */
 if (scaleArg !== undefined) plan.scale = scaleArg.split(',').map(Number);
 const here = import.meta.dirname;
+/**
+ * Servers on processor 0, load generators on processor 1 (taskset), so that neither steals the
+ * other's core and the closed loop's batching does not change with the scheduler's mood.
+ * `--no-pin` lets the kernel place them (as the first bench versions did).
+ */
+const pin = !process.argv.includes('--no-pin') && availableParallelism() >= 2;
+const serverCpu = pin ? 0 : undefined;
+const loadCpu = pin ? 1 : undefined;
 const tsx = ['--import', 'tsx'];
 
 /** A forked process with an inbox, so no report is missed between two awaits. */
@@ -67,8 +81,14 @@ class Child<Report extends { kind: string }> {
   #waiters: Array<() => void> = [];
   #exited: Error | undefined;
 
-  constructor(file: string, args: string[], execArgv: string[]) {
-    this.proc = fork(join(here, file), args, { execArgv: [...tsx, ...execArgv] });
+  /** `cpu`: the processor the child is pinned to (taskset), when pinning is on. */
+  constructor(file: string, args: string[], execArgv: string[], cpu?: number) {
+    const node = [...tsx, ...execArgv, join(here, file), ...args];
+    const stdio = ['inherit', 'inherit', 'inherit', 'ipc'] as const;
+    this.proc =
+      cpu === undefined
+        ? spawn(process.execPath, node, { stdio: [...stdio] })
+        : spawn('taskset', ['-c', String(cpu), process.execPath, ...node], { stdio: [...stdio] });
     this.proc.on('message', (report: Report) => {
       this.#inbox.push(report);
       this.#wake();
@@ -118,13 +138,22 @@ process.on('exit', () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** `BENCH_CPU_PROF=relay` (or ws, sio): CPU profiles of that server's throughput windows. */
+const profiled = process.env.BENCH_CPU_PROF;
+let profileCount = 0;
+const kindOf = new WeakMap<ServerChild, ServerKind>();
+
 async function startServer(
   kind: ServerKind,
 ): Promise<{ server: ServerChild; url: string; dbPath: string | undefined }> {
-  const profile =
-    process.env.BENCH_CPU_PROF === kind ? ['--cpu-prof', '--cpu-prof-dir=bench/profiles'] : [];
-  const server = new Child<ServerReport>('server.ts', [kind], ['--expose-gc', ...profile]);
+  const server = new Child<ServerReport>(
+    'server.ts',
+    [kind],
+    ['--expose-gc', ...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? [])],
+    serverCpu,
+  );
   children.push(server.proc);
+  kindOf.set(server, kind);
   const { port, dbPath } = await server.next('ready');
   const url = kind === 'sio' ? `http://127.0.0.1:${port}` : `ws://127.0.0.1:${port}/`;
   return { server, url, dbPath };
@@ -138,7 +167,7 @@ async function stopServer(server: ServerChild): Promise<void> {
 }
 
 function startLoad(): LoadChild {
-  const load = new Child<LoadReport>('load.ts', [], []);
+  const load = new Child<LoadReport>('load.ts', [], [], loadCpu);
   children.push(load.proc);
   return load;
 }
@@ -160,6 +189,7 @@ const dialectOf = (kind: ServerKind): Dialect => (kind === 'sio' ? 'sio' : 'fram
 
 const samples = new Map<string, number[]>();
 function record(key: string, value: number): void {
+  if (process.env.BENCH_VERBOSE) process.stderr.write(`  ${key} = ${value.toFixed(2)}\n`);
   let list = samples.get(key);
   if (list === undefined) {
     list = [];
@@ -195,16 +225,22 @@ async function measureThroughput(
   load: LoadChild,
   mode: 'broadcast' | 'direct',
   window: number,
+  warmupMs = plan.warmupMs,
 ): Promise<{ usPerMessage: number; perSecond: number }> {
-  load.send({ kind: 'throughput', mode, window, warmupMs: plan.warmupMs } satisfies LoadCommand);
+  load.send({ kind: 'throughput', mode, window, warmupMs } satisfies LoadCommand);
   await load.next('measuring');
   const pid = server.proc.pid as number;
+  if (profiled === kindOf.get(server)) await server.ask({ kind: 'profile-start' }, 'profiling');
   const cpu0 = await cpuSeconds(pid);
   const c0 = await counters(server);
   const t0 = performance.now();
   await sleep(plan.measureMs);
   const c1 = await counters(server);
   const cpu1 = await cpuSeconds(pid);
+  if (profiled === kindOf.get(server)) {
+    const name = `${profiled}-${mode}-${window}-${++profileCount}`;
+    await server.ask({ kind: 'profile-stop', name }, 'profiled');
+  }
   const seconds = (performance.now() - t0) / 1000;
   load.send({ kind: 'stop' } satisfies LoadCommand);
   await load.next('stopped');
@@ -223,35 +259,104 @@ async function release(load: LoadChild): Promise<void> {
   await load.ask({ kind: 'release' } satisfies LoadCommand, 'released');
 }
 
-async function compareRound(kind: ServerKind, load: LoadChild): Promise<void> {
+/** Connections opened before the memory baseline, so one-time costs (JIT, pools) are not counted. */
+const memoryBase = 1_000;
+
+type Memory = Extract<ServerReport, { kind: 'memory' }>;
+
+/**
+ * The memory of an idle server: after full GCs, once V8's memory reducer has given back the
+ * young generation that a burst of joins grew (it does so after a few idle seconds; until then
+ * RSS holds up to 32 MB of empty semi-space, more the more a join allocates) and RSS stopped
+ * moving. At most 20 s.
+ */
+async function settledMemory(server: ServerChild): Promise<Memory> {
+  let last = await server.ask({ kind: 'memory' }, 'memory');
+  let stillFor = 0;
+  const until = performance.now() + 20_000;
+  while (performance.now() < until) {
+    await sleep(1_000);
+    const now = await server.ask({ kind: 'memory' }, 'memory');
+    stillFor = Math.abs(now.rss - last.rss) < 0.005 * last.rss ? stillFor + 1 : 0;
+    if (process.env.BENCH_VERBOSE) {
+      process.stderr.write(
+        `  memory: rss ${(now.rss / 1048576).toFixed(1)} MB, new space ${(now.newSpace / 1048576).toFixed(1)} MB\n`,
+      );
+    }
+    last = now;
+    if (stillFor >= 2 && now.newSpace <= 2 * 1024 * 1024) break;
+  }
+  return last;
+}
+
+/**
+ * Memory per idle joined connection on a fresh process: the slope of settled RSS from
+ * `memoryBase` to `memoryBase + plan.idle` connections, so that what a process sets up once
+ * (compiled code, buffer pools, the first heap pages) is not spread over the connections.
+ */
+async function memoryPoint(kind: ServerKind, load: LoadChild): Promise<void> {
   const { server, url } = await startServer(kind);
-  // memory first, on a fresh process
-  const before = await server.ask({ kind: 'memory' }, 'memory');
+  await connect(load, kind, url, memoryBase);
+  const before = await settledMemory(server);
   const idle = await connect(load, kind, url, plan.idle);
-  const after = await server.ask({ kind: 'memory' }, 'memory');
+  const after = await settledMemory(server);
   record(`${kind}.rssKiB`, (after.rss - before.rss) / idle.connections / 1024);
   record(`${kind}.heapKiB`, (after.heapUsed - before.heapUsed) / idle.connections / 1024);
   await release(load);
-
-  await connect(load, kind, url, 100);
-  for (const mode of ['broadcast', 'direct'] as const) {
-    const result = await measureThroughput(server, load, mode, 64);
-    record(`${kind}.${mode}.us`, result.usPerMessage);
-    record(`${kind}.${mode}.rate`, result.perSecond);
-  }
-  const latency = await load.ask(
-    {
-      kind: 'latency',
-      ratePerSecond: 5_000,
-      warmupMs: plan.warmupMs,
-      measureMs: plan.latencyMs,
-    } satisfies LoadCommand,
-    'latency',
-  );
-  record(`${kind}.p50`, latency.p50Ms);
-  record(`${kind}.p99`, latency.p99Ms);
-  await release(load);
   await stopServer(server);
+}
+
+/**
+ * One round: every server in a fresh process, all up at once (idle but the one measured), each
+ * with 100 joined devices of its own generator; then short windows interleaved server by server
+ * (relay, ws, Socket.IO, relay, ...), so that a change in the machine's load hits all of them
+ * alike. The first window of each server and mode only warms up (JIT, batch sizes) and is not
+ * recorded.
+ */
+async function compareRound(round: number): Promise<void> {
+  for (const kind of kinds) await memoryPoint(kind, load(kind));
+  const up: Array<{ kind: ServerKind; server: ServerChild }> = [];
+  for (const kind of kinds) {
+    const { server, url } = await startServer(kind);
+    await connect(load(kind), kind, url, 100);
+    up.push({ kind, server });
+  }
+  for (const mode of ['broadcast', 'direct'] as const) {
+    for (let window = 0; window <= plan.windows; window++) {
+      process.stderr.write(
+        `round ${round}/${plan.rounds}: ${mode} window ${window}/${plan.windows}\n`,
+      );
+      for (const { kind, server } of up) {
+        const result = await measureThroughput(server, load(kind), mode, 64);
+        if (window === 0) continue;
+        record(`${kind}.${mode}.us`, result.usPerMessage);
+        record(`${kind}.${mode}.rate`, result.perSecond);
+      }
+    }
+  }
+  for (let window = 0; window <= plan.windows; window++) {
+    process.stderr.write(
+      `round ${round}/${plan.rounds}: latency window ${window}/${plan.windows}\n`,
+    );
+    for (const { kind } of up) {
+      const latency = await load(kind).ask(
+        {
+          kind: 'latency',
+          ratePerSecond: 5_000,
+          warmupMs: plan.warmupMs,
+          measureMs: plan.latencyMs,
+        } satisfies LoadCommand,
+        'latency',
+      );
+      if (window === 0) continue;
+      record(`${kind}.p50`, latency.p50Ms);
+      record(`${kind}.p99`, latency.p99Ms);
+    }
+  }
+  for (const { kind, server } of up) {
+    await release(load(kind));
+    await stopServer(server);
+  }
 }
 
 /**
@@ -306,12 +411,13 @@ async function scalePoint(kind: ServerKind, load: LoadChild, connections: number
   const after = await server.ask({ kind: 'memory' }, 'memory');
   // the same window per device at every size, so each device's batching is the same and the
   // total in flight grows with the connections (1,600 at 100, 160,000 at 10,000)
-  const throughput = await measureThroughput(server, load, 'broadcast', scaleWindow);
+  // a fresh process measured once: a longer warm-up than the interleaved windows
+  const throughput = await measureThroughput(server, load, 'broadcast', scaleWindow, 1_000);
   const latency = await load.ask(
     {
       kind: 'latency',
       ratePerSecond: 2_000,
-      warmupMs: plan.warmupMs,
+      warmupMs: 1_000,
       measureMs: plan.latencyMs,
     } satisfies LoadCommand,
     'latency',
@@ -387,12 +493,7 @@ function load(kind: ServerKind): LoadChild {
 }
 
 if (section('compare')) {
-  for (let round = 1; round <= plan.rounds; round++) {
-    for (const kind of kinds) {
-      process.stderr.write(`round ${round}/${plan.rounds}: ${serverNames[kind]}\n`);
-      await compareRound(kind, load(kind));
-    }
-  }
+  for (let round = 1; round <= plan.rounds; round++) await compareRound(round);
 }
 if (section('buffer')) {
   for (let round = 1; round <= plan.rounds; round++) {
@@ -456,7 +557,7 @@ if (section('compare')) {
   row('latency at 5,000 msg/s (broadcast, 15,000 deliveries/s): p50 ms', 'p50', 2);
   row('latency at 5,000 msg/s: p99 ms', 'p99', 2);
   row(
-    `RSS per idle joined connection, KiB (${plan.idle.toLocaleString('en')} connections)`,
+    `RSS per idle joined connection, KiB (slope from ${memoryBase} to ${(memoryBase + plan.idle).toLocaleString('en')} connections)`,
     'rssKiB',
     1,
   );

@@ -6,9 +6,11 @@
  *   sio     the Socket.IO reference (bench/reference/socket-io.ts)
  * It reports `{kind:'ready', port}` over IPC and answers `stats` and `memory` requests.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { createLogger } from '../server/log.ts';
 import { createRelay } from '../server/relay/index.ts';
 import { type BenchServer, benchSecret, type ServerKind, type ServerReport } from './protocol.ts';
@@ -77,15 +79,68 @@ function send(report: ServerReport): void {
   process.send?.(report);
 }
 
-process.on('message', (request: { kind: 'counters' | 'memory' | 'close' }) => {
+/**
+ * `BENCH_CPU_PROF=<kind>`: the CPU profile of each measured window (not of the whole process)
+ * into bench/profiles/; with `BENCH_HEAP_PROF=1` also a sampled allocation profile of it
+ * (every allocation, collected or not), to compare bytes allocated per message.
+ */
+let profiler: Session | undefined;
+const heapProfile = process.env.BENCH_HEAP_PROF === '1';
+
+async function startProfile(): Promise<void> {
+  profiler = new Session();
+  profiler.connect();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+  await profiler.post('Profiler.start');
+  if (heapProfile) {
+    await profiler.post('HeapProfiler.startSampling', {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMajorGC: true,
+    });
+  }
+}
+
+async function stopProfile(name: string): Promise<void> {
+  if (profiler === undefined) return;
+  const dir = join(import.meta.dirname, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  const { profile } = await profiler.post('Profiler.stop');
+  writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+  if (heapProfile) {
+    const heap = await profiler.post('HeapProfiler.stopSampling');
+    writeFileSync(join(dir, `${name}.heapprofile`), JSON.stringify(heap.profile));
+  }
+  profiler.disconnect();
+  profiler = undefined;
+}
+
+type Request =
+  | { kind: 'counters' | 'memory' | 'close' | 'profile-start' }
+  | { kind: 'profile-stop'; name: string };
+
+process.on('message', (request: Request) => {
   const answer = async () => {
     switch (request.kind) {
+      case 'profile-start':
+        await startProfile();
+        return send({ kind: 'profiling' });
+      case 'profile-stop':
+        await stopProfile(request.name);
+        return send({ kind: 'profiled' });
       case 'counters':
         return send({ kind: 'counters', ...(await server.counters()) });
       case 'memory':
         gc?.();
         gc?.();
-        return send({ kind: 'memory', ...process.memoryUsage() });
+        return send({
+          kind: 'memory',
+          ...process.memoryUsage(),
+          newSpace:
+            getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')
+              ?.physical_space_size ?? 0,
+        });
       case 'close':
         await server.close();
         process.exit(0);
