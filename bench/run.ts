@@ -314,7 +314,6 @@ async function memoryPoint(kind: ServerKind, load: LoadChild): Promise<void> {
  * recorded.
  */
 async function compareRound(round: number): Promise<void> {
-  for (const kind of kinds) await memoryPoint(kind, load(kind));
   const up: Array<{ kind: ServerKind; server: ServerChild }> = [];
   for (const kind of kinds) {
     const { server, url } = await startServer(kind);
@@ -495,6 +494,14 @@ function load(kind: ServerKind): LoadChild {
 if (section('compare')) {
   for (let round = 1; round <= plan.rounds; round++) await compareRound(round);
 }
+if (section('memory')) {
+  for (let round = 1; round <= plan.rounds; round++) {
+    for (const kind of kinds) {
+      process.stderr.write(`memory ${round}/${plan.rounds}: ${serverNames[kind]}\n`);
+      await memoryPoint(kind, load(kind));
+    }
+  }
+}
 if (section('buffer')) {
   for (let round = 1; round <= plan.rounds; round++) {
     process.stderr.write(`durable buffer ${round}/${plan.rounds}\n`);
@@ -536,11 +543,12 @@ function ratio(name: string, a: string, b: string, limit: number, atMost = true)
 print(
   `# sync-host bench (${quick ? 'quick' : 'full'}): node ${process.version}, ${plan.rounds} rounds interleaved relay/ws/Socket.IO, loopback`,
 );
-if (section('compare')) {
+if (section('compare') || section('memory')) {
   print();
   print(`| measure | ${kinds.map((kind) => serverNames[kind]).join(' | ')} |`);
   print(`|---|${kinds.map(() => '---|').join('')}`);
   const row = (label: string, key: string, digits: number) =>
+    kinds.some((kind) => samples.has(`${kind}.${key}`)) &&
     print(
       `| ${label} | ${kinds
         .map((kind) => {
@@ -562,7 +570,9 @@ if (section('compare')) {
     1,
   );
   row('JS heap per idle joined connection, KiB', 'heapKiB', 1);
-  print('Medians, with (min–max) over the rounds.');
+  print(
+    `Medians, with (min–max): CPU and latency over ${plan.windows} windows × ${plan.rounds} rounds, memory over ${plan.rounds} rounds.`,
+  );
   ratio('broadcast CPU/msg, relay ÷ bare ws', 'relay.broadcast.us', 'ws.broadcast.us', 1.15);
   ratio('direct CPU/msg, relay ÷ bare ws', 'relay.direct.us', 'ws.direct.us', 1.15);
   ratio('direct CPU/msg, relay ÷ Socket.IO', 'relay.direct.us', 'sio.direct.us', 0.8);
@@ -574,6 +584,12 @@ if (section('compare')) {
   );
   ratio('p99 latency at 5,000 msg/s, relay ÷ bare ws', 'relay.p99', 'ws.p99', 1.5);
   ratio('RSS per idle joined connection, relay ÷ bare ws', 'relay.rssKiB', 'ws.rssKiB', 1.3);
+  ratio(
+    'JS heap per idle joined connection, relay ÷ bare ws (no target)',
+    'relay.heapKiB',
+    'ws.heapKiB',
+    Number.POSITIVE_INFINITY,
+  );
 }
 if (section('buffer')) {
   print();

@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import type { WebSocket } from 'ws';
+import { WebSocket } from 'ws';
 import type { CloseEvent } from './close-codes.ts';
 import type { DeviceId } from './messages.ts';
 import type { TokenBucket } from './rate-limit.ts';
@@ -25,6 +25,15 @@ export interface Connection {
   deviceJson: string;
   /** Replaced, revoked or closing: further frames are ignored. */
   done: boolean;
+}
+
+/**
+ * The WebSocket class of the relay's server: it carries its Connection, so that one set of
+ * listener functions (with the socket as `this`) serves every socket instead of four closures
+ * per connection.
+ */
+export class RelaySocket extends WebSocket {
+  conn: Connection | undefined = undefined;
 }
 
 export function createConnection(

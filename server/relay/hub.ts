@@ -55,8 +55,6 @@ export interface Hub {
   sweep(): void;
   /** Every joined connection becomes absent (shutdown); no presence frames are sent. */
   dropAll(): void;
-  /** Connections per device key (a device may be in several rooms). */
-  readonly devices: ReadonlyMap<string, ReadonlySet<Connection>>;
 }
 
 const errorFrames = new Map<string, Buffer>();
@@ -84,23 +82,6 @@ export function sendError(
 
 export function createHub(options: HubOptions): Hub {
   const { shards, buffer, metrics, logger, now } = options;
-  const devices = new Map<string, Set<Connection>>();
-
-  function index(conn: Connection): void {
-    let set = devices.get(conn.device);
-    if (set === undefined) {
-      set = new Set();
-      devices.set(conn.device, set);
-    }
-    set.add(conn);
-  }
-
-  function unindex(conn: Connection): void {
-    const set = devices.get(conn.device);
-    if (set === undefined) return;
-    set.delete(conn);
-    if (set.size === 0) devices.delete(conn.device);
-  }
 
   function forgetIfIdle(room: Room): void {
     if (room.idle) shards.delete(room.id);
@@ -121,7 +102,6 @@ export function createHub(options: HubOptions): Hub {
     const room = conn.room;
     if (room === undefined) return;
     const newHost = room.remove(conn);
-    unindex(conn);
     const entry: AbsentDevice = {
       room: room.id,
       device: conn.device,
@@ -177,8 +157,6 @@ export function createHub(options: HubOptions): Hub {
   }
 
   return {
-    devices,
-
     join(conn, frame) {
       const key = deviceKey(frame.device);
       const room = shards.getOrCreate(frame.room, (slot) => new Room(frame.room, slot));
@@ -200,13 +178,11 @@ export function createHub(options: HubOptions): Hub {
       conn.deviceJson = JSON.stringify(frame.device);
       if (older !== undefined) {
         room.replace(older, conn);
-        unindex(older);
         metrics.replaced++;
         closeWith(older, Replaced);
       } else {
         room.add(conn);
       }
-      index(conn);
       room.absent.delete(key);
       metrics.joins++;
 
@@ -252,7 +228,6 @@ export function createHub(options: HubOptions): Hub {
       const room = conn.room;
       if (room === undefined) return;
       const newHost = room.remove(conn);
-      unindex(conn);
       buffer.forget(room.id, conn.device);
       announceDeparture(room, conn, newHost, 'leave');
       forgetIfIdle(room);
@@ -339,22 +314,18 @@ export function createHub(options: HubOptions): Hub {
     },
 
     revoke(device) {
-      const conns = devices.get(device);
-      if (conns !== undefined) {
-        for (const conn of [...conns]) {
-          const room = conn.room;
-          if (room !== undefined) {
-            const newHost = room.remove(conn);
-            announceDeparture(room, conn, newHost, 'revoked');
-            forgetIfIdle(room);
-          }
-          unindex(conn);
+      // A rare admin action: a scan of the rooms instead of a per-device index kept for it
+      // on every join (memory per connection is what a relay of idle devices is made of).
+      for (const room of [...shards.rooms()]) {
+        const conn = room.members.get(device);
+        if (conn !== undefined) {
+          const newHost = room.remove(conn);
+          announceDeparture(room, conn, newHost, 'revoked');
           metrics.revoked++;
           closeWith(conn, Revoked);
         }
-      }
-      for (const room of [...shards.rooms()]) {
-        if (room.absent.delete(device)) forgetIfIdle(room);
+        room.absent.delete(device);
+        forgetIfIdle(room);
       }
     },
 
@@ -387,7 +358,6 @@ export function createHub(options: HubOptions): Hub {
         room.members.clear();
         room.host = undefined;
       }
-      devices.clear();
     },
   };
 }

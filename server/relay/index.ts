@@ -6,7 +6,7 @@ import type { RelayConfig } from '../config/relay-config.ts';
 import type { Logger } from '../log.ts';
 import { openMessageBuffer } from './buffer.ts';
 import { GoingAway } from './close-codes.ts';
-import { closeWith } from './connection.ts';
+import { closeWith, RelaySocket } from './connection.ts';
 import { createHub } from './hub.ts';
 import { createMetrics, renderMetrics } from './metrics.ts';
 import { Room } from './room.ts';
@@ -159,6 +159,7 @@ export function createRelay(options: RelayOptions): Relay {
     maxPayload: config.messageMaxBytes,
     perMessageDeflate: false,
     clientTracking: false,
+    WebSocket: RelaySocket,
   });
   const wsServer = createServer((_req, res) => {
     res.writeHead(426, { 'content-type': 'text/plain; charset=utf-8', upgrade: 'websocket' });

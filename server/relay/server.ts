@@ -3,7 +3,13 @@ import type { RawData, WebSocket } from 'ws';
 import type { Logger } from '../log.ts';
 import { type JoinCheck, joinRefusals, refuseJoin } from './authorize.ts';
 import { AuthFailed, JoinTimeout, UnsupportedData } from './close-codes.ts';
-import { type Connection, closeWith, createConnection, sendData } from './connection.ts';
+import {
+  type Connection,
+  closeWith,
+  createConnection,
+  type RelaySocket,
+  sendData,
+} from './connection.ts';
 import { type Hub, sendError } from './hub.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
@@ -24,7 +30,7 @@ export interface SocketHandlerOptions {
 /** Accepts upgraded sockets: join timeout, rate limit, frame parsing and dispatch, heartbeat. */
 export interface SocketHandler {
   /** Takes over an upgraded socket; `stream` is the TCP stream under it. */
-  accept(socket: WebSocket, stream: Duplex): void;
+  accept(socket: RelaySocket, stream: Duplex): void;
   /** Every open connection, joined or not. */
   readonly connections: ReadonlySet<Connection>;
   /** One heartbeat round: closes connections that did not answer the previous ping, pings the rest. */
@@ -111,6 +117,33 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     }
   }
 
+  // One function per event for every socket; `this` is the socket (a RelaySocket, created by
+  // the relay's WebSocketServer), which carries its Connection.
+  function onMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
+    const conn = (this as RelaySocket).conn;
+    if (conn !== undefined) connectionOnMessage(conn, data, isBinary);
+  }
+
+  function onPong(this: WebSocket): void {
+    const conn = (this as RelaySocket).conn;
+    if (conn !== undefined) conn.alive = true;
+  }
+
+  function onError(this: WebSocket, err: Error): void {
+    // Protocol violations (oversized frame: ws closes with 1009, bad UTF-8: 1007).
+    const conn = (this as RelaySocket).conn;
+    logger.debug({ connection: conn?.id, code: (err as { code?: string }).code }, err.message);
+  }
+
+  function onClose(this: WebSocket): void {
+    const conn = (this as RelaySocket).conn;
+    if (conn === undefined) return;
+    if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
+    conn.joinTimer = undefined;
+    connections.delete(conn);
+    hub.drop(conn);
+  }
+
   return {
     connections,
 
@@ -121,22 +154,13 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         stream,
         createTokenBucket(options.ratePerSecond, options.rateBurst),
       );
+      socket.conn = conn;
       connections.add(conn);
       armJoinTimer(conn);
-      socket.on('message', (data, isBinary) => connectionOnMessage(conn, data, isBinary));
-      socket.on('pong', () => {
-        conn.alive = true;
-      });
-      socket.on('error', (err) => {
-        // Protocol violations (oversized frame: ws closes with 1009, bad UTF-8: 1007).
-        logger.debug({ connection: conn.id, code: (err as { code?: string }).code }, err.message);
-      });
-      socket.on('close', () => {
-        if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
-        conn.joinTimer = undefined;
-        connections.delete(conn);
-        hub.drop(conn);
-      });
+      socket.on('message', onMessage);
+      socket.on('pong', onPong);
+      socket.on('error', onError);
+      socket.on('close', onClose);
     },
 
     heartbeat() {
