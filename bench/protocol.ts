@@ -11,15 +11,12 @@ export const serverNames: Record<ServerKind, string> = {
 /** Shared secret of the benchmarked relay; the generator signs device tokens with it. */
 export const benchSecret = 'bench-secret-0123456789abcdef';
 
+/** Taken in one synchronous step inside the server process, so both cover the same instants. */
 export interface Counters {
   /** Routed messages written to a live receiver (one per receiver). */
   delivered: number;
-  /** Relay only: messages stored for absent devices (committed or queued). */
-  buffered: number;
-  /** Relay only: messages queued for the next buffer transaction. */
-  bufferPending: number;
-  /** Relay only: messages committed to SQLite. */
-  bufferStored: number;
+  /** utime + stime of the server process (all its threads) from /proc/self/stat, in seconds. */
+  cpuSeconds: number;
 }
 
 /** A server under test, as started inside bench/server.ts. */
@@ -27,7 +24,8 @@ export interface BenchServer {
   port: number;
   /** Relay only: the buffer's SQLite file, read by the orchestrator to count commits. */
   dbPath?: string;
-  counters(): Counters | Promise<Counters>;
+  /** Routed messages written to a live receiver so far, read synchronously. */
+  delivered(): number;
   close(): Promise<void>;
 }
 

@@ -5,12 +5,12 @@
  * medians, spreads (min–max over rounds) and the ratios of issue 6; then the durable buffer,
  * the auth API against a bare express route (autocannon) on SQLite and PostgreSQL, and the
  * scale curve (100 to 10,000 connections). A full run writes docs/performance-scale.svg and
- * docs/performance-run.md. Server CPU is utime+stime from /proc/<pid>/stat over the measured
- * window divided by the messages the server counted as delivered in that window.
+ * docs/performance-run.md. Server CPU is utime+stime from /proc/self/stat, read inside the server
+ * in the same synchronous step as its delivered counter, over the measured window, divided by the
+ * messages the server counted as delivered in that window.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -172,13 +172,6 @@ function startLoad(): LoadChild {
   return load;
 }
 
-/** utime + stime of a process in seconds (clock ticks of 1/100 s). */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 async function counters(server: ServerChild): Promise<Counters> {
   return server.ask({ kind: 'counters' }, 'counters');
 }
@@ -229,14 +222,11 @@ async function measureThroughput(
 ): Promise<{ usPerMessage: number; perSecond: number }> {
   load.send({ kind: 'throughput', mode, window, warmupMs } satisfies LoadCommand);
   await load.next('measuring');
-  const pid = server.proc.pid as number;
   if (profiled === kindOf.get(server)) await server.ask({ kind: 'profile-start' }, 'profiling');
-  const cpu0 = await cpuSeconds(pid);
   const c0 = await counters(server);
   const t0 = performance.now();
   await sleep(plan.measureMs);
   const c1 = await counters(server);
-  const cpu1 = await cpuSeconds(pid);
   if (profiled === kindOf.get(server)) {
     const name = `${profiled}-${mode}-${window}-${++profileCount}`;
     await server.ask({ kind: 'profile-stop', name }, 'profiled');
@@ -245,7 +235,8 @@ async function measureThroughput(
   load.send({ kind: 'stop' } satisfies LoadCommand);
   await load.next('stopped');
   const delivered = c1.delivered - c0.delivered;
-  return { usPerMessage: ((cpu1 - cpu0) / delivered) * 1e6, perSecond: delivered / seconds };
+  const cpu = c1.cpuSeconds - c0.cpuSeconds;
+  return { usPerMessage: (cpu / delivered) * 1e6, perSecond: delivered / seconds };
 }
 
 async function connect(load: LoadChild, kind: ServerKind, url: string, connections: number) {

@@ -6,7 +6,7 @@
  *   sio     the Socket.IO reference (bench/reference/socket-io.ts)
  * It reports `{kind:'ready', port}` over IPC and answers `stats` and `memory` requests.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,21 +45,10 @@ async function startRelay(): Promise<BenchServer> {
     logger: createLogger('silent'),
   });
   const ports = await relay.listen();
-  const metricsUrl = `http://127.0.0.1:${ports.statusPort}/metrics`;
-  const read = (text: string, name: string) =>
-    Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
   return {
     port: ports.wsPort,
     dbPath: join(dir, 'relay.db'),
-    async counters() {
-      const text = await (await fetch(metricsUrl)).text();
-      return {
-        delivered: read(text, 'relay_messages_delivered_total'),
-        buffered: read(text, 'relay_messages_buffered_total'),
-        bufferPending: read(text, 'relay_buffer_pending_messages'),
-        bufferStored: read(text, 'relay_buffer_messages'),
-      };
-    },
+    delivered: () => relay.metrics.messagesDelivered,
     async close() {
       await relay.close();
       rmSync(dir, { recursive: true, force: true });
@@ -74,6 +63,13 @@ const server =
     : kind === 'ws'
       ? await startBareWs()
       : await startSocketIo();
+
+/** utime + stime of this process in seconds (clock ticks of 1/100 s), from /proc/self/stat. */
+function cpuSeconds(): number {
+  const stat = readFileSync('/proc/self/stat', 'latin1');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 function send(report: ServerReport): void {
   process.send?.(report);
@@ -130,7 +126,7 @@ process.on('message', (request: Request) => {
         await stopProfile(request.name);
         return send({ kind: 'profiled' });
       case 'counters':
-        return send({ kind: 'counters', ...(await server.counters()) });
+        return send({ kind: 'counters', delivered: server.delivered(), cpuSeconds: cpuSeconds() });
       case 'memory':
         gc?.();
         gc?.();

@@ -8,7 +8,7 @@ import { openMessageBuffer } from './buffer.ts';
 import { GoingAway } from './close-codes.ts';
 import { closeWith, RelaySocket } from './connection.ts';
 import { createHub } from './hub.ts';
-import { createMetrics, renderMetrics } from './metrics.ts';
+import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
 import { Room } from './room.ts';
 import { createSocketHandler } from './server.ts';
 import { createShards, defaultShardCount } from './shards.ts';
@@ -68,6 +68,8 @@ export interface Relay {
   /** Co-hosted revocation: close every connection of this device id with 4003 at once. */
   revokeDevice(deviceId: number): void;
   status(): RelayStatus;
+  /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
+  readonly metrics: Readonly<RelayMetrics>;
 }
 
 async function listenOn(server: Server, port: number, host: string): Promise<number> {
@@ -226,6 +228,8 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   return {
+    metrics,
+
     async listen() {
       const wsPort = await listenOn(wsServer, config.wsPort, config.bind);
       let statusPort: number;

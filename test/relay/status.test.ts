@@ -55,6 +55,7 @@ describe('relay status port', () => {
     ]) {
       expect(text).toContain(line);
     }
+    expect(h.relay.metrics).toMatchObject({ messagesRouted: 1, messagesDelivered: 1, joins: 2 });
   });
 
   it('answers unknown paths with 404 and other methods with 405', async () => {
