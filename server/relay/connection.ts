@@ -23,6 +23,8 @@ export interface Connection {
   deviceId: DeviceId;
   /** `deviceId` as JSON text, spliced into routed frames without serializing again. */
   deviceJson: string;
+  /** `{"from":<deviceJson>,"to":` as bytes, made on the first routed frame after a join. */
+  routeHead: Buffer | undefined;
   /** Replaced, revoked or closing: further frames are ignored. */
   done: boolean;
 }
@@ -53,6 +55,7 @@ export function createConnection(
     device: '',
     deviceId: '',
     deviceJson: '""',
+    routeHead: undefined,
     done: false,
   };
 }

@@ -6,6 +6,7 @@ import { type DeviceId, deviceKey, type JoinFrame } from './messages.ts';
 import { countError, type RelayMetrics } from './metrics.ts';
 import { payloadSource } from './payload-span.ts';
 import { Room } from './room.ts';
+import { spliceRoutedFrame } from './routed-bytes.ts';
 import type { Shards } from './shards.ts';
 
 /** Error codes of contract 6 rule 5, plus `room_full` for `room.maxDevices`. */
@@ -49,6 +50,11 @@ export interface Hub {
     text: string,
     payloadJson?: string,
   ): void;
+  /**
+   * Routes a frame recognised on its bytes (`recogniseRouted`): `data` is the frame as received
+   * and `toEnd` where its `to` value ends; the outgoing frame is spliced from them.
+   */
+  routeBytes(conn: Connection, to: DeviceId, data: Buffer, toEnd: number): void;
   /** Closes every connection of the device with 4003 and forgets everything kept for it. */
   revoke(device: string): void;
   /** Expires absent devices whose window passed and forgets idle rooms. */
@@ -56,6 +62,9 @@ export interface Hub {
   /** Every joined connection becomes absent (shutdown); no presence frames are sent. */
   dropAll(): void;
 }
+
+/** Where a routed frame goes (see `targetOf`). */
+type Target = Connection | AbsentDevice | 'broadcast';
 
 const errorFrames = new Map<string, Buffer>();
 
@@ -156,6 +165,89 @@ export function createHub(options: HubOptions): Hub {
     buffer.expire(entry, at);
   }
 
+  /**
+   * Where a routed frame goes: a present device, an absent one (buffered for), or everyone
+   * else (`broadcast`). Undefined when refused; the sender got the error frame.
+   */
+  function targetOf(conn: Connection, room: Room, to: DeviceId): Target | undefined {
+    if (to === 'broadcast') return 'broadcast';
+    if (to === 'host') {
+      if (room.host !== undefined && room.host !== conn && isClosing(room.host))
+        dropConn(room.host);
+      const host = room.host;
+      if (host === conn) {
+        sendError(conn, metrics, 'unknown_target', 'you are the host of this room');
+        return undefined;
+      }
+      // no host at all: nobody is present but the sender's closing peers; nothing to deliver
+      return host ?? 'broadcast';
+    }
+    const key = deviceKey(to);
+    const direct = room.members.get(key);
+    if (direct !== undefined && direct !== conn) {
+      if (!isClosing(direct)) return direct;
+      dropConn(direct);
+    } else if (direct === conn) {
+      sendError(conn, metrics, 'unknown_target', 'no such device in this room');
+      return undefined;
+    }
+    const absent = room.absent.get(key);
+    if (absent !== undefined) {
+      const at = now();
+      if (at < absent.droppedAt + options.bufferWindowMs) return absent;
+      expire(room, absent, at);
+    }
+    sendError(conn, metrics, 'unknown_target', 'no such device in this room');
+    return undefined;
+  }
+
+  /**
+   * Delivers one routed frame, serialized once (`data`, shared by every receiver; `frame` is
+   * its text when the caller has it, else it is decoded for the buffer only).
+   */
+  function forward(
+    conn: Connection,
+    room: Room,
+    target: Target,
+    data: Buffer,
+    frame?: string,
+  ): void {
+    metrics.messagesRouted++;
+    if (target !== 'broadcast') {
+      if ('socket' in target) {
+        deliver(target, data);
+        metrics.messagesDelivered++;
+      } else {
+        buffer.append(target, frame ?? data.toString('utf8'), data.length);
+        metrics.messagesBuffered++;
+      }
+      return;
+    }
+    let closing: Connection[] | undefined;
+    for (const member of room.members.values()) {
+      if (member === conn) continue;
+      if (isClosing(member)) {
+        closing ??= [];
+        closing.push(member);
+        continue;
+      }
+      deliver(member, data);
+      metrics.messagesDelivered++;
+    }
+    if (closing !== undefined) for (const member of closing) dropConn(member);
+    if (room.absent.size === 0) return;
+    const text = frame ?? data.toString('utf8');
+    const at = now();
+    for (const entry of room.absent.values()) {
+      if (at < entry.droppedAt + options.bufferWindowMs) {
+        buffer.append(entry, text, data.length);
+        metrics.messagesBuffered++;
+      } else {
+        expire(room, entry, at);
+      }
+    }
+  }
+
   return {
     join(conn, frame) {
       const key = deviceKey(frame.device);
@@ -176,6 +268,7 @@ export function createHub(options: HubOptions): Hub {
       conn.device = key;
       conn.deviceId = frame.device;
       conn.deviceJson = JSON.stringify(frame.device);
+      conn.routeHead = undefined;
       if (older !== undefined) {
         room.replace(older, conn);
         metrics.replaced++;
@@ -242,75 +335,32 @@ export function createHub(options: HubOptions): Hub {
         sendError(conn, metrics, 'not_joined', 'join a room first');
         return;
       }
-      let direct: Connection | undefined;
-      let absent: AbsentDevice | undefined;
-      let toJson: string;
-      if (to === 'host') {
-        if (room.host !== undefined && room.host !== conn && isClosing(room.host))
-          dropConn(room.host);
-        direct = room.host;
-        if (direct === conn) {
-          sendError(conn, metrics, 'unknown_target', 'you are the host of this room');
-          return;
-        }
-        toJson = '"host"';
-      } else if (to === 'broadcast') {
-        toJson = '"broadcast"';
-      } else {
-        const key = deviceKey(to);
-        direct = room.members.get(key);
-        if (direct !== undefined && direct !== conn && isClosing(direct)) {
-          dropConn(direct);
-          direct = undefined;
-        }
-        if (direct === undefined) absent = room.absent.get(key);
-        if (absent !== undefined && now() >= absent.droppedAt + options.bufferWindowMs) {
-          expire(room, absent, now());
-          absent = undefined;
-        }
-        if (direct === conn || (direct === undefined && absent === undefined)) {
-          sendError(conn, metrics, 'unknown_target', 'no such device in this room');
-          return;
-        }
-        toJson = typeof to === 'number' ? key : JSON.stringify(to);
-      }
+      const target = targetOf(conn, room, to);
+      if (target === undefined) return;
+      const toJson =
+        typeof to === 'number'
+          ? String(to)
+          : to === 'host'
+            ? '"host"'
+            : to === 'broadcast'
+              ? '"broadcast"'
+              : JSON.stringify(to);
       const payload = payloadJson ?? payloadSource(text) ?? JSON.stringify(parsedPayload);
       // One serialization per message, shared by every receiver and the buffer.
       const frame = `{"from":${conn.deviceJson},"to":${toJson},"room":${room.idJson},"payload":${payload}}`;
-      const data = Buffer.from(frame);
-      metrics.messagesRouted++;
-      if (direct !== undefined) {
-        deliver(direct, data);
-        metrics.messagesDelivered++;
+      forward(conn, room, target, Buffer.from(frame), frame);
+    },
+
+    routeBytes(conn, to, data, toEnd) {
+      const room = conn.room;
+      if (room === undefined) {
+        sendError(conn, metrics, 'not_joined', 'join a room first');
         return;
       }
-      if (absent !== undefined) {
-        buffer.append(absent, frame, data.length);
-        metrics.messagesBuffered++;
-        return;
-      }
-      let closing: Connection[] | undefined;
-      for (const member of room.members.values()) {
-        if (member === conn) continue;
-        if (isClosing(member)) {
-          closing ??= [];
-          closing.push(member);
-          continue;
-        }
-        deliver(member, data);
-        metrics.messagesDelivered++;
-      }
-      if (closing !== undefined) for (const member of closing) dropConn(member);
-      if (room.absent.size === 0) return;
-      const at = now();
-      for (const entry of room.absent.values()) {
-        if (at < entry.droppedAt + options.bufferWindowMs) {
-          buffer.append(entry, frame, data.length);
-          metrics.messagesBuffered++;
-        } else {
-          expire(room, entry, at);
-        }
-      }
+      const target = targetOf(conn, room, to);
+      if (target === undefined) return;
+      conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
+      forward(conn, room, target, spliceRoutedFrame(data, toEnd, conn.routeHead, room.roomMember));
     },
 
     revoke(device) {

@@ -15,11 +15,18 @@ export class Room {
   readonly members = new Map<string, Connection>();
   readonly absent = new Map<string, AbsentDevice>();
   host: Connection | undefined;
+  #roomMember: Buffer | undefined;
 
   constructor(id: string, slot: number) {
     this.id = id;
     this.idJson = JSON.stringify(id);
     this.slot = slot;
+  }
+
+  /** `,"room":<idJson>` as bytes, spliced into routed frames (made on the first one). */
+  get roomMember(): Buffer {
+    this.#roomMember ??= Buffer.from(`,"room":${this.idJson}`);
+    return this.#roomMember;
   }
 
   /** Adds a device; the first device present becomes host. */

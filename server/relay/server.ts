@@ -14,6 +14,7 @@ import { type Hub, sendError } from './hub.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { createTokenBucket } from './rate-limit.ts';
+import { recogniseRouted } from './routed-bytes.ts';
 
 export interface SocketHandlerOptions {
   hub: Hub;
@@ -73,6 +74,13 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         sendError(conn, metrics, 'rate_limited', 'too many messages: this one was dropped');
       }
       return;
+    }
+    if (Buffer.isBuffer(data)) {
+      const routed = recogniseRouted(data);
+      if (routed !== undefined) {
+        hub.routeBytes(conn, routed.to, data, routed.toEnd);
+        return;
+      }
     }
     const text = rawText(data);
     const frame = parseFrame(text);
