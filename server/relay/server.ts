@@ -34,8 +34,11 @@ export interface SocketHandler {
   accept(socket: RelaySocket, stream: Duplex): void;
   /** Every open connection, joined or not. */
   readonly connections: ReadonlySet<Connection>;
-  /** One heartbeat round: closes connections that did not answer the previous ping, pings the rest. */
-  heartbeat(): void;
+  /**
+   * One slice of a heartbeat round (connections whose id modulo `slices` is `slice`; all of
+   * them by default): closes those that did not answer the previous ping, pings the rest.
+   */
+  heartbeat(slice?: number, slices?: number): void;
 }
 
 const pongFrame = Buffer.from('{"type":"pong"}');
@@ -171,8 +174,9 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
       socket.on('close', onClose);
     },
 
-    heartbeat() {
+    heartbeat(slice = 0, slices = 1) {
       for (const conn of connections) {
+        if (conn.id % slices !== slice) continue;
         if (!conn.alive) {
           metrics.heartbeatTimeouts++;
           conn.done = true;

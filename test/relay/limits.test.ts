@@ -67,6 +67,24 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     expect(await back.join(room, 2, harness.token(1, 2))).toMatchObject({ buffered: 1 });
   });
 
+  it('spreads a heartbeat round over the interval instead of pinging everyone at once', async () => {
+    // 2 s interval: two slices, one a second; connections 1 and 2 fall in different slices
+    harness = await startRelayHarness({ tuning: { pingIntervalMs: 2_000 } });
+    const room = harness.room(1);
+    const first = (await harness.joined(room, 1, 1)).client;
+    const second = (await harness.joined(room, 1, 2)).client;
+    const pingedAt: number[][] = [[], []];
+    first.socket.on('ping', () => pingedAt[0]?.push(performance.now()));
+    second.socket.on('ping', () => pingedAt[1]?.push(performance.now()));
+    await eventually(() => (pingedAt[0]?.length ?? 0) >= 2 && (pingedAt[1]?.length ?? 0) >= 2, 8_000);
+    const [a, b] = pingedAt as [number[], number[]];
+    // each is pinged once per interval, and never in the same turn as the other
+    expect(Math.abs((a[0] as number) - (b[0] as number))).toBeGreaterThan(300);
+    expect((a[1] as number) - (a[0] as number)).toBeGreaterThan(1_000);
+    expect(first.closeInfo).toBeUndefined();
+    expect(second.closeInfo).toBeUndefined();
+  });
+
   it('closes a connection that sends a frame over message.maxBytes with 1009', async () => {
     const { host, member } = await pair({ config: { messageMaxBytes: 1_000 } });
     member.send({ to: 'host', payload: { s: 'x'.repeat(1_000) } });
