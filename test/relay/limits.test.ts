@@ -76,7 +76,10 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     const pingedAt: number[][] = [[], []];
     first.socket.on('ping', () => pingedAt[0]?.push(performance.now()));
     second.socket.on('ping', () => pingedAt[1]?.push(performance.now()));
-    await eventually(() => (pingedAt[0]?.length ?? 0) >= 2 && (pingedAt[1]?.length ?? 0) >= 2, 8_000);
+    await eventually(
+      () => (pingedAt[0]?.length ?? 0) >= 2 && (pingedAt[1]?.length ?? 0) >= 2,
+      8_000,
+    );
     const [a, b] = pingedAt as [number[], number[]];
     // each is pinged once per interval, and never in the same turn as the other
     expect(Math.abs((a[0] as number) - (b[0] as number))).toBeGreaterThan(300);
