@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { type Socket as IoSocket, io as ioClient } from 'socket.io-client';
 import { WebSocket } from 'ws';
 import { createRoomId, signDeviceToken } from '../server/auth/tokens.ts';
+import { addSample, type Histogram } from './histogram.ts';
 import { benchSecret, type Dialect, type LoadCommand, type LoadReport } from './protocol.ts';
 
 const devicesPerRoom = 4;
@@ -239,8 +240,11 @@ async function latency(command: Extract<LoadCommand, { kind: 'latency' }>): Prom
   await sleep(200);
   for (const member of members) member.onRouted = undefined;
   const sorted = Float64Array.from(samples).sort();
+  const histogram: Histogram = {};
+  for (const ms of sorted) addSample(histogram, ms);
   report({
     kind: 'latency',
+    histogram,
     samples: sorted.length,
     p50Ms: percentile(sorted, 0.5),
     p99Ms: percentile(sorted, 0.99),

@@ -1,4 +1,5 @@
 /** Messages between the bench orchestrator, the server processes and the load generator. */
+import type { Histogram } from './histogram.ts';
 
 export type ServerKind = 'relay' | 'ws' | 'sio';
 
@@ -51,6 +52,14 @@ export type LoadReport =
   | { kind: 'connected'; connections: number; seconds: number }
   | { kind: 'measuring' }
   | { kind: 'stopped'; received: number; seconds: number }
-  | { kind: 'latency'; samples: number; p50Ms: number; p99Ms: number; maxMs: number }
+  | {
+      kind: 'latency';
+      samples: number;
+      p50Ms: number;
+      p99Ms: number;
+      maxMs: number;
+      /** Every sample of the window, bucketed, for the pooled percentiles of a run. */
+      histogram: Histogram;
+    }
   | { kind: 'released' }
   | { kind: 'sent'; messages: number };

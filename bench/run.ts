@@ -9,13 +9,14 @@
  * in the same synchronous step as its delivered counter, over the measured window, divided by the
  * messages the server counted as delivered in that window.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import type { AuthServerReport } from './auth-server.ts';
+import { type Histogram, mergeInto, percentileOf, sampleCount } from './histogram.ts';
 import { renderSvg } from './plot.ts';
 import {
   type Counters,
@@ -40,6 +41,7 @@ const plan = quick
       idle: 5_000,
       scale: [100, 1_000, 10_000],
       authSeconds: 2,
+      authRounds: 2,
     }
   : {
       rounds: 3,
@@ -49,7 +51,8 @@ const plan = quick
       latencyMs: 2_000,
       idle: 8_000,
       scale: [100, 1_000, 3_000, 10_000],
-      authSeconds: 3,
+      authSeconds: 2,
+      authRounds: 5,
     };
 const kindsArg = process.argv.find((a) => a.startsWith('--kinds='))?.slice(8);
 /** `--kinds=relay,ws` compares a subset (faster A/B runs); the ratios to a missing kind are left out. */
@@ -204,6 +207,17 @@ function spread(key: string, digits: number): string {
   return `${Math.min(...list).toFixed(digits)}–${Math.max(...list).toFixed(digits)}`;
 }
 
+/** Every latency sample of the compared servers, pooled over all windows and rounds. */
+const pooledLatency = new Map<string, Histogram>();
+function latencyOf(kind: ServerKind): Histogram {
+  let histogram = pooledLatency.get(kind);
+  if (histogram === undefined) {
+    histogram = {};
+    pooledLatency.set(kind, histogram);
+  }
+  return histogram;
+}
+
 const lines: string[] = [];
 function print(line = ''): void {
   lines.push(line);
@@ -341,6 +355,7 @@ async function compareRound(round: number): Promise<void> {
       if (window === 0) continue;
       record(`${kind}.p50`, latency.p50Ms);
       record(`${kind}.p99`, latency.p99Ms);
+      mergeInto(latencyOf(kind), latency.histogram);
     }
   }
   for (const { kind, server } of up) {
@@ -426,7 +441,32 @@ async function scalePoint(kind: ServerKind, load: LoadChild, connections: number
 
 // ---------- auth API ----------
 
+/**
+ * The HTTP load tool: wrk (C, one thread, on the generators' processor) when installed, so the
+ * server and not the client is the limit; else autocannon, in this process.
+ */
+const wrk = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
+const httpTool = wrk ? 'wrk' : 'autocannon';
+
+async function cannonWrk(url: string, token: string | undefined, seconds: number): Promise<number> {
+  const args = ['-t1', '-c16', `-d${seconds}s`, '--latency'];
+  if (token !== undefined) args.push('-H', `Authorization: Bearer ${token}`);
+  const command = loadCpu === undefined ? ['wrk'] : ['taskset', '-c', String(loadCpu), 'wrk'];
+  const child = spawn(command[0] as string, [...command.slice(1), ...args, url]);
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  await new Promise((resolve) => child.once('exit', resolve));
+  const failures = /Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)/.exec(out);
+  if (failures !== null) throw new Error(`${url}: ${failures[0]}`);
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  if (!Number.isFinite(rate)) throw new Error(`${url}: wrk printed no rate:\n${out}`);
+  return rate;
+}
+
 async function cannon(url: string, token: string | undefined, seconds: number): Promise<number> {
+  if (wrk) return cannonWrk(url, token, seconds);
   const result = await autocannon({
     url,
     connections: 16,
@@ -440,7 +480,12 @@ async function cannon(url: string, token: string | undefined, seconds: number): 
 }
 
 async function authBench(driver: 'sqlite' | 'postgres'): Promise<string | undefined> {
-  const child = new Child<AuthServerReport>('auth-server.ts', [driver], []);
+  const child = new Child<AuthServerReport>(
+    'auth-server.ts',
+    [driver],
+    process.env.BENCH_AUTH_FLAGS?.split(' ') ?? [],
+    serverCpu,
+  );
   children.push(child.proc);
   const first = await Promise.race([child.next('ready'), child.next('skipped')]);
   if (first.kind === 'skipped') return first.reason;
@@ -448,7 +493,7 @@ async function authBench(driver: 'sqlite' | 'postgres'): Promise<string | undefi
   // warm both up (JIT, connection pool)
   await cannon(`${ready.bareUrl}/constant`, undefined, 1);
   await cannon(`${ready.authUrl}/auth/device`, ready.token, 1);
-  for (let round = 0; round < plan.rounds; round++) {
+  for (let round = 0; round < plan.authRounds; round++) {
     record(
       `auth.${driver}.bare`,
       await cannon(`${ready.bareUrl}/constant`, undefined, plan.authSeconds),
@@ -501,6 +546,12 @@ if (section('buffer')) {
 }
 const authSkipped: string[] = [];
 if (section('auth')) {
+  // autocannon runs in this process: on the generators' processor, the servers keep theirs
+  if (loadCpu !== undefined) {
+    spawnSync('taskset', ['-a', '-p', '-c', String(loadCpu), String(process.pid)], {
+      stdio: 'ignore',
+    });
+  }
   for (const driver of ['sqlite', 'postgres'] as const) {
     process.stderr.write(`auth API on ${driver}\n`);
     const skipped = await authBench(driver);
@@ -536,6 +587,11 @@ print(
 );
 if (section('compare') || section('memory')) {
   print();
+  for (const [kind, histogram] of pooledLatency) {
+    record(`${kind}.pooledP50`, percentileOf(histogram, 0.5));
+    record(`${kind}.pooledP99`, percentileOf(histogram, 0.99));
+    record(`${kind}.latencySamples`, sampleCount(histogram));
+  }
   print(`| measure | ${kinds.map((kind) => serverNames[kind]).join(' | ')} |`);
   print(`|---|${kinds.map(() => '---|').join('')}`);
   const row = (label: string, key: string, digits: number) =>
@@ -553,8 +609,11 @@ if (section('compare') || section('memory')) {
   row('broadcast: delivered msg/s', 'broadcast.rate', 0);
   row('direct: server CPU µs per delivered message', 'direct.us', 2);
   row('direct: delivered msg/s', 'direct.rate', 0);
-  row('latency at 5,000 msg/s (broadcast, 15,000 deliveries/s): p50 ms', 'p50', 2);
-  row('latency at 5,000 msg/s: p99 ms', 'p99', 2);
+  row('latency at 5,000 msg/s (broadcast, 15,000 deliveries/s): p50 ms, per window', 'p50', 2);
+  row('latency at 5,000 msg/s: p99 ms, per window', 'p99', 2);
+  row('latency at 5,000 msg/s: p50 ms, all windows pooled', 'pooledP50', 2);
+  row('latency at 5,000 msg/s: p99 ms, all windows pooled', 'pooledP99', 2);
+  row('latency samples pooled', 'latencySamples', 0);
   row(
     `RSS per idle joined connection, KiB (slope from ${memoryBase} to ${(memoryBase + plan.idle).toLocaleString('en')} connections)`,
     'rssKiB',
@@ -573,7 +632,18 @@ if (section('compare') || section('memory')) {
     'sio.broadcast.us',
     Number.POSITIVE_INFINITY,
   );
-  ratio('p99 latency at 5,000 msg/s, relay ÷ bare ws', 'relay.p99', 'ws.p99', 1.5);
+  ratio(
+    'p99 latency at 5,000 msg/s (pooled), relay ÷ bare ws',
+    'relay.pooledP99',
+    'ws.pooledP99',
+    1.5,
+  );
+  ratio(
+    'p99 latency at 5,000 msg/s (median of windows), relay ÷ bare ws (no target)',
+    'relay.p99',
+    'ws.p99',
+    Number.POSITIVE_INFINITY,
+  );
   ratio('RSS per idle joined connection, relay ÷ bare ws', 'relay.rssKiB', 'ws.rssKiB', 1.3);
   ratio(
     'JS heap per idle joined connection, relay ÷ bare ws (no target)',
@@ -598,7 +668,7 @@ if (section('buffer')) {
 if (section('auth')) {
   print();
   print(
-    '| auth API, requests/s (autocannon, 16 connections) | bare express | GET /auth/device | GET /auth/devices |',
+    `| auth API, requests/s (${httpTool}, 16 connections) | bare express | GET /auth/device | GET /auth/devices |`,
   );
   print('|---|---|---|---|');
   for (const driver of ['sqlite', 'postgres'] as const) {

@@ -6,7 +6,23 @@ export interface TokenBucket {
   take(): boolean;
 }
 
-const monotonicMs = () => performance.now();
+let turnMs: number | undefined;
+function endTurn(): void {
+  turnMs = undefined;
+}
+
+/**
+ * Monotonic milliseconds, read once per event-loop turn: a busy turn handles hundreds of frames
+ * and the clock call was a tenth of the relay's own work per frame. Within one turn the value
+ * stands still, so a long turn refills buckets late, never early (never more permissive).
+ */
+export function turnClockMs(): number {
+  if (turnMs === undefined) {
+    turnMs = performance.now();
+    setImmediate(endTurn);
+  }
+  return turnMs;
+}
 
 /** Plain fields and a shared method: one small object per connection, no closures. */
 class Bucket implements TokenBucket {
@@ -40,7 +56,7 @@ class Bucket implements TokenBucket {
 export function createTokenBucket(
   perSecond: number,
   burst: number,
-  clock: () => number = monotonicMs,
+  clock: () => number = turnClockMs,
 ): TokenBucket {
   return new Bucket(perSecond, burst, clock);
 }
