@@ -1,8 +1,8 @@
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Express } from 'express';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../log.ts';
 import { AppError, unavailable } from './errors.ts';
-import { createAuthRouter } from './routes.ts';
+import { addAuthRoutes } from './routes.ts';
 import type { AuthService } from './service.ts';
 
 /** Request bodies are JSON of at most 16 KiB. */
@@ -70,7 +70,7 @@ export function createAuthApp(options: AuthAppOptions): Express {
   app.set('query parser', 'simple');
 
   app.use((_req, res, next) => {
-    res.set('X-Content-Type-Options', 'nosniff');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   });
 
@@ -88,16 +88,13 @@ export function createAuthApp(options: AuthAppOptions): Express {
     res.json(options.discovery());
   });
 
-  const ready: RequestHandler = (_req, _res, next) => {
-    if (!options.isReady()) throw unavailable();
-    next();
-  };
-  app.use(
-    '/auth',
-    ready,
-    express.json({ limit: maxBodyBytes, strict: true, type: () => true }),
-    createAuthRouter(service),
-  );
+  addAuthRoutes(app, service, {
+    ready: (_req, _res, next) => {
+      if (!options.isReady()) throw unavailable();
+      next();
+    },
+    body: express.json({ limit: maxBodyBytes, strict: true, type: () => true }),
+  });
 
   options.mount?.(app);
 

@@ -65,9 +65,10 @@ const malformedRequest = Buffer.from(
  */
 function guardClientErrors(server: Server): void {
   const answering = new WeakMap<Duplex, ServerResponse>();
+  // the latest response per socket; a finished one is told apart by writableFinished below
+  // (no per-request 'finish' listener: the entry goes with the socket)
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     answering.set(req.socket, res);
-    res.once('finish', () => answering.delete(req.socket));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A client too slow to send its request (slowloris) is cut, answer in preparation or not.

@@ -1,4 +1,4 @@
-import { type Request, type Response, Router } from 'express';
+import type { Express, Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 import { verifyPage } from './html.ts';
@@ -25,9 +25,20 @@ const projectBody = z.object({ projectKey: text(255), name: text(255) });
 const wantsHtml = (req: Request): boolean =>
   req.accepts(['application/json', 'text/html']) === 'text/html';
 
-/** The routes of contract section 4 under /auth. */
-export function createAuthRouter(service: AuthService): Router {
-  const router = Router();
+/** What runs before the handlers: the readiness check (503) and the JSON body parser. */
+export interface AuthRouteGuards {
+  ready: RequestHandler;
+  body: RequestHandler;
+}
+
+/**
+ * The routes of contract section 4, registered on the app itself with their full paths: a
+ * router mounted under /auth cost a tenth of a request in path trimming and a second dispatch
+ * (bench: `GET /auth/device` against a bare express route). Bodies are parsed only on the
+ * routes that take one, before the bearer check as before.
+ */
+export function addAuthRoutes(app: Express, service: AuthService, guards: AuthRouteGuards): void {
+  const { ready, body } = guards;
   const callers = new WeakMap<Request, Caller>();
 
   const authed = async (req: Request, _res: Response, next: () => void) => {
@@ -40,19 +51,19 @@ export function createAuthRouter(service: AuthService): Router {
     return found;
   };
 
-  router.get('/login', async (req, res) => {
+  app.get('/auth/login', ready, async (req, res) => {
     const { email } = parseInput(loginQuery, req.query, 'query');
     await service.requestLink(email, clientOf(req));
     res.json({ sent: true });
   });
 
-  router.post('/magic-link', async (req, res) => {
+  app.post('/auth/magic-link', ready, body, async (req, res) => {
     const { email } = parseInput(magicLinkBody, req.body, 'body');
     await service.requestLink(email, clientOf(req));
     res.json({ sent: true });
   });
 
-  router.get('/verify', async (req, res) => {
+  app.get('/auth/verify', ready, async (req, res) => {
     res.set('Cache-Control', 'no-store').set('Referrer-Policy', 'no-referrer');
     const html = wantsHtml(req);
     try {
@@ -90,7 +101,7 @@ export function createAuthRouter(service: AuthService): Router {
     }
   });
 
-  router.post('/devices', async (req, res) => {
+  app.post('/auth/devices', ready, body, async (req, res) => {
     const { jwt, deviceName, platform } = parseInput(devicesBody, req.body, 'body');
     const { deviceToken, device } = await service.registerDevice(bearer(req) ?? jwt, {
       deviceName,
@@ -99,38 +110,36 @@ export function createAuthRouter(service: AuthService): Router {
     res.status(201).json({ deviceToken, device });
   });
 
-  router.get('/device', authed, (req, res) => {
+  app.get('/auth/device', ready, authed, (req, res) => {
     const { device, user } = caller(req);
     res.json({ device, user });
   });
 
-  router.get('/devices', authed, async (req, res) => {
+  app.get('/auth/devices', ready, authed, async (req, res) => {
     res.json({ devices: await service.listDevices(caller(req)) });
   });
 
-  router.delete('/device/:id', authed, async (req, res) => {
+  app.delete('/auth/device/:id', ready, authed, async (req, res) => {
     await service.deleteDevice(caller(req), parseInput(idSchema, req.params.id, 'id'));
     res.status(204).end();
   });
 
-  router.post('/project', authed, async (req, res) => {
+  app.post('/auth/project', ready, body, authed, async (req, res) => {
     const { projectKey, name } = parseInput(projectBody, req.body, 'body');
     const { created, project } = await service.registerProject(caller(req), projectKey, name);
     res.status(created ? 201 : 200).json({ project });
   });
 
-  router.get('/projects', authed, async (req, res) => {
+  app.get('/auth/projects', ready, authed, async (req, res) => {
     res.json({ projects: await service.listProjects(caller(req)) });
   });
 
-  router.delete('/project/:id', authed, async (req, res) => {
+  app.delete('/auth/project/:id', ready, authed, async (req, res) => {
     await service.deleteProject(caller(req), parseInput(idSchema, req.params.id, 'id'));
     res.status(204).end();
   });
 
-  router.get('/subscription', authed, async (req, res) => {
+  app.get('/auth/subscription', ready, authed, async (req, res) => {
     res.json(await service.subscription(caller(req)));
   });
-
-  return router;
 }
