@@ -40,16 +40,10 @@ export interface Hub {
   /** The socket closed: a joined device without leave becomes absent and is buffered for. */
   drop(conn: Connection): void;
   /**
-   * Routes `{to, payload}`; `text` is the frame as received, the payload is copied from it
-   * (`payloadJson`, when given, is that copy already found by the parser).
+   * Routes a parsed `{to, payload}` in any spelling; `text` is the frame as received, and the
+   * payload's source text is cut out of it (`payloadSource`), so it is forwarded unchanged.
    */
-  route(
-    conn: Connection,
-    to: DeviceId,
-    payload: Record<string, unknown>,
-    text: string,
-    payloadJson?: string,
-  ): void;
+  route(conn: Connection, to: DeviceId, payload: Record<string, unknown>, text: string): void;
   /**
    * Routes a frame recognised on its bytes (`recogniseRouted`): `data` is the frame as received
    * and `toEnd` where its `to` value ends; the outgoing frame is spliced from them.
@@ -329,7 +323,7 @@ export function createHub(options: HubOptions): Hub {
 
     drop: dropConn,
 
-    route(conn, to, parsedPayload, text, payloadJson) {
+    route(conn, to, parsedPayload, text) {
       const room = conn.room;
       if (room === undefined) {
         sendError(conn, metrics, 'not_joined', 'join a room first');
@@ -345,7 +339,7 @@ export function createHub(options: HubOptions): Hub {
             : to === 'broadcast'
               ? '"broadcast"'
               : JSON.stringify(to);
-      const payload = payloadJson ?? payloadSource(text) ?? JSON.stringify(parsedPayload);
+      const payload = payloadSource(text) ?? JSON.stringify(parsedPayload);
       // One serialization per message, shared by every receiver and the buffer.
       const frame = `{"from":${conn.deviceJson},"to":${toJson},"room":${room.idJson},"payload":${payload}}`;
       forward(conn, room, target, Buffer.from(frame), frame);

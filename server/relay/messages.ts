@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { BACKSLASH, CLOSE_BRACE, COMMA, OPEN_BRACE, QUOTE } from './payload-span.ts';
 
 /**
  * A device id as a client writes it: a positive integer or its decimal string (what a device
@@ -42,11 +41,8 @@ export type JoinFrame = z.infer<typeof joinSchema>;
 export type RoutedFrame = z.infer<typeof routedSchema>;
 export type DeviceId = z.infer<typeof deviceIdSchema>;
 
-/**
- * A routed frame; `payloadJson` is the payload's exact source text when the parser already
- * knows it (the frame was exactly `{"to":…,"payload":{…}}`), so nothing has to find it again.
- */
-export type RouteFrame = { type: 'route'; payloadJson?: string } & RoutedFrame;
+/** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
+export type RouteFrame = { type: 'route' } & RoutedFrame;
 
 /** What one inbound text frame turned out to be. */
 export type InboundFrame =
@@ -71,74 +67,6 @@ function acceptRouted(value: Record<string, unknown>): InboundFrame | undefined 
   return { type: 'route', to, payload };
 }
 
-const ZERO = 0x30;
-const NINE = 0x39;
-const toPrefix = '{"to":';
-const payloadKey = ',"payload":';
-
-/**
- * The common frame written exactly as `{"to":<to>,"payload":{…}}` (no spaces around the two
- * members, no other member): `to` is read from the text and only the payload is parsed, and its
- * source is the text between the key and the final brace, forwarded as it is. Undefined for any
- * other spelling (spaces, other members, escapes in `to`, a non-plain number, invalid JSON in the
- * payload), which `parseFrame` then handles in full. What it accepts, `JSON.parse` plus
- * `acceptRouted` accept too, with the same `to` and payload.
- */
-function spliceRouted(text: string): RouteFrame | undefined {
-  const length = text.length;
-  if (!text.startsWith(toPrefix)) return undefined;
-  let to: string | number;
-  let i = toPrefix.length;
-  const first = text.charCodeAt(i);
-  if (first === QUOTE) {
-    // a string without escapes or control characters, 1–255 characters
-    const start = i + 1;
-    i = start;
-    for (;;) {
-      const c = text.charCodeAt(i);
-      if (c === QUOTE) break;
-      if (c < 0x20 || c === BACKSLASH || Number.isNaN(c) || i - start >= 255) return undefined;
-      i++;
-    }
-    if (i === start) return undefined;
-    to = text.slice(start, i);
-    i++;
-  } else if (first > ZERO && first <= NINE) {
-    // a positive integer of at most 15 digits (always safe), no fraction or exponent
-    let value = first - ZERO;
-    i++;
-    for (;;) {
-      const c = text.charCodeAt(i);
-      if (c === COMMA) break;
-      if (!(c >= ZERO && c <= NINE) || i - toPrefix.length >= 15) return undefined;
-      value = value * 10 + (c - ZERO);
-      i++;
-    }
-    to = value;
-  } else {
-    return undefined;
-  }
-  if (!text.startsWith(payloadKey, i)) return undefined;
-  const start = i + payloadKey.length;
-  if (
-    text.charCodeAt(start) !== OPEN_BRACE ||
-    text.charCodeAt(length - 1) !== CLOSE_BRACE ||
-    text.charCodeAt(length - 2) !== CLOSE_BRACE ||
-    length - 1 <= start
-  ) {
-    return undefined;
-  }
-  const payloadJson = text.slice(start, length - 1);
-  let payload: unknown;
-  try {
-    // it starts with `{` and ends with `}`: if it parses, it is one object spanning all of it
-    payload = JSON.parse(payloadJson);
-  } catch {
-    return undefined;
-  }
-  return { type: 'route', to, payload: payload as Record<string, unknown>, payloadJson };
-}
-
 function describeIssue(error: z.ZodError): string {
   const issue = error.issues[0];
   if (issue === undefined) return 'invalid message';
@@ -148,8 +76,6 @@ function describeIssue(error: z.ZodError): string {
 
 /** Parses one text frame once: JSON, then the schema of its kind. Never throws. */
 export function parseFrame(text: string): InboundFrame {
-  const spliced = spliceRouted(text);
-  if (spliced !== undefined) return spliced;
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -89,7 +89,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     const frame = parseFrame(text);
     switch (frame.type) {
       case 'route':
-        hub.route(conn, frame.to, frame.payload, text, frame.payloadJson);
+        hub.route(conn, frame.to, frame.payload, text);
         return;
       case 'ping':
         sendData(conn, pongFrame);
