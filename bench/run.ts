@@ -52,7 +52,7 @@ const plan = quick
       idle: 8_000,
       scale: [100, 1_000, 3_000, 10_000],
       authSeconds: 2,
-      authRounds: 5,
+      authRounds: 8,
     };
 const kindsArg = process.argv.find((a) => a.startsWith('--kinds='))?.slice(8);
 /** `--kinds=relay,ws` compares a subset (faster A/B runs); the ratios to a missing kind are left out. */
