@@ -28,8 +28,7 @@ export function percentileOf(histogram: Histogram, p: number): number {
   const buckets = Object.keys(histogram)
     .map(Number)
     .sort((a, b) => a - b);
-  let total = 0;
-  for (const bucket of buckets) total += histogram[bucket] ?? 0;
+  const total = sampleCount(histogram);
   const rank = Math.min(total - 1, Math.floor(total * p));
   let seen = 0;
   for (const bucket of buckets) {

@@ -159,6 +159,12 @@ export function createHub(options: HubOptions): Hub {
     buffer.expire(entry, at);
   }
 
+  /** The sender's room; undefined, with a `not_joined` error frame, before a join. */
+  function joinedRoom(conn: Connection): Room | undefined {
+    if (conn.room === undefined) sendError(conn, metrics, 'not_joined', 'join a room first');
+    return conn.room;
+  }
+
   /**
    * Where a routed frame goes: a present device, an absent one (buffered for), or everyone
    * else (`broadcast`). Undefined when refused; the sender got the error frame.
@@ -324,21 +330,11 @@ export function createHub(options: HubOptions): Hub {
     drop: dropConn,
 
     route(conn, to, parsedPayload, text) {
-      const room = conn.room;
-      if (room === undefined) {
-        sendError(conn, metrics, 'not_joined', 'join a room first');
-        return;
-      }
+      const room = joinedRoom(conn);
+      if (room === undefined) return;
       const target = targetOf(conn, room, to);
       if (target === undefined) return;
-      const toJson =
-        typeof to === 'number'
-          ? String(to)
-          : to === 'host'
-            ? '"host"'
-            : to === 'broadcast'
-              ? '"broadcast"'
-              : JSON.stringify(to);
+      const toJson = typeof to === 'number' ? String(to) : JSON.stringify(to);
       const payload = payloadSource(text) ?? JSON.stringify(parsedPayload);
       // One serialization per message, shared by every receiver and the buffer.
       const frame = `{"from":${conn.deviceJson},"to":${toJson},"room":${room.idJson},"payload":${payload}}`;
@@ -346,11 +342,8 @@ export function createHub(options: HubOptions): Hub {
     },
 
     routeBytes(conn, to, data, toEnd) {
-      const room = conn.room;
-      if (room === undefined) {
-        sendError(conn, metrics, 'not_joined', 'join a room first');
-        return;
-      }
+      const room = joinedRoom(conn);
+      if (room === undefined) return;
       const target = targetOf(conn, room, to);
       if (target === undefined) return;
       conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);

@@ -111,9 +111,7 @@ const literals = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')
 /** Index just past `true`, `false` or `null` at `at`, or -1. */
 function scanLiteral(b: Uint8Array, at: number, end: number): number {
   for (const word of literals) {
-    if (word[0] !== b[at] || at + word.length > end) continue;
-    for (let k = 1; k < word.length; k++) if (word[k] !== b[at + k]) return -1;
-    return at + word.length;
+    if (word[0] === b[at]) return bytesAt(b, at, word, end) ? at + word.length : -1;
   }
   return -1;
 }
@@ -198,8 +196,9 @@ const payloadKey = Buffer.from(',"payload":');
 const broadcastBytes = Buffer.from('"broadcast"');
 const hostBytes = Buffer.from('"host"');
 
-function bytesAt(b: Uint8Array, at: number, word: Uint8Array): boolean {
-  if (at + word.length > b.length) return false;
+/** Whether `word` stands at `at`, ending at or before `end`. */
+function bytesAt(b: Uint8Array, at: number, word: Uint8Array, end = b.length): boolean {
+  if (at + word.length > end) return false;
   for (let k = 0; k < word.length; k++) if (b[at + k] !== word[k]) return false;
   return true;
 }
