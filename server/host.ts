@@ -111,7 +111,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const stops: Array<() => Promise<void>> = [];
   let relayPorts: { wsPort: number; statusPort: number } | undefined;
   const relayConfig = { ...config.relay };
-  if (mode === 'headless' && !relayConfig.explicit.has('auth.tokenSignature')) {
+  if (mode === 'headless' && !relayConfig.explicit.has('tokenSignature')) {
     relayConfig.tokenSignature = config.auth.tokenSignature;
   }
   // BIND is the listen address of every port unless relay.conf sets its own.

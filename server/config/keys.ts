@@ -1,6 +1,29 @@
 import type { z } from 'zod';
 import { type ConfEntry, ConfigError } from './conf-file.ts';
 
+/** The accepted spellings of each configuration key, attached to the key's schema. */
+const spellings = new WeakMap<z.ZodType, readonly string[]>();
+
+/**
+ * Marks a schema as the configuration key spelled `names` (case-insensitive; the first spelling
+ * names the key in error messages). Each key is written once: its spellings, its schema with its
+ * default, and its doc comment, in the config file's schema.
+ */
+export function configKey<S extends z.ZodType>(schema: S, ...names: [string, ...string[]]): S {
+  const own = schema.clone();
+  spellings.set(own, names);
+  return own;
+}
+
+/** Every spelling per field of an object schema whose fields were made with `configKey`. */
+export function keyNamesOf(
+  shape: Readonly<Record<string, z.ZodType>>,
+): Record<string, readonly string[]> {
+  return Object.fromEntries(
+    Object.entries(shape).map(([field, schema]) => [field, spellings.get(schema) ?? [field]]),
+  );
+}
+
 /** Where a configuration value came from, to name it in an error. */
 export interface Origin {
   file: string;

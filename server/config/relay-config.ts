@@ -2,87 +2,91 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import {
   bindSchema,
-  type LogLevel,
   logLevelSchema,
   portSchema,
   positiveInt,
-  type TokenSignature,
   tokenSignatureSchema,
 } from './common.ts';
 import type { ConfEntry } from './conf-file.ts';
-import { applyEnv, collectKeys, upperKey, validateKeys } from './keys.ts';
+import { applyEnv, collectKeys, configKey, keyNamesOf, upperKey, validateKeys } from './keys.ts';
 
-const dottedKeys = [
-  'auth.secret',
-  'sqlite.path',
-  'ws.port',
-  'status.port',
-  'bind',
-  'auth.tokenSignature',
-  'rate.perSecond',
-  'rate.burst',
-  'room.maxDevices',
-  'message.maxBytes',
-  'buffer.seconds',
-  'buffer.maxMessages',
-  'buffer.maxBytes',
-  'log.level',
-] as const;
+/** A relay.conf key: its dotted spelling, also accepted in upper case (`RATE_PER_SECOND`). */
+const relayKey = <S extends z.ZodType>(dotted: string, schema: S): S =>
+  configKey(schema, dotted, upperKey(dotted));
 
-/** relay.conf keys: each dotted key, also accepted in upper case (`rate.perSecond` = `RATE_PER_SECOND`). */
-export const relayKeyNames: Record<string, readonly string[]> = Object.fromEntries(
-  dottedKeys.map((key) => [key, [key, upperKey(key)]]),
+/** Where relative paths in relay.conf are resolved. */
+interface RelayPaths {
+  /** The folder relay.conf was read from. */
+  baseDir: string;
+  /** The data folder (auth.conf's DATA_DIR): holds relay.db unless `sqlite.path` is set. */
+  dataDir: string;
+}
+
+/** The relay.conf schema: every key once, with its spelling, default and meaning. */
+function relaySchema(paths: RelayPaths) {
+  return z.object({
+    /** Shared secret. undefined: not configured (co-hosted takes the auth secret); '': validation disabled (development only). */
+    secret: relayKey('auth.secret', z.string().optional()),
+    /** SQLite file of the durable buffer (absolute). Default <data dir>/relay.db. */
+    sqlitePath: relayKey(
+      'sqlite.path',
+      z
+        .string()
+        .trim()
+        .min(1)
+        .optional()
+        .transform((path) =>
+          path ? resolve(paths.baseDir, path) : resolve(paths.dataDir, 'relay.db'),
+        ),
+    ),
+    /** WebSocket port. Default 8443. */
+    wsPort: relayKey('ws.port', portSchema.default(8443)),
+    /** HTTP status port (/health, /metrics). Default 8444. */
+    statusPort: relayKey('status.port', portSchema.default(8444)),
+    /** Listen address of both ports. Default 0.0.0.0. */
+    bind: relayKey('bind', bindSchema.default('0.0.0.0')),
+    /** Device-token signature: hmac-sha256 (default) or djb2. */
+    tokenSignature: relayKey('auth.tokenSignature', tokenSignatureSchema.default('hmac-sha256')),
+    /** Token-bucket refill rate per connection, messages per second. Default 200. */
+    ratePerSecond: relayKey('rate.perSecond', positiveInt('messages per second').default(200)),
+    /** Token-bucket size per connection. Default 400. */
+    rateBurst: relayKey('rate.burst', positiveInt('a message count').default(400)),
+    /** Devices per room. Default 64. */
+    roomMaxDevices: relayKey('room.maxDevices', positiveInt('a device count').default(64)),
+    /** Largest accepted frame in bytes; larger closes with 1009. Default 1 MiB. */
+    messageMaxBytes: relayKey(
+      'message.maxBytes',
+      positiveInt('a size in bytes').default(1_048_576),
+    ),
+    /** How long messages for an absent device are kept, in seconds. Default 60. */
+    bufferSeconds: relayKey('buffer.seconds', positiveInt('a number of seconds').default(60)),
+    /** Per-device cap on buffered messages; the oldest are dropped beyond it. Default 10,000. */
+    bufferMaxMessages: relayKey(
+      'buffer.maxMessages',
+      positiveInt('a message count').default(10_000),
+    ),
+    /** Per-device cap on buffered bytes; the oldest are dropped beyond it. Default 16 MiB. */
+    bufferMaxBytes: relayKey(
+      'buffer.maxBytes',
+      positiveInt('a size in bytes').default(16 * 1024 * 1024),
+    ),
+    /** Log level of the relay alone (`sync-host relay`). Default info. */
+    logLevel: relayKey('log.level', logLevelSchema.default('info')),
+  });
+}
+
+/** relay.conf keys: per field, its dotted spelling and its upper-case one. */
+export const relayKeyNames: Record<string, readonly string[]> = keyNamesOf(
+  relaySchema({ baseDir: '', dataDir: '' }).shape,
 );
 
-const relaySchema = z.object({
-  /** Shared secret; empty disables token validation (development only). */
-  'auth.secret': z.string().optional(),
-  /** SQLite file of the durable buffer. Default ./data/relay.db. */
-  'sqlite.path': z.string().trim().min(1).optional(),
-  /** WebSocket port. Default 8443. */
-  'ws.port': portSchema.default(8443),
-  /** HTTP status port (/health, /metrics). Default 8444. */
-  'status.port': portSchema.default(8444),
-  bind: bindSchema.default('0.0.0.0'),
-  'auth.tokenSignature': tokenSignatureSchema.default('hmac-sha256'),
-  /** Token-bucket refill rate per connection, messages per second. Default 200. */
-  'rate.perSecond': positiveInt('messages per second').default(200),
-  /** Token-bucket size per connection. Default 400. */
-  'rate.burst': positiveInt('a message count').default(400),
-  /** Devices per room. Default 64. */
-  'room.maxDevices': positiveInt('a device count').default(64),
-  /** Largest accepted frame in bytes; larger closes with 1009. Default 1 MiB. */
-  'message.maxBytes': positiveInt('a size in bytes').default(1_048_576),
-  /** How long messages for an absent device are kept, in seconds. Default 60. */
-  'buffer.seconds': positiveInt('a number of seconds').default(60),
-  /** Per-device cap on buffered messages; the oldest are dropped beyond it. Default 10,000. */
-  'buffer.maxMessages': positiveInt('a message count').default(10_000),
-  /** Per-device cap on buffered bytes; the oldest are dropped beyond it. Default 16 MiB. */
-  'buffer.maxBytes': positiveInt('a size in bytes').default(16 * 1024 * 1024),
-  'log.level': logLevelSchema.default('info'),
-});
-
 /** The validated relay.conf. */
-export interface RelayConfig {
-  /** undefined: not configured (co-hosted takes the auth secret); '': validation disabled. */
-  secret: string | undefined;
-  sqlitePath: string;
-  wsPort: number;
-  statusPort: number;
-  bind: string;
-  tokenSignature: TokenSignature;
-  ratePerSecond: number;
-  rateBurst: number;
-  roomMaxDevices: number;
-  messageMaxBytes: number;
-  bufferSeconds: number;
-  bufferMaxMessages: number;
-  bufferMaxBytes: number;
-  logLevel: LogLevel;
+export type RelayConfig = z.output<ReturnType<typeof relaySchema>> & {
+  /** Keys found in the file that this version does not know (warned about, not fatal). */
   unknownKeys: string[];
-  /** Which keys were set explicitly (so co-hosting knows what to inherit). */
+  /** Which fields were set explicitly (so co-hosting knows what to inherit). */
   explicit: Set<string>;
-}
+};
 
 /** Builds the relay configuration from relay.conf entries, environment overrides and defaults. */
 export function buildRelayConfig(
@@ -93,25 +97,9 @@ export function buildRelayConfig(
   env: NodeJS.ProcessEnv = {},
 ): RelayConfig {
   const collected = collectKeys(entries, relayKeyNames, file);
-  applyEnv(collected, { 'log.level': 'LOG_LEVEL' }, env);
-  const c = validateKeys(relaySchema, collected, file, relayKeyNames);
+  applyEnv(collected, { logLevel: 'LOG_LEVEL' }, env);
   return {
-    secret: c['auth.secret'],
-    sqlitePath: c['sqlite.path']
-      ? resolve(baseDir, c['sqlite.path'])
-      : resolve(dataDir, 'relay.db'),
-    wsPort: c['ws.port'],
-    statusPort: c['status.port'],
-    bind: c.bind,
-    tokenSignature: c['auth.tokenSignature'],
-    ratePerSecond: c['rate.perSecond'],
-    rateBurst: c['rate.burst'],
-    roomMaxDevices: c['room.maxDevices'],
-    messageMaxBytes: c['message.maxBytes'],
-    bufferSeconds: c['buffer.seconds'],
-    bufferMaxMessages: c['buffer.maxMessages'],
-    bufferMaxBytes: c['buffer.maxBytes'],
-    logLevel: c['log.level'],
+    ...validateKeys(relaySchema({ baseDir, dataDir }), collected, file, relayKeyNames),
     unknownKeys: collected.unknown.map((u) => `${u.file}:${u.line}: ${u.key}`),
     explicit: new Set(Object.keys(collected.values)),
   };
