@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { createLogger } from '../server/log.ts';
-import { createRelay } from '../server/relay/index.ts';
+import { createRelay } from '../server/relay/relay.ts';
 import { type BenchServer, benchSecret, type ServerKind, type ServerReport } from './protocol.ts';
 import { startBareWs } from './reference/bare-ws.ts';
 import { startSocketIo } from './reference/socket-io.ts';

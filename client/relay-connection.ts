@@ -1,3 +1,10 @@
+import {
+  AuthFailed,
+  MessageTooBig,
+  Replaced,
+  Revoked,
+  UnsupportedData,
+} from '../protocol/relay-codes.ts';
 import { type BackoffOptions, createBackoff } from './backoff.ts';
 import { Emitter } from './emitter.ts';
 import { RelayError, SyncError } from './errors.ts';
@@ -92,13 +99,19 @@ export interface RelayEvents {
   close: (info: CloseInfo) => void;
 }
 
-/** Close codes after which reconnecting cannot help (contract 6 and server/relay/close-codes.ts). */
+/** Close codes after which reconnecting cannot help. */
 const finalCloses: Record<number, { code: string; message: string }> = {
-  1003: { code: 'unsupported_data', message: 'the relay refused a binary frame' },
-  1009: { code: 'message_too_big', message: 'a message was larger than the relay accepts' },
-  4001: { code: 'auth_failed', message: 'the relay refused the join' },
-  4003: { code: 'revoked', message: 'this device was revoked' },
-  4009: { code: 'replaced', message: 'this device joined the room on another connection' },
+  [UnsupportedData.code]: { code: 'unsupported_data', message: 'the relay refused a binary frame' },
+  [MessageTooBig.code]: {
+    code: 'message_too_big',
+    message: 'a message was larger than the relay accepts',
+  },
+  [AuthFailed.code]: { code: 'auth_failed', message: 'the relay refused the join' },
+  [Revoked.code]: { code: 'revoked', message: 'this device was revoked' },
+  [Replaced.code]: {
+    code: 'replaced',
+    message: 'this device joined the room on another connection',
+  },
 };
 
 interface Outgoing {

@@ -1,51 +1,10 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import { relayFrameSchemas, wireDeviceId } from '../protocol/relay-frames.ts';
 
-/** Frames the relay sends (contract section 6), validated when they arrive. */
-
-const deviceId = z.union([z.string(), z.number()]).transform(String);
-
-const joinedSchema = z.object({
-  type: z.literal('joined'),
-  room: z.string(),
-  device: deviceId,
-  role: z.enum(['host', 'member']),
-  host: deviceId,
-  devices: z.array(deviceId),
-  buffered: z.number().int().nonnegative(),
-  gap: z.boolean(),
-});
-
-const presenceSchema = z.object({
-  type: z.literal('presence'),
-  room: z.string(),
-  device: deviceId,
-  state: z.enum(['joined', 'left']),
-  /** Why a device left: `leave`, `disconnect`, `revoked` (relay's own addition). */
-  reason: z.string().optional(),
-});
-
-const hostSchema = z.object({ type: z.literal('host'), room: z.string(), device: deviceId });
-const errorSchema = z.object({
-  type: z.literal('error'),
-  code: z.string(),
-  message: z.string().default(''),
-});
-const pongSchema = z.object({ type: z.literal('pong') });
-
-const controlSchema = z.discriminatedUnion('type', [
-  joinedSchema,
-  presenceSchema,
-  hostSchema,
-  errorSchema,
-  pongSchema,
-]);
-
-const routedSchema = z.object({
-  from: deviceId,
-  to: deviceId,
-  room: z.string(),
-  payload: z.record(z.string(), z.unknown()),
-});
+/** Frames the relay sends (the relay protocol), validated when they arrive; device ids as strings. */
+const frames = relayFrameSchemas(wireDeviceId.transform(String));
+const { joined: joinedSchema, presence: presenceSchema, host: hostSchema } = frames;
+const { error: errorSchema, routed: routedSchema, control: controlSchema } = frames;
 
 /** `joined`: this device is in the room; `buffered` missed messages follow at once. */
 export type JoinedFrame = z.infer<typeof joinedSchema>;

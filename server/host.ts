@@ -12,7 +12,7 @@ import { advertise } from './discovery/advertise.ts';
 import { ListenError } from './http-listen.ts';
 import { lanAddress } from './lan.ts';
 import type { Logger } from './log.ts';
-import { createRelay, type Relay } from './relay/index.ts';
+import { createRelay, type Relay } from './relay/relay.ts';
 import { version } from './version.ts';
 
 export type HostMode = 'headless' | 'auth' | 'relay';

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 
 /**
  * A device that disconnected without `leave`: while `droppedAt + window` is ahead, every frame
- * addressed to it is stored. The room keeps this object; the buffer updates its counters.
+ * addressed to it is stored. The broker keeps this object; the buffer updates its counters.
  */
 export interface AbsentDevice {
   readonly room: string;
@@ -29,14 +29,6 @@ export interface BufferLimits {
   expiredRetentionMs: number;
 }
 
-/** What a joining device receives from the buffer. */
-export interface Takeover {
-  /** Frames handed to `deliver`, in order. */
-  delivered: number;
-  /** Frames for it were dropped (window expired or cap reached). */
-  gap: boolean;
-}
-
 type Op =
   | { kind: 'message'; entry: AbsentDevice; frame: string; bytes: number }
   | { kind: 'absent'; entry: AbsentDevice }
@@ -54,6 +46,8 @@ export interface BufferEvents {
   flushed(): void;
   /** A write transaction failed; its frames are lost. */
   failed(err: unknown, lostFrames: number): void;
+  /** The health check could not read the database. */
+  unhealthy(err: unknown): void;
 }
 
 /** The durable buffer: SQLite (WAL), writes queued and committed in one transaction per tick. */
@@ -86,7 +80,7 @@ export interface MessageBuffer {
     device: string,
     now: number,
     deliver: (frames: string[], gap: boolean) => void,
-  ): Takeover;
+  ): void;
   /** Commits the queue now. */
   flush(): void;
   /** Forgets expired devices older than the retention. */
@@ -95,6 +89,7 @@ export interface MessageBuffer {
   readonly stored: number;
   /** Frames queued for the next commit. */
   readonly pending: number;
+  /** Whether the database answers a query; a failure is reported to `events.unhealthy`. */
   healthy(): boolean;
   /** Commits the queue and closes the database. */
   close(): void;
@@ -298,7 +293,7 @@ export function openMessageBuffer(
       device: string,
       now: number,
       deliver: (frames: string[], gap: boolean) => void,
-    ): Takeover => {
+    ): void => {
       const row = selectDevice.get(room, device);
       let frames: string[] = [];
       let gap = false;
@@ -315,7 +310,6 @@ export function openMessageBuffer(
       deliver(frames, gap);
       if (frames.length > 0) stored -= deleteMessages.run(room, device).changes;
       upsertDevice.run(room, device, 'present', now, 0);
-      return { delivered: frames.length, gap };
     },
   );
 
@@ -385,7 +379,7 @@ export function openMessageBuffer(
     },
     takeOver(room, device, now, deliver) {
       flush();
-      return takeOverTx(room, device, now, deliver);
+      takeOverTx(room, device, now, deliver);
     },
     flush,
     purge(now) {
@@ -406,7 +400,8 @@ export function openMessageBuffer(
       try {
         ping.get();
         return true;
-      } catch {
+      } catch (err: unknown) {
+        events.unhealthy(err);
         return false;
       }
     },

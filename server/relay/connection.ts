@@ -1,7 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
-import type { CloseEvent } from './close-codes.ts';
-import type { DeviceId } from './messages.ts';
+import type { DeviceId } from '../../protocol/relay-frames.ts';
 import type { TokenBucket } from './rate-limit.ts';
 import type { Room } from './room.ts';
 
@@ -14,11 +13,12 @@ export interface Connection {
   readonly bucket: TokenBucket;
   /** Answered the last ping (or sent something) since the previous heartbeat. */
   alive: boolean;
+  /** Armed and cleared by the socket handler alone: the time left to join. */
   joinTimer: NodeJS.Timeout | undefined;
   /** The joined room; undefined before join and after leave. */
   room: Room | undefined;
-  /** The device key (decimal string) once joined. */
-  device: string;
+  /** The key of `deviceId` (its decimal string) once joined: what rooms and the broker know it by. */
+  deviceKey: string;
   /** The device id as the client wrote it in its join, echoed in frames about it. */
   deviceId: DeviceId;
   /** `deviceId` as JSON text, spliced into routed frames without serializing again. */
@@ -38,6 +38,7 @@ export class RelaySocket extends WebSocket {
   conn: Connection | undefined = undefined;
 }
 
+/** A connection just accepted: not joined, alive, with its own token bucket. */
 export function createConnection(
   id: number,
   socket: WebSocket,
@@ -52,7 +53,7 @@ export function createConnection(
     alive: true,
     joinTimer: undefined,
     room: undefined,
-    device: '',
+    deviceKey: '',
     deviceId: '',
     deviceJson: '""',
     routeHead: undefined,
@@ -110,15 +111,4 @@ function flushCorked(): void {
 /** Sends a control frame (`joined`, `presence`, `error`...). Not on the routed-message path. */
 export function sendControl(conn: Connection, frame: object): void {
   if (conn.socket.readyState === conn.socket.OPEN) conn.socket.send(JSON.stringify(frame));
-}
-
-/** Stops handling the connection's frames and closes it with a named close code. */
-export function closeWith(conn: Connection, event: CloseEvent): void {
-  conn.done = true;
-  if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
-  conn.joinTimer = undefined;
-  const state = conn.socket.readyState;
-  if (state === conn.socket.OPEN || state === conn.socket.CONNECTING) {
-    conn.socket.close(event.code, event.reason);
-  }
 }

@@ -1,66 +1,37 @@
 import { z } from 'zod';
-
-/**
- * A device id as a client writes it: a positive integer or its decimal string (what a device
- * token carries); any short string when token validation is off. Compared as strings.
- */
-const deviceIdSchema = z.union([
-  z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-  z.string().min(1).max(255),
-]);
-
-const joinSchema = z.object({
-  type: z.literal('join'),
-  room: z.string().min(1).max(255),
-  device: deviceIdSchema,
-  /** Optional in the shape so a missing token is reported as `auth_failed`, not `invalid_message`. */
-  token: z.string().max(1024).optional(),
-});
-
-const leaveSchema = z.object({ type: z.literal('leave') });
-const pingSchema = z.object({ type: z.literal('ping') });
+import {
+  isJsonObject,
+  joinSchema,
+  leaveSchema,
+  maxDeviceIdLength,
+  pingSchema,
+  type RouteFrame,
+  routeSchema,
+} from '../../protocol/relay-frames.ts';
 
 /** Frames with a `type`: a discriminated union, one schema per kind. */
 const controlSchema = z.discriminatedUnion('type', [joinSchema, leaveSchema, pingSchema]);
 
-function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A routed message has no `type`; `room` and `from` may be present and are ignored. */
-const routedSchema = z.object({
-  to: z.union([z.literal('host'), z.literal('broadcast'), deviceIdSchema], {
-    error: 'to must be "host", "broadcast" or a device id',
-  }),
-  payload: z.custom<Record<string, unknown>>(isJsonObject, {
-    error: 'payload must be a JSON object',
-  }),
-});
-
-export type JoinFrame = z.infer<typeof joinSchema>;
-export type RoutedFrame = z.infer<typeof routedSchema>;
-export type DeviceId = z.infer<typeof deviceIdSchema>;
-
 /** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
-export type RouteFrame = { type: 'route' } & RoutedFrame;
+export type ParsedRoute = { type: 'route' } & RouteFrame;
 
 /** What one inbound text frame turned out to be. */
 export type InboundFrame =
   | z.infer<typeof controlSchema>
-  | RouteFrame
+  | ParsedRoute
   | { type: 'invalid_json' }
   | { type: 'invalid_message'; message: string };
 
 /**
- * `routedSchema`'s acceptance written out by hand, for the hot path: a valid routed frame is
+ * `routeSchema`'s acceptance written out by hand, for the hot path: a valid routed frame is
  * accepted without building zod's result objects. Anything it does not accept goes through
- * `routedSchema`, which accepts exactly the same frames and words the error.
+ * `routeSchema`, which accepts exactly the same frames and words the error.
  */
 function acceptRouted(value: Record<string, unknown>): InboundFrame | undefined {
   const { to, payload } = value;
   if (!isJsonObject(payload)) return undefined;
   if (typeof to === 'string') {
-    if (to.length === 0 || to.length > 255) return undefined;
+    if (to.length === 0 || to.length > maxDeviceIdLength) return undefined;
   } else if (typeof to !== 'number' || !Number.isSafeInteger(to) || to <= 0) {
     return undefined;
   }
@@ -89,7 +60,7 @@ export function parseFrame(text: string): InboundFrame {
   if (value.type === undefined) {
     const fast = acceptRouted(value);
     if (fast !== undefined) return fast;
-    const routed = routedSchema.safeParse(value);
+    const routed = routeSchema.safeParse(value);
     if (!routed.success) return { type: 'invalid_message', message: describeIssue(routed.error) };
     return { type: 'route', to: routed.data.to, payload: routed.data.payload };
   }
@@ -101,9 +72,4 @@ export function parseFrame(text: string): InboundFrame {
     return { type: 'invalid_message', message: describeIssue(control.error) };
   }
   return control.data;
-}
-
-/** The key a device id is known by: its decimal string, whatever JSON type the client used. */
-export function deviceKey(device: DeviceId): string {
-  return typeof device === 'number' ? String(device) : device;
 }

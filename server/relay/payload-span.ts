@@ -1,99 +1,55 @@
-/** Character codes the frame scanners compare against. */
-export const QUOTE = 0x22;
-export const BACKSLASH = 0x5c;
-export const OPEN_BRACE = 0x7b;
-export const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-export const COMMA = 0x2c;
-const COLON = 0x3a;
+import {
+  BACKSLASH,
+  bytesAt,
+  COLON,
+  COMMA,
+  OPEN_BRACE,
+  QUOTE,
+  scanString,
+  skipSpace,
+  skipValue,
+} from './json-scanner.ts';
 
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+/** Where the payload's source stands in a frame: bytes `[start, end)`. */
+export interface PayloadSpan {
+  start: number;
+  end: number;
 }
 
-function skipSpace(text: string, at: number): number {
-  let i = at;
-  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
-  return i;
-}
+const payloadKey = Buffer.from('"payload"');
 
-/** Index just past the string literal that starts at `at` (which holds the opening quote). */
-function skipString(text: string, at: number): number {
-  let from = at + 1;
-  for (;;) {
-    // jump to the next quote natively; it closes the string unless an odd run of backslashes
-    // escapes it (the run cannot extend past the opening quote)
-    const quote = text.indexOf('"', from);
-    if (quote < 0) return text.length;
-    let b = quote - 1;
-    while (text.charCodeAt(b) === BACKSLASH) b--;
-    if ((quote - 1 - b) % 2 === 0) return quote + 1;
-    from = quote + 1;
+/** Whether the key whose quotes are at `[at, end)` is `payload`, escaped or not. */
+function isPayloadKey(b: Buffer, at: number, end: number): boolean {
+  if (!b.subarray(at, end).includes(BACKSLASH)) {
+    return end - at === payloadKey.length && bytesAt(b, at, payloadKey, end);
   }
-}
-
-/** Index just past the JSON value that starts at `at`. */
-function skipValue(text: string, at: number): number {
-  const first = text.charCodeAt(at);
-  if (first === QUOTE) return skipString(text, at);
-  if (first !== OPEN_BRACE && first !== OPEN_BRACKET) {
-    // number, true, false, null: runs until a delimiter
-    let i = at + 1;
-    for (;;) {
-      const c = text.charCodeAt(i);
-      if (
-        c === COMMA ||
-        c === CLOSE_BRACE ||
-        c === CLOSE_BRACKET ||
-        isSpace(c) ||
-        Number.isNaN(c)
-      ) {
-        return i;
-      }
-      i++;
-    }
-  }
-  let depth = 0;
-  let i = at;
-  for (;;) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      i = skipString(text, i);
-      continue;
-    }
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-    i++;
-  }
+  return JSON.parse(b.toString('utf8', at, end)) === 'payload';
 }
 
 /**
- * The exact source text of the top-level `payload` member of a JSON object, so the relay
+ * Where the top-level `payload` member of a JSON object stands in its bytes, so the relay
  * forwards it byte for byte (big integers, key order, spacing and escapes untouched) without
- * serializing it again. `text` must already have passed `JSON.parse` as an object. With
- * duplicate keys the last one wins, as in `JSON.parse`. Undefined when there is no `payload`.
+ * serializing it again. `b` must already have passed `JSON.parse` as an object. With duplicate
+ * keys the last one wins, as in `JSON.parse`. Undefined when there is no `payload`.
  */
-export function payloadSource(text: string): string | undefined {
-  let i = skipSpace(text, 0);
-  if (text.charCodeAt(i) !== OPEN_BRACE) return undefined;
-  i = skipSpace(text, i + 1);
-  let found: string | undefined;
-  while (text.charCodeAt(i) === QUOTE) {
-    const keyEnd = skipString(text, i);
-    const rawKey = text.slice(i + 1, keyEnd - 1);
-    const key = rawKey.includes('\\') ? (JSON.parse(`"${rawKey}"`) as string) : rawKey;
-    i = skipSpace(text, keyEnd);
-    if (text.charCodeAt(i) !== COLON) return undefined;
-    const valueStart = skipSpace(text, i + 1);
-    const valueEnd = skipValue(text, valueStart);
-    if (key === 'payload') found = text.slice(valueStart, valueEnd);
-    i = skipSpace(text, valueEnd);
-    if (text.charCodeAt(i) !== COMMA) break;
-    i = skipSpace(text, i + 1);
+export function payloadSpan(b: Buffer): PayloadSpan | undefined {
+  const end = b.length;
+  let i = skipSpace(b, 0, end);
+  if (b[i] !== OPEN_BRACE) return undefined;
+  i = skipSpace(b, i + 1, end);
+  let found: PayloadSpan | undefined;
+  while (b[i] === QUOTE) {
+    const keyEnd = scanString(b, i, end);
+    if (keyEnd < 0) return undefined;
+    const isPayload = isPayloadKey(b, i, keyEnd);
+    i = skipSpace(b, keyEnd, end);
+    if (b[i] !== COLON) return undefined;
+    const valueStart = skipSpace(b, i + 1, end);
+    const valueEnd = skipValue(b, valueStart, end);
+    if (isPayload) found = { start: valueStart, end: valueEnd };
+    i = skipSpace(b, valueEnd, end);
+    if (b[i] !== COMMA) break;
+    i = skipSpace(b, i + 1, end);
   }
   return found;
 }

@@ -1,26 +1,69 @@
-import type { AbsentDevice } from './buffer.ts';
-import type { Connection } from './connection.ts';
+import { Replaced, Revoked, TryAgainLater } from '../../protocol/relay-codes.ts';
+import {
+  type DeviceId,
+  deviceKey,
+  type HostFrame,
+  type JoinedFrame,
+  type JoinFrame,
+  type PresenceFrame,
+  type RouteTarget,
+} from '../../protocol/relay-frames.ts';
+import type { Logger } from '../log.ts';
+import type { Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
+import { type Connection, sendControl, sendData } from './connection.ts';
+import type { RelayMetrics } from './metrics.ts';
+import { payloadSpan } from './payload-span.ts';
+import { closeWith, sendError } from './protocol-errors.ts';
+import { composeRoutedFrame, spliceRoutedFrame } from './routed-bytes.ts';
+
+/** What every room of a relay shares. */
+export interface RoomContext {
+  broker: Broker;
+  metrics: RelayMetrics;
+  logger: Logger;
+  /** `room.maxDevices`: devices present at once. */
+  maxDevices: number;
+  /** A receiver with more unsent bytes than this is closed (1013) and buffered for instead. */
+  maxBufferedBytes: number;
+}
+
+/** Where a routed frame goes: a connection here, a device key for the broker, or everyone else. */
+type Target = Connection | string | typeof everyone;
+const everyone = Symbol('everyone');
 
 /**
- * One room: the devices present (in join order, so the first is the longest connected), its
- * host, and the devices that dropped without leave and are being buffered for.
+ * A member whose socket is closing (its close frame arrived, the TCP connection is not closed
+ * yet) cannot receive: it counts as dropped now, so what is sent meanwhile is buffered.
  */
-export class Room {
+function isClosing(conn: Connection): boolean {
+  return conn.socket.readyState !== conn.socket.OPEN;
+}
+
+/**
+ * One room as this process holds it: its connections here (in join order), presence and host
+ * frames to them, and routing: every routed frame is built once and delivered to the connections
+ * here, the rest handed to the broker (devices elsewhere or absent, see `broker.ts`).
+ */
+export class Room implements RoomListener {
   readonly id: string;
-  /** `id` as JSON text, spliced into routed frames. */
+  /** `id` as JSON text, spliced into routed and presence frames. */
   readonly idJson: string;
   /** djb2(id) slot. */
   readonly slot: number;
-  /** Present devices by device key; Map order is join order. */
+  /** Connections here by device key; Map order is join order. */
   readonly members = new Map<string, Connection>();
-  readonly absent = new Map<string, AbsentDevice>();
+  /** The host's connection when the host is connected here. */
   host: Connection | undefined;
+  readonly #line: RoomLine;
+  readonly #context: RoomContext;
   #roomMember: Buffer | undefined;
 
-  constructor(id: string, slot: number) {
+  constructor(id: string, slot: number, context: RoomContext) {
     this.id = id;
     this.idJson = JSON.stringify(id);
     this.slot = slot;
+    this.#context = context;
+    this.#line = context.broker.open(id, this);
   }
 
   /** `,"room":<idJson>` as bytes, spliced into routed frames (made on the first one). */
@@ -29,45 +72,264 @@ export class Room {
     return this.#roomMember;
   }
 
-  /** Adds a device; the first device present becomes host. */
-  add(conn: Connection): void {
-    this.members.set(conn.device, conn);
-    conn.room = this;
-    if (this.host === undefined) this.host = conn;
-  }
-
-  /**
-   * Puts `conn` in the place of the older connection of the same device: same join position,
-   * same role. Nobody else sees a change.
-   */
-  replace(older: Connection, conn: Connection): void {
-    this.members.set(conn.device, conn);
-    conn.room = this;
-    older.room = undefined;
-    if (this.host === older) this.host = conn;
-  }
-
-  /**
-   * Removes a device. When it was the host, the longest-connected remaining device becomes
-   * host and is returned.
-   */
-  remove(conn: Connection): Connection | undefined {
-    if (this.members.get(conn.device) !== conn) return undefined;
-    this.members.delete(conn.device);
-    conn.room = undefined;
-    if (this.host !== conn) return undefined;
-    const next = this.members.values().next();
-    this.host = next.done ? undefined : next.value;
-    return this.host;
-  }
-
-  /** Device ids present, as their clients wrote them, in join order. */
-  deviceIds(): Array<string | number> {
-    return Array.from(this.members.values(), (member) => member.deviceId);
-  }
-
-  /** Nobody present and nobody buffered for: the room can be forgotten. */
+  /** Nobody of the room is connected here: the room can be forgotten. */
   get idle(): boolean {
-    return this.members.size === 0 && this.absent.size === 0;
+    return this.members.size === 0;
+  }
+
+  /**
+   * A validated join. A device already present replaces its older connection (closed with 4009)
+   * in its place and role; a new one is refused with `room_full` beyond `room.maxDevices`. The
+   * device gets `joined` and what was kept for it; the others get presence `joined`. False when
+   * refused.
+   */
+  join(conn: Connection, frame: JoinFrame): boolean {
+    const { metrics, logger, maxDevices } = this.#context;
+    const key = deviceKey(frame.device);
+    if (this.#line.idOf(key) === undefined && this.#line.size >= maxDevices) {
+      sendError(
+        conn,
+        metrics,
+        'room_full',
+        `the room already has ${maxDevices} devices (room.maxDevices)`,
+      );
+      return false;
+    }
+    conn.deviceKey = key;
+    conn.deviceId = frame.device;
+    conn.deviceJson = JSON.stringify(frame.device);
+    conn.routeHead = undefined;
+    const older = this.members.get(key);
+    this.members.set(key, conn);
+    conn.room = this;
+    if (older !== undefined) {
+      older.room = undefined;
+      metrics.replaced++;
+      closeWith(older, Replaced);
+    }
+    metrics.joins++;
+    this.#line.join(frame.device, (frames, gap) => {
+      const hostKey = this.#line.hostKey ?? key;
+      const joined: JoinedFrame = {
+        type: 'joined',
+        room: this.id,
+        device: conn.deviceId,
+        role: hostKey === key ? 'host' : 'member',
+        host: this.#line.idOf(hostKey) ?? conn.deviceId,
+        devices: this.#line.devices(),
+        buffered: frames.length,
+        gap,
+      };
+      sendControl(conn, joined);
+      for (const text of frames) sendData(conn, Buffer.from(text));
+      logger.debug(
+        { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
+        'joined',
+      );
+    });
+    this.#findHost();
+    return true;
+  }
+
+  /** `{"type":"leave"}`: leaves cleanly, nothing is kept for the device. */
+  leave(conn: Connection): void {
+    if (!this.#remove(conn)) return;
+    this.#line.depart(conn.deviceKey, 'leave');
+    this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'left');
+  }
+
+  /** The socket closed (or is closing) without leave: the device becomes absent, kept for. */
+  drop(conn: Connection): void {
+    if (!this.#remove(conn)) return;
+    this.#line.depart(conn.deviceKey, 'disconnect');
+    this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'dropped without leave');
+  }
+
+  /** Closes the device's connection here with 4003; false when it has none here. */
+  revoke(device: string): boolean {
+    const conn = this.members.get(device);
+    if (conn === undefined) return false;
+    this.#remove(conn);
+    this.#line.depart(device, 'revoked');
+    this.#context.metrics.revoked++;
+    closeWith(conn, Revoked);
+    return true;
+  }
+
+  /** Shutdown: every connection here becomes absent at once; no presence frames are sent. */
+  dropAll(): void {
+    for (const conn of this.members.values()) conn.room = undefined;
+    this.members.clear();
+    this.host = undefined;
+    this.#line.dropAll();
+  }
+
+  /** The room is forgotten by this process. */
+  close(): void {
+    this.#line.release();
+  }
+
+  /**
+   * Routes a frame recognised on its bytes (`recogniseRouted`): `data` is the frame as received
+   * and `toEnd` where its `to` value ends; the outgoing frame is spliced from them.
+   */
+  routeBytes(conn: Connection, to: RouteTarget, data: Buffer, toEnd: number): void {
+    const target = this.#target(conn, to);
+    if (target === undefined) return;
+    conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
+    this.#forward(conn, target, spliceRoutedFrame(data, toEnd, conn.routeHead, this.roomMember));
+  }
+
+  /**
+   * Routes a parsed `{to, payload}` in any other spelling: `data` is the frame as received; the
+   * payload's source is cut out of it (`payloadSpan`), so it is forwarded unchanged.
+   */
+  route(conn: Connection, to: RouteTarget, payload: Record<string, unknown>, data: Buffer): void {
+    const target = this.#target(conn, to);
+    if (target === undefined) return;
+    conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
+    const toBytes = Buffer.from(JSON.stringify(to));
+    const span = payloadSpan(data);
+    const source = span === undefined ? Buffer.from(JSON.stringify(payload)) : data;
+    const frame = composeRoutedFrame(
+      conn.routeHead,
+      toBytes,
+      0,
+      toBytes.length,
+      this.roomMember,
+      source,
+      span?.start ?? 0,
+      span?.end ?? source.length,
+    );
+    this.#forward(conn, target, frame);
+  }
+
+  // ---- what the broker reports (RoomListener) ----
+
+  joined(device: DeviceId): void {
+    const frame: PresenceFrame = { type: 'presence', room: this.id, device, state: 'joined' };
+    this.#toEveryone(frame, this.members.get(deviceKey(device)));
+  }
+
+  left(device: DeviceId, reason: DepartureReason): void {
+    const frame: PresenceFrame = { type: 'presence', room: this.id, device, state: 'left', reason };
+    this.#toEveryone(frame);
+  }
+
+  hostChanged(device: DeviceId): void {
+    this.#findHost();
+    const frame: HostFrame = { type: 'host', room: this.id, device };
+    this.#toEveryone(frame);
+  }
+
+  deliver(frame: Buffer, to: string | undefined): void {
+    if (to !== undefined) {
+      const receiver = this.members.get(to);
+      if (receiver !== undefined && !isClosing(receiver)) this.#deliver(receiver, frame);
+      return;
+    }
+    for (const member of this.members.values()) {
+      if (!isClosing(member)) this.#deliver(member, frame);
+    }
+  }
+
+  // ---- inside ----
+
+  /** Takes a connection out of the room; false when it is not the device's connection here. */
+  #remove(conn: Connection): boolean {
+    if (this.members.get(conn.deviceKey) !== conn) return false;
+    this.members.delete(conn.deviceKey);
+    conn.room = undefined;
+    this.#findHost();
+    return true;
+  }
+
+  /** Points `host` at the host's connection, when it is here. */
+  #findHost(): void {
+    const hostKey = this.#line.hostKey;
+    this.host = hostKey === undefined ? undefined : this.members.get(hostKey);
+  }
+
+  #toEveryone(frame: object, except?: Connection): void {
+    if (this.members.size === 0) return;
+    const data = Buffer.from(JSON.stringify(frame));
+    for (const member of this.members.values()) {
+      if (member !== except) sendData(member, data);
+    }
+  }
+
+  /**
+   * Where a routed frame goes: a connection here, a device key for the broker, or everyone else.
+   * Undefined when refused; the sender got the error frame.
+   */
+  #target(conn: Connection, to: RouteTarget): Target | undefined {
+    const { metrics } = this.#context;
+    if (to === 'broadcast') return everyone;
+    if (to === 'host') {
+      if (this.host !== undefined && this.host !== conn && isClosing(this.host)) {
+        this.drop(this.host);
+      }
+      const host = this.host;
+      if (host === conn) {
+        sendError(conn, metrics, 'unknown_target', 'you are the host of this room');
+        return undefined;
+      }
+      // the host on another node; with no host at all, nobody is present but the sender's
+      // closing peers: nothing to deliver, only to keep
+      return host ?? this.#line.hostKey ?? everyone;
+    }
+    const key = deviceKey(to);
+    const direct = this.members.get(key);
+    if (direct === conn) {
+      sendError(conn, metrics, 'unknown_target', 'no such device in this room');
+      return undefined;
+    }
+    if (direct !== undefined) {
+      if (!isClosing(direct)) return direct;
+      this.drop(direct);
+    }
+    return key;
+  }
+
+  /** Delivers one routed frame, built once and shared by every receiver and the broker. */
+  #forward(conn: Connection, target: Target, frame: Buffer): void {
+    const { metrics } = this.#context;
+    if (typeof target === 'string') {
+      if (!this.#line.sendTo(target, frame, undefined)) {
+        sendError(conn, metrics, 'unknown_target', 'no such device in this room');
+        return;
+      }
+      metrics.messagesRouted++;
+      return;
+    }
+    metrics.messagesRouted++;
+    if (target !== everyone) {
+      this.#deliver(target, frame);
+      metrics.messagesDelivered++;
+      return;
+    }
+    let closing: Connection[] | undefined;
+    for (const member of this.members.values()) {
+      if (member === conn) continue;
+      if (isClosing(member)) {
+        closing ??= [];
+        closing.push(member);
+        continue;
+      }
+      this.#deliver(member, frame);
+      metrics.messagesDelivered++;
+    }
+    if (closing !== undefined) for (const member of closing) this.drop(member);
+    this.#line.broadcast(frame, undefined);
+  }
+
+  /** Sends to a connection here; one that stopped reading is closed (1013) and kept for. */
+  #deliver(receiver: Connection, data: Buffer): void {
+    sendData(receiver, data);
+    if (receiver.socket.bufferedAmount > this.#context.maxBufferedBytes && !receiver.done) {
+      this.#context.metrics.slowReceivers++;
+      closeWith(receiver, TryAgainLater);
+      receiver.socket.terminate();
+    }
   }
 }

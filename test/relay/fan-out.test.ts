@@ -7,10 +7,11 @@ import type { WebSocket } from 'ws';
 import { createLogger } from '../../server/log.ts';
 import { type MessageBuffer, openMessageBuffer } from '../../server/relay/buffer.ts';
 import { type Connection, createConnection } from '../../server/relay/connection.ts';
-import { createHub } from '../../server/relay/hub.ts';
+import { createLocalBroker } from '../../server/relay/local-broker.ts';
 import { createMetrics } from '../../server/relay/metrics.ts';
 import { createTokenBucket } from '../../server/relay/rate-limit.ts';
 import type { Room } from '../../server/relay/room.ts';
+import { createRooms } from '../../server/relay/rooms.ts';
 import { createShards } from '../../server/relay/shards.ts';
 
 let dir: string;
@@ -51,25 +52,32 @@ describe('relay fan-out', () => {
     buffer = openMessageBuffer(
       join(dir, 'relay.db'),
       { windowMs: 60_000, maxMessages: 100, maxBytes: 1_000_000, expiredRetentionMs: 1_000 },
-      { droppedExpired() {}, droppedCap() {}, flushed() {}, failed() {} },
+      { droppedExpired() {}, droppedCap() {}, flushed() {}, failed() {}, unhealthy() {} },
     );
-    const hub = createHub({
-      shards: createShards<Room>(),
+    const metrics = createMetrics();
+    const logger = createLogger('silent');
+    const broker = createLocalBroker({
       buffer,
-      metrics: createMetrics(),
-      logger: createLogger('silent'),
+      metrics,
+      logger,
       now: Date.now,
-      roomMaxDevices: 64,
       bufferWindowMs: 60_000,
+    });
+    const rooms = createRooms(createShards<Room>(), {
+      broker,
+      metrics,
+      logger,
+      maxDevices: 64,
       maxBufferedBytes: 1_000_000,
     });
     const members = [1, 2, 3, 4, 5].map(recordingConnection);
     for (const [i, { conn }] of members.entries()) {
-      hub.join(conn, { type: 'join', room: 'room', device: i + 1, token: '' });
+      rooms.join(conn, { type: 'join', room: 'room', device: i + 1, token: '' });
     }
     for (const { sent } of members) sent.length = 0;
     const text = '{"to":"broadcast","payload":{"a":[1,2,3]}}';
-    hub.route(members[0]!.conn, 'broadcast', { a: [1, 2, 3] }, text);
+    const sender = members[0]!.conn;
+    sender.room?.route(sender, 'broadcast', { a: [1, 2, 3] }, Buffer.from(text));
     const frames = members.slice(1).map(({ sent }) => sent[0]);
     expect(members[0]!.sent).toEqual([]);
     expect(frames.every((frame) => frame === frames[0])).toBe(true);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../server/log.ts';
-import { createRelay, type Relay } from '../../server/relay/index.ts';
+import { createRelay, type Relay } from '../../server/relay/relay.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { testRelayConfig, testSecret } from '../helpers/relay-harness.ts';
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { payloadSource } from '../../server/relay/payload-span.ts';
+import { payloadSpan } from '../../server/relay/payload-span.ts';
+
+/** The payload's source text as the relay forwards it, cut out of the frame's bytes. */
+function payloadSource(text: string): string | undefined {
+  const bytes = Buffer.from(text);
+  const span = payloadSpan(bytes);
+  return span === undefined ? undefined : bytes.toString('utf8', span.start, span.end);
+}
 
 /** A random JSON value with awkward strings (quotes, backslashes, braces, unicode). */
 function randomValue(depth: number, random: () => number): unknown {

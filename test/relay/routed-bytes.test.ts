@@ -1,11 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { isJsonObject } from '../../server/relay/json-scanner.ts';
 import { parseFrame } from '../../server/relay/messages.ts';
-import {
-  isJsonObject,
-  recogniseRouted,
-  spliceRoutedFrame,
-} from '../../server/relay/routed-bytes.ts';
+import { recogniseRouted, spliceRoutedFrame } from '../../server/relay/routed-bytes.ts';
 
 /** What JSON.parse says of the text: an object (not an array), or not. */
 function parsesToObject(text: string): boolean {

@@ -1,3 +1,8 @@
+/**
+ * The relay's codes, spoken by the relay and its clients alike: WebSocket close codes with the
+ * reason sent beside them, and the `code` of `{"type":"error"}` frames.
+ */
+
 /** A WebSocket close code with the reason sent beside it (a reason is at most 123 bytes). */
 export interface CloseEvent {
   readonly code: number;
@@ -31,7 +36,7 @@ export const TryAgainLater = {
 /** Join refused: bad token, secret mismatch, device not the token's, room of another user. */
 export const AuthFailed = { code: 4001, reason: 'auth failed' } as const satisfies CloseEvent;
 
-/** The device was deleted through the auth service (co-hosted only). */
+/** The device was deleted through the auth service. */
 export const Revoked = { code: 4003, reason: 'device revoked' } as const satisfies CloseEvent;
 
 /** No valid join within the join timeout (10 s). */
@@ -42,3 +47,21 @@ export const Replaced = {
   code: 4009,
   reason: 'replaced by a newer connection',
 } as const satisfies CloseEvent;
+
+/**
+ * The `code` of a `{"type":"error","code","message"}` frame, with what it means. Every one but
+ * `auth_failed` (followed by close 4001) keeps the connection open.
+ */
+export const relayErrors = {
+  invalid_json: 'the frame is not JSON',
+  invalid_message: 'not an object, unknown type, or a wrong or missing field',
+  not_joined: 'a routed message or leave before a join',
+  already_joined: 'a join on a connection that is already in a room',
+  unknown_target: 'to names nobody in the room, the sender itself, or host when the sender is host',
+  rate_limited: 'the connection sent faster than its token bucket allows: the frame was dropped',
+  room_full: 'the room already has room.maxDevices devices present',
+  auth_failed: 'the join was refused; close 4001 follows',
+} as const;
+
+/** A relay error frame's `code`. */
+export type RelayErrorCode = keyof typeof relayErrors;

@@ -2,19 +2,24 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
+import { GoingAway } from '../../protocol/relay-codes.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
 import type { Logger } from '../log.ts';
 import { openMessageBuffer } from './buffer.ts';
-import { GoingAway } from './close-codes.ts';
-import { closeWith, RelaySocket } from './connection.ts';
-import { createHub } from './hub.ts';
+import { RelaySocket } from './connection.ts';
+import { createLocalBroker } from './local-broker.ts';
 import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
-import { Room } from './room.ts';
-import { createSocketHandler } from './server.ts';
+import { closeWith } from './protocol-errors.ts';
+import type { Room } from './room.ts';
+import { createRooms, type RoomStatus } from './rooms.ts';
 import { createShards, defaultShardCount } from './shards.ts';
+import { createSocketHandler } from './socket-handler.ts';
 import { createStatusServer } from './status.ts';
 
-/** Timings the protocol fixes; tests shorten them. */
+/**
+ * Timings the protocol fixes and internal sizes that relay.conf does not expose; only tests and
+ * the bench change them.
+ */
 export interface RelayTuning {
   /** A connection must join within this time or is closed with 4008. Default 10 s. */
   joinTimeoutMs: number;
@@ -32,14 +37,18 @@ export interface RelayTuning {
   expiredRetentionMs: number;
 }
 
+const mebibyte = 1024 * 1024;
+const secondMs = 1_000;
+const hourMs = 60 * 60 * secondMs;
+
 export const defaultTuning: RelayTuning = {
   joinTimeoutMs: 10_000,
   pingIntervalMs: 30_000,
   purgeIntervalMs: 10_000,
   shardCount: defaultShardCount,
-  maxBufferedBytes: 64 * 1024 * 1024,
+  maxBufferedBytes: 64 * mebibyte,
   closeTimeoutMs: 2_000,
-  expiredRetentionMs: 24 * 60 * 60 * 1000,
+  expiredRetentionMs: 24 * hourMs,
 };
 
 export interface RelayOptions {
@@ -47,9 +56,9 @@ export interface RelayOptions {
   /** Effective shared secret; '' disables token and room-id validation (warn loudly at start). */
   secret: string;
   logger: Logger;
-  /** Injectable clock (ms) for the buffer window; default Date.now. */
+  /** Injectable clock (ms) for the buffer window and revocation times; default Date.now. */
   now?: () => number;
-  /** Protocol timings; only tests change them. */
+  /** Protocol timings and internal sizes; only tests and the bench change them. */
   tuning?: Partial<RelayTuning>;
 }
 
@@ -57,7 +66,7 @@ export interface RelayStatus {
   rooms: number;
   connections: number;
   buffered: number;
-  perRoom: Array<{ room: string; connections: number; devices: string[] }>;
+  perRoom: RoomStatus[];
 }
 
 export interface Relay {
@@ -98,11 +107,11 @@ export function createRelay(options: RelayOptions): Relay {
   const now = options.now ?? Date.now;
   const tuning: RelayTuning = { ...defaultTuning, ...options.tuning };
   const metrics = createMetrics();
-  const shards = createShards<Room>(tuning.shardCount);
+  const bufferWindowMs = config.bufferSeconds * secondMs;
   const buffer = openMessageBuffer(
     config.sqlitePath,
     {
-      windowMs: config.bufferSeconds * 1000,
+      windowMs: bufferWindowMs,
       maxMessages: config.bufferMaxMessages,
       maxBytes: config.bufferMaxBytes,
       expiredRetentionMs: tuning.expiredRetentionMs,
@@ -120,13 +129,12 @@ export function createRelay(options: RelayOptions): Relay {
       failed: (err, lost) => {
         logger.error({ err, lost }, 'buffer write failed; these buffered messages are lost');
       },
+      unhealthy: (err) => {
+        logger.error({ err }, 'buffer database unreadable: the relay reports itself unhealthy');
+      },
     },
   );
-  for (const entry of buffer.restore(now())) {
-    shards
-      .getOrCreate(entry.room, (slot) => new Room(entry.room, slot))
-      .absent.set(entry.device, entry);
-  }
+  const broker = createLocalBroker({ buffer, metrics, logger, now, bufferWindowMs });
   const revoked = buffer.revoked();
 
   if (secret === '') {
@@ -136,18 +144,15 @@ export function createRelay(options: RelayOptions): Relay {
     );
   }
 
-  const hub = createHub({
-    shards,
-    buffer,
+  const rooms = createRooms(createShards<Room>(tuning.shardCount), {
+    broker,
     metrics,
     logger,
-    now,
-    roomMaxDevices: config.roomMaxDevices,
-    bufferWindowMs: config.bufferSeconds * 1000,
+    maxDevices: config.roomMaxDevices,
     maxBufferedBytes: tuning.maxBufferedBytes,
   });
   const sockets = createSocketHandler({
-    hub,
+    rooms,
     metrics,
     logger,
     check: { secret, signature: config.tokenSignature, revoked },
@@ -176,29 +181,17 @@ export function createRelay(options: RelayOptions): Relay {
     wss.handleUpgrade(req, socket, head, (ws) => sockets.accept(ws, socket));
   });
 
-  function activeRooms(): number {
-    let count = 0;
-    for (const room of shards.rooms()) if (room.members.size > 0) count++;
-    return count;
-  }
-
-  function absentDevices(): number {
-    let count = 0;
-    for (const room of shards.rooms()) count += room.absent.size;
-    return count;
-  }
-
   const statusServer = createStatusServer({
     healthy: () => buffer.healthy(),
-    rooms: activeRooms,
+    rooms: () => rooms.active(),
     connections: () => sockets.connections.size,
     metrics: () =>
       renderMetrics(metrics, {
         connections: sockets.connections.size,
-        rooms: activeRooms(),
+        rooms: rooms.active(),
         bufferedStored: buffer.stored,
         bufferedPending: buffer.pending,
-        absentDevices: absentDevices(),
+        absentDevices: broker.absentDevices(),
       }),
   });
 
@@ -209,7 +202,7 @@ export function createRelay(options: RelayOptions): Relay {
     closing = true;
     for (const timer of timers) clearInterval(timer);
     const stopAccepting = closeServer(wsServer);
-    hub.dropAll();
+    rooms.dropAll();
     const open = [...sockets.connections];
     const gone = Promise.all(open.map((conn) => once(conn.socket, 'close')));
     for (const conn of open) closeWith(conn, GoingAway);
@@ -241,7 +234,7 @@ export function createRelay(options: RelayOptions): Relay {
       }
       // The round is spread over the interval, a slice a second, so that 10,000 connections
       // are not pinged in one event-loop turn (a stall of ~0.4 s on a small machine).
-      const slices = Math.max(1, Math.floor(tuning.pingIntervalMs / 1000));
+      const slices = Math.max(1, Math.floor(tuning.pingIntervalMs / secondMs));
       let slice = 0;
       timers.push(
         setInterval(() => {
@@ -249,7 +242,7 @@ export function createRelay(options: RelayOptions): Relay {
           slice = (slice + 1) % slices;
         }, tuning.pingIntervalMs / slices).unref(),
         setInterval(() => {
-          hub.sweep();
+          rooms.sweep();
           try {
             buffer.purge(now());
           } catch (err: unknown) {
@@ -268,23 +261,15 @@ export function createRelay(options: RelayOptions): Relay {
 
     revokeDevice(deviceId) {
       const device = String(deviceId);
-      const revokedAt = Math.floor(Date.now() / 1000);
+      const revokedAt = Math.floor(now() / secondMs);
       revoked.set(device, revokedAt);
-      buffer.revoke(device, revokedAt);
-      hub.revoke(device);
+      broker.revoke(device, revokedAt);
+      rooms.revoke(device);
       logger.info({ device }, 'device revoked at the relay');
     },
 
     status() {
-      const perRoom: RelayStatus['perRoom'] = [];
-      for (const room of shards.rooms()) {
-        if (room.members.size === 0) continue;
-        perRoom.push({
-          room: room.id,
-          connections: room.members.size,
-          devices: [...room.members.keys()],
-        });
-      }
+      const perRoom = rooms.status();
       return {
         rooms: perRoom.length,
         connections: sockets.connections.size,

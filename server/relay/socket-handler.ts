@@ -1,34 +1,35 @@
 import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
+import { AuthFailed, JoinTimeout, UnsupportedData } from '../../protocol/relay-codes.ts';
+import type { JoinFrame } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
-import { type JoinCheck, joinRefusals, refuseJoin } from './authorize.ts';
-import { AuthFailed, JoinTimeout, UnsupportedData } from './close-codes.ts';
-import {
-  type Connection,
-  closeWith,
-  createConnection,
-  type RelaySocket,
-  sendData,
-} from './connection.ts';
-import { type Hub, sendError } from './hub.ts';
+import { type Connection, createConnection, type RelaySocket, sendData } from './connection.ts';
+import { type JoinCheck, joinRefusals, refuseJoin } from './join-check.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
+import { closeWith, sendError } from './protocol-errors.ts';
 import { createTokenBucket } from './rate-limit.ts';
+import type { Rooms } from './rooms.ts';
 import { recogniseRouted } from './routed-bytes.ts';
 
 export interface SocketHandlerOptions {
-  hub: Hub;
+  rooms: Rooms;
   metrics: RelayMetrics;
   logger: Logger;
   check: JoinCheck;
   ratePerSecond: number;
   rateBurst: number;
+  /** A connection outside any room is closed with 4008 after this long. */
   joinTimeoutMs: number;
   /** Above this many unsent bytes a sender gets no `rate_limited` frames, only silence. */
   maxBufferedBytes: number;
 }
 
-/** Accepts upgraded sockets: join timeout, rate limit, frame parsing and dispatch, heartbeat. */
+/**
+ * Accepts upgraded sockets and owns each connection outside a room (the join timer, the join and
+ * its validation), then hands frames to its room: rate limit, frame parsing and dispatch,
+ * heartbeat.
+ */
 export interface SocketHandler {
   /** Takes over an upgraded socket; `stream` is the TCP stream under it. */
   accept(socket: RelaySocket, stream: Duplex): void;
@@ -43,25 +44,54 @@ export interface SocketHandler {
 
 const pongFrame = Buffer.from('{"type":"pong"}');
 
-function rawText(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
+/** A text frame's bytes (`ws` hands over a Buffer unless told otherwise). */
+function frameBytes(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
 }
 
+/** Accepts the relay's sockets; see `SocketHandler`. */
 export function createSocketHandler(options: SocketHandlerOptions): SocketHandler {
-  const { hub, metrics, logger, check } = options;
+  const { rooms, metrics, logger, check } = options;
   const connections = new Set<Connection>();
   let nextId = 1;
 
   function armJoinTimer(conn: Connection): void {
-    if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
+    clearJoinTimer(conn);
     conn.joinTimer = setTimeout(() => {
       conn.joinTimer = undefined;
       if (conn.room !== undefined || conn.done) return;
       metrics.joinTimeouts++;
       closeWith(conn, JoinTimeout);
     }, options.joinTimeoutMs);
+  }
+
+  function clearJoinTimer(conn: Connection): void {
+    if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
+    conn.joinTimer = undefined;
+  }
+
+  /** The first frame that counts: a join, validated here before its room sees it. */
+  function connectionOnJoin(conn: Connection, frame: JoinFrame): void {
+    if (conn.room !== undefined) {
+      sendError(conn, metrics, 'already_joined', `already joined room ${conn.room.id}`);
+      return;
+    }
+    const refusal = refuseJoin(frame, check);
+    if (refusal !== undefined) {
+      metrics.authFailures++;
+      logger.info({ room: frame.room, device: frame.device, refusal }, 'join refused');
+      sendError(conn, metrics, 'auth_failed', joinRefusals[refusal]);
+      closeWith(conn, AuthFailed);
+      return;
+    }
+    rooms.join(conn, frame);
+    if (conn.room !== undefined) clearJoinTimer(conn);
+  }
+
+  function notJoined(conn: Connection): void {
+    sendError(conn, metrics, 'not_joined', 'join a room first');
   }
 
   function connectionOnMessage(conn: Connection, data: RawData, isBinary: boolean): void {
@@ -78,44 +108,31 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
       }
       return;
     }
-    if (Buffer.isBuffer(data)) {
-      const routed = recogniseRouted(data);
-      if (routed !== undefined) {
-        hub.routeBytes(conn, routed.to, data, routed.toEnd);
-        return;
-      }
+    const bytes = frameBytes(data);
+    const routed = recogniseRouted(bytes);
+    if (routed !== undefined) {
+      if (conn.room === undefined) notJoined(conn);
+      else conn.room.routeBytes(conn, routed.to, bytes, routed.toEnd);
+      return;
     }
-    const text = rawText(data);
-    const frame = parseFrame(text);
+    const frame = parseFrame(bytes.toString('utf8'));
     switch (frame.type) {
       case 'route':
-        hub.route(conn, frame.to, frame.payload, text);
+        if (conn.room === undefined) notJoined(conn);
+        else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
       case 'ping':
         sendData(conn, pongFrame);
         return;
-      case 'join': {
-        if (conn.room !== undefined) {
-          sendError(conn, metrics, 'already_joined', `already joined room ${conn.room.id}`);
-          return;
-        }
-        const refusal = refuseJoin(frame, check);
-        if (refusal !== undefined) {
-          metrics.authFailures++;
-          logger.info({ room: frame.room, device: frame.device, refusal }, 'join refused');
-          sendError(conn, metrics, 'auth_failed', joinRefusals[refusal]);
-          closeWith(conn, AuthFailed);
-          return;
-        }
-        hub.join(conn, frame);
+      case 'join':
+        connectionOnJoin(conn, frame);
         return;
-      }
       case 'leave':
         if (conn.room === undefined) {
           sendError(conn, metrics, 'not_joined', 'not in a room');
           return;
         }
-        hub.leave(conn);
+        rooms.leave(conn);
         // an open socket outside any room must join again in time, as after connecting
         armJoinTimer(conn);
         return;
@@ -149,10 +166,9 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
   function onClose(this: WebSocket): void {
     const conn = (this as RelaySocket).conn;
     if (conn === undefined) return;
-    if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
-    conn.joinTimer = undefined;
+    clearJoinTimer(conn);
     connections.delete(conn);
-    hub.drop(conn);
+    rooms.drop(conn);
   }
 
   return {

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+
+/**
+ * The frames of the relay protocol, both directions. The relay validates what clients send with
+ * the first half and writes the second half; clients do the reverse.
+ */
+
+/** The longest device id (and room id) a client may write, in characters. */
+export const maxDeviceIdLength = 255;
+
+/**
+ * A device id as a client writes it: a positive integer or its decimal string (what a device
+ * token carries); any short string when token validation is off. Compared as strings.
+ */
+export const deviceIdSchema = z.union([
+  z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  z.string().min(1).max(maxDeviceIdLength),
+]);
+
+export type DeviceId = z.infer<typeof deviceIdSchema>;
+
+/** The key a device id is known by: its decimal string, whatever JSON type the client used. */
+export function deviceKey(device: DeviceId): string {
+  return typeof device === 'number' ? String(device) : device;
+}
+
+// ---- client → relay ----
+
+/** The longest token a join may carry, in characters. */
+const maxTokenLength = 1024;
+
+export const joinSchema = z.object({
+  type: z.literal('join'),
+  room: z.string().min(1).max(maxDeviceIdLength),
+  device: deviceIdSchema,
+  /** Optional in the shape so a missing token is reported as `auth_failed`, not `invalid_message`. */
+  token: z.string().max(maxTokenLength).optional(),
+});
+
+export const leaveSchema = z.object({ type: z.literal('leave') });
+export const pingSchema = z.object({ type: z.literal('ping') });
+
+/** Whether a parsed JSON value is an object (not an array, not null). */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A routed message has no `type`; `room` and `from` may be present and are ignored. */
+export const routeSchema = z.object({
+  to: z.union([z.literal('host'), z.literal('broadcast'), deviceIdSchema], {
+    error: 'to must be "host", "broadcast" or a device id',
+  }),
+  payload: z.custom<Record<string, unknown>>(isJsonObject, {
+    error: 'payload must be a JSON object',
+  }),
+});
+
+export type JoinFrame = z.infer<typeof joinSchema>;
+/** `{to, payload}` as a client sends it. */
+export type RouteFrame = z.infer<typeof routeSchema>;
+/** Where a client addresses a message: the room's host, everyone else, or one device. */
+export type RouteTarget = RouteFrame['to'];
+
+// ---- relay → client ----
+
+/**
+ * The frames the relay sends, over a schema for the device ids in them: the relay writes ids as
+ * each client wrote its own (`wireDeviceId`); a client may read them into another form.
+ */
+export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
+  const joined = z.object({
+    type: z.literal('joined'),
+    room: z.string(),
+    device: deviceId,
+    role: z.enum(['host', 'member']),
+    host: deviceId,
+    devices: z.array(deviceId),
+    buffered: z.number().int().nonnegative(),
+    gap: z.boolean(),
+  });
+  const presence = z.object({
+    type: z.literal('presence'),
+    room: z.string(),
+    device: deviceId,
+    state: z.enum(['joined', 'left']),
+    /** Why a device left: `leave`, `disconnect` or `revoked`. */
+    reason: z.string().optional(),
+  });
+  const host = z.object({ type: z.literal('host'), room: z.string(), device: deviceId });
+  const error = z.object({
+    type: z.literal('error'),
+    code: z.string(),
+    message: z.string().default(''),
+  });
+  const pong = z.object({ type: z.literal('pong') });
+  /** A routed message: `from` the sender, `to` as the sender wrote it. */
+  const routed = z.object({
+    from: deviceId,
+    to: deviceId,
+    room: z.string(),
+    payload: z.record(z.string(), z.unknown()),
+  });
+  const control = z.discriminatedUnion('type', [joined, presence, host, error, pong]);
+  return { joined, presence, host, error, pong, routed, control };
+}
+
+/** A device id in a frame the relay writes: as its device wrote it in its join. */
+export const wireDeviceId = z.union([z.string(), z.number()]);
+
+const wire = relayFrameSchemas(wireDeviceId);
+
+/** `joined`: the device is in the room; `buffered` missed messages follow at once. */
+export type JoinedFrame = z.input<typeof wire.joined>;
+/** Another device joined or left the room. */
+export type PresenceFrame = z.input<typeof wire.presence>;
+/** The room has a new host. */
+export type HostFrame = z.input<typeof wire.host>;

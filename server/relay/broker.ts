@@ -1,0 +1,85 @@
+import type { DeviceId } from '../../protocol/relay-frames.ts';
+
+/**
+ * The broker: everything a room does beyond the connections it holds on this process. A room
+ * (`room.ts`) delivers to its own connections; the room-wide record (who is present on any node,
+ * in join order, who is host, who dropped and is kept for) and every message for a device that has
+ * no connection here go through its `RoomLine`. The broker tells the room what happened beyond it
+ * through the room's `RoomListener`.
+ *
+ * In-process (`local-broker.ts`, the single-node relay): the roster is a Map in this process, and a
+ * message for a device that is not connected is kept in the SQLite buffer while the device is
+ * absent. A cluster broker (NATS JetStream) would keep the roster and host election in a key-value
+ * bucket, publish messages for devices on other nodes to a per-room stream, and replay a device's
+ * stream from its last acknowledged sequence on rejoin, calling the same listener methods when
+ * another node reports a join, a departure, a new host or a message for a device of this node.
+ *
+ * Every routing call is synchronous and returns at once (a cluster broker publishes without
+ * awaiting the acknowledgement on this path); joins may complete later (`join`'s `replay`).
+ */
+export interface Broker {
+  /** Opens room `roomId`'s line; `listener` hears what happens in the room beyond this process. */
+  open(roomId: string, listener: RoomListener): RoomLine;
+  /** A device was revoked: nothing is kept for it in any room, and its tokens stay refused. */
+  revoke(device: string, revokedAt: number): void;
+  /** Forgets devices whose buffer window passed (they get `gap` when they come back). */
+  sweep(): void;
+  /** Devices kept for (dropped without leave, within their window), in every room. */
+  absentDevices(): number;
+}
+
+/** Why a device is no longer present: `leave` and `revoked` keep nothing, `disconnect` does. */
+export type DepartureReason = 'leave' | 'disconnect' | 'revoked';
+
+/**
+ * Receives what was kept for a joining device: the frames in order, and whether some were lost
+ * (`gap`). Called exactly once per join.
+ */
+export type Replay = (frames: readonly string[], gap: boolean) => void;
+
+/** One room as the broker sees it; every device is named by its key (`deviceKey`). */
+export interface RoomLine {
+  /** Devices present in the room, on any node. */
+  readonly size: number;
+  /** The key of the room's host; undefined when nobody is present. */
+  readonly hostKey: string | undefined;
+  /** The device id of a device present, as it wrote it in its join. */
+  idOf(device: string): DeviceId | undefined;
+  /** Device ids present, in join order (the first is the longest connected). */
+  devices(): DeviceId[];
+  /**
+   * A device of this process joins. A device already present (a reconnect replacing its older
+   * connection) keeps its place and role and nobody hears of it; a new one is put last (host if
+   * first) and the listener's `joined` follows `replay`. `replay` gets what was kept for it.
+   */
+  join(device: DeviceId, replay: Replay): void;
+  /** A device of this process is gone for `reason`; the listener hears `left` (and `host`). */
+  depart(device: string, reason: DepartureReason): void;
+  /**
+   * A direct message for a device with no connection here: on another node, or absent and kept
+   * for. False when the room has no such device (the sender gets `unknown_target`). `text` is
+   * `frame` decoded, when the caller has it.
+   */
+  sendTo(device: string, frame: Buffer, text: string | undefined): boolean;
+  /** The part of a broadcast for the devices with no connection here. */
+  broadcast(frame: Buffer, text: string | undefined): void;
+  /** Shutdown: every device of this process becomes absent at once, and nobody hears of it. */
+  dropAll(): void;
+  /** The room is no longer held in this process (nobody of it is connected here). */
+  release(): void;
+}
+
+/** What a room hears from its line (the in-process broker calls these during the room's own calls). */
+export interface RoomListener {
+  /** A device joined the room (not a replacement). */
+  joined(device: DeviceId): void;
+  /** A device left the room. */
+  left(device: DeviceId, reason: DepartureReason): void;
+  /** The host left and `device` (the longest connected) is host now. */
+  hostChanged(device: DeviceId): void;
+  /**
+   * A routed frame from another node for this room's connections: one device (`to` its key) or
+   * every connection here (`to` undefined). The in-process broker never calls it.
+   */
+  deliver(frame: Buffer, to: string | undefined): void;
+}

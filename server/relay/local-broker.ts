@@ -1,0 +1,200 @@
+import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { Logger } from '../log.ts';
+import type { Broker, DepartureReason, Replay, RoomLine, RoomListener } from './broker.ts';
+import type { AbsentDevice, MessageBuffer } from './buffer.ts';
+import type { RelayMetrics } from './metrics.ts';
+
+export interface LocalBrokerOptions {
+  /** The SQLite buffer; its absent devices of the previous run are taken over at once. */
+  buffer: MessageBuffer;
+  metrics: RelayMetrics;
+  logger: Logger;
+  now: () => number;
+  /** `buffer.seconds` in ms: how long a dropped device is kept for. */
+  bufferWindowMs: number;
+}
+
+/**
+ * A device that dropped without leave: while `droppedAt + window` is ahead, every frame for it
+ * goes to the buffer.
+ */
+function absentDevice(room: string, device: string, droppedAt: number): AbsentDevice {
+  return { room, device, droppedAt, messages: 0, bytes: 0, gap: false };
+}
+
+/**
+ * The single-process broker: every device of a room is connected to this process or absent, so
+ * the roster is a Map here (join order; the first is host) and a message for a device that is not
+ * connected goes to the SQLite buffer while its window lasts.
+ */
+export function createLocalBroker(options: LocalBrokerOptions): Broker {
+  const { buffer, metrics, logger, now, bufferWindowMs } = options;
+  /** Lines of rooms held by a Room or with devices kept for; forgotten when neither. */
+  const lines = new Map<string, LocalRoomLine>();
+
+  class LocalRoomLine implements RoomLine {
+    readonly roomId: string;
+    listener: RoomListener | undefined;
+    /** Present devices by key, in join order. */
+    readonly present = new Map<string, DeviceId>();
+    readonly absent = new Map<string, AbsentDevice>();
+    hostKey: string | undefined;
+
+    constructor(roomId: string) {
+      this.roomId = roomId;
+    }
+
+    get size(): number {
+      return this.present.size;
+    }
+
+    idOf(device: string): DeviceId | undefined {
+      return this.present.get(device);
+    }
+
+    devices(): DeviceId[] {
+      return [...this.present.values()];
+    }
+
+    join(device: DeviceId, replay: Replay): void {
+      const key = typeof device === 'number' ? String(device) : device;
+      const isNew = !this.present.has(key);
+      // a device already present keeps its place in the Map (and so its role)
+      this.present.set(key, device);
+      this.hostKey ??= key;
+      this.absent.delete(key);
+      let replayed = false;
+      try {
+        buffer.takeOver(this.roomId, key, now(), (frames, gap) => {
+          replayed = true;
+          metrics.bufferDelivered += frames.length;
+          replay(frames, gap);
+        });
+      } catch (err: unknown) {
+        // The join still succeeds; the client learns from gap that it must resync.
+        logger.error({ err, room: this.roomId, device: key }, 'buffer read failed on join');
+        if (!replayed) replay([], true);
+      }
+      if (isNew) this.listener?.joined(device);
+    }
+
+    depart(device: string, reason: DepartureReason): void {
+      const id = this.present.get(device);
+      if (id === undefined) return;
+      this.present.delete(device);
+      let newHost: DeviceId | undefined;
+      if (this.hostKey === device) {
+        const next = this.present.keys().next();
+        this.hostKey = next.done ? undefined : next.value;
+        if (this.hostKey !== undefined) newHost = this.present.get(this.hostKey);
+      }
+      if (reason === 'disconnect') this.keepFor(device, now());
+      else buffer.forget(this.roomId, device);
+      this.listener?.left(id, reason);
+      if (newHost !== undefined) this.listener?.hostChanged(newHost);
+    }
+
+    /** Starts keeping messages for a device that dropped at `at`. */
+    keepFor(device: string, at: number): void {
+      const entry = absentDevice(this.roomId, device, at);
+      this.absent.set(device, entry);
+      buffer.markAbsent(entry);
+    }
+
+    /** The device's entry while its window lasts; an entry whose window passed is expired. */
+    kept(device: string, at: number): AbsentDevice | undefined {
+      const entry = this.absent.get(device);
+      if (entry === undefined) return undefined;
+      if (at < entry.droppedAt + bufferWindowMs) return entry;
+      this.expire(entry, at);
+      return undefined;
+    }
+
+    expire(entry: AbsentDevice, at: number): void {
+      this.absent.delete(entry.device);
+      buffer.expire(entry, at);
+      this.forgetIfIdle();
+    }
+
+    sendTo(device: string, frame: Buffer, text: string | undefined): boolean {
+      const entry = this.kept(device, now());
+      if (entry === undefined) return false;
+      buffer.append(entry, text ?? frame.toString('utf8'), frame.length);
+      metrics.messagesBuffered++;
+      return true;
+    }
+
+    broadcast(frame: Buffer, text: string | undefined): void {
+      if (this.absent.size === 0) return;
+      const decoded = text ?? frame.toString('utf8');
+      const at = now();
+      // deleting the current entry (an expired one) while iterating a Map is safe
+      for (const entry of this.absent.values()) {
+        if (at < entry.droppedAt + bufferWindowMs) {
+          buffer.append(entry, decoded, frame.length);
+          metrics.messagesBuffered++;
+        } else {
+          this.expire(entry, at);
+        }
+      }
+    }
+
+    dropAll(): void {
+      const at = now();
+      for (const device of this.present.keys()) this.keepFor(device, at);
+      this.present.clear();
+      this.hostKey = undefined;
+    }
+
+    release(): void {
+      this.listener = undefined;
+      this.forgetIfIdle();
+    }
+
+    forgetIfIdle(): void {
+      if (this.listener === undefined && this.present.size === 0 && this.absent.size === 0) {
+        lines.delete(this.roomId);
+      }
+    }
+  }
+
+  function lineOf(roomId: string): LocalRoomLine {
+    let line = lines.get(roomId);
+    if (line === undefined) {
+      line = new LocalRoomLine(roomId);
+      lines.set(roomId, line);
+    }
+    return line;
+  }
+
+  for (const entry of buffer.restore(now())) lineOf(entry.room).absent.set(entry.device, entry);
+
+  return {
+    open(roomId, listener) {
+      const line = lineOf(roomId);
+      line.listener = listener;
+      return line;
+    },
+
+    revoke(device, revokedAt) {
+      buffer.revoke(device, revokedAt);
+      for (const line of [...lines.values()]) {
+        line.absent.delete(device);
+        line.forgetIfIdle();
+      }
+    },
+
+    sweep() {
+      const at = now();
+      for (const line of [...lines.values()]) {
+        for (const device of [...line.absent.keys()]) line.kept(device, at);
+      }
+    },
+
+    absentDevices() {
+      let count = 0;
+      for (const line of lines.values()) count += line.absent.size;
+      return count;
+    },
+  };
+}
