@@ -8,6 +8,7 @@ import type { LoadedConfig } from './config/load.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import { prepareDataDir } from './data-dir.ts';
 import type { Db } from './db/connect.ts';
+import { databaseMistake } from './db/unavailable.ts';
 import { advertise } from './discovery/advertise.ts';
 import { ListenError } from './http-listen.ts';
 import { lanAddress } from './lan.ts';
@@ -84,6 +85,19 @@ function sqliteOpenError(err: unknown, db: DbConfig): unknown {
     return err;
   }
   return new ConfigError('auth.conf', undefined, 'DB_PATH', `cannot open ${db.path} (${code})`);
+}
+
+/** The database refused the credentials or has no such database: a mistake naming the keys. */
+function databaseConfigError(err: unknown, db: DbConfig): unknown {
+  const keys = databaseMistake(err);
+  if (keys === undefined || db.driver === 'sqlite') return err;
+  const server = `${db.driver} at ${db.host}:${db.port}`;
+  const problem =
+    keys === 'DB_NAME'
+      ? `${server} has no database "${db.database}"`
+      : `${server} refused the credentials of user "${db.user}"`;
+  const detail = err instanceof Error ? ` (${err.message})` : '';
+  return new ConfigError('auth.conf', undefined, keys, `${problem}${detail}`);
 }
 
 /** The relay's secret: relay.conf's when set, else the auth service's (with a warning when they differ). */
@@ -212,7 +226,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
           else if (host.relayPaused) revokedWhilePaused.add(deviceId);
         });
       }
-      await auth.ready;
+      await auth.ready.catch((err: unknown) => {
+        throw databaseConfigError(err, config.auth.db);
+      });
       if (config.auth.mdns) {
         const advertisement = advertise({
           port,

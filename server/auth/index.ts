@@ -5,7 +5,7 @@ import type { Express } from 'express';
 import type { AuthConfig } from '../config/auth-config.ts';
 import { type Db, openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrate.ts';
-import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { databaseMistake, isDatabaseUnavailable } from '../db/unavailable.ts';
 import { closeServer, listen } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import { version } from '../version.ts';
@@ -146,7 +146,8 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
         isReady = true;
         return;
       } catch (err: unknown) {
-        if (!isDatabaseUnavailable(err) || closed) throw err;
+        // Refused credentials or a missing database are mistakes, not outages: no retry.
+        if (!isDatabaseUnavailable(err) || databaseMistake(err) !== undefined || closed) throw err;
         logger.error({ err: (err as Error).message }, 'database unreachable at start; retrying');
         await new Promise((r) => setTimeout(r, options.retryMs ?? 2_000));
       }

@@ -8,7 +8,14 @@ import {
   tokenSignatureSchema,
 } from './common.ts';
 import type { ConfEntry } from './conf-file.ts';
-import { applyEnv, collectKeys, configKey, keyNamesOf, validateKeys } from './keys.ts';
+import {
+  applyEnv,
+  collectKeys,
+  configKey,
+  keyNamesOf,
+  unknownKeyLines,
+  validateKeys,
+} from './keys.ts';
 
 export const tiers = ['free', 'personal', 'pro', 'team'] as const;
 export type Tier = (typeof tiers)[number];
@@ -268,6 +275,6 @@ export function buildAuthConfig(
   applyEnv(collected, authEnvNames, env);
   return {
     ...validateKeys(authSchema(baseDir), collected, file, authKeyNames),
-    unknownKeys: collected.unknown.map((u) => `${u.file}:${u.line}: ${u.key}`),
+    unknownKeys: unknownKeyLines(collected),
   };
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { type ConfEntry, ConfigError } from './conf-file.ts';
+import { closestKey } from './suggest.ts';
 
 /** The accepted spellings of each configuration key, attached to the key's schema. */
 const spellings = new WeakMap<z.ZodType, readonly string[]>();
@@ -31,10 +32,15 @@ export interface Origin {
   key: string;
 }
 
+/** A key this version does not know, with the known spelling it is closest to (a likely typo). */
+export interface UnknownKey extends Origin {
+  suggestion?: string | undefined;
+}
+
 export interface Collected {
   values: Record<string, string>;
   origins: Record<string, Origin>;
-  unknown: Origin[];
+  unknown: UnknownKey[];
 }
 
 /**
@@ -54,13 +60,22 @@ export function collectKeys(
   for (const entry of entries) {
     const field = byName.get(entry.key.toLowerCase());
     if (field === undefined) {
-      collected.unknown.push({ file, line: entry.line, key: entry.key });
+      const suggestion = closestKey(entry.key, Object.values(names).flat());
+      collected.unknown.push({ file, line: entry.line, key: entry.key, suggestion });
       continue;
     }
     collected.values[field] = entry.value;
     collected.origins[field] = { file, line: entry.line, key: entry.key };
   }
   return collected;
+}
+
+/** Warning lines for unknown keys: `auth.conf:3: DB_PASWORD (did you mean DB_PASS?)`. */
+export function unknownKeyLines(collected: Collected): string[] {
+  return collected.unknown.map(
+    (u) =>
+      `${u.file}:${u.line}: ${u.key}${u.suggestion === undefined ? '' : ` (did you mean ${u.suggestion}?)`}`,
+  );
 }
 
 /** Overrides collected values with environment variables named like the upper-case keys. */

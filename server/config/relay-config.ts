@@ -8,7 +8,15 @@ import {
   tokenSignatureSchema,
 } from './common.ts';
 import type { ConfEntry } from './conf-file.ts';
-import { applyEnv, collectKeys, configKey, keyNamesOf, upperKey, validateKeys } from './keys.ts';
+import {
+  applyEnv,
+  collectKeys,
+  configKey,
+  keyNamesOf,
+  unknownKeyLines,
+  upperKey,
+  validateKeys,
+} from './keys.ts';
 
 /** A relay.conf key: its dotted spelling, also accepted in upper case (`RATE_PER_SECOND`). */
 const relayKey = <S extends z.ZodType>(dotted: string, schema: S): S =>
@@ -100,7 +108,7 @@ export function buildRelayConfig(
   applyEnv(collected, { logLevel: 'LOG_LEVEL' }, env);
   return {
     ...validateKeys(relaySchema({ baseDir, dataDir }), collected, file, relayKeyNames),
-    unknownKeys: collected.unknown.map((u) => `${u.file}:${u.line}: ${u.key}`),
+    unknownKeys: unknownKeyLines(collected),
     explicit: new Set(Object.keys(collected.values)),
   };
 }

@@ -55,3 +55,33 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (errno === 1927 || errno === 2013 || errno === 2006) return true;
   return typeof message === 'string' && connectionMessages.test(message);
 }
+
+/** Which configuration keys a database's refusal points at. */
+export type DatabaseMistake = 'DB_USER/DB_PASS' | 'DB_NAME';
+
+const mistakeCodes: Record<string, DatabaseMistake> = {
+  // PostgreSQL: wrong password; unknown role or refused by pg_hba; no such database.
+  '28P01': 'DB_USER/DB_PASS',
+  '28000': 'DB_USER/DB_PASS',
+  '3D000': 'DB_NAME',
+  // MySQL and MariaDB.
+  ER_ACCESS_DENIED_ERROR: 'DB_USER/DB_PASS',
+  ER_ACCESS_DENIED_NO_PASSWORD_ERROR: 'DB_USER/DB_PASS',
+  ER_DBACCESS_DENIED_ERROR: 'DB_USER/DB_PASS',
+  ER_BAD_DB_ERROR: 'DB_NAME',
+};
+
+/**
+ * Whether an error is the database server refusing the configured credentials or naming a
+ * database it does not have: a configuration mistake (no point retrying), unlike a server that
+ * cannot be reached yet. Returns the keys to fix, or undefined.
+ */
+export function databaseMistake(err: unknown): DatabaseMistake | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && code in mistakeCodes) return mistakeCodes[code];
+  // pg asked for a password by the server while DB_PASS is empty: a plain Error, no code.
+  if (typeof message === 'string' && /client password must be a string/i.test(message))
+    return 'DB_USER/DB_PASS';
+  return undefined;
+}
