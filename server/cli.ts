@@ -196,7 +196,8 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   const level =
     (flagLevel as LogLevel | undefined) ??
     (mode === 'relay' ? config.relay.logLevel : config.auth.logLevel);
-  const logger = createLogger(level);
+  // A person at a terminal reads short lines; pipes and journald get one JSON object per line.
+  const logger = createLogger(level, 2, { human: process.stderr.isTTY === true });
   for (const key of [...config.auth.unknownKeys, ...config.relay.unknownKeys])
     logger.warn(`unknown configuration key ignored: ${key}`);
 
