@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { type Socket as IoSocket, io as ioClient } from 'socket.io-client';
 import { WebSocket } from 'ws';
-import { createRoomId, signDeviceToken } from '../server/auth/tokens.ts';
+import { createRoomId, signDeviceToken } from '../server/tokens.ts';
 import { addSample, type Histogram } from './histogram.ts';
 import { benchSecret, type Dialect, type LoadCommand, type LoadReport } from './protocol.ts';
 

@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { createRoomId, signDeviceToken } from '../server/auth/tokens.ts';
+import { createRoomId, signDeviceToken } from '../server/tokens.ts';
 import { startHostProcess, writeConf } from '../test/helpers/relay-process.ts';
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 120);

@@ -154,7 +154,7 @@ async function discover(flags: Flags): Promise<number> {
   }
   process.stderr.write(`Looking for sync hosts on the LAN for ${seconds} s...\n`);
   // Loaded on demand, like the host: the client commands start without them.
-  const { discoverHosts } = await import('./discovery/browse.ts');
+  const { discoverHosts } = await import('../client/discovery.ts');
   const hosts = await discoverHosts(seconds * 1000, {
     onInvalid: (name, problem) =>
       process.stderr.write(`sync-host: ignoring "${name}": ${problem}\n`),

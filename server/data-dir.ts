@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomHex } from './auth/tokens.ts';
+import { randomHex } from './hashing.ts';
 
 /** Generated files of the host, all in the data folder with mode 0600. */
 export interface HostSecrets {

@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { unauthorized } from '../auth/errors.ts';
 import { Limiter } from '../auth/rate-limits.ts';
 import { bearer, clientOf } from '../auth/request.ts';
-import { safeEqual } from '../auth/tokens.ts';
+import { safeEqual } from '../hashing.ts';
 import type { Logger } from '../log.ts';
 
 /** Failed admin-token attempts allowed per client address: 20 per 15 minutes by default. */

@@ -1,6 +1,6 @@
 import type { Express } from 'express';
+import type { Tier } from '../../protocol/tiers.ts';
 import type { AuthService } from '../auth/service.ts';
-import type { Tier } from '../config/auth-config.ts';
 import type { Db } from '../db/connect.ts';
 import type { Host, HostOptions } from '../host.ts';
 import type { Logger } from '../log.ts';

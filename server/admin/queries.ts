@@ -1,4 +1,4 @@
-import type { Tier } from '../config/auth-config.ts';
+import type { Tier } from '../../protocol/tiers.ts';
 import type { Db } from '../db/connect.ts';
 import { toDevice } from '../db/devices.ts';
 import { toProject } from '../db/projects.ts';

@@ -1,10 +1,10 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
+import { effectiveTier, type Tier, tiers } from '../../protocol/tiers.ts';
 import { maxBodyBytes } from '../auth/app.ts';
 import { notFound } from '../auth/errors.ts';
 import { emailSchema, idSchema, parseInput } from '../auth/schemas.ts';
-import { type AuthService, effectiveTier } from '../auth/service.ts';
-import { type Tier, tiers } from '../config/auth-config.ts';
+import type { AuthService } from '../auth/service.ts';
 import type { Db } from '../db/connect.ts';
 import { deleteDevice } from '../db/devices.ts';
 import { deleteProject } from '../db/projects.ts';

@@ -1,4 +1,4 @@
-import type { Tier } from '../config/auth-config.ts';
+import type { Tier } from '../../protocol/tiers.ts';
 
 /**
  * Shapes the admin API answers with. The renderer imports these as types only, so the UI and

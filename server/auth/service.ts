@@ -1,4 +1,4 @@
-import type { Tier } from '../config/auth-config.ts';
+import { effectiveTier, projectLimits, type Tier } from '../../protocol/tiers.ts';
 import type { TokenSignature } from '../config/common.ts';
 import type { Db } from '../db/connect.ts';
 import {
@@ -18,19 +18,13 @@ import {
   findUserById,
   type User,
 } from '../db/users.ts';
+import { randomHex, safeEqual, sha256Hex } from '../hashing.ts';
 import type { Logger } from '../log.ts';
+import { createRoomId, signDeviceToken, verifyDeviceToken } from '../tokens.ts';
 import { AppError, notFound, unauthorized, unavailable } from './errors.ts';
 import { signLoginJwt, verifyLoginJwt } from './jwt.ts';
 import type { Mailer } from './mail.ts';
 import { type AuthLimits, defaultAuthLimits, Limiter } from './rate-limits.ts';
-import {
-  createRoomId,
-  randomHex,
-  safeEqual,
-  sha256Hex,
-  signDeviceToken,
-  verifyDeviceToken,
-} from './tokens.ts';
 
 /** Magic links are valid 15 minutes. */
 export const linkLifetimeMs = 15 * 60_000;
@@ -44,13 +38,6 @@ export const lastSeenRefreshMs = 60_000;
 export const callerCacheMs = 10_000;
 /** Entries kept at most; the cache is emptied when it is full. */
 const callerCacheEntries = 10_000;
-
-export const projectLimits: Record<Tier, number | null> = {
-  free: 0,
-  personal: 1,
-  pro: null,
-  team: null,
-};
 
 export interface AuthSettings {
   secret: string;
@@ -100,11 +87,6 @@ export type DeviceInput = { deviceName: string; platform: string };
 export function isAllowedEmail(email: string, patterns: readonly string[]): boolean {
   const domain = email.slice(email.lastIndexOf('@') + 1);
   return patterns.some((p) => p === email || (p.startsWith('*@') && p.slice(2) === domain));
-}
-
-/** The tier that applies now: a subscription past its expiry counts as free. */
-export function effectiveTier(tier: Tier, expiresAt: string | null, nowMs: number): Tier {
-  return expiresAt !== null && Date.parse(expiresAt) <= nowMs ? 'free' : tier;
 }
 
 export type AuthService = ReturnType<typeof createAuthService>;

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { tiers } from '../../protocol/tiers.ts';
 import {
   bindSchema,
   logLevelSchema,
@@ -16,9 +17,6 @@ import {
   unknownKeyLines,
   validateKeys,
 } from './keys.ts';
-
-export const tiers = ['free', 'personal', 'pro', 'team'] as const;
-export type Tier = (typeof tiers)[number];
 
 const dbDrivers = ['sqlite', 'postgres', 'mysql'] as const;
 

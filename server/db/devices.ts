@@ -1,4 +1,4 @@
-import { randomHex, sha256Hex } from '../auth/tokens.ts';
+import { randomHex, sha256Hex } from '../hashing.ts';
 import type { Db } from './connect.ts';
 import { insertReturningId } from './insert.ts';
 import { type DeviceRow, toIso } from './schema.ts';

@@ -1,4 +1,4 @@
-import { sha256Hex } from '../auth/tokens.ts';
+import { sha256Hex } from '../hashing.ts';
 import type { Db } from './connect.ts';
 import { toIso } from './schema.ts';
 

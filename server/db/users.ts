@@ -1,4 +1,4 @@
-import type { Tier } from '../config/auth-config.ts';
+import type { Tier } from '../../protocol/tiers.ts';
 import type { Db } from './connect.ts';
 import { insertReturningId, isUniqueViolation } from './insert.ts';
 import { type SubscriptionRow, toIso, type UserRow } from './schema.ts';

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Bonjour } from 'bonjour-service';
+import { type HostTxt, serviceType } from '../../protocol/mdns-record.ts';
 import type { Logger } from '../log.ts';
-import { type HostTxt, serviceType } from './txt.ts';
 
 export interface AdvertiseOptions {
   /** The auth port (the service's SRV port). */

@@ -1,6 +1,6 @@
 import { deviceKey, type JoinFrame } from '../../protocol/relay-frames.ts';
-import { verifyDeviceToken, verifyRoomId } from '../auth/tokens.ts';
 import type { TokenSignature } from '../config/common.ts';
+import { verifyDeviceToken, verifyRoomId } from '../tokens.ts';
 
 /** Why a join was refused; every reason is reported to the client as `auth_failed`. */
 export const joinRefusals = {

@@ -1,4 +1,4 @@
-import { djb2 } from '../auth/tokens.ts';
+import { djb2 } from '../hashing.ts';
 
 /** Number of in-process room partitions. A later multi-node relay maps slots to nodes. */
 export const defaultShardCount = 16;

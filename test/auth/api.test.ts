@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signLoginJwt } from '../../server/auth/jwt.ts';
-import { sha256Hex, signDeviceToken, verifyRoomId } from '../../server/auth/tokens.ts';
 import { setSubscription } from '../../server/db/users.ts';
+import { sha256Hex } from '../../server/hashing.ts';
+import { signDeviceToken, verifyRoomId } from '../../server/tokens.ts';
 import { type AuthHarness, type SignedIn, startAuth } from '../helpers/auth-harness.ts';
 import { dbTargets } from '../helpers/databases.ts';
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { toDiscoveredHost } from '../../server/discovery/browse.ts';
+import { toDiscoveredHost } from '../../protocol/mdns-record.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 /**

@@ -4,8 +4,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { browse } from '../../client/discovery.ts';
 import { loadConfig } from '../../server/config/load.ts';
-import { browse } from '../../server/discovery/browse.ts';
 import { startHost } from '../../server/host.ts';
 import { createLogger } from '../../server/log.ts';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { eventually, RelayClient } from '../helpers/relay-client.ts';
 import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
 

@@ -1,17 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  createRoomId,
-  parseDeviceToken,
-  signDeviceToken,
-  verifyDeviceToken,
-  verifyRoomId,
-} from '../../server/auth/tokens.ts';
+import { parseDeviceToken } from '../../protocol/device-token.ts';
 import { buildAuthConfig } from '../../server/config/auth-config.ts';
 import { ConfigError, parseConf } from '../../server/config/conf-file.ts';
 import { ConfigProblems } from '../../server/config/keys.ts';
 import { buildRelayConfig } from '../../server/config/relay-config.ts';
 import { parseFrame } from '../../server/relay/messages.ts';
+import {
+  createRoomId,
+  signDeviceToken,
+  verifyDeviceToken,
+  verifyRoomId,
+} from '../../server/tokens.ts';
 
 const runs = { numRuns: 400 };
 

@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
 import type { TokenSignature } from '../../server/config/common.ts';
 import type { RelayConfig } from '../../server/config/relay-config.ts';
 import { createLogger } from '../../server/log.ts';

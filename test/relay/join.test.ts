@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 

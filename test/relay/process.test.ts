@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { eventually, RelayClient } from '../helpers/relay-client.ts';
 import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
 

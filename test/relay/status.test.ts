@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { djb2 } from '../../server/auth/tokens.ts';
+import { djb2 } from '../../server/hashing.ts';
 import { roomSlot } from '../../server/relay/shards.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 

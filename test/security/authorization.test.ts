@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signLoginJwt } from '../../server/auth/jwt.ts';
-import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { registerProject, startTestHost, type TestHost } from '../admin/test-host.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { signDeviceToken } from '../../server/auth/tokens.ts';
+import { signDeviceToken } from '../../server/tokens.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
 

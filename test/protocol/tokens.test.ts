@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { parseDeviceToken } from '../../protocol/device-token.ts';
+import { djb2, doubleDjb2 } from '../../server/hashing.ts';
 import {
   createRoomId,
-  djb2,
-  doubleDjb2,
-  parseDeviceToken,
   signDeviceToken,
   verifyDeviceToken,
   verifyRoomId,
-} from '../../server/auth/tokens.ts';
+} from '../../server/tokens.ts';
 
 // Vectors computed independently (Python, docs/tokens.md) and published for client authors.
 describe('djb2', () => {

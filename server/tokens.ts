@@ -1,0 +1,64 @@
+/** Device tokens and room ids signed with the shared secret: issued by auth, checked by the relay. */
+
+import {
+  type DeviceTokenClaims,
+  deviceTokenPayload,
+  parseDeviceToken,
+} from '../protocol/device-token.ts';
+import {
+  parseRoomId,
+  roomIdPayload,
+  roomIdRandomBytes,
+  roomIdSignatureLength,
+} from '../protocol/room-id.ts';
+import type { TokenSignature } from './config/common.ts';
+import { doubleDjb2, hmacHex, randomHex, safeEqual } from './hashing.ts';
+
+function signPayload(signature: TokenSignature, secret: string, payload: string): string {
+  return signature === 'djb2' ? doubleDjb2(secret, payload) : hmacHex(secret, payload);
+}
+
+/** `<userId>:<deviceId>:<timestamp>.<hash>` signed with the configured scheme. */
+export function signDeviceToken(
+  claims: DeviceTokenClaims,
+  secret: string,
+  signature: TokenSignature,
+): string {
+  const payload = deviceTokenPayload(claims);
+  return `${payload}.${signPayload(signature, secret, payload)}`;
+}
+
+/**
+ * Checks a device token's shape and signature (constant-time). A token signed with the other
+ * scheme than the configured one is refused: a djb2 token never passes when hmac is configured.
+ */
+export function verifyDeviceToken(
+  token: unknown,
+  secret: string,
+  signature: TokenSignature,
+): DeviceTokenClaims | undefined {
+  const parsed = parseDeviceToken(token);
+  if (parsed === undefined) return undefined;
+  const expected = signPayload(signature, secret, parsed.payload);
+  if (!safeEqual(parsed.hash, expected)) return undefined;
+  return { userId: parsed.userId, deviceId: parsed.deviceId, issuedAt: parsed.issuedAt };
+}
+
+function roomSignature(secret: string, user: string, random: string): string {
+  return hmacHex(secret, roomIdPayload(user, random)).slice(0, roomIdSignatureLength);
+}
+
+/** A room id `<userId>.<32 random hex>.<sig>` the relay can check without calling the auth service. */
+export function createRoomId(userId: number, secret: string): string {
+  const random = randomHex(roomIdRandomBytes);
+  return `${roomIdPayload(String(userId), random)}.${roomSignature(secret, String(userId), random)}`;
+}
+
+/** The owner of a signed room id, or undefined when it is malformed or its signature is wrong. */
+export function verifyRoomId(roomId: unknown, secret: string): number | undefined {
+  const parts = parseRoomId(roomId);
+  if (parts === undefined) return undefined;
+  return safeEqual(parts.signature, roomSignature(secret, parts.user, parts.random))
+    ? Number(parts.user)
+    : undefined;
+}
