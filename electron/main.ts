@@ -13,8 +13,8 @@ import {
   shell,
   Tray,
 } from 'electron';
+import { main as runCli } from '../cli/main.ts';
 import { createAdminMount } from '../server/admin/index.ts';
-import { main as runCli } from '../server/cli.ts';
 import { loadConfig } from '../server/config/load.ts';
 import { type Host, startHost } from '../server/host.ts';
 import { createLogger } from '../server/log.ts';

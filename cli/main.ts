@@ -5,14 +5,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isClientCommand } from '../client/cli/commands.ts';
-import { type LogLevel, logLevels } from './config/common.ts';
-import { ConfigError } from './config/conf-file.ts';
-import { ConfigProblems } from './config/keys.ts';
-import { type LoadedConfig, loadConfig } from './config/load.ts';
-import type { Host, HostMode } from './host.ts';
-import { ListenError } from './http-listen.ts';
-import { createLogger, type Logger } from './log.ts';
-import { version } from './version.ts';
+import { type LogLevel, logLevels } from '../server/config/common.ts';
+import { ConfigError } from '../server/config/conf-file.ts';
+import { ConfigProblems } from '../server/config/keys.ts';
+import { type LoadedConfig, loadConfig } from '../server/config/load.ts';
+import type { Host, HostMode } from '../server/host.ts';
+import { ListenError } from '../server/http-listen.ts';
+import { createLogger, type Logger } from '../server/log.ts';
+import { version } from '../server/version.ts';
 
 const usage = `Usage: sync-host [mode] [options]
 
@@ -105,7 +105,7 @@ function parse(argv: string[]) {
 
 type Flags = ReturnType<typeof parse>['values'];
 
-/** The repository (or installed package) root: bin/, server/, electron/ live under it. */
+/** The repository (or installed package) root: bin/, cli/, server/, electron/ live under it. */
 const appRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The Electron executable when the `electron` package and its binary are installed. */
@@ -206,8 +206,8 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   process.umask(0o077);
   let host: Host;
   try {
-    const { startHost } = await import('./host.ts');
-    const { createAdminMount } = await import('./admin/index.ts');
+    const { startHost } = await import('../server/host.ts');
+    const { createAdminMount } = await import('../server/admin/index.ts');
     host = await startHost({
       mode,
       config,
