@@ -5,6 +5,7 @@ import type { TokenSignature } from '../../server/config/common.ts';
 import type { RelayConfig } from '../../server/config/relay-config.ts';
 import { createLogger } from '../../server/log.ts';
 import { createRelay, type Relay, type RelayTuning } from '../../server/relay/relay.ts';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { RelayClient } from './relay-client.ts';
 
 /** A clock the test moves by hand (for the buffer window). */
