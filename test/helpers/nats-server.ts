@@ -1,0 +1,197 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+
+/**
+ * Why the cluster suites cannot run here: no `nats-server` on the PATH. Undefined when it is
+ * there. With REQUIRE_NATS=1 (set by CI) a missing server is a failure instead of a skip.
+ */
+export function natsSkipReason(): string | undefined {
+  const probe = spawnSync('nats-server', ['--version'], { encoding: 'utf8' });
+  if (probe.status === 0) return undefined;
+  const why = `nats-server not found on the PATH (${probe.error?.message ?? probe.stderr.trim()}); install Debian's nats-server`;
+  if (process.env.REQUIRE_NATS === '1') throw new Error(`REQUIRE_NATS=1 but ${why}`);
+  return why;
+}
+
+/** A free TCP port on the loopback interface (the OS picks it; the listener is closed again). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** One `nats-server -js` process of a test, on a free loopback port with its own store folder. */
+export interface NatsServer {
+  /** `nats://127.0.0.1:<port>`. */
+  readonly url: string;
+  readonly port: number;
+  /** The process id of the running server; undefined while stopped. */
+  readonly pid: number | undefined;
+  /** Starts it again on the same port and store folder (after stop or kill). */
+  start(): Promise<void>;
+  /** SIGTERM, then waits for the exit. */
+  stop(): Promise<void>;
+  /** SIGKILL, then waits for the exit. */
+  kill(): Promise<void>;
+  /** Stops it and removes its store folder. */
+  dispose(): Promise<void>;
+}
+
+interface ServerPlan {
+  port: number;
+  dir: string;
+  /** Cluster arguments (name, route port, routes); none for a single server. */
+  clusterArgs: string[];
+}
+
+const readyDeadlineMs = 10_000;
+
+function startProcess(plan: ServerPlan): Promise<ChildProcess> {
+  const args = ['-js', '-sd', plan.dir, '-a', '127.0.0.1', '-p', String(plan.port)];
+  const child = spawn('nats-server', [...args, ...plan.clusterArgs], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(`nats-server on ${plan.port} not ready within ${readyDeadlineMs} ms: ${log}`),
+      );
+    }, readyDeadlineMs);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (log.length < 20_000) log += chunk.toString();
+      if (log.includes('Server is ready')) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`nats-server on ${plan.port} exited with ${code}: ${log}`));
+    });
+  });
+}
+
+async function signalAndWait(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  await exited;
+}
+
+function serverOf(plan: ServerPlan): NatsServer {
+  let child: ChildProcess | undefined;
+  const end = async (signal: NodeJS.Signals) => {
+    if (child === undefined) return;
+    const running = child;
+    child = undefined;
+    await signalAndWait(running, signal);
+  };
+  return {
+    url: `nats://127.0.0.1:${plan.port}`,
+    port: plan.port,
+    get pid() {
+      return child?.pid;
+    },
+    async start() {
+      if (child === undefined) child = await startProcess(plan);
+    },
+    stop: () => end('SIGTERM'),
+    kill: () => end('SIGKILL'),
+    async dispose() {
+      await end('SIGTERM');
+      rmSync(plan.dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts one JetStream-enabled nats-server on a free loopback port. */
+export async function startNatsServer(): Promise<NatsServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'sync-host-nats-'));
+  const server = serverOf({ port: await freePort(), dir, clusterArgs: [] });
+  await server.start();
+  return server;
+}
+
+/** Polls until JetStream answers on `url` (a cluster must elect its meta leader first). */
+export async function waitForJetStream(url: string, deadlineMs = 20_000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  let last: unknown;
+  while (Date.now() < until) {
+    try {
+      const nc = await connect({ servers: url, timeout: 1_000 });
+      try {
+        await (await jetstreamManager(nc, { timeout: 1_000 })).getAccountInfo();
+        return;
+      } finally {
+        await nc.close();
+      }
+    } catch (err: unknown) {
+      last = err;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  throw new Error(`JetStream not ready on ${url} within ${deadlineMs} ms: ${String(last)}`);
+}
+
+/** Three (or `size`) nats-servers routed to each other as one JetStream cluster. */
+export interface NatsCluster {
+  readonly servers: NatsServer[];
+  /** Every client URL, comma-separated (the form of `cluster.nats`). */
+  readonly urls: string;
+  dispose(): Promise<void>;
+}
+
+/** Starts a JetStream cluster of `size` servers on loopback and waits until JetStream answers. */
+export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  const ports: number[] = [];
+  const routePorts: number[] = [];
+  for (let i = 0; i < size; i++) {
+    ports.push(await freePort());
+    routePorts.push(await freePort());
+  }
+  const routes = routePorts.map((port) => `nats://127.0.0.1:${port}`).join(',');
+  const servers = ports.map((port, i) =>
+    serverOf({
+      port,
+      dir: mkdtempSync(join(tmpdir(), `sync-host-nats-${i}-`)),
+      clusterArgs: [
+        '-n',
+        `n${i}`,
+        '--cluster_name',
+        'sync-host-test',
+        '--cluster',
+        `nats://127.0.0.1:${routePorts[i]}`,
+        '--routes',
+        routes,
+      ],
+    }),
+  );
+  const cluster: NatsCluster = {
+    servers,
+    urls: servers.map((server) => server.url).join(','),
+    async dispose() {
+      await Promise.all(servers.map((server) => server.dispose()));
+    },
+  };
+  try {
+    await Promise.all(servers.map((server) => server.start()));
+    await waitForJetStream(cluster.urls);
+  } catch (err: unknown) {
+    await cluster.dispose();
+    throw err;
+  }
+  return cluster;
+}
