@@ -38,6 +38,8 @@ async function startRelay(): Promise<BenchServer> {
       bufferMaxMessages: 10_000,
       bufferMaxBytes: 16 * 1024 * 1024,
       logLevel: 'silent',
+      clusterNats: [],
+      clusterNode: undefined,
       unknownKeys: [],
       explicit: new Set(),
     },

@@ -4,6 +4,7 @@ import { tiers } from '../../protocol/tiers.ts';
 import {
   bindSchema,
   logLevelSchema,
+  natsUrlsSchema,
   portSchema,
   switchSchema,
   tokenSignatureSchema,
@@ -132,6 +133,8 @@ const authKeys = {
     'allowed.emails',
   ),
   logLevel: configKey(logLevelSchema.default('info'), 'LOG_LEVEL', 'log.level'),
+  /** NATS server URLs, comma-separated: device revocations are published there for every relay node. */
+  clusterNats: configKey(natsUrlsSchema.default([]), 'CLUSTER_NATS', 'cluster.nats'),
 };
 
 /** Every accepted spelling of every auth.conf key, per field. */

@@ -47,3 +47,23 @@ export const bindSchema = z
   .string()
   .trim()
   .regex(/^[A-Za-z0-9.:_-]+$/, { error: 'must be an IP address or host name' });
+
+/**
+ * NATS server URLs, comma-separated (`nats://host:port`, `tls://host:port` or `host:port`);
+ * empty: no NATS.
+ */
+export const natsUrlsSchema = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
+  )
+  .pipe(
+    z.array(
+      z.string().regex(/^((nats|tls):\/\/)?[^\s/:,]+(:\d{1,5})?$/, {
+        error: 'must be NATS server URLs, comma-separated (nats://host:4222)',
+      }),
+    ),
+  );

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   bindSchema,
   logLevelSchema,
+  natsUrlsSchema,
   portSchema,
   positiveInt,
   tokenSignatureSchema,
@@ -80,6 +81,19 @@ function relaySchema(paths: RelayPaths) {
     ),
     /** Log level of the relay alone (`sync-host relay`). Default info. */
     logLevel: relayKey('log.level', logLevelSchema.default('info')),
+    /** NATS server URLs, comma-separated; set, the relay runs as one node of a cluster. */
+    clusterNats: relayKey('cluster.nats', natsUrlsSchema.default([])),
+    /** This node's name in the cluster. undefined: host name and ws port. */
+    clusterNode: relayKey(
+      'cluster.node',
+      z
+        .string()
+        .trim()
+        .regex(/^[A-Za-z0-9._:-]{1,100}$/, {
+          error: 'must be a node name (letters, digits, . _ : -)',
+        })
+        .optional(),
+    ),
   });
 }
 

@@ -199,6 +199,28 @@ describe('relay.conf and loading', () => {
     );
   });
 
+  it('reads the cluster keys of relay.conf and CLUSTER_NATS of auth.conf, and names a bad URL', () => {
+    const d = dir();
+    writeFileSync(
+      join(d, 'relay.conf'),
+      'cluster.nats = nats://10.0.0.1:4222, tls://nats.example.org:4222,10.0.0.3\ncluster.node=relay-a\n',
+    );
+    writeFileSync(join(d, 'auth.conf'), 'CLUSTER_NATS=nats://127.0.0.1:4222\n');
+    const { relay, auth: authConf } = loadConfig(d, {});
+    expect(relay.clusterNats).toEqual([
+      'nats://10.0.0.1:4222',
+      'tls://nats.example.org:4222',
+      '10.0.0.3',
+    ]);
+    expect(relay.clusterNode).toBe('relay-a');
+    expect(authConf.clusterNats).toEqual(['nats://127.0.0.1:4222']);
+    expect(loadConfig(dir(), {}).relay).toMatchObject({ clusterNats: [], clusterNode: undefined });
+    writeFileSync(join(d, 'relay.conf'), 'cluster.nats=http://x:1/path\n');
+    expect(problemOf(() => loadConfig(d, {}))).toMatch(
+      /^relay\.conf:1: cluster\.nats: must be NATS server URLs/,
+    );
+  });
+
   it('reports an unreadable file by name', () => {
     const d = dir();
     mkdirSync(join(d, 'auth.conf'));

@@ -76,6 +76,8 @@ export function testRelayConfig(dir: string, overrides: Partial<RelayConfig> = {
     bufferMaxMessages: 10_000,
     bufferMaxBytes: 16 * 1024 * 1024,
     logLevel: 'silent',
+    clusterNats: [],
+    clusterNode: undefined,
     unknownKeys: [],
     explicit: new Set(),
     ...overrides,
