@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import { type AuthServer, createAuthServer } from './auth/index.ts';
 import type { AuthLimits } from './auth/rate-limits.ts';
 import type { AuthService } from './auth/service.ts';
+import { applyDeviceRevocations, publishDeviceRevocations } from './cluster/revocation-wiring.ts';
 import type { DbConfig } from './config/auth-config.ts';
 import { ConfigError } from './config/conf-file.ts';
 import type { LoadedConfig } from './config/load.ts';
@@ -192,6 +193,18 @@ export async function startHost(options: HostOptions): Promise<Host> {
         host.relayPaused = false;
         await host.relay?.close();
       });
+      if (relayConfig.clusterNats.length > 0) {
+        stops.push(
+          applyDeviceRevocations(
+            relayConfig.clusterNats,
+            ({ deviceId, revokedAt }) => {
+              if (host.relay) host.relay.revokeDevice(deviceId, revokedAt);
+              else if (host.relayPaused) revokedWhilePaused.add(deviceId);
+            },
+            logger,
+          ),
+        );
+      }
       const ports = await startRelay();
       const relayLan = lanAddress(relayConfig.bind);
       urls.relay = `ws://${relayLan}:${ports.wsPort}`;
@@ -213,6 +226,16 @@ export async function startHost(options: HostOptions): Promise<Host> {
       });
       stops.push(() => auth.close());
       host.auth = auth;
+      if (config.auth.clusterNats.length > 0) {
+        stops.push(
+          publishDeviceRevocations(
+            config.auth.clusterNats,
+            (listener) => auth.service.onDeviceRevoked(listener),
+            options.now ?? Date.now,
+            logger,
+          ),
+        );
+      }
       const port = await auth.listen();
       const baseUrl = config.auth.authBaseUrl ?? `http://${lan}:${port}`;
       const relayUrl = config.auth.relayUrl ?? urls.relay ?? `ws://${lan}:${config.relay.wsPort}`;

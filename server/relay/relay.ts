@@ -74,8 +74,11 @@ export interface Relay {
   listen(): Promise<{ wsPort: number; statusPort: number }>;
   /** Graceful: stop accepting, close sockets with 1001, flush the buffer, close SQLite. */
   close(): Promise<void>;
-  /** Co-hosted revocation: close every connection of this device id with 4003 at once. */
-  revokeDevice(deviceId: number): void;
+  /**
+   * Revocation: close every connection of this device id with 4003 at once, and refuse its
+   * tokens issued up to `revokedAt` (Unix seconds; default now).
+   */
+  revokeDevice(deviceId: number, revokedAt?: number): void;
   status(): RelayStatus;
   /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
   readonly metrics: Readonly<RelayMetrics>;
@@ -259,9 +262,8 @@ export function createRelay(options: RelayOptions): Relay {
       return closed;
     },
 
-    revokeDevice(deviceId) {
+    revokeDevice(deviceId, revokedAt = Math.floor(now() / secondMs)) {
       const device = String(deviceId);
-      const revokedAt = Math.floor(now() / secondMs);
       revoked.set(device, revokedAt);
       broker.revoke(device, revokedAt);
       rooms.revoke(device);

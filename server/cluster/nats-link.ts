@@ -1,0 +1,112 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../log.ts';
+
+/**
+ * Client pings: a NATS server that stops answering is noticed after about
+ * `pingIntervalMs * (maxPingOut + 1)`, and the client reconnects (to another server of a
+ * NATS cluster when there is one).
+ */
+const pingIntervalMs = 2_000;
+const maxPingOut = 2;
+/** Pause between two attempts while no server of the list answers. */
+const retryMs = 1_000;
+
+/**
+ * One process's connection to NATS, made in the background and kept for its whole life: it
+ * retries until a server answers and reconnects by itself after any loss. Nothing waits for it
+ * at start, so a process starts while NATS is down.
+ */
+export interface NatsLink {
+  /** The connection; undefined until the first successful connect. */
+  readonly connection: NatsConnection | undefined;
+  /** True while the connection is up. */
+  readonly connected: boolean;
+  /** Runs `listener` on every (re)connect, and at once when connected now. */
+  onConnected(listener: (nc: NatsConnection) => void): void;
+  /** Runs `listener` on every loss of the connection. */
+  onDisconnected(listener: () => void): void;
+  /** Closes the connection (pending publications are flushed) and stops retrying. */
+  close(): Promise<void>;
+}
+
+/** Opens a link to the NATS servers `urls` (tried in turn); `name` shows in the server's monitoring. */
+export function openNatsLink(urls: readonly string[], name: string, logger: Logger): NatsLink {
+  let connection: NatsConnection | undefined;
+  let connected = false;
+  let closing = false;
+  let retry: NodeJS.Timeout | undefined;
+  const upListeners: Array<(nc: NatsConnection) => void> = [];
+  const downListeners: Array<() => void> = [];
+
+  function up(nc: NatsConnection): void {
+    connected = true;
+    logger.info({ nats: nc.getServer() }, 'cluster: connected to NATS');
+    for (const listener of upListeners) listener(nc);
+  }
+
+  function down(): void {
+    if (!connected) return;
+    connected = false;
+    logger.warn('cluster: lost the connection to NATS; reconnecting');
+    for (const listener of downListeners) listener();
+  }
+
+  async function follow(nc: NatsConnection): Promise<void> {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect' || status.type === 'staleConnection') down();
+      else if (status.type === 'reconnect') up(nc);
+    }
+  }
+
+  async function attempt(): Promise<void> {
+    retry = undefined;
+    if (closing) return;
+    try {
+      const nc = await connect({
+        servers: [...urls],
+        name,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: retryMs,
+        pingInterval: pingIntervalMs,
+        maxPingOut,
+        timeout: 2_000,
+      });
+      if (closing) {
+        await nc.close();
+        return;
+      }
+      connection = nc;
+      void follow(nc);
+      void nc.closed().then(() => down());
+      up(nc);
+    } catch (err: unknown) {
+      logger.debug({ err: String(err) }, 'cluster: NATS not reachable yet');
+      retry = setTimeout(() => void attempt(), retryMs);
+    }
+  }
+
+  void attempt();
+
+  return {
+    get connection() {
+      return connection;
+    },
+    get connected() {
+      return connected;
+    },
+    onConnected(listener) {
+      upListeners.push(listener);
+      if (connected && connection !== undefined) listener(connection);
+    },
+    onDisconnected(listener) {
+      downListeners.push(listener);
+    },
+    async close() {
+      closing = true;
+      if (retry !== undefined) clearTimeout(retry);
+      const nc = connection;
+      connection = undefined;
+      if (nc !== undefined && !nc.isClosed()) await nc.drain().catch(() => nc.close());
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createAuthClient } from '../../client/auth-client.ts';
+import type { SignedIn } from '../../client/auth-types.ts';
+import { waitFor } from '../helpers/capture.ts';
+import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
+
+/** Starting a process takes long on a loaded 2-core machine; a cluster test starts several. */
+const startDeadlineMs = 60_000;
+
+async function urlOf(process: HostProcess, label: string): Promise<string> {
+  return (await process.line(`${label}:`, startDeadlineMs)).slice(label.length + 1).trim();
+}
+
+export const clusterSecret = 'cluster-test-secret-0123456789abcdef';
+
+/** Spawned processes and folders of one cluster test file, all stopped and removed by `dispose`. */
+export class ClusterProcesses {
+  readonly processes: HostProcess[] = [];
+  readonly dirs: string[] = [];
+
+  dir(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'sync-host-cluster-'));
+    this.dirs.push(dir);
+    return dir;
+  }
+
+  /** `bin/sync-host relay` as one cluster node on loopback with ephemeral ports. */
+  async relayNode(
+    nats: string,
+    node: string,
+    extra: Record<string, string | number> = {},
+  ): Promise<RelayNode> {
+    const dir = this.dir();
+    writeConf(dir, 'relay.conf', {
+      'auth.secret': clusterSecret,
+      'sqlite.path': './relay.db',
+      'ws.port': 0,
+      'status.port': 0,
+      bind: '127.0.0.1',
+      'cluster.nats': nats,
+      'cluster.node': node,
+      ...extra,
+    });
+    const process = await startHostProcess(['relay'], dir);
+    this.processes.push(process);
+    return { process, url: await urlOf(process, 'relay'), status: await urlOf(process, 'status') };
+  }
+
+  /** `bin/sync-host auth` on SQLite publishing revocations to `nats`. */
+  async authProcess(nats: string): Promise<AuthProcess> {
+    const dir = this.dir();
+    writeConf(dir, 'auth.conf', {
+      PORT: 0,
+      BIND: '127.0.0.1',
+      MDNS: 'off',
+      AUTH_SECRET: clusterSecret,
+      CLUSTER_NATS: nats,
+    });
+    const process = await startHostProcess(['auth'], dir);
+    this.processes.push(process);
+    const url = await urlOf(process, 'auth');
+    return {
+      process,
+      url,
+      async signIn(email, deviceName) {
+        const auth = createAuthClient({ authUrl: url });
+        const prefix = `[dev] Magic link token for ${email}: `;
+        const before = process.stdout.filter((line) => line.startsWith(prefix)).length;
+        await auth.requestLogin(email);
+        const line = await waitFor(
+          () => process.stdout.filter((l) => l.startsWith(prefix))[before],
+          `magic link for ${email}`,
+          10_000,
+        );
+        return auth.signIn(line.slice(prefix.length).trim(), { deviceName, platform: 'test' });
+      },
+    };
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.processes.splice(0).map((p) => p.stop('SIGKILL').catch(() => null)));
+    for (const dir of this.dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export interface RelayNode {
+  process: HostProcess;
+  /** ws:// URL of the node. */
+  url: string;
+  /** http:// URL of its status port. */
+  status: string;
+}
+
+export interface AuthProcess {
+  process: HostProcess;
+  url: string;
+  /** Signs a new device in through a dev-mode magic link. */
+  signIn(email: string, deviceName: string): Promise<SignedIn>;
+}

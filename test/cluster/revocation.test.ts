@@ -1,0 +1,94 @@
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createAuthClient } from '../../client/auth-client.ts';
+import { createRoomId } from '../../server/auth/tokens.ts';
+import { revocationBucket } from '../../server/cluster/revocations.ts';
+import { waitFor } from '../helpers/capture.ts';
+import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
+import { RelayClient } from '../helpers/relay-client.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { ClusterProcesses, clusterSecret } from './processes.ts';
+
+const skip = natsSkipReason();
+
+describe.skipIf(skip !== undefined)(
+  `cluster revocation${skip ? ` (skipped: ${skip})` : ''}`,
+  () => {
+    const processes = new ClusterProcesses();
+    const clients: RelayClient[] = [];
+    let nats: NatsServer | undefined;
+    let proxy: TcpProxy | undefined;
+    afterAll(async () => {
+      for (const client of clients) client.terminate();
+      await processes.dispose();
+      await proxy?.close();
+      await nats?.dispose();
+    });
+
+    async function joined(url: string, room: string, device: number, token: string) {
+      const client = new RelayClient(url);
+      clients.push(client);
+      expect(await client.join(room, device, token)).toMatchObject({ type: 'joined' });
+      return client;
+    }
+
+    it('closes a deleted device on every node within 5 s, also on a node that was cut off from NATS meanwhile', {
+      timeout: 90_000,
+    }, async () => {
+      nats = await startNatsServer();
+      proxy = await startTcpProxy('127.0.0.1', nats.port);
+      const [auth, nodeA, nodeB] = await Promise.all([
+        processes.authProcess(nats.url),
+        processes.relayNode(nats.url, 'node-a'),
+        processes.relayNode(`nats://127.0.0.1:${proxy.port}`, 'node-b'),
+      ]);
+
+      const keeper = await auth.signIn('owner@example.org', 'keeper');
+      const first = await auth.signIn('owner@example.org', 'first');
+      const second = await auth.signIn('owner@example.org', 'second');
+      const room = createRoomId(keeper.user.id, clusterSecret);
+      const owner = createAuthClient({ authUrl: auth.url, deviceToken: keeper.deviceToken });
+
+      const onA = await joined(nodeA.url, room, first.device.id, first.deviceToken);
+      const onB = await joined(nodeB.url, room, first.device.id, first.deviceToken);
+      const deletedAt = Date.now();
+      await owner.deleteDevice(first.device.id);
+      expect((await onA.waitClosed(5_000)).code).toBe(4003);
+      expect((await onB.waitClosed(5_000)).code).toBe(4003);
+      expect(Date.now() - deletedAt).toBeLessThan(5_000);
+
+      // Node B loses NATS; a device is deleted and its revocation stored meanwhile; node B
+      // applies it once NATS is reachable again.
+      const stillOnB = await joined(nodeB.url, room, second.device.id, second.deviceToken);
+      await proxy.cut();
+      await waitFor(
+        () => nodeB.process.stderr.find((line) => line.includes('lost the connection to NATS')),
+        'node B to notice the cut',
+      );
+      await owner.deleteDevice(second.device.id);
+      const observer = await connect({ servers: nats.url });
+      const kv = await new Kvm(observer).open(revocationBucket);
+      await waitFor(
+        async () => (await kv.get(String(second.device.id))) ?? undefined,
+        'the revocation',
+      );
+      await observer.close();
+      expect(stillOnB.closeInfo).toBeUndefined();
+      await proxy.restore();
+      const restoredAt = Date.now();
+      expect((await stillOnB.waitClosed(5_000)).code).toBe(4003);
+      expect(Date.now() - restoredAt).toBeLessThan(5_000);
+
+      // A deleted device cannot join any node again.
+      for (const url of [nodeA.url, nodeB.url]) {
+        const again = new RelayClient(url);
+        clients.push(again);
+        expect(await again.join(room, second.device.id, second.deviceToken)).toMatchObject({
+          type: 'error',
+          code: 'auth_failed',
+        });
+      }
+    });
+  },
+);
