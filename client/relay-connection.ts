@@ -5,9 +5,16 @@ import {
   Revoked,
   UnsupportedData,
 } from '../protocol/relay-codes.ts';
-import { type BackoffOptions, createBackoff } from './backoff.ts';
+import {
+  type RelayConnectionOptions,
+  type ResolvedConnectionOptions,
+  resolveConnectionOptions,
+  type WebSocketLike,
+} from './connection-options.ts';
+import { DedupeEnvelope } from './dedupe-envelope.ts';
 import { Emitter } from './emitter.ts';
 import { RelayError, SyncError } from './errors.ts';
+import { KeepAlive, type Outgoing } from './keep-alive.ts';
 import {
   type HostFrame,
   type JoinedFrame,
@@ -15,66 +22,19 @@ import {
   parseRelayFrame,
   type RoutedMessage,
 } from './relay-frames.ts';
+import { TokenBucket } from './token-bucket.ts';
 
-/** A handler property whose event type each implementation narrows (checked bivariantly). */
-type Handler<E> = { bivariant(event: E): void }['bivariant'] | null;
-
-/** The part of the WebSocket API the client uses: the browser's `WebSocket` and `ws` both fit. */
-export interface WebSocketLike {
-  readonly readyState: number;
-  send(data: string): void;
-  close(code?: number, reason?: string): void;
-  /** `ws` only: cuts the TCP connection without a close handshake. */
-  terminate?: () => void;
-  onopen: Handler<unknown>;
-  onmessage: Handler<{ data: unknown }>;
-  onclose: Handler<{ code: number; reason: string }>;
-  onerror: Handler<unknown>;
-}
-
-/** A WebSocket class: the global `WebSocket` in browsers, `WebSocket` from `ws` in Node. */
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
+export type {
+  RelayConnectionOptions,
+  WebSocketConstructor,
+  WebSocketLike,
+} from './connection-options.ts';
+export { envelopeKey } from './dedupe-envelope.ts';
 
 /** Where a message goes: the room's host, everyone else in the room, or one device. */
 export type Target = 'host' | 'broadcast' | string | number;
 
 export type ConnectionState = 'idle' | 'connecting' | 'joined' | 'reconnecting' | 'closed';
-
-export interface RelayConnectionOptions {
-  /** Relay address, `ws://` or `wss://`. */
-  url: string;
-  /** Room id of the project (`project.roomId` from the auth service). */
-  room: string;
-  /** This device's id (the device id inside `token`); kept across reconnects. */
-  device: string | number;
-  /** Device token. */
-  token: string;
-  /** Default: the global `WebSocket` (browsers, Node 22+); pass `ws`'s class on Node 20. */
-  WebSocket?: WebSocketConstructor;
-  /** Reconnect delays (default 250 ms doubling to 10 s, 50 % jitter). */
-  backoff?: BackoffOptions;
-  /** Messages kept while not joined (and not yet confirmed); `send` throws beyond. Default 1000. */
-  maxQueuedMessages?: number;
-  /** A `{to, payload}` frame larger than this (UTF-8 bytes) is refused by `send`. Default 1 MiB. */
-  maxMessageBytes?: number;
-  /** Time from opening the socket to `joined` before the attempt is abandoned. Default 10_000 ms. */
-  joinTimeoutMs?: number;
-  /** A `ping` is sent after this much quiet, to notice a dead connection. Default 25_000 ms. */
-  keepAliveMs?: number;
-  /** No `pong` within this: the connection is dead, reconnect. Default 10_000 ms. */
-  pongTimeoutMs?: number;
-  /** Outgoing frames per second (stays under the relay's `rate.perSecond`, 200). Default 150. */
-  ratePerSecond?: number;
-  /** Outgoing burst (under the relay's `rate.burst`, 400). Default 300. */
-  rateBurst?: number;
-  /**
-   * Default true: every payload carries `_sync: {s, n}` (sender session and sequence number),
-   * removed again on receipt, so that a message sent again after a drop is delivered once.
-   * Turn off to talk to clients that do not use this library (payloads then go out unchanged,
-   * and a drop at the wrong moment can deliver a message twice).
-   */
-  dedupe?: boolean;
-}
 
 /** Why the connection ended for good. */
 export interface CloseInfo {
@@ -114,39 +74,14 @@ const finalCloses: Record<number, { code: string; message: string }> = {
   },
 };
 
-interface Outgoing {
-  seq: number;
-  text: string;
-}
-
-interface FlushWaiter {
-  seq: number;
-  resolve: () => void;
-  reject: (err: Error) => void;
-}
-
-/** The payload key that carries the sender's session and sequence number. */
-export const envelopeKey = '_sync';
-
-/** Receivers remember this many sender sessions for de-duplication. */
-const maxRememberedSessions = 1024;
-
-function randomSession(): string {
-  const bytes = new Uint8Array(8);
-  globalThis.crypto.getRandomValues(bytes);
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-function envelopeOf(payload: Record<string, unknown>): { s: string; n: number } | undefined {
-  const envelope = payload[envelopeKey];
-  if (typeof envelope !== 'object' || envelope === null) return undefined;
-  const { s, n } = envelope as { s?: unknown; n?: unknown };
-  return typeof s === 'string' && typeof n === 'number' ? { s, n } : undefined;
-}
-
 const pingFrame = '{"type":"ping"}';
 const leaveFrame = '{"type":"leave"}';
+/** After `close()`, the relay has this long to answer the close handshake before the cut. */
+const closeHandshakeMs = 2_000;
 const encoder = new TextEncoder();
+
+/** The connection's own timers; the keep-alive owns the ping and pong ones. */
+type TimerName = 'join' | 'pump' | 'reconnect';
 
 /**
  * One device in one relay room. Joins on `connect()`, reconnects with backoff and jitter under
@@ -154,61 +89,49 @@ const encoder = new TextEncoder();
  * and sends it in order after the rejoin. A message counts as delivered to the relay once a
  * `pong` for a later `ping` came back; messages not confirmed when a connection drops are sent
  * again after the rejoin, and receivers drop the copies they already have (see `dedupe`).
+ *
+ * This class is the state machine (idle → connecting → joined ⇄ reconnecting → closed); the
+ * pacing (`TokenBucket`), the pong-confirmed bookkeeping (`KeepAlive`) and the exactly-once
+ * envelope (`DedupeEnvelope`) are modules of their own.
  */
 export class RelayConnection extends Emitter<RelayEvents> {
   readonly room: string;
   readonly device: string | number;
-  private readonly options: RelayConnectionOptions;
-  private readonly WebSocketClass: WebSocketConstructor;
-  private readonly backoff;
+  private readonly options: ResolvedConnectionOptions;
+  private readonly bucket: TokenBucket;
+  private readonly keepAlive: KeepAlive;
+  private readonly envelope = new DedupeEnvelope();
   private socket: WebSocketLike | undefined;
   private currentState: ConnectionState = 'idle';
+  /** Waiting to be written: queued while not joined, or held back by the rate. */
   private pending: Outgoing[] = [];
-  private unconfirmed: Outgoing[] = [];
-  /** Outstanding pings: the last seq written before each. */
-  private marks: Array<{ seq: number; at: number }> = [];
   private lastSeq = 0;
-  private confirmedSeq = 0;
-  private flushWaiters: FlushWaiter[] = [];
-  private tokens: number;
-  private refilledAt = Date.now();
-  private lastSentAt = Date.now();
-  private timers: {
-    reconnect?: ReturnType<typeof setTimeout>;
-    join?: ReturnType<typeof setTimeout>;
-    pump?: ReturnType<typeof setTimeout>;
-    pong?: ReturnType<typeof setTimeout>;
-    keepAlive?: ReturnType<typeof setInterval>;
-  } = {};
+  private readonly timers: Partial<Record<TimerName, () => void>> = {};
   private firstJoin: { resolve: (f: JoinedFrame) => void; reject: (e: Error) => void }[] = [];
   private roomHost: string | undefined;
   private roomDevices = new Set<string>();
   private role: 'host' | 'member' | undefined;
   private closing: Promise<void> | undefined;
-  private readonly session = randomSession();
-  /** Highest sequence number seen per sender session (`<from> <session>`). */
-  private readonly seen = new Map<string, number>();
   /** The last error frame before a close: its message explains an `auth_failed` close. */
   private lastRefusal: string | undefined;
 
+  /** Applies the defaults and checks the options (throws `invalid_options`, `no_websocket`). */
   constructor(options: RelayConnectionOptions) {
     super();
-    this.options = options;
-    this.room = options.room;
-    this.device = options.device;
-    const ctor =
-      options.WebSocket ??
-      (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket ??
-      undefined;
-    if (ctor === undefined) {
-      throw new SyncError(
-        'no_websocket',
-        'no WebSocket implementation: pass the WebSocket class of the "ws" package',
-      );
-    }
-    this.WebSocketClass = ctor;
-    this.backoff = createBackoff(options.backoff);
-    this.tokens = this.burst;
+    this.options = resolveConnectionOptions(options);
+    const { clock, ratePerSecond, rateBurst, keepAliveMs, pongTimeoutMs } = this.options;
+    this.room = this.options.room;
+    this.device = this.options.device;
+    this.bucket = new TokenBucket(ratePerSecond, rateBurst, clock.now);
+    this.keepAlive = new KeepAlive({
+      clock,
+      keepAliveMs,
+      pongTimeoutMs,
+      sendPing: () => this.sendPing(),
+      onDead: () => {
+        if (this.socket !== undefined) this.abort(this.socket, 'no pong');
+      },
+    });
   }
 
   /** idle → connecting → joined ⇄ reconnecting → closed. */
@@ -233,11 +156,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   /** Messages not yet confirmed by the relay (queued or in flight). */
   get queued(): number {
-    return this.pending.length + this.unconfirmed.length;
-  }
-
-  private get burst(): number {
-    return this.options.rateBurst ?? 300;
+    return this.pending.length + this.keepAlive.inFlight;
   }
 
   /**
@@ -282,24 +201,19 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new SyncError('invalid_message', 'payload must be a JSON object');
     }
-    const dedupe = this.options.dedupe ?? true;
-    if (dedupe && Object.hasOwn(payload, envelopeKey)) {
-      throw new SyncError('invalid_message', `the payload key ${envelopeKey} is reserved`);
-    }
+    const { dedupe, maxMessageBytes, maxQueuedMessages } = this.options;
     const seq = this.lastSeq + 1;
     const text = JSON.stringify({
       to,
-      payload: dedupe ? { ...payload, [envelopeKey]: { s: this.session, n: seq } } : payload,
+      payload: dedupe ? this.envelope.seal(payload, seq) : payload,
     });
-    const maxBytes = this.options.maxMessageBytes ?? 1_048_576;
-    if (encoder.encode(text).length > maxBytes) {
-      throw new SyncError('message_too_big', `the message is larger than ${maxBytes} bytes`);
+    if (encoder.encode(text).length > maxMessageBytes) {
+      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
     }
-    const maxQueued = this.options.maxQueuedMessages ?? 1000;
-    if (this.queued >= maxQueued) {
+    if (this.queued >= maxQueuedMessages) {
       throw new SyncError(
         'queue_full',
-        `${maxQueued} messages are waiting for the relay; try again after the connection is back`,
+        `${maxQueuedMessages} messages are waiting for the relay; try again after the connection is back`,
       );
     }
     this.lastSeq = seq;
@@ -313,13 +227,11 @@ export class RelayConnection extends Emitter<RelayEvents> {
    */
   flush(): Promise<void> {
     const seq = this.lastSeq;
-    if (this.confirmedSeq >= seq) return Promise.resolve();
+    if (this.keepAlive.confirmedSeq >= seq) return Promise.resolve();
     if (this.currentState === 'closed') {
       return Promise.reject(new RelayError('closed', 'the connection is closed'));
     }
-    return new Promise((resolve, reject) => {
-      this.flushWaiters.push({ seq, resolve, reject });
-    });
+    return this.keepAlive.whenConfirmed(seq);
   }
 
   /**
@@ -341,9 +253,11 @@ export class RelayConnection extends Emitter<RelayEvents> {
       done();
       return this.closing;
     }
-    const cut = setTimeout(() => this.abort(socket, 'close timeout'), 2_000);
+    const cancelCut = this.options.clock.after(closeHandshakeMs, () =>
+      this.abort(socket, 'close timeout'),
+    );
     const stop = this.on('close', () => {
-      clearTimeout(cut);
+      cancelCut();
       stop();
       done();
     });
@@ -358,23 +272,29 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.emit('state', state);
   }
 
-  private clearTimer(name: keyof RelayConnection['timers']): void {
-    const timer = this.timers[name];
-    if (timer === undefined) return;
-    clearTimeout(timer);
+  private setTimer(name: TimerName, ms: number, callback: () => void): void {
+    this.timers[name] = this.options.clock.after(ms, () => {
+      delete this.timers[name];
+      callback();
+    });
+  }
+
+  private clearTimer(name: TimerName): void {
+    this.timers[name]?.();
     delete this.timers[name];
   }
 
   private open(): void {
     this.setState('connecting');
+    const { url, room, device, token } = this.options;
     let socket: WebSocketLike;
     try {
-      socket = new this.WebSocketClass(this.options.url);
+      socket = new this.options.WebSocket(url);
     } catch (err: unknown) {
       // A malformed URL: no retry can fix it.
       const error = new RelayError(
         'invalid_url',
-        `cannot open ${this.options.url}: ${err instanceof Error ? err.message : String(err)}`,
+        `cannot open ${url}: ${err instanceof Error ? err.message : String(err)}`,
       );
       this.emit('error', error);
       this.finish(1006, error);
@@ -383,14 +303,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.socket = socket;
     socket.onopen = () => {
       if (this.socket !== socket) return;
-      socket.send(
-        JSON.stringify({
-          type: 'join',
-          room: this.options.room,
-          device: this.options.device,
-          token: this.options.token,
-        }),
-      );
+      socket.send(JSON.stringify({ type: 'join', room, device, token }));
     };
     socket.onmessage = (event) => {
       if (this.socket !== socket) return;
@@ -403,10 +316,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     socket.onerror = () => {
       // A close event follows and decides what happens.
     };
-    this.timers.join = setTimeout(
-      () => this.abort(socket, 'join timeout'),
-      this.options.joinTimeoutMs ?? 10_000,
-    );
+    this.setTimer('join', this.options.joinTimeoutMs, () => this.abort(socket, 'join timeout'));
   }
 
   private handleFrame(socket: WebSocketLike, text: string): void {
@@ -436,7 +346,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
         this.emit('host', frame);
         return;
       case 'pong':
-        this.pong();
+        this.keepAlive.pong();
+        this.pump();
         return;
       case 'error': {
         const error = new RelayError(frame.code, frame.message);
@@ -455,45 +366,22 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   /** Emits a routed message, once: a copy sent again after a drop is recognised and skipped. */
   private received(frame: RoutedMessage): void {
-    let payload = frame.payload;
-    const envelope = envelopeOf(payload);
-    if (envelope !== undefined) {
-      const key = `${frame.from} ${envelope.s}`;
-      const last = this.seen.get(key);
-      if (last !== undefined && envelope.n <= last) return;
-      this.seen.delete(key);
-      this.seen.set(key, envelope.n);
-      if (this.seen.size > maxRememberedSessions) {
-        this.seen.delete(this.seen.keys().next().value as string);
-      }
-      const { [envelopeKey]: _, ...rest } = payload;
-      payload = rest;
-    }
+    const payload = this.envelope.open(frame.from, frame.payload);
+    if (payload === undefined) return;
     this.emit('message', { from: frame.from, to: frame.to, room: frame.room, payload });
   }
 
   private joined(frame: JoinedFrame): void {
     this.clearTimer('join');
-    this.backoff.reset();
+    this.options.backoff.reset();
     this.roomHost = frame.host;
     this.role = frame.role;
     this.roomDevices = new Set(frame.devices);
     this.setState('joined');
     this.emit('joined', frame);
     for (const waiter of this.firstJoin.splice(0)) waiter.resolve(frame);
-    this.lastSentAt = Date.now();
-    const keepAliveMs = this.options.keepAliveMs ?? 25_000;
-    this.timers.keepAlive = setInterval(() => {
-      if (Date.now() - this.lastSentAt >= keepAliveMs && this.marks.length === 0) this.ping();
-    }, keepAliveMs / 2);
+    this.keepAlive.start();
     this.pump();
-  }
-
-  private refill(): void {
-    const now = Date.now();
-    const rate = this.options.ratePerSecond ?? 150;
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.refilledAt) * rate) / 1000);
-    this.refilledAt = now;
   }
 
   /** Writes queued messages while the rate allows, then a ping to confirm them. */
@@ -501,65 +389,24 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const socket = this.socket;
     if (this.currentState !== 'joined' || socket === undefined) return;
     this.clearTimer('pump');
-    this.refill();
-    while (this.pending.length > 0 && this.tokens >= 1) {
+    while (this.pending.length > 0 && this.bucket.take()) {
       const next = this.pending.shift()!;
-      this.tokens--;
       socket.send(next.text);
-      this.unconfirmed.push(next);
+      this.keepAlive.written(next);
     }
-    if (this.unconfirmed.length > 0 && this.marks.length === 0) this.ping();
-    const waiting =
-      this.pending.length > 0 || (this.unconfirmed.length > 0 && this.marks.length === 0);
-    if (waiting) {
-      const rate = this.options.ratePerSecond ?? 150;
-      const waitMs = Math.max(1, Math.ceil(((1 - this.tokens) * 1000) / rate));
-      this.timers.pump = setTimeout(() => this.pump(), waitMs);
+    if (this.keepAlive.needsPing) this.keepAlive.ping();
+    if (this.pending.length > 0 || this.keepAlive.needsPing) {
+      this.setTimer('pump', this.bucket.waitMs(), () => this.pump());
     }
   }
 
-  private ping(): void {
+  /** The keep-alive's way to the socket: a ping costs a token like any frame. */
+  private sendPing(): boolean {
     const socket = this.socket;
-    if (socket === undefined || this.currentState !== 'joined') return;
-    this.refill();
-    if (this.tokens < 1) return; // pump() retries
-    this.tokens--;
+    if (socket === undefined || this.currentState !== 'joined') return false;
+    if (!this.bucket.take()) return false; // pump() or the keep-alive retries
     socket.send(pingFrame);
-    this.lastSentAt = Date.now();
-    this.marks.push({ seq: this.unconfirmed.at(-1)?.seq ?? this.confirmedSeq, at: Date.now() });
-    if (this.timers.pong === undefined) this.armPongWatchdog();
-  }
-
-  private armPongWatchdog(): void {
-    const socket = this.socket;
-    const oldest = this.marks[0];
-    if (socket === undefined || oldest === undefined) return;
-    const timeoutMs = this.options.pongTimeoutMs ?? 10_000;
-    this.timers.pong = setTimeout(
-      () => {
-        delete this.timers.pong;
-        this.abort(socket, 'no pong');
-      },
-      Math.max(0, oldest.at + timeoutMs - Date.now()),
-    );
-  }
-
-  private pong(): void {
-    const mark = this.marks.shift();
-    this.clearTimer('pong');
-    if (mark === undefined) return;
-    this.armPongWatchdog();
-    while (this.unconfirmed.length > 0 && this.unconfirmed[0]!.seq <= mark.seq) {
-      this.unconfirmed.shift();
-    }
-    this.confirmedSeq = Math.max(this.confirmedSeq, mark.seq);
-    const waiters = this.flushWaiters;
-    this.flushWaiters = [];
-    for (const waiter of waiters) {
-      if (waiter.seq <= this.confirmedSeq) waiter.resolve();
-      else this.flushWaiters.push(waiter);
-    }
-    this.pump();
+    return true;
   }
 
   /** Gives up on a socket at once (dead, join timeout, refused attempt) as if it had closed. */
@@ -572,11 +419,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   private socketClosed(code: number, reason: string): void {
     this.socket = undefined;
-    for (const name of ['join', 'pump', 'pong', 'keepAlive'] as const) this.clearTimer(name);
+    this.clearTimer('join');
+    this.clearTimer('pump');
     // Whatever the relay did not confirm is sent again after the rejoin, before newer messages.
-    this.pending = [...this.unconfirmed, ...this.pending];
-    this.unconfirmed = [];
-    this.marks = [];
+    this.pending = [...this.keepAlive.dropped(), ...this.pending];
     this.role = undefined;
     if (this.closing !== undefined) {
       this.finish(code);
@@ -584,7 +430,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
     }
     const final = finalCloses[code];
     if (final !== undefined) {
-      const why = code === 4001 && this.lastRefusal !== undefined ? this.lastRefusal : reason;
+      const why =
+        code === AuthFailed.code && this.lastRefusal !== undefined ? this.lastRefusal : reason;
       const error = new RelayError(
         final.code,
         why === '' ? final.message : `${final.message}: ${why}`,
@@ -595,21 +442,17 @@ export class RelayConnection extends Emitter<RelayEvents> {
       return;
     }
     this.setState('reconnecting');
-    const delayMs = this.backoff.next();
-    this.timers.reconnect = setTimeout(() => {
-      delete this.timers.reconnect;
+    this.setTimer('reconnect', this.options.backoff.next(), () => {
       if (this.closing === undefined && this.currentState === 'reconnecting') this.open();
-    }, delayMs);
+    });
   }
 
   private finish(code: number, error?: RelayError): void {
-    for (const name of ['join', 'pump', 'pong', 'keepAlive', 'reconnect'] as const) {
-      this.clearTimer(name);
-    }
+    for (const name of ['join', 'pump', 'reconnect'] as const) this.clearTimer(name);
     this.setState('closed');
     const closedError = error ?? new RelayError('closed', 'the connection was closed');
     for (const waiter of this.firstJoin.splice(0)) waiter.reject(closedError);
-    for (const waiter of this.flushWaiters.splice(0)) waiter.reject(closedError);
+    this.keepAlive.rejectWaiters(closedError);
     this.emit('close', error === undefined ? { code } : { code, error });
   }
 }

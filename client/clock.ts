@@ -1,0 +1,19 @@
+/**
+ * Time as a relay connection sees it: a monotonic reading and one-shot timers. The default is
+ * the system's; a test passes a clock it moves by hand, so that timeouts fire when it says.
+ */
+export interface Clock {
+  /** Milliseconds on a monotonic scale (only differences matter). */
+  now(): number;
+  /** Runs `callback` once, `ms` from now; returns a function that cancels it. */
+  after(ms: number, callback: () => void): () => void;
+}
+
+/** `performance.now()` and `setTimeout`, available in browsers and Node alike. */
+export const systemClock: Clock = {
+  now: () => globalThis.performance.now(),
+  after(ms, callback) {
+    const timer = setTimeout(callback, ms);
+    return () => clearTimeout(timer);
+  },
+};
