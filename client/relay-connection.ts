@@ -15,13 +15,8 @@ import { DedupeEnvelope } from './dedupe-envelope.ts';
 import { Emitter } from './emitter.ts';
 import { RelayError, SyncError } from './errors.ts';
 import { KeepAlive, type Outgoing } from './keep-alive.ts';
-import {
-  type HostFrame,
-  type JoinedFrame,
-  type PresenceFrame,
-  parseRelayFrame,
-  type RoutedMessage,
-} from './relay-frames.ts';
+import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
+import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type {
@@ -30,34 +25,7 @@ export type {
   WebSocketLike,
 } from './connection-options.ts';
 export { envelopeKey } from './dedupe-envelope.ts';
-
-/** Where a message goes: the room's host, everyone else in the room, or one device. */
-export type Target = 'host' | 'broadcast' | string | number;
-
-export type ConnectionState = 'idle' | 'connecting' | 'joined' | 'reconnecting' | 'closed';
-
-/** Why the connection ended for good. */
-export interface CloseInfo {
-  /** The last WebSocket close code. */
-  code: number;
-  /** Set when the relay ended it (auth failure, revoked, replaced...), absent after `close()`. */
-  error?: RelayError;
-}
-
-export interface RelayEvents {
-  /** Joined (again): after a reconnect `buffered` missed messages follow; `gap` = some were lost. */
-  joined: (frame: JoinedFrame) => void;
-  /** A routed message for this device (the buffered ones first after a rejoin). */
-  message: (message: RoutedMessage) => void;
-  presence: (frame: PresenceFrame) => void;
-  /** The room has a new host. */
-  host: (frame: HostFrame) => void;
-  /** An error frame from the relay, or the reason the connection ended. */
-  error: (error: RelayError) => void;
-  state: (state: ConnectionState) => void;
-  /** The connection ended for good (`close()` or a relay refusal); no reconnect follows. */
-  close: (info: CloseInfo) => void;
-}
+export type { CloseInfo, ConnectionState, RelayEvents, Target } from './relay-events.ts';
 
 /** Close codes after which reconnecting cannot help. */
 const finalCloses: Record<number, { code: string; message: string }> = {

@@ -1,0 +1,30 @@
+import type { RelayError } from './errors.ts';
+import type { HostFrame, JoinedFrame, PresenceFrame, RoutedMessage } from './relay-frames.ts';
+
+/** Where a message goes: the room's host, everyone else in the room, or one device. */
+export type Target = 'host' | 'broadcast' | string | number;
+
+export type ConnectionState = 'idle' | 'connecting' | 'joined' | 'reconnecting' | 'closed';
+
+/** Why the connection ended for good. */
+export interface CloseInfo {
+  /** The last WebSocket close code. */
+  code: number;
+  /** Set when the relay ended it (auth failure, revoked, replaced...), absent after `close()`. */
+  error?: RelayError;
+}
+
+export interface RelayEvents {
+  /** Joined (again): after a reconnect `buffered` missed messages follow; `gap` = some were lost. */
+  joined: (frame: JoinedFrame) => void;
+  /** A routed message for this device (the buffered ones first after a rejoin). */
+  message: (message: RoutedMessage) => void;
+  presence: (frame: PresenceFrame) => void;
+  /** The room has a new host. */
+  host: (frame: HostFrame) => void;
+  /** An error frame from the relay, or the reason the connection ended. */
+  error: (error: RelayError) => void;
+  state: (state: ConnectionState) => void;
+  /** The connection ended for good (`close()` or a relay refusal); no reconnect follows. */
+  close: (info: CloseInfo) => void;
+}
