@@ -90,7 +90,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const { clock, ratePerSecond, rateBurst, keepAliveMs, pongTimeoutMs } = this.options;
     this.room = this.options.room;
     this.device = this.options.device;
-    this.bucket = new TokenBucket(ratePerSecond, rateBurst, clock.now);
+    this.bucket = new TokenBucket(ratePerSecond, rateBurst, () => clock.now());
     this.keepAlive = new KeepAlive({
       clock,
       keepAliveMs,

@@ -66,7 +66,7 @@ function connectionTo(overrides: Partial<RelayConnectionOptions> = {}) {
   connection.on('state', (state) => states.push(state));
   connection.on('error', (error) => errors.push(error));
   const pingsWritten = () => written.filter((text) => text === '{"type":"ping"}').length;
-  return { connection, clock, sockets, states, errors, pingsWritten };
+  return { connection, clock, sockets, states, errors, written, pingsWritten };
 }
 
 /** The next `event` of the connection. */
@@ -199,6 +199,24 @@ describe('relay connection: a dead connection', () => {
     await connection.flush();
     expect(connection.queued).toBe(0);
     expect(states).toEqual(['connecting', 'joined', 'reconnecting', 'connecting', 'joined']);
+  });
+});
+
+describe('relay connection: pacing', () => {
+  it('writes a burst, then one frame per 1/ratePerSecond, the confirming ping included', async () => {
+    const { connection, clock, written } = connectionTo({ ratePerSecond: 10, rateBurst: 3 });
+    for (let n = 1; n <= 5; n++) connection.broadcast({ n }); // queued until joined
+    await connection.connect();
+    const kinds = () => written.slice(1).map((text) => (text.includes('"ping"') ? 'ping' : 'msg'));
+    expect(kinds()).toEqual(['msg', 'msg', 'msg']);
+    clock.advance(99);
+    expect(kinds()).toHaveLength(3);
+    clock.advance(1);
+    expect(kinds()).toEqual(['msg', 'msg', 'msg', 'msg']);
+    clock.advance(200);
+    expect(kinds()).toEqual(['msg', 'msg', 'msg', 'msg', 'msg', 'ping']);
+    await connection.flush();
+    expect(connection.queued).toBe(0);
   });
 });
 
