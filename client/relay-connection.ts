@@ -5,6 +5,7 @@ import {
   Revoked,
   UnsupportedData,
 } from '../protocol/relay-codes.ts';
+import type { JoinFrame } from '../protocol/relay-frames.ts';
 import {
   type RelayConnectionOptions,
   type ResolvedConnectionOptions,
@@ -271,7 +272,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.socket = socket;
     socket.onopen = () => {
       if (this.socket !== socket) return;
-      socket.send(JSON.stringify({ type: 'join', room, device, token }));
+      socket.send(JSON.stringify({ type: 'join', room, device, token } satisfies JoinFrame));
     };
     socket.onmessage = (event) => {
       if (this.socket !== socket) return;

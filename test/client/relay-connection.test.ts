@@ -9,6 +9,7 @@ import {
   type RelayConnection,
   type RelayEvents,
 } from '../../client/relay-connection.ts';
+import { AuthFailed, Replaced, Revoked } from '../../protocol/relay-codes.ts';
 import { FakeRelay, type FakeRelayConnection, routed } from '../helpers/fake-relay.ts';
 import { inbox } from './host.ts';
 import { ManualClock } from './manual-clock.ts';
@@ -27,6 +28,11 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  // Every frame the client wrote is one the relay accepts.
+  const refused = relay.connections.flatMap((server) =>
+    server.received.filter((frame) => frame.type === 'invalid'),
+  );
+  expect(refused).toEqual([]);
   await relay.close();
   await Promise.all(open.splice(0).map((connection) => connection.close()));
 });
@@ -94,10 +100,10 @@ async function handled(server: FakeRelayConnection, connection: RelayConnection)
 
 describe('relay connection: refusals that end it for good', () => {
   it.each([
-    [4003, 'device revoked', 'revoked', 'this device was revoked: device revoked'],
+    [Revoked.code, Revoked.reason, 'revoked', 'this device was revoked: device revoked'],
     [
-      4009,
-      'replaced by a newer connection',
+      Replaced.code,
+      Replaced.reason,
       'replaced',
       'this device joined the room on another connection: replaced by a newer connection',
     ],
@@ -133,13 +139,13 @@ describe('relay connection: refusals that end it for good', () => {
     relay.onJoin = (_join, server) => {
       void server.play([
         { type: 'error', code: 'auth_failed', message: 'the token was signed with another secret' },
-        { close: 4001, reason: 'auth failed' },
+        { close: AuthFailed.code, reason: AuthFailed.reason },
       ]);
     };
     const { connection, clock, sockets } = connectionTo();
     await expect(connection.connect()).rejects.toMatchObject({
       code: 'auth_failed',
-      closeCode: 4001,
+      closeCode: AuthFailed.code,
       message: 'the relay refused the join: the token was signed with another secret',
     });
     clock.advance(600_000);

@@ -1,5 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import {
+  isJsonObject,
+  type JoinedFrame,
+  joinSchema,
+  leaveSchema,
+  pingSchema,
+  routeSchema,
+} from '../../protocol/relay-frames.ts';
 
 /**
  * A scripted fake of the relay for fast, deterministic client tests: a real `ws` server on
@@ -7,9 +15,14 @@ import { type WebSocket, WebSocketServer } from 'ws';
  * test tells it (frames, close codes), like centrifuge-js's `fakeServer.ts`. It speaks the
  * relay's wire protocol and nothing more: no tokens, rooms or buffering. By default it answers
  * a `join` with `joined` (the device alone in the room, as host) and a `ping` with `pong`.
+ * What a client sends is checked with the relay's own frame schemas: a frame the relay would
+ * refuse is recorded as `{type: 'invalid'}` and answered with `invalid_message`.
  */
 
-/** A frame a client sent, parsed; a routed message (`{to, payload}`) gets `type: 'message'`. */
+/**
+ * A frame a client sent, parsed: `join`, `leave`, `ping`, `message` for a routed `{to, payload}`,
+ * `invalid` (with its `text`) for anything the relay would refuse.
+ */
 export type SentFrame = Record<string, unknown> & { type: string };
 
 /** One step of a script: a frame to send, a close, or a wait for the client's next frame of a type. */
@@ -21,11 +34,8 @@ export type ScriptStep =
 const defaultDeadlineMs = 5_000;
 
 /** The `joined` frame answering `join`: alone in the room and host, nothing buffered. */
-export function joinedFor(
-  join: SentFrame,
-  overrides: Record<string, unknown> = {},
-): Record<string, unknown> {
-  const { room, device } = join;
+export function joinedFor(join: SentFrame, overrides: Partial<JoinedFrame> = {}): JoinedFrame {
+  const { room, device } = joinSchema.parse(join);
   return {
     type: 'joined',
     room,
@@ -46,6 +56,29 @@ export function routed(
   to = 'broadcast',
 ): Record<string, unknown> {
   return { from, to, room: 'fake-room', payload };
+}
+
+const controlSchemas = { join: joinSchema, leave: leaveSchema, ping: pingSchema } as const;
+
+/** What the relay would make of a client's text frame. */
+function parseClientFrame(text: string): SentFrame {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err: unknown) {
+    if (err instanceof SyntaxError) return { type: 'invalid', text };
+    throw err;
+  }
+  if (!isJsonObject(value)) return { type: 'invalid', text };
+  if ('type' in value) {
+    const schema = controlSchemas[value.type as keyof typeof controlSchemas];
+    return schema?.safeParse(value).success === true
+      ? (value as SentFrame)
+      : { type: 'invalid', text };
+  }
+  return routeSchema.safeParse(value).success
+    ? { type: 'message', ...value }
+    : { type: 'invalid', text };
 }
 
 interface Waiter {
@@ -70,9 +103,9 @@ export class FakeRelayConnection {
       socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
     });
     socket.on('message', (data) => {
-      const value = JSON.parse(String(data)) as Record<string, unknown>;
-      const frame = { type: 'message', ...value } as SentFrame;
+      const frame = parseClientFrame(String(data));
       this.received.push(frame);
+      if (frame.type === 'invalid') this.send({ type: 'error', code: 'invalid_message' });
       onFrame(frame, this);
       this.wake();
     });
