@@ -21,6 +21,7 @@ export interface WebSocketLike {
 /** A WebSocket class: the global `WebSocket` in browsers, `WebSocket` from `ws` in Node. */
 export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
+/** What `createRelayConnection` takes; only the first four are required. */
 export interface RelayConnectionOptions {
   /** Relay address, `ws://` or `wss://`. */
   url: string;

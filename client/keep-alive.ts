@@ -8,6 +8,7 @@ export interface Outgoing {
 
 /** What the keep-alive needs from the connection it watches. */
 export interface KeepAliveOptions {
+  /** Time and timers of the quiet check and the pong watchdog. */
   clock: Clock;
   /** A `ping` goes out after this much time without one. */
   keepAliveMs: number;
@@ -44,6 +45,7 @@ export class KeepAlive {
   private cancelQuietCheck: (() => void) | undefined;
   private cancelPongWatchdog: (() => void) | undefined;
 
+  /** Idle until `start()`. */
   constructor(options: KeepAliveOptions) {
     this.options = options;
   }

@@ -1,10 +1,3 @@
-import {
-  AuthFailed,
-  MessageTooBig,
-  Replaced,
-  Revoked,
-  UnsupportedData,
-} from '../protocol/relay-codes.ts';
 import type { JoinFrame } from '../protocol/relay-frames.ts';
 import {
   type RelayConnectionOptions,
@@ -18,6 +11,7 @@ import { RelayError, SyncError } from './errors.ts';
 import { KeepAlive, type Outgoing } from './keep-alive.ts';
 import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
 import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
+import { refusalOf } from './relay-refusals.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type {
@@ -27,21 +21,6 @@ export type {
 } from './connection-options.ts';
 export { envelopeKey } from './dedupe-envelope.ts';
 export type { CloseInfo, ConnectionState, RelayEvents, Target } from './relay-events.ts';
-
-/** Close codes after which reconnecting cannot help. */
-const finalCloses: Record<number, { code: string; message: string }> = {
-  [UnsupportedData.code]: { code: 'unsupported_data', message: 'the relay refused a binary frame' },
-  [MessageTooBig.code]: {
-    code: 'message_too_big',
-    message: 'a message was larger than the relay accepts',
-  },
-  [AuthFailed.code]: { code: 'auth_failed', message: 'the relay refused the join' },
-  [Revoked.code]: { code: 'revoked', message: 'this device was revoked' },
-  [Replaced.code]: {
-    code: 'replaced',
-    message: 'this device joined the room on another connection',
-  },
-};
 
 const pingFrame = '{"type":"ping"}';
 const leaveFrame = '{"type":"leave"}';
@@ -397,17 +376,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
       this.finish(code);
       return;
     }
-    const final = finalCloses[code];
-    if (final !== undefined) {
-      const why =
-        code === AuthFailed.code && this.lastRefusal !== undefined ? this.lastRefusal : reason;
-      const error = new RelayError(
-        final.code,
-        why === '' ? final.message : `${final.message}: ${why}`,
-        code,
-      );
-      this.emit('error', error);
-      this.finish(code, error);
+    const refusal = refusalOf(code, reason, this.lastRefusal);
+    if (refusal !== undefined) {
+      this.emit('error', refusal);
+      this.finish(code, refusal);
       return;
     }
     this.setState('reconnecting');

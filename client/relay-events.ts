@@ -4,6 +4,7 @@ import type { HostFrame, JoinedFrame, PresenceFrame, RoutedMessage } from './rel
 /** Where a message goes: the room's host, everyone else in the room, or one device. */
 export type Target = 'host' | 'broadcast' | string | number;
 
+/** idle → connecting → joined ⇄ reconnecting → closed (see `RelayConnection`). */
 export type ConnectionState = 'idle' | 'connecting' | 'joined' | 'reconnecting' | 'closed';
 
 /** Why the connection ended for good. */
@@ -14,6 +15,7 @@ export interface CloseInfo {
   error?: RelayError;
 }
 
+/** The events of a `RelayConnection`, by name, with their listener's signature. */
 export interface RelayEvents {
   /** Joined (again): after a reconnect `buffered` missed messages follow; `gap` = some were lost. */
   joined: (frame: JoinedFrame) => void;
