@@ -91,23 +91,3 @@ export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
     .execute();
   return rows.map((row) => ({ ...toProject(row), email: row.email }));
 }
-
-/** The owner of a device, or undefined when the id is unknown. */
-export async function deviceOwner(db: Db, deviceId: number): Promise<number | undefined> {
-  const row = await db.kysely
-    .selectFrom('devices')
-    .select('userId')
-    .where('id', '=', deviceId)
-    .executeTakeFirst();
-  return row === undefined ? undefined : Number(row.userId);
-}
-
-/** The ids of a user's devices (revoked at the relay when the user is deleted). */
-export async function deviceIdsOf(db: Db, userId: number): Promise<number[]> {
-  const rows = await db.kysely
-    .selectFrom('devices')
-    .select('id')
-    .where('userId', '=', userId)
-    .execute();
-  return rows.map((row) => Number(row.id));
-}

@@ -6,21 +6,12 @@ import { notFound } from '../auth/errors.ts';
 import { emailSchema, idSchema, parseInput } from '../auth/schemas.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { Db } from '../db/connect.ts';
-import { deleteDevice } from '../db/devices.ts';
 import { deleteProject } from '../db/projects.ts';
-import {
-  deleteUser,
-  findOrCreateUser,
-  findUserByEmail,
-  findUserById,
-  setSubscription,
-} from '../db/users.ts';
+import { findOrCreateUser, findUserByEmail, findUserById, setSubscription } from '../db/users.ts';
 import type { Host } from '../host.ts';
 import type { Logger } from '../log.ts';
 import { version } from '../version.ts';
 import {
-  deviceIdsOf,
-  deviceOwner,
   listDevicesWithOwner,
   listProjectsWithOwner,
   listUserSummaries,
@@ -155,10 +146,9 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
   /** Deletes a user with devices, projects and subscription; the relay drops its devices. */
   router.delete('/users/:id', async (req, res) => {
     const id = userId(req.params);
-    const deviceIds = await deviceIdsOf(db, id);
-    if (!(await deleteUser(db, id))) throw notFound('user');
-    logger.info({ userId: id, devices: deviceIds.length }, 'admin: user deleted');
-    for (const deviceId of deviceIds) service.notifyRevoked(deviceId, id);
+    const devices = await service.deleteUser(id);
+    if (devices === undefined) throw notFound('user');
+    logger.info({ userId: id, devices }, 'admin: user deleted');
     res.status(204).end();
   });
 
@@ -169,10 +159,9 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
   /** Revokes a device at once: its token stops working and its relay sockets close with 4003. */
   router.delete('/devices/:id', async (req, res) => {
     const id = userId(req.params);
-    const owner = await deviceOwner(db, id);
-    if (owner === undefined || !(await deleteDevice(db, id, undefined))) throw notFound('device');
+    const owner = await service.removeDevice(id, undefined);
+    if (owner === undefined) throw notFound('device');
     logger.info({ userId: owner, deviceId: id }, 'admin: device revoked');
-    service.notifyRevoked(id, owner);
     res.status(204).end();
   });
 

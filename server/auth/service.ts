@@ -5,6 +5,8 @@ import {
   createDevice,
   type Device,
   deleteDevice,
+  deviceIdsOf,
+  deviceOwner,
   findDeviceForAuth,
   listDevices,
   touchDevice,
@@ -12,6 +14,7 @@ import {
 import { consumeMagicLink, createMagicLink, findMagicLink } from '../db/magic-links.ts';
 import { deleteProject, listProjects, type Project, registerProject } from '../db/projects.ts';
 import {
+  deleteUser,
   findOrCreateUser,
   findSubscription,
   findUserByEmail,
@@ -141,6 +144,18 @@ export function createAuthService(options: AuthServiceOptions) {
     for (const [token, entry] of callers)
       if (entry.caller.device.id === deviceId) callers.delete(token);
     for (const listener of revokeListeners) listener(deviceId, userId);
+  }
+
+  /**
+   * Deletes a device and revokes it at once: its token stops working and its relay connections
+   * close. `userId` limits it to that user's devices (undefined: administrator). Resolves with
+   * the owner, or undefined when there is no such device.
+   */
+  async function removeDevice(id: number, userId: number | undefined): Promise<number | undefined> {
+    const owner = userId ?? (await deviceOwner(db, id));
+    if (owner === undefined || !(await deleteDevice(db, id, userId))) return undefined;
+    notifyRevoked(id, owner);
+    return owner;
   }
 
   /** Writes lastSeen when the stored value is at least lastSeenRefreshMs old. */
@@ -298,12 +313,22 @@ export function createAuthService(options: AuthServiceOptions) {
 
     /** Deletes one of the caller's devices and revokes it at once (relay connections too). */
     async deleteDevice(caller: Caller, id: number): Promise<void> {
-      if (!(await deleteDevice(db, id, caller.user.id))) throw notFound('device');
+      if ((await removeDevice(id, caller.user.id)) === undefined) throw notFound('device');
       logger.info({ userId: caller.user.id, deviceId: id }, 'device deleted');
-      notifyRevoked(id, caller.user.id);
     },
 
-    notifyRevoked,
+    removeDevice,
+
+    /**
+     * Deletes a user with devices, projects and subscription, revoking each device at once.
+     * Resolves with the number of devices revoked, or undefined when there is no such user.
+     */
+    async deleteUser(id: number): Promise<number | undefined> {
+      const deviceIds = await deviceIdsOf(db, id);
+      if (!(await deleteUser(db, id))) return undefined;
+      for (const deviceId of deviceIds) notifyRevoked(deviceId, id);
+      return deviceIds.length;
+    },
 
     onDeviceRevoked(listener: (deviceId: number, userId: number) => void): () => void {
       revokeListeners.add(listener);

@@ -108,6 +108,26 @@ export async function touchDevice(db: Db, id: number, now: Date): Promise<void> 
     .execute();
 }
 
+/** The owner of a device, or undefined when the id is unknown. */
+export async function deviceOwner(db: Db, deviceId: number): Promise<number | undefined> {
+  const row = await db.kysely
+    .selectFrom('devices')
+    .select('userId')
+    .where('id', '=', deviceId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : Number(row.userId);
+}
+
+/** The ids of a user's devices (each revoked when the user is deleted). */
+export async function deviceIdsOf(db: Db, userId: number): Promise<number[]> {
+  const rows = await db.kysely
+    .selectFrom('devices')
+    .select('id')
+    .where('userId', '=', userId)
+    .execute();
+  return rows.map((row) => Number(row.id));
+}
+
 /** Deletes a device; `userId` limits it to that user's devices (undefined: administrator). */
 export async function deleteDevice(
   db: Db,
