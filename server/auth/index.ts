@@ -10,6 +10,7 @@ import { closeServer, listen } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import { version } from '../version.ts';
 import { createAuthApp } from './app.ts';
+import { type LinkPurge, startLinkPurge } from './link-purge.ts';
 import { createDevMailer, createSmtpMailer } from './mail.ts';
 import type { AuthLimits } from './rate-limits.ts';
 import { type AuthService, createAuthService } from './service.ts';
@@ -154,6 +155,15 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     }
   })();
 
+  // Expired links are deleted once the schema is in place (a failed start is reported elsewhere).
+  let linkPurge: LinkPurge | undefined;
+  ready.then(
+    () => {
+      if (!closed) linkPurge = startLinkPurge({ db, logger, now: options.now ?? Date.now });
+    },
+    () => {},
+  );
+
   const app = createAuthApp({
     service,
     logger,
@@ -189,6 +199,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     },
     async close() {
       closed = true;
+      linkPurge?.stop();
       await closeServer(server);
       mailer.close();
       await ready.catch(() => {});
