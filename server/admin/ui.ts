@@ -62,7 +62,19 @@ export function createAdminUiRouter(options: AdminUiOptions): Router {
     const type = types[name] ?? 'application/octet-stream';
     let body: Buffer | undefined;
     if (await ready) {
-      body = await readFile(join(distDir, name)).catch(() => undefined);
+      try {
+        body = await readFile(join(distDir, name));
+      } catch (err: unknown) {
+        // A missing file is an unbuilt UI (503 below); anything else is a fault of this host.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+          options.logger.error(
+            { err: err instanceof Error ? err.message : String(err), file: name },
+            'the admin UI file could not be read',
+          );
+          res.status(500).type('text/plain').send('The admin UI could not be read; see the log.\n');
+          return;
+        }
+      }
     }
     res.set({
       'Content-Security-Policy': adminCsp,

@@ -24,8 +24,10 @@ export class AppError extends Error {
     message: string,
     /** Seconds, sent as Retry-After (429, 503). */
     readonly retryAfterSeconds?: number,
+    /** `cause`: what went wrong underneath, for logs; never sent to the client. */
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = 'AppError';
     this.status = authErrors[code];
   }
@@ -34,5 +36,6 @@ export class AppError extends Error {
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
 export const unauthorized = (why = 'missing or invalid bearer token') =>
   new AppError('unauthorized', why);
-export const unavailable = () =>
-  new AppError('unavailable', 'the database is unavailable; try again shortly', 5);
+/** The database does not answer; `cause` is the driver's error (kept for logs, never sent). */
+export const unavailable = (cause?: unknown) =>
+  new AppError('unavailable', 'the database is unavailable; try again shortly', 5, { cause });

@@ -39,6 +39,8 @@ export const lastSeenRefreshMs = 60_000;
  * entries at once in this process; see docs/auth.md for several auth processes on one database.
  */
 export const callerCacheMs = 10_000;
+/** How long the health check waits for the database to answer. */
+const healthPingTimeoutMs = 2_000;
 /** Entries kept at most; the cache is emptied when it is full. */
 const callerCacheEntries = 10_000;
 
@@ -378,9 +380,13 @@ export function createAuthService(options: AuthServiceOptions) {
     /** 200 when a trivial query answers, else throws `unavailable`. */
     async health(): Promise<void> {
       try {
-        await db.ping(2_000);
-      } catch {
-        throw unavailable();
+        await db.ping(healthPingTimeoutMs);
+      } catch (err: unknown) {
+        logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'health check: the database does not answer',
+        );
+        throw unavailable(err);
       }
     },
   };
