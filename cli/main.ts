@@ -35,6 +35,10 @@ Options:
 
 /** Exit code for a user mistake in configuration or on the command line. */
 const exitUsage = 2;
+/** How long `discover` listens by default, in seconds. */
+const discoverSeconds = 3;
+/** A graceful shutdown taking longer than this exits with 1. */
+const shutdownLimitMs = 5_000;
 
 /** Runs the command line; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -147,7 +151,7 @@ async function launchTrayApp(argv: string[]): Promise<number | undefined> {
 
 /** `sync-host discover`: browses mDNS for a few seconds and prints each host found. */
 async function discover(flags: Flags): Promise<number> {
-  const seconds = flags.timeout === undefined ? 3 : Number(flags.timeout);
+  const seconds = flags.timeout === undefined ? discoverSeconds : Number(flags.timeout);
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 60) {
     process.stderr.write('sync-host: --timeout must be a number of seconds between 0 and 60\n');
     return exitUsage;
@@ -243,7 +247,7 @@ function waitForSignal(host: Host, logger: Logger): Promise<number> {
       const force = setTimeout(() => {
         logger.error('shutdown took longer than 5 s; exiting');
         process.exit(1);
-      }, 5_000);
+      }, shutdownLimitMs);
       force.unref();
       host.close().then(
         () => {

@@ -7,6 +7,9 @@ import { type DiscoveredHost, serviceType, toDiscoveredHost } from '../protocol/
 
 export type { DiscoveredHost };
 
+/** stop() resolves after this even when the mDNS socket does not report its close. */
+const stopLimitMs = 500;
+
 export interface Browsing {
   /** Hosts currently seen, keyed by instance name. */
   readonly hosts: ReadonlyMap<string, DiscoveredHost>;
@@ -45,7 +48,7 @@ export function browse(options: BrowseOptions = {}): Browsing {
     stop() {
       stopped ??= new Promise<void>((resolve) => {
         browser.stop();
-        const done = setTimeout(resolve, 500);
+        const done = setTimeout(resolve, stopLimitMs);
         bonjour.destroy(() => {
           clearTimeout(done);
           resolve();

@@ -22,9 +22,4 @@ export class Emitter<Events extends { [K in keyof Events]: (...args: never[]) =>
     if (set === undefined) return;
     for (const listener of [...set]) (listener as (...a: Parameters<Events[K]>) => void)(...args);
   }
-
-  /** Whether anyone listens to `event`. */
-  protected listening(event: keyof Events): boolean {
-    return (this.listeners.get(event)?.size ?? 0) > 0;
-  }
 }

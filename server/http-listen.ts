@@ -41,6 +41,9 @@ export function listen(
   });
 }
 
+/** How long open requests may finish after close before their connections are cut. */
+const closeGraceMs = 2_000;
+
 /** Closes a server, ending idle keep-alive sockets so close does not wait for them. */
 export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
@@ -50,6 +53,6 @@ export function closeServer(server: Server): Promise<void> {
     }
     server.close(() => resolve());
     server.closeIdleConnections();
-    setTimeout(() => server.closeAllConnections(), 2_000).unref();
+    setTimeout(() => server.closeAllConnections(), closeGraceMs).unref();
   });
 }

@@ -45,6 +45,11 @@ export interface HttpTimeouts {
   keepAliveMs: number;
 }
 
+/** Default of AuthServerOptions.retryMs. */
+const migrateRetryMs = 2_000;
+/** Headers read per request; the rest are dropped (a header flood costs nothing). */
+const maxHeadersCount = 100;
+
 export const defaultHttpTimeouts: HttpTimeouts = {
   headersMs: 10_000,
   requestMs: 30_000,
@@ -150,7 +155,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
         // Refused credentials or a missing database are mistakes, not outages: no retry.
         if (!isDatabaseUnavailable(err) || databaseMistake(err) !== undefined || closed) throw err;
         logger.error({ err: (err as Error).message }, 'database unreachable at start; retrying');
-        await new Promise((r) => setTimeout(r, options.retryMs ?? 2_000));
+        await new Promise((r) => setTimeout(r, options.retryMs ?? migrateRetryMs));
       }
     }
   })();
@@ -182,7 +187,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     },
     app,
   );
-  server.maxHeadersCount = 100;
+  server.maxHeadersCount = maxHeadersCount;
   guardClientErrors(server);
 
   return {

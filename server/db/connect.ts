@@ -34,6 +34,9 @@ export interface Db {
   close(): Promise<void>;
 }
 
+/** How long a SQLite write waits for another connection's lock before failing. */
+const sqliteBusyTimeoutMs = 5_000;
+
 export interface OpenOptions {
   logger: Logger;
   /** `wasm` forces sql.js (tests, or a platform where the native module is known broken). */
@@ -111,7 +114,7 @@ async function openSqliteUnchecked(path: string, options: OpenOptions): Promise<
     native.pragma('journal_mode = WAL');
     native.pragma('synchronous = FULL');
     native.pragma('foreign_keys = ON');
-    native.pragma('busy_timeout = 5000');
+    native.pragma(`busy_timeout = ${sqliteBusyTimeoutMs}`);
     dialect = new SqliteDialect({ database: tolerateLostTransaction(cacheStatements(native)) });
   } else {
     engine = 'sql.js';

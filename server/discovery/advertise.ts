@@ -3,6 +3,9 @@ import { Bonjour } from 'bonjour-service';
 import { type HostTxt, serviceType } from '../../protocol/mdns-record.ts';
 import type { Logger } from '../log.ts';
 
+/** stop() resolves after this even when the goodbye packets or the socket close hang. */
+const stopLimitMs = 1_000;
+
 export interface AdvertiseOptions {
   /** The auth port (the service's SRV port). */
   port: number;
@@ -50,7 +53,7 @@ export function advertise(options: AdvertiseOptions): Advertisement {
   return {
     stop() {
       stopped ??= new Promise<void>((resolve) => {
-        const done = setTimeout(resolve, 1_000);
+        const done = setTimeout(resolve, stopLimitMs);
         bonjour.unpublishAll(() => {
           bonjour.destroy(() => {
             clearTimeout(done);
