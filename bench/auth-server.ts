@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { createAuthServer } from '../server/auth/index.ts';
-import { buildAuthConfig } from '../server/config/auth-config.ts';
 import { createLogger } from '../server/log.ts';
+import { testAuthConfig } from '../test/helpers/configs.ts';
 import { dbTargets } from '../test/helpers/databases.ts';
 
 export type AuthServerReport =
@@ -28,19 +28,7 @@ if (target === undefined || target.skip !== undefined) {
 }
 const dir = mkdtempSync(join(tmpdir(), 'auth-bench-'));
 const db = await target.create(dir);
-const config = {
-  ...buildAuthConfig(
-    [
-      { key: 'PORT', value: '0', line: 1 },
-      { key: 'BIND', value: '127.0.0.1', line: 2 },
-      { key: 'MDNS', value: 'off', line: 3 },
-      { key: 'DATA_DIR', value: dir, line: 4 },
-    ],
-    'auth.conf',
-    dir,
-  ),
-  db: db.config,
-};
+const config = { ...testAuthConfig(dir), db: db.config };
 let linkToken = '';
 const auth = await createAuthServer({
   config,

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { createLogger } from '../server/log.ts';
 import { createRelay } from '../server/relay/relay.ts';
+import { testRelayConfig } from '../test/helpers/configs.ts';
 import { type BenchServer, benchSecret, type ServerKind, type ServerReport } from './protocol.ts';
 import { startBareWs } from './reference/bare-ws.ts';
 import { startSocketIo } from './reference/socket-io.ts';
@@ -22,27 +23,12 @@ const gc = (globalThis as { gc?: () => void }).gc;
 async function startRelay(): Promise<BenchServer> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   const relay = createRelay({
-    config: {
+    // The bucket is checked on every frame; it is only sized so that it never drops.
+    config: testRelayConfig(dir, {
       secret: benchSecret,
-      sqlitePath: join(dir, 'relay.db'),
-      wsPort: 0,
-      statusPort: 0,
-      bind: '127.0.0.1',
-      tokenSignature: 'hmac-sha256',
-      // The bucket is checked on every frame; it is only sized so that it never drops.
       ratePerSecond: 1_000_000,
       rateBurst: 1_000_000,
-      roomMaxDevices: 64,
-      messageMaxBytes: 1_048_576,
-      bufferSeconds: 60,
-      bufferMaxMessages: 10_000,
-      bufferMaxBytes: 16 * 1024 * 1024,
-      logLevel: 'silent',
-      clusterNats: [],
-      clusterNode: undefined,
-      unknownKeys: [],
-      explicit: new Set(),
-    },
+    }),
     secret: benchSecret,
     logger: createLogger('silent'),
   });

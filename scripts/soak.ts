@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { createRoomId, signDeviceToken } from '../server/tokens.ts';
-import { startHostProcess, writeConf } from '../test/helpers/relay-process.ts';
+import { writeConf } from '../test/helpers/configs.ts';
+import { startHostProcess } from '../test/helpers/host-process.ts';
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 120);
 const rooms = 250;

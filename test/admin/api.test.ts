@@ -1,11 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  eventually,
-  joinRelay,
-  registerProject,
-  startTestHost,
-  type TestHost,
-} from './test-host.ts';
+import { joinRelay, registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let th: TestHost | undefined;
 afterEach(async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinRelay, registerProject, startTestHost, type TestHost } from './test-host.ts';
+import { joinRelay, registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 
 /** Debian's Chromium (apt-get install -y chromium); CHROMIUM_PATH overrides. */
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

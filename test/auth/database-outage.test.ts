@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { type AuthHarness, startAuth } from '../helpers/auth-harness.ts';
-import { waitFor } from '../helpers/capture.ts';
 import { dbTargets } from '../helpers/databases.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const targets = (await dbTargets()).filter((t) => t.name === 'postgres' || t.name === 'mysql');
 
@@ -27,7 +27,7 @@ for (const target of targets) {
       expect((await h.request('GET', '/health')).status).toBe(200);
 
       await proxy.cut();
-      await waitFor(
+      await eventually(
         async () => ((await h.request('GET', '/health')).status === 503 ? true : undefined),
         '/health 503',
         8_000,
@@ -43,7 +43,7 @@ for (const target of targets) {
       expect(login.status).toBe(503);
 
       await proxy.restore();
-      await waitFor(
+      await eventually(
         async () => ((await h.request('GET', '/health')).status === 200 ? true : undefined),
         '/health 200 again',
         10_000,

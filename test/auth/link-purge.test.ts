@@ -10,8 +10,9 @@ import {
 import { type Db, openDatabase } from '../../server/db/connect.ts';
 import { createMagicLink, findMagicLink } from '../../server/db/magic-links.ts';
 import { migrate } from '../../server/db/migrate.ts';
-import { captureLogger, waitFor } from '../helpers/capture.ts';
+import { captureLogger } from '../helpers/capture.ts';
 import { dbTargets } from '../helpers/databases.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const targets = await dbTargets();
 const minute = 60_000;
@@ -58,7 +59,7 @@ for (const target of targets) {
       await link('just-expired', -minute);
       await link('valid', 10 * minute);
       purge = startLinkPurge({ db, logger: capture.logger, now: () => nowMs, intervalMs: 50 });
-      await waitFor(
+      await eventually(
         async () => ((await findMagicLink(db, 'long-expired')) === undefined ? true : undefined),
         'the long-expired link to be deleted',
       );

@@ -2,8 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AuthHarness, startAuth } from '../helpers/auth-harness.ts';
-import { waitFor } from '../helpers/capture.ts';
 import { dbTargets } from '../helpers/databases.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const [sqlite] = await dbTargets();
 if (!sqlite) throw new Error('no sqlite target');
@@ -62,7 +62,7 @@ describe('login e-mail over SMTP', () => {
       });
       const res = await h.request('GET', '/auth/login?email=Mail.User@Example.com');
       expect(res.status).toBe(200);
-      const mail = await waitFor(() => smtp.mails[0], 'a mail');
+      const mail = await eventually(() => smtp.mails[0], 'a mail');
       expect(mail.to).toEqual(['mail.user@example.com']);
       expect(mail.from).toBe('sync@host.example');
       const link = new RegExp(

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { version } from '../../server/version.ts';
-import { startHostProcess, writeConf } from '../helpers/relay-process.ts';
+import { writeConf } from '../helpers/configs.ts';
+import { startHostProcess } from '../helpers/host-process.ts';
 
 const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 const run = (args: string[], cwd: string) =>

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
-import { hostDir, type RunningHost, startHost, waitFor } from './host.ts';
+import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 const dirs: string[] = [];
@@ -134,10 +135,10 @@ describe('sync-host client commands', { timeout: 60_000 }, () => {
 
   it('sends one message, and listen prints it, then on resuming prints what was buffered first', async () => {
     let listen = spawnCli(['listen', 'notes'], laptop);
-    await waitFor(() => listen.out.stderr.includes('joined room'), 15_000, 'listen joined');
+    await eventually(() => listen.out.stderr.includes('joined room'), 'listen joined', 15_000);
     const sent = await cli(['send', 'notes', 'broadcast', '{"edit":1}'], desktop);
     expect(sent).toMatchObject({ code: 0, stdout: '', stderr: '' });
-    await waitFor(() => listen.out.stdout.includes('\n'), 5_000, 'a line from listen');
+    await eventually(() => listen.out.stdout.includes('\n'), 'a line from listen', 5_000);
     const first = JSON.parse(listen.out.stdout.split('\n')[0]!) as Record<string, unknown>;
     expect(first).toMatchObject({ to: 'broadcast', payload: { edit: 1 } });
 
@@ -154,7 +155,7 @@ describe('sync-host client commands', { timeout: 60_000 }, () => {
     expect(toHost.stderr.trim().split('\n')).toEqual([expect.stringContaining('unknown_target')]);
 
     listen = spawnCli(['listen', 'notes'], laptop);
-    await waitFor(() => listen.out.stdout.split('\n').length >= 3, 15_000, 'buffered lines');
+    await eventually(() => listen.out.stdout.split('\n').length >= 3, 'buffered lines', 15_000);
     expect(listen.out.stderr).toContain('2 buffered');
     const lines = listen.out.stdout
       .trim()

@@ -1,8 +1,9 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
+import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
-import { hostDir, type RunningHost, signIn, startHost } from './host.ts';
+import { signIn } from './host.ts';
 
 /**
  * Relay bug (server/relay, not client code): a device whose socket is closing (the relay has

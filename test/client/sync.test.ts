@@ -4,16 +4,9 @@ import { createAuthClient } from '../../client/auth-client.ts';
 import { AuthServiceError, RelayError } from '../../client/errors.ts';
 import type { RelayConnection } from '../../client/relay-connection.ts';
 import { SyncClient } from '../../client/sync-client.ts';
-import {
-  freePort,
-  hostDir,
-  inbox,
-  type RunningHost,
-  signIn,
-  startHost,
-  trackedWebSocket,
-  waitFor,
-} from './host.ts';
+import { freePort, hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { eventually } from '../helpers/wait.ts';
+import { inbox, signIn, trackedWebSocket } from './host.ts';
 
 const fastBackoff = { initialDelayMs: 50, maxDelayMs: 400 };
 const dirs: string[] = [];
@@ -86,7 +79,7 @@ describe('client library against a headless host', () => {
     a.connection.broadcast({ file: 'todo.md', edit: 'laptop 1' });
     b.connection.sendToHost({ file: 'todo.md', edit: 'desktop 1' });
     a.connection.sendToDevice(desktop.signedIn.device.id, { file: 'todo.md', edit: 'laptop 2' });
-    await waitFor(() => atA.length === 1 && atB.length === 2, 5_000, 'edits both ways');
+    await eventually(() => atA.length === 1 && atB.length === 2, 'edits both ways', 5_000);
     expect(atB).toEqual([
       {
         from: String(laptop.signedIn.device.id),
@@ -124,21 +117,21 @@ describe('client library against a headless host', () => {
     sender.on('presence', (frame) => presence.push(frame.state));
 
     sender.broadcast({ n: 0 });
-    await waitFor(() => received.length === 1, 5_000, 'first message');
+    await eventually(() => received.length === 1, 'first message', 5_000);
     // Abrupt: no close handshake, no leave.
     phone.sockets.at(-1)!.terminate();
-    await waitFor(() => presence.includes('left'), 5_000, 'the relay noticed the drop');
+    await eventually(() => presence.includes('left'), 'the relay noticed the drop', 5_000);
 
     // The sender keeps sending while the phone is away and after it is back.
     let n = 1;
     const timer = setInterval(() => sender.broadcast({ n: n++ }), 5);
-    await waitFor(() => rejoins.length === 1, 10_000, 'rejoin');
+    await eventually(() => rejoins.length === 1, 'rejoin', 10_000);
     const sentAtRejoin = n;
-    await waitFor(() => n >= sentAtRejoin + 20, 5_000, 'messages after the rejoin');
+    await eventually(() => n >= sentAtRejoin + 20, 'messages after the rejoin', 5_000);
     clearInterval(timer);
     await sender.flush();
     const total = n;
-    await waitFor(() => received.length === total, 10_000, `all ${total} messages`);
+    await eventually(() => received.length === total, `all ${total} messages`, 10_000);
 
     expect(received.map((m) => m.payload.n)).toEqual(Array.from({ length: total }, (_, i) => i));
     expect(rejoins[0]).toMatchObject({ device: String(phone.signedIn.device.id), gap: false });
@@ -217,20 +210,24 @@ describe('client library across a host restart', () => {
         b.broadcast({ from: 'b', n: nb++ });
       }, 10);
       try {
-        await waitFor(() => atA.length >= 10 && atB.length >= 10, 5_000, 'traffic before');
+        await eventually(() => atA.length >= 10 && atB.length >= 10, 'traffic before', 5_000);
         expect(await first.process.stop(signal)).toBe(exitCode);
-        await waitFor(() => a.state === 'reconnecting' && b.state === 'reconnecting', 5_000);
+        await eventually(
+          () => a.state === 'reconnecting' && b.state === 'reconnecting',
+          'both reconnecting',
+          5_000,
+        );
         const second = await startHost(dirs.at(-1)!);
         hosts.push(second);
         expect(second.authUrl).toBe(first.authUrl);
-        await waitFor(() => joinsA.length === 1 && joinsB.length === 1, 10_000, 'both rejoined');
+        await eventually(() => joinsA.length === 1 && joinsB.length === 1, 'both rejoined', 10_000);
         const after = na;
-        await waitFor(() => na >= after + 10, 5_000, 'traffic after');
+        await eventually(() => na >= after + 10, 'traffic after', 5_000);
       } finally {
         clearInterval(timer);
       }
       await Promise.all([a.flush(), b.flush()]);
-      await waitFor(() => atA.length >= nb && atB.length >= na, 10_000, 'everything delivered');
+      await eventually(() => atA.length >= nb && atB.length >= na, 'everything delivered', 10_000);
       expect(atB.map((m) => m.payload.n)).toEqual(Array.from({ length: na }, (_, i) => i));
       expect(atA.map((m) => m.payload.n)).toEqual(Array.from({ length: nb }, (_, i) => i));
       expect([...joinsA, ...joinsB]).toEqual([false, false]);

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAuthClient } from '../../client/auth-client.ts';
 import type { SignedIn } from '../../client/auth-types.ts';
-import { waitFor } from '../helpers/capture.ts';
-import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
+import { writeConf } from '../helpers/configs.ts';
+import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+import { eventually } from '../helpers/wait.ts';
 
 /** Starting a process takes long on a loaded 2-core machine; a cluster test starts several. */
 const startDeadlineMs = 60_000;
@@ -69,7 +70,7 @@ export class ClusterProcesses {
         const prefix = `[dev] Magic link token for ${email}: `;
         const before = process.stdout.filter((line) => line.startsWith(prefix)).length;
         await auth.requestLogin(email);
-        const line = await waitFor(
+        const line = await eventually(
           () => process.stdout.filter((l) => l.startsWith(prefix))[before],
           `magic link for ${email}`,
           10_000,

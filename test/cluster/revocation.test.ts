@@ -4,10 +4,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
 import { revocationBucket } from '../../server/cluster/revocations.ts';
 import { createRoomId } from '../../server/tokens.ts';
-import { waitFor } from '../helpers/capture.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { eventually } from '../helpers/wait.ts';
 import { ClusterProcesses, clusterSecret } from './processes.ts';
 
 const skip = natsSkipReason();
@@ -62,14 +62,14 @@ describe.skipIf(skip !== undefined)(
       // applies it once NATS is reachable again.
       const stillOnB = await joined(nodeB.url, room, second.device.id, second.deviceToken);
       await proxy.cut();
-      await waitFor(
+      await eventually(
         () => nodeB.process.stderr.find((line) => line.includes('lost the connection to NATS')),
         'node B to notice the cut',
       );
       await owner.deleteDevice(second.device.id);
       const observer = await connect({ servers: nats.url });
       const kv = await new Kvm(observer).open(revocationBucket);
-      await waitFor(
+      await eventually(
         async () => (await kv.get(String(second.device.id))) ?? undefined,
         'the revocation',
       );

@@ -14,7 +14,7 @@ import {
   trayMenu,
   trayStateOf,
 } from '../../electron/tray-menu.ts';
-import { startTestHost, type TestHost } from '../admin/test-host.ts';
+import { startTestHost, type TestHost } from '../helpers/host.ts';
 
 const running: TrayState = {
   phase: 'running',

@@ -2,9 +2,9 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type AuthHarness, type SignedIn, startAuth } from '../helpers/auth-harness.ts';
-import { waitFor } from '../helpers/capture.ts';
 import { dbTargets } from '../helpers/databases.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { eventually } from '../helpers/wait.ts';
 
 /**
  * Database loss while requests are in flight. test/auth/database-outage.test.ts covers an idle
@@ -113,16 +113,16 @@ for (const target of targets) {
       harnesses.push(h);
       const me = await h.signIn('traffic@example.com');
       const load = traffic(h, me);
-      await waitFor(() => (load.count() > 40 ? true : undefined), 'traffic before the cut');
+      await eventually(() => (load.count() > 40 ? true : undefined), 'traffic before the cut');
       await p.cut();
-      await waitFor(
+      await eventually(
         () => ((load.statuses.get(503) ?? 0) > 10 ? true : undefined),
         '503s during the cut',
         10_000,
       );
       await p.restore();
       const before = load.statuses.get(200) ?? 0;
-      await waitFor(
+      await eventually(
         () => ((load.statuses.get(200) ?? 0) > before + 40 ? true : undefined),
         'successes after the restore',
         15_000,
@@ -143,13 +143,16 @@ for (const target of targets) {
       const load = traffic(h, me);
       for (let round = 0; round < 3; round++) {
         const at = load.count();
-        await waitFor(() => (load.count() > at + 30 ? true : undefined), 'traffic between kills');
+        await eventually(
+          () => (load.count() > at + 30 ? true : undefined),
+          'traffic between kills',
+        );
         expect(await killBackends(target.name as 'postgres' | 'mysql', database)).toBeGreaterThan(
           0,
         );
       }
       const ok = load.statuses.get(200) ?? 0;
-      await waitFor(
+      await eventually(
         () => ((load.statuses.get(200) ?? 0) > ok + 40 ? true : undefined),
         'successes after the kills',
         15_000,

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { eventually, RelayClient } from '../helpers/relay-client.ts';
-import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
+import { writeConf } from '../helpers/configs.ts';
+import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+import { RelayClient } from '../helpers/relay-client.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const secret = 'crash-test-secret-0123456789';
 const token = (userId: number, deviceId: number) =>
@@ -81,8 +83,8 @@ describe('relay killed with -9 while buffering under load', () => {
         seenCommitted = await committed(statusUrl);
         return seenCommitted > 3_000;
       },
-      15_000,
       'thousands of committed messages',
+      15_000,
     );
     expect(await relay.stop('SIGKILL')).toBeNull();
     sending = false;
@@ -100,7 +102,7 @@ describe('relay killed with -9 while buffering under load', () => {
     const buffered = joined.buffered as number;
     expect(buffered).toBeGreaterThanOrEqual(seenCommitted);
     expect(buffered).toBeLessThanOrEqual(sent);
-    await eventually(() => back.allMessages().length >= buffered, 15_000, 'the buffered messages');
+    await eventually(() => back.allMessages().length >= buffered, 'the buffered messages', 15_000);
     await back.sync();
     const got = back.allMessages().map((m) => (m.payload as { n: number }).n);
     expect(got.length).toBe(buffered);

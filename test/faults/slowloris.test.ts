@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type AuthServer, createAuthServer } from '../../server/auth/index.ts';
-import { buildAuthConfig } from '../../server/config/auth-config.ts';
 import { captureLogger } from '../helpers/capture.ts';
+import { testAuthConfig } from '../helpers/configs.ts';
 
 /** A client that opens a connection and trickles bytes; resolves with when the server cut it. */
 function trickle(port: number, chunks: string[], everyMs: number): Promise<number> {
@@ -34,15 +34,7 @@ describe('slowloris on the auth port', () => {
   });
 
   it('cuts connections that trickle headers or a body, while normal requests keep being served', async () => {
-    const config = buildAuthConfig(
-      [
-        { key: 'PORT', value: '0', line: 1 },
-        { key: 'BIND', value: '127.0.0.1', line: 2 },
-        { key: 'DATA_DIR', value: dir, line: 3 },
-      ],
-      'auth.conf',
-      dir,
-    );
+    const config = testAuthConfig(dir);
     server = await createAuthServer({
       config,
       secret: 'slowloris-secret',

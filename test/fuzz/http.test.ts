@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestHost, type TestHost } from '../admin/test-host.ts';
+import { startTestHost, type TestHost } from '../helpers/host.ts';
 
 /** The statuses of the contract's error table, plus the success statuses of the endpoints. */
 const allowed = new Set([200, 201, 204, 400, 401, 403, 404, 413, 429, 503]);

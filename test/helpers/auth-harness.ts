@@ -3,13 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AuthServer, createAuthServer } from '../../server/auth/index.ts';
 import type { AuthLimits } from '../../server/auth/rate-limits.ts';
-import {
-  type AuthConfig,
-  buildAuthConfig,
-  type DbConfig,
-} from '../../server/config/auth-config.ts';
-import { captureLogger, waitFor } from './capture.ts';
+import type { AuthConfig, DbConfig } from '../../server/config/auth-config.ts';
+import { captureLogger } from './capture.ts';
+import { testAuthConfig } from './configs.ts';
 import type { DbTarget } from './databases.ts';
+import { eventually } from './wait.ts';
 
 export interface AuthHarness {
   url: string;
@@ -54,19 +52,8 @@ export async function startAuth(
 ): Promise<AuthHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'synchost-auth-'));
   const db = await target.create(dir);
-  const entries = Object.entries({
-    PORT: '0',
-    BIND: '127.0.0.1',
-    MDNS: 'off',
-    DATA_DIR: dir,
-    ...options.conf,
-  }).map(([key, value], i) => ({
-    key,
-    value,
-    line: i + 1,
-  }));
   const config = {
-    ...buildAuthConfig(entries, 'auth.conf', dir),
+    ...testAuthConfig(dir, options.conf),
     db: options.mapDb?.(db.config) ?? db.config,
   };
   const { logger, lines: logs } = captureLogger();
@@ -105,7 +92,7 @@ export async function startAuth(
   };
 
   const linkToken = (email: string) =>
-    waitFor(() => {
+    eventually(() => {
       const prefix = `[dev] Magic link token for ${email}: `;
       const line = printed.findLast((l) => l.startsWith(prefix));
       return line?.slice(prefix.length);

@@ -1,4 +1,5 @@
 import { WebSocket } from 'ws';
+import { createWakeup, defaultDeadlineMs, withDeadline } from './wait.ts';
 
 /** A parsed frame from the relay. */
 export type Frame = Record<string, unknown> & { type?: string };
@@ -7,8 +8,6 @@ export interface CloseInfo {
   code: number;
   reason: string;
 }
-
-const defaultDeadlineMs = 5_000;
 
 /**
  * A real `ws` client that records every frame and lets a test wait for one with a deadline
@@ -23,7 +22,7 @@ export class RelayClient {
   readonly closed: Promise<CloseInfo>;
   readonly opened: Promise<void>;
   private readonly taken = new Set<number>();
-  private waiters: Array<() => void> = [];
+  private readonly arrived = createWakeup();
   closeInfo: CloseInfo | undefined;
 
   /** `autoPong: false` makes a client that never answers the relay's pings. */
@@ -33,13 +32,13 @@ export class RelayClient {
       const text = isBinary ? '' : String(data);
       this.texts.push(text);
       this.frames.push(JSON.parse(text) as Frame);
-      this.wake();
+      this.arrived.wake();
     });
     this.closed = new Promise((resolve) => {
       this.socket.on('close', (code, reason) => {
         this.closeInfo = { code, reason: reason.toString() };
         resolve(this.closeInfo);
-        this.wake();
+        this.arrived.wake();
       });
     });
     this.opened = new Promise((resolve, reject) => {
@@ -49,12 +48,6 @@ export class RelayClient {
     this.socket.on('error', () => {
       // reported through `closed`
     });
-  }
-
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
   }
 
   /** Sends an object as JSON, or a string as it is. */
@@ -81,13 +74,7 @@ export class RelayClient {
           }`,
         );
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      await this.arrived.next(left);
     }
   }
 
@@ -133,16 +120,8 @@ export class RelayClient {
     return this.take((frame) => frame.type === 'joined' || frame.type === 'error');
   }
 
-  async waitClosed(deadlineMs = defaultDeadlineMs): Promise<CloseInfo> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`not closed within ${deadlineMs} ms`)), deadlineMs);
-    });
-    try {
-      return await Promise.race([this.closed, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
+  waitClosed(deadlineMs = defaultDeadlineMs): Promise<CloseInfo> {
+    return withDeadline(this.closed, deadlineMs, `not closed within ${deadlineMs} ms`);
   }
 
   /** Closes without `leave` and waits for the close to complete. */
@@ -155,18 +134,5 @@ export class RelayClient {
   /** Cuts the TCP connection without a close handshake (an abrupt drop). */
   terminate(): void {
     this.socket.terminate();
-  }
-}
-
-/** Polls `check` until it returns true or the deadline passes. */
-export async function eventually(
-  check: () => boolean | Promise<boolean>,
-  deadlineMs = defaultDeadlineMs,
-  what = 'condition',
-): Promise<void> {
-  const until = Date.now() + deadlineMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`${what} not reached within ${deadlineMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

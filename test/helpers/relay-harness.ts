@@ -6,6 +6,7 @@ import type { RelayConfig } from '../../server/config/relay-config.ts';
 import { createLogger } from '../../server/log.ts';
 import { createRelay, type Relay, type RelayTuning } from '../../server/relay/relay.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
+import { testRelayConfig, testSecret } from './configs.ts';
 import { RelayClient } from './relay-client.ts';
 
 /** A clock the test moves by hand (for the buffer window). */
@@ -55,33 +56,6 @@ export interface RelayHarness {
   ): Promise<{ client: RelayClient; joined: Record<string, unknown> }>;
   /** Closes the relay (clients get 1001), then cuts the clients; the folder stays when `keepDir`. */
   close(options?: { keepDir?: boolean }): Promise<void>;
-}
-
-export const testSecret = 'relay-test-secret-0123456789abcdef';
-
-/** The relay.conf values of a test relay: loopback, ephemeral ports, a temp SQLite file. */
-export function testRelayConfig(dir: string, overrides: Partial<RelayConfig> = {}): RelayConfig {
-  return {
-    secret: testSecret,
-    sqlitePath: join(dir, 'relay.db'),
-    wsPort: 0,
-    statusPort: 0,
-    bind: '127.0.0.1',
-    tokenSignature: 'hmac-sha256',
-    ratePerSecond: 200,
-    rateBurst: 400,
-    roomMaxDevices: 64,
-    messageMaxBytes: 1_048_576,
-    bufferSeconds: 60,
-    bufferMaxMessages: 10_000,
-    bufferMaxBytes: 16 * 1024 * 1024,
-    logLevel: 'silent',
-    clusterNats: [],
-    clusterNode: undefined,
-    unknownKeys: [],
-    explicit: new Set(),
-    ...overrides,
-  };
 }
 
 /** Starts an in-process relay on 127.0.0.1 with ephemeral ports and a temp SQLite file. */

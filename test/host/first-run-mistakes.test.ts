@@ -4,9 +4,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/capture.ts';
+import { writeConf } from '../helpers/configs.ts';
 import { dbTargets } from '../helpers/databases.ts';
-import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
+import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 const targets = await dbTargets();
@@ -136,7 +137,7 @@ describe('a database that cannot be reached yet', () => {
       });
       const host = await startHostProcess(['auth'], dir);
       hosts.push(host);
-      const retrying = await waitFor(
+      const retrying = await eventually(
         () => host.stderr.find((l) => l.includes('database unreachable at start')),
         'the retry log line',
         15_000,

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config/load.ts';
 import { startHost } from '../../server/host.ts';
 import { createLogger } from '../../server/log.ts';
-import { registerProject, startTestHost, type TestHost } from '../admin/test-host.ts';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 
 describe('host: relay pause and configuration of its files', () => {

@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/capture.ts';
-import { startHostProcess, writeConf } from '../helpers/relay-process.ts';
+import { writeConf } from '../helpers/configs.ts';
+import { startHostProcess } from '../helpers/host-process.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 // util-linux `script` runs a command on a real pseudo-terminal, as a person's terminal is.
@@ -50,7 +51,7 @@ function onTerminal(dir: string, args: string[], env: Record<string, string> = {
 describe.skipIf(!hasScript)('log lines on a terminal', () => {
   it('are short human lines between the URLs, with level, message and key fields, no JSON', async () => {
     const screen = onTerminal(hostDir(), ['--headless']);
-    await waitFor(
+    await eventually(
       () => (/sync-host started/.test(screen.text) ? true : undefined),
       'start',
       20_000,
@@ -72,8 +73,8 @@ describe.skipIf(!hasScript)('log lines on a terminal', () => {
   it('follow --log-level and LOG_LEVEL', async () => {
     const warn = onTerminal(hostDir(), ['--headless', '--log-level', 'warn']);
     const quiet = onTerminal(hostDir(), ['--headless'], { LOG_LEVEL: 'error' });
-    await waitFor(() => (/^admin:/m.test(warn.text) ? true : undefined), 'warn start', 20_000);
-    await waitFor(() => (/^admin:/m.test(quiet.text) ? true : undefined), 'quiet start', 20_000);
+    await eventually(() => (/^admin:/m.test(warn.text) ? true : undefined), 'warn start', 20_000);
+    await eventually(() => (/^admin:/m.test(quiet.text) ? true : undefined), 'quiet start', 20_000);
     expect(warn.text).toMatch(/^\d\d:\d\d:\d\d WARN {2}SMTP is not configured/m);
     expect(warn.text).not.toMatch(/^\d\d:\d\d:\d\d INFO /m);
     expect(quiet.text).not.toMatch(/^\d\d:\d\d:\d\d (INFO|WARN) /m);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, type Frame, RelayClient } from '../helpers/relay-client.ts';
+import { type Frame, RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let harness: RelayHarness;
 

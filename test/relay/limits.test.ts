@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, RelayClient } from '../helpers/relay-client.ts';
+import { RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let harness: RelayHarness;
 
@@ -78,6 +79,7 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     second.socket.on('ping', () => pingedAt[1]?.push(performance.now()));
     await eventually(
       () => (pingedAt[0]?.length ?? 0) >= 2 && (pingedAt[1]?.length ?? 0) >= 2,
+      'two pings to each socket',
       8_000,
     );
     const [a, b] = pingedAt as [number[], number[]];
@@ -159,7 +161,11 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
         )
       ).from,
     ).toBe(3);
-    await eventually(() => flooder.frames.some((f) => f.code === 'rate_limited'), 10_000);
+    await eventually(
+      () => flooder.frames.some((f) => f.code === 'rate_limited'),
+      'rate_limited',
+      10_000,
+    );
     expect(flooder.closeInfo).toBeUndefined();
     const health = await fetch(`${harness.statusUrl}/health`);
     expect(health.status).toBe(200);

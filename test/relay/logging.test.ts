@@ -5,8 +5,8 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../server/log.ts';
 import { createRelay, type Relay } from '../../server/relay/relay.ts';
+import { testRelayConfig, testSecret } from '../helpers/configs.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
-import { testRelayConfig, testSecret } from '../helpers/relay-harness.ts';
 
 let relay: Relay | undefined;
 let dir: string | undefined;

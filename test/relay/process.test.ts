@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { eventually, RelayClient } from '../helpers/relay-client.ts';
-import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
+import { writeConf } from '../helpers/configs.ts';
+import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+import { RelayClient } from '../helpers/relay-client.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const secret = 'process-test-secret-0123456789';
 const dirs: string[] = [];
@@ -51,8 +53,8 @@ async function committed(statusUrl: string, count: number): Promise<void> {
       (await (await fetch(`${statusUrl}/metrics`)).text()).includes(
         `relay_buffer_messages ${count}\n`,
       ),
-    5_000,
     `${count} buffered messages committed`,
+    5_000,
   );
 }
 

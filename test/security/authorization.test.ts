@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signLoginJwt } from '../../server/auth/jwt.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { registerProject, startTestHost, type TestHost } from '../admin/test-host.ts';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 
 const secret = 'security-suite-secret-3f9a1c0d7e5b';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startTestHost, type TestHost } from '../admin/test-host.ts';
 import { type AuthHarness, startAuth } from '../helpers/auth-harness.ts';
 import { dbTargets } from '../helpers/databases.ts';
+import { startTestHost, type TestHost } from '../helpers/host.ts';
 
 const [sqlite] = await dbTargets();
 if (!sqlite) throw new Error('no sqlite target');

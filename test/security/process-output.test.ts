@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { signDeviceToken } from '../../server/tokens.ts';
+import { writeConf } from '../helpers/configs.ts';
+import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
-import { type HostProcess, startHostProcess, writeConf } from '../helpers/relay-process.ts';
 
 /**
  * The whole output of a real host process at debug level, after every flow that handles a

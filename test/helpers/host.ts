@@ -31,8 +31,10 @@ export interface TestHost {
 }
 
 /**
- * The real host (auth + relay + admin) on 127.0.0.1 with ephemeral ports, a temp data folder,
- * mDNS off and silent logs.
+ * The in-process host factory: the real host (auth + relay + admin, `startHost` of
+ * server/host.ts with the config the real loader reads) on 127.0.0.1 with ephemeral ports, a
+ * temp data folder, mDNS off and silent logs. The spawned factory is `startHostProcess` in
+ * ./host-process.ts.
  */
 export async function startTestHost(
   options: {
@@ -168,18 +170,4 @@ export async function joinRelay(
   socket.send(JSON.stringify({ type: 'join', room, device: String(device), token }));
   await joined;
   return { socket, closed };
-}
-
-/** Polls `check` until it returns a value other than undefined, or fails after the deadline. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined> | T | undefined,
-  deadlineMs = 5_000,
-): Promise<T> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`condition not met within ${deadlineMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
