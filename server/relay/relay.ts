@@ -60,7 +60,20 @@ export interface RelayOptions {
   now?: () => number;
   /** Protocol timings and internal sizes; only tests and the bench change them. */
   tuning?: Partial<RelayTuning>;
+  /** Injectable timer for the heartbeat and the sweep; default `setInterval` (unref'd). */
+  repeat?: Repeat;
 }
+
+/** The relay's periodic tasks. */
+export type RepeatedTask = 'heartbeat' | 'sweep';
+
+/** Runs `run` every `periodMs` until the returned function is called. */
+export type Repeat = (task: RepeatedTask, periodMs: number, run: () => void) => () => void;
+
+const repeatEvery: Repeat = (_task, periodMs, run) => {
+  const timer = setInterval(run, periodMs).unref();
+  return () => clearInterval(timer);
+};
 
 export interface RelayStatus {
   rooms: number;
@@ -108,6 +121,7 @@ async function closeServer(server: Server): Promise<void> {
 export function createRelay(options: RelayOptions): Relay {
   const { config, secret, logger } = options;
   const now = options.now ?? Date.now;
+  const repeat = options.repeat ?? repeatEvery;
   const tuning: RelayTuning = { ...defaultTuning, ...options.tuning };
   const metrics = createMetrics();
   const bufferWindowMs = config.bufferSeconds * secondMs;
@@ -198,12 +212,12 @@ export function createRelay(options: RelayOptions): Relay {
       }),
   });
 
-  const timers: NodeJS.Timeout[] = [];
+  const stops: Array<() => void> = [];
   let closed: Promise<void> | undefined;
 
   async function shutdown(): Promise<void> {
     closing = true;
-    for (const timer of timers) clearInterval(timer);
+    for (const stop of stops) stop();
     const stopAccepting = closeServer(wsServer);
     rooms.dropAll();
     const open = [...sockets.connections];
@@ -239,19 +253,19 @@ export function createRelay(options: RelayOptions): Relay {
       // are not pinged in one event-loop turn (a stall of ~0.4 s on a small machine).
       const slices = Math.max(1, Math.floor(tuning.pingIntervalMs / secondMs));
       let slice = 0;
-      timers.push(
-        setInterval(() => {
+      stops.push(
+        repeat('heartbeat', tuning.pingIntervalMs / slices, () => {
           sockets.heartbeat(slice, slices);
           slice = (slice + 1) % slices;
-        }, tuning.pingIntervalMs / slices).unref(),
-        setInterval(() => {
+        }),
+        repeat('sweep', tuning.purgeIntervalMs, () => {
           rooms.sweep();
           try {
             buffer.purge(now());
           } catch (err: unknown) {
             logger.error({ err }, 'buffer purge failed');
           }
-        }, tuning.purgeIntervalMs).unref(),
+        }),
       );
       logger.info({ wsPort, statusPort, bind: config.bind }, 'relay listening');
       return { wsPort, statusPort };

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import type { TokenSignature } from '../../server/config/common.ts';
 import type { RelayConfig } from '../../server/config/relay-config.ts';
 import { createLogger } from '../../server/log.ts';
-import { createRelay, type Relay, type RelayTuning } from '../../server/relay/relay.ts';
+import {
+  createRelay,
+  type Relay,
+  type RelayTuning,
+  type Repeat,
+} from '../../server/relay/relay.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { testRelayConfig, testSecret } from './configs.ts';
 import { RelayClient } from './relay-client.ts';
@@ -32,6 +37,8 @@ export interface RelayHarnessOptions {
   /** Reuse a folder (and its relay.db) from an earlier harness: a restart. */
   dir?: string;
   clock?: TestClock;
+  /** Drives the heartbeat and the sweep instead of real intervals. */
+  repeat?: Repeat;
 }
 
 export interface RelayHarness {
@@ -70,6 +77,7 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     logger: createLogger(process.env.RELAY_TEST_LOG === '1' ? 'debug' : 'silent'),
     now: clock.now,
     tuning: options.tuning,
+    repeat: options.repeat,
   });
   const ports = await relay.listen();
   const wsUrl = `ws://127.0.0.1:${ports.wsPort}/`;

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Repeat, RepeatedTask } from '../../server/relay/relay.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -8,6 +9,25 @@ let harness: RelayHarness;
 afterEach(async () => {
   await harness.close();
 });
+
+/** Runs the relay's periodic tasks when the test says so, not on a clock. */
+function manualRepeat() {
+  const tasks = new Map<RepeatedTask, { periodMs: number; run: () => void }>();
+  const repeat: Repeat = (task, periodMs, run) => {
+    tasks.set(task, { periodMs, run });
+    return () => tasks.delete(task);
+  };
+  const taskOf = (task: RepeatedTask) => {
+    const found = tasks.get(task);
+    if (found === undefined) throw new Error(`${task} is not scheduled`);
+    return found;
+  };
+  return {
+    repeat,
+    run: (task: RepeatedTask) => taskOf(task).run(),
+    periodMs: (task: RepeatedTask) => taskOf(task).periodMs,
+  };
+}
 
 async function pair(options: Parameters<typeof startRelayHarness>[0] = {}) {
   harness = await startRelayHarness(options);
@@ -47,7 +67,9 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
   });
 
   it('pings every interval and closes a connection that does not answer, keeping the ones that do', async () => {
-    harness = await startRelayHarness({ tuning: { pingIntervalMs: 80 } });
+    const timers = manualRepeat();
+    harness = await startRelayHarness({ tuning: { pingIntervalMs: 80 }, repeat: timers.repeat });
+    expect(timers.periodMs('heartbeat')).toBe(80);
     const room = harness.room(1);
     const live = (await harness.joined(room, 1, 1)).client;
     let pings = 0;
@@ -57,10 +79,19 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     const dead = new RelayClient(harness.wsUrl, { autoPong: false });
     expect(await dead.join(room, 2, harness.token(1, 2))).toMatchObject({ type: 'joined' });
     await live.next('presence');
+    // one round pings both; `sync` returns once the relay has read the live one's pong
+    timers.run('heartbeat');
+    await live.sync();
+    expect(pings).toBe(1);
+    // the next round finds the dead one silent since the previous ping
+    timers.run('heartbeat');
     // the dead device is dropped without leave: presence left, and it is buffered for
     expect(await live.next('presence', 3_000)).toMatchObject({ device: 2, state: 'left' });
     expect((await dead.waitClosed()).code).toBe(1006);
-    await eventually(() => pings >= 3);
+    await live.sync();
+    timers.run('heartbeat');
+    await live.sync();
+    await eventually(() => pings >= 3, 'three pings to the live socket');
     expect(live.closeInfo).toBeUndefined();
     live.send({ to: 2, payload: { later: true } });
     await live.sync();
@@ -70,22 +101,30 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
 
   it('spreads a heartbeat round over the interval instead of pinging everyone at once', async () => {
     // 2 s interval: two slices, one a second; connections 1 and 2 fall in different slices
-    harness = await startRelayHarness({ tuning: { pingIntervalMs: 2_000 } });
+    const timers = manualRepeat();
+    harness = await startRelayHarness({ tuning: { pingIntervalMs: 2_000 }, repeat: timers.repeat });
+    expect(timers.periodMs('heartbeat')).toBe(1_000);
     const room = harness.room(1);
     const first = (await harness.joined(room, 1, 1)).client;
     const second = (await harness.joined(room, 1, 2)).client;
-    const pingedAt: number[][] = [[], []];
-    first.socket.on('ping', () => pingedAt[0]?.push(performance.now()));
-    second.socket.on('ping', () => pingedAt[1]?.push(performance.now()));
-    await eventually(
-      () => (pingedAt[0]?.length ?? 0) >= 2 && (pingedAt[1]?.length ?? 0) >= 2,
-      'two pings to each socket',
-      8_000,
-    );
-    const [a, b] = pingedAt as [number[], number[]];
-    // each is pinged once per interval, and never in the same turn as the other
-    expect(Math.abs((a[0] as number) - (b[0] as number))).toBeGreaterThan(300);
-    expect((a[1] as number) - (a[0] as number)).toBeGreaterThan(1_000);
+    const pinged = [0, 0];
+    first.socket.on('ping', () => pinged[0]!++);
+    second.socket.on('ping', () => pinged[1]!++);
+    const seen: number[][] = [];
+    for (let tick = 0; tick < 4; tick++) {
+      timers.run('heartbeat');
+      // a ping sent in this tick arrives before the answer to a frame sent after it
+      await first.sync();
+      await second.sync();
+      seen.push([...pinged]);
+    }
+    // each tick pings exactly one of them, never both in the same turn, each once per interval
+    const perTick = seen.map((counts, i) => counts.map((n, k) => n - (seen[i - 1]?.[k] ?? 0)));
+    for (const delta of perTick) expect(delta.reduce((a, b) => a + b)).toBe(1);
+    expect(perTick[0]).toEqual(perTick[2]);
+    expect(perTick[1]).toEqual(perTick[3]);
+    expect(perTick[0]).not.toEqual(perTick[1]);
+    expect(pinged).toEqual([2, 2]);
     expect(first.closeInfo).toBeUndefined();
     expect(second.closeInfo).toBeUndefined();
   });
