@@ -57,12 +57,11 @@ export interface RoomLine {
   depart(device: string, reason: DepartureReason): void;
   /**
    * A direct message for a device with no connection here: on another node, or absent and kept
-   * for. False when the room has no such device (the sender gets `unknown_target`). `text` is
-   * `frame` decoded, when the caller has it.
+   * for. False when the room has no such device (the sender gets `unknown_target`).
    */
-  sendTo(device: string, frame: Buffer, text: string | undefined): boolean;
+  sendTo(device: string, frame: Buffer): boolean;
   /** The part of a broadcast for the devices with no connection here. */
-  broadcast(frame: Buffer, text: string | undefined): void;
+  broadcast(frame: Buffer): void;
   /** Shutdown: every device of this process becomes absent at once, and nobody hears of it. */
   dropAll(): void;
   /** The room is no longer held in this process (nobody of it is connected here). */

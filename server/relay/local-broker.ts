@@ -116,22 +116,22 @@ export function createLocalBroker(options: LocalBrokerOptions): Broker {
       this.forgetIfIdle();
     }
 
-    sendTo(device: string, frame: Buffer, text: string | undefined): boolean {
+    sendTo(device: string, frame: Buffer): boolean {
       const entry = this.kept(device, now());
       if (entry === undefined) return false;
-      buffer.append(entry, text ?? frame.toString('utf8'), frame.length);
+      buffer.append(entry, frame.toString('utf8'), frame.length);
       metrics.messagesBuffered++;
       return true;
     }
 
-    broadcast(frame: Buffer, text: string | undefined): void {
+    broadcast(frame: Buffer): void {
       if (this.absent.size === 0) return;
-      const decoded = text ?? frame.toString('utf8');
+      const text = frame.toString('utf8');
       const at = now();
       // deleting the current entry (an expired one) while iterating a Map is safe
       for (const entry of this.absent.values()) {
         if (at < entry.droppedAt + bufferWindowMs) {
-          buffer.append(entry, decoded, frame.length);
+          buffer.append(entry, text, frame.length);
           metrics.messagesBuffered++;
         } else {
           this.expire(entry, at);

@@ -295,7 +295,7 @@ export class Room implements RoomListener {
   #forward(conn: Connection, target: Target, frame: Buffer): void {
     const { metrics } = this.#context;
     if (typeof target === 'string') {
-      if (!this.#line.sendTo(target, frame, undefined)) {
+      if (!this.#line.sendTo(target, frame)) {
         sendError(conn, metrics, 'unknown_target', 'no such device in this room');
         return;
       }
@@ -320,7 +320,7 @@ export class Room implements RoomListener {
       metrics.messagesDelivered++;
     }
     if (closing !== undefined) for (const member of closing) this.drop(member);
-    this.#line.broadcast(frame, undefined);
+    this.#line.broadcast(frame);
   }
 
   /** Sends to a connection here; one that stopped reading is closed (1013) and kept for. */

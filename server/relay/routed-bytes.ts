@@ -123,11 +123,16 @@ export function composeRoutedFrame(
   const out = Buffer.allocUnsafe(
     head.length + toLength + roomMember.length + payloadKey.length + payloadLength + 1,
   );
-  let at = head.copy(out, 0);
-  at += toBytes.copy(out, at, toStart, toEnd);
-  at += roomMember.copy(out, at);
-  at += payloadKey.copy(out, at);
-  at += payloadBytes.copy(out, at, payloadStart, payloadEnd);
+  out.set(head, 0);
+  let at = head.length;
+  out.set(toBytes.subarray(toStart, toEnd), at);
+  at += toLength;
+  out.set(roomMember, at);
+  at += roomMember.length;
+  out.set(payloadKey, at);
+  at += payloadKey.length;
+  out.set(payloadBytes.subarray(payloadStart, payloadEnd), at);
+  at += payloadLength;
   out[at] = CLOSE_BRACE;
   return out;
 }
