@@ -50,7 +50,9 @@ export interface RoomLine {
   /**
    * A device of this process joins. A device already present (a reconnect replacing its older
    * connection) keeps its place and role and nobody hears of it; a new one is put last (host if
-   * first) and the listener's `joined` follows `replay`. `replay` gets what was kept for it.
+   * first) and the listener's `joined` follows `replay`. `replay` gets what was kept for it: at
+   * once in-process, later for a broker that must fetch it; until then the room sends the
+   * device nothing itself and hands messages for it to `sendTo`, so none overtakes the replay.
    */
   join(device: DeviceId, replay: Replay): void;
   /** A device of this process is gone for `reason`; the listener hears `left` (and `host`). */

@@ -99,16 +99,21 @@ export class Room implements RoomListener {
     conn.deviceId = frame.device;
     conn.deviceJson = JSON.stringify(frame.device);
     conn.routeHead = undefined;
-    const older = this.members.get(key);
-    this.members.set(key, conn);
     conn.room = this;
+    const older = this.members.get(key);
     if (older !== undefined) {
       older.room = undefined;
       metrics.replaced++;
       closeWith(older, Replaced);
     }
     metrics.joins++;
+    // Until the broker replays what was kept (at once in-process), the connection is in the
+    // room but not among the members: messages for it go to the broker, which keeps their order.
     this.#line.join(frame.device, (frames, gap) => {
+      if (conn.room !== this) return;
+      // in the older connection's place, if any: same position, same role
+      this.members.set(key, conn);
+      this.#findHost();
       const hostKey = this.#line.hostKey ?? key;
       const joined: JoinedFrame = {
         type: 'joined',
@@ -127,7 +132,6 @@ export class Room implements RoomListener {
         'joined',
       );
     });
-    this.#findHost();
     return true;
   }
 
@@ -235,11 +239,13 @@ export class Room implements RoomListener {
 
   // ---- inside ----
 
-  /** Takes a connection out of the room; false when it is not the device's connection here. */
+  /** Takes a connection out of the room; false when it is not in it (replaced, or gone). */
   #remove(conn: Connection): boolean {
-    if (this.members.get(conn.deviceKey) !== conn) return false;
-    this.members.delete(conn.deviceKey);
+    if (conn.room !== this) return false;
     conn.room = undefined;
+    const here = this.members.get(conn.deviceKey);
+    // `here` is `conn`, or the older connection `conn` was to replace when its join completed
+    if (here === conn || here?.room !== this) this.members.delete(conn.deviceKey);
     this.#findHost();
     return true;
   }
