@@ -78,6 +78,8 @@ export interface RoomListener {
   left(device: DeviceId, reason: DepartureReason): void;
   /** The host left and `device` (the longest connected) is host now. */
   hostChanged(device: DeviceId): void;
+  /** The device joined on another node: its connection here is closed with 4009, silently. */
+  replacedElsewhere(device: string): void;
   /**
    * A routed frame from another node for this room's connections: one device (`to` its key) or
    * every connection here (`to` undefined). The in-process broker never calls it.

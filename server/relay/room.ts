@@ -226,6 +226,13 @@ export class Room implements RoomListener {
     this.#toEveryone(frame);
   }
 
+  replacedElsewhere(device: string): void {
+    const conn = this.members.get(device);
+    if (conn === undefined || !this.#remove(conn)) return;
+    this.#context.metrics.replaced++;
+    closeWith(conn, Replaced);
+  }
+
   deliver(frame: Buffer, to: string | undefined): void {
     if (to !== undefined) {
       const receiver = this.members.get(to);
