@@ -32,10 +32,14 @@ export function advertise(options: AdvertiseOptions): Advertisement {
       'mDNS advertising failed',
     );
   });
-  const name = options.name ?? `sync-host on ${hostname().split('.')[0] ?? 'host'}`;
+  const shortName = hostname().split('.')[0] || 'host';
+  const name = options.name ?? `sync-host on ${shortName}`;
   const service = bonjour.publish({
     name,
     type: serviceType,
+    // The SRV target and the A/AAAA records: `<hostname>.local.`, the name every mDNS resolver
+    // (Avahi, Bonjour) asks for; a bare host name resolves nowhere.
+    host: `${shortName}.local`,
     port: options.port,
     txt: { ...options.txt },
   });
