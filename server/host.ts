@@ -9,6 +9,7 @@ import type { LoadedConfig } from './config/load.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import { prepareDataDir } from './data-dir.ts';
 import type { Db } from './db/connect.ts';
+import { chooseSqliteEngine } from './db/sqlite-engine.ts';
 import { databaseMistake } from './db/unavailable.ts';
 import { advertise } from './discovery/advertise.ts';
 import { ListenError } from './http-listen.ts';
@@ -119,6 +120,12 @@ function relaySecret(options: HostOptions, authSecret: string): string {
  */
 export async function startHost(options: HostOptions): Promise<Host> {
   const { config, logger, mode } = options;
+  // One SQLite engine for the relay buffer and an embedded auth database (sql.js when the
+  // native addon cannot load), announced once.
+  const sqliteEngine =
+    mode !== 'auth' || config.auth.db.driver === 'sqlite'
+      ? await chooseSqliteEngine(options.sqliteEngine, logger)
+      : options.sqliteEngine;
   const generated = prepareDataDir(config.auth.dataDir);
   const secret = config.auth.authSecret ?? generated.secret;
   const lan = lanAddress(config.auth.bind);
@@ -218,7 +225,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         print: options.print,
         now: options.now,
         limits: options.limits,
-        sqliteEngine: options.sqliteEngine,
+        sqliteEngine,
         mount:
           options.mount && ((app, service, db) => options.mount?.(app, service, db, () => host)),
       }).catch((err: unknown) => {

@@ -12,6 +12,7 @@ import {
 import type { DbConfig, DbDriver } from '../config/auth-config.ts';
 import type { Logger } from '../log.ts';
 import type { Database } from './schema.ts';
+import { isNativeLoadFailure } from './sqlite-engine.ts';
 import { openSqlJsDatabase } from './sqljs-database.ts';
 
 const require = createRequire(import.meta.url);
@@ -43,19 +44,6 @@ export interface OpenOptions {
   sqliteEngine?: 'native' | 'wasm' | undefined;
   /** Path of better-sqlite3's compiled addon (better-sqlite3's own `nativeBinding` option). */
   sqliteNativeBinding?: string | undefined;
-}
-
-/** Error thrown by the native module when its binary cannot load on this runtime or platform. */
-function isNativeLoadFailure(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : String(err);
-  const code = (err as { code?: unknown } | null)?.code;
-  return (
-    code === 'ERR_DLOPEN_FAILED' ||
-    code === 'MODULE_NOT_FOUND' ||
-    /bindings file|NODE_MODULE_VERSION|invalid ELF|wrong ELF class|cannot open shared object|was compiled against a different/i.test(
-      message,
-    )
-  );
 }
 
 type BetterSqlite3 = typeof import('better-sqlite3');

@@ -19,6 +19,38 @@ const transactionEnd = /^\s*(commit|end|rollback|release)\b/i;
 const readOnly = /^\s*(select|pragma|explain|with\s[^;]*?\bselect\b)/i;
 
 /**
+ * The bytes of a SQLite file for sql.js (undefined when there is none yet). A file that
+ * better-sqlite3 left in WAL mode is read as a rollback-journal file; one with changes still in
+ * its `-wal` file is refused (sql.js cannot read them).
+ */
+export function readSqliteImage(path: string): Uint8Array | undefined {
+  if (existsSync(`${path}-wal`) && statSync(`${path}-wal`).size > 0) {
+    throw new Error(
+      `${path}-wal holds changes not yet checkpointed; start once with the native SQLite driver (better-sqlite3) to merge them`,
+    );
+  }
+  const bytes = existsSync(path) ? readFileSync(path) : undefined;
+  if (bytes !== undefined && bytes.length >= 20 && (bytes[18] === 2 || bytes[19] === 2)) {
+    bytes[18] = 1;
+    bytes[19] = 1;
+  }
+  return bytes;
+}
+
+/** Writes a database image so the file is always complete: aside, fsync'ed, renamed over it. */
+export function writeSqliteImage(path: string, image: Uint8Array): void {
+  const tmp = `${path}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, image);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/**
  * SQLite compiled to WebAssembly (sql.js), shaped like better-sqlite3 for Kysely's SqliteDialect.
  * The database lives in memory and is written back to the same file after every committed
  * write: the whole image goes to `<file>.tmp`, is fsync'ed and renamed over the file, so the
@@ -27,18 +59,7 @@ const readOnly = /^\s*(select|pragma|explain|with\s[^;]*?\bselect\b)/i;
  */
 export async function openSqlJsDatabase(path: string): Promise<SqliteDatabase> {
   const SQL = await initSqlJs();
-  if (existsSync(`${path}-wal`) && statSync(`${path}-wal`).size > 0) {
-    throw new Error(
-      `${path}-wal holds changes not yet checkpointed; start once with the native SQLite driver (better-sqlite3) to merge them`,
-    );
-  }
-  const bytes = existsSync(path) ? readFileSync(path) : undefined;
-  if (bytes !== undefined && bytes.length >= 20 && (bytes[18] === 2 || bytes[19] === 2)) {
-    // A WAL-mode file written by better-sqlite3: the in-memory engine reads it as a rollback-journal file.
-    bytes[18] = 1;
-    bytes[19] = 1;
-  }
-  const db = new SQL.Database(bytes);
+  const db = new SQL.Database(readSqliteImage(path));
   const pragmas = () => db.run('PRAGMA foreign_keys = ON');
   pragmas();
   let depth = 0;
@@ -46,15 +67,7 @@ export async function openSqlJsDatabase(path: string): Promise<SqliteDatabase> {
   const persist = () => {
     const image = db.export();
     pragmas(); // export() reopens the database, resetting pragmas
-    const tmp = `${path}.tmp`;
-    const fd = openSync(tmp, 'w', 0o600);
-    try {
-      writeSync(fd, image);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
+    writeSqliteImage(path, image);
   };
 
   const afterStatement = (sql: string) => {

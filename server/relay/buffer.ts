@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSyncSqlite } from '../db/sqlite-engine.ts';
 
 /**
  * A device that disconnected without `leave`: while `droppedAt + window` is ahead, every frame
@@ -140,7 +140,8 @@ export function openMessageBuffer(
   events: BufferEvents,
 ): MessageBuffer {
   mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  // better-sqlite3, or sql.js when its addon cannot load here (chosen at start).
+  const db = openSyncSqlite(path);
   db.pragma('journal_mode = WAL');
   // WAL + NORMAL: a commit survives a process crash (kill -9); only a power loss can lose the
   // last commits. No fsync per transaction.

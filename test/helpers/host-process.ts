@@ -30,13 +30,24 @@ export interface HostProcess {
   stop(signal: NodeJS.Signals, deadlineMs?: number): Promise<number | null>;
 }
 
-/** Starts `bin/sync-host <args> --config-dir <dir>` and waits until it printed its URLs. */
-export async function startHostProcess(args: string[], dir: string): Promise<HostProcess> {
-  const child = spawn(process.execPath, [launcher, ...args, '--config-dir', dir], {
-    cwd: dir,
-    env: { ...process.env, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/**
+ * Starts `bin/sync-host <args> --config-dir <dir>` (or another copy's launcher, with extra
+ * environment variables) and waits until it printed its URLs.
+ */
+export async function startHostProcess(
+  args: string[],
+  dir: string,
+  options: { launcher?: string; env?: Record<string, string> } = {},
+): Promise<HostProcess> {
+  const child = spawn(
+    process.execPath,
+    [options.launcher ?? launcher, ...args, '--config-dir', dir],
+    {
+      cwd: dir,
+      env: { ...process.env, LOG_LEVEL: 'warn', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const stdout: string[] = [];
   const stderr: string[] = [];
   const changed = createWakeup();

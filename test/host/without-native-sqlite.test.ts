@@ -1,0 +1,160 @@
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
+import { RelayClient } from '../helpers/relay-client.ts';
+import { writeConf } from '../helpers/configs.ts';
+import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+
+const root = resolve(import.meta.dirname, '../..');
+const secret = 'no-native-sqlite-secret-0123456789';
+const dirs: string[] = [];
+const processes: HostProcess[] = [];
+const clients: RelayClient[] = [];
+const tempDir = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.terminate();
+  await Promise.all(processes.splice(0).map((p) => p.stop('SIGKILL').catch(() => null)));
+});
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * A copy of the program whose node_modules holds every installed package except better-sqlite3,
+ * as after an `npm install` that could not build the optional addon. The sources are copied (a
+ * symlinked file would resolve its imports from the real node_modules); packages are symlinked.
+ */
+function treeWithoutNativeSqlite(): string {
+  const tree = tempDir('sync-host-no-addon-');
+  for (const part of [
+    'bin',
+    'server',
+    'client',
+    'protocol',
+    'renderer',
+    'package.json',
+    'tsconfig.json',
+  ])
+    cpSync(join(root, part), join(tree, part), { recursive: true });
+  mkdirSync(join(tree, 'node_modules'));
+  for (const name of readdirSync(join(root, 'node_modules'))) {
+    if (name === 'better-sqlite3' || name === '.bin') continue;
+    symlinkSync(join(root, 'node_modules', name), join(tree, 'node_modules', name));
+  }
+  return tree;
+}
+
+const token = (deviceId: number) =>
+  signDeviceToken(
+    { userId: 1, deviceId, issuedAt: Math.floor(Date.now() / 1000) },
+    secret,
+    'hmac-sha256',
+  );
+
+async function start(args: string[], dir: string, options: Parameters<typeof startHostProcess>[2]) {
+  const host = await startHostProcess(args, dir, options);
+  processes.push(host);
+  return host;
+}
+
+function connect(url: string): RelayClient {
+  const client = new RelayClient(url);
+  clients.push(client);
+  return client;
+}
+
+/**
+ * Device 2 drops, device 1 sends it three messages, the host stops (SIGTERM) and starts again:
+ * device 2's join gets the three, in order. Returns the first run's stderr lines.
+ */
+async function bufferedAcrossRestart(
+  args: string[],
+  dir: string,
+  options: Parameters<typeof startHostProcess>[2],
+): Promise<string[]> {
+  const room = createRoomId(1, secret);
+  const first = await start(args, dir, options);
+  const url = await first.url('relay');
+  const sender = connect(url);
+  await sender.join(room, 1, token(1));
+  const away = connect(url);
+  await away.join(room, 2, token(2));
+  await sender.next('presence');
+  away.terminate();
+  await sender.next('presence');
+  for (let n = 1; n <= 3; n++) sender.send({ to: 2, payload: { n } });
+  await sender.sync();
+  expect(await first.stop('SIGTERM')).toBe(0);
+
+  const second = await start(args, dir, options);
+  const back = connect(await second.url('relay'));
+  expect(await back.join(room, 2, token(2))).toMatchObject({
+    type: 'joined',
+    buffered: 3,
+    gap: false,
+  });
+  for (let n = 1; n <= 3; n++) expect((await back.message()).payload).toEqual({ n });
+  return first.stderr;
+}
+
+const engineWarning = (stderr: string[]) =>
+  stderr
+    .map((l) => JSON.parse(l) as { level: string; msg: string })
+    .filter((l) => l.msg.startsWith('SQLite engine: sql.js'));
+
+describe('the embedded databases without the native SQLite addon', () => {
+  it('relay mode with SYNC_HOST_SQLITE_ENGINE=wasm: buffers on sql.js and delivers after a restart', async () => {
+    const dir = tempDir('sync-host-wasm-relay-');
+    writeConf(dir, 'relay.conf', {
+      'auth.secret': secret,
+      'ws.port': 0,
+      'status.port': 0,
+      bind: '127.0.0.1',
+    });
+    const stderr = await bufferedAcrossRestart(['relay'], dir, {
+      env: { SYNC_HOST_SQLITE_ENGINE: 'wasm' },
+    });
+    expect(engineWarning(stderr)).toEqual([
+      {
+        level: 'warn',
+        time: expect.any(String),
+        msg: expect.stringMatching(
+          /^SQLite engine: sql\.js \(WebAssembly; chosen by SYNC_HOST_SQLITE_ENGINE=wasm\): every commit .* rewrites its whole file/,
+        ),
+      },
+    ]);
+  });
+
+  it('a tree where better-sqlite3 is not installed runs --headless (one warning) and auth, buffering across a restart', async () => {
+    const tree = treeWithoutNativeSqlite();
+    const launcher = join(tree, 'bin', 'sync-host');
+    const dir = tempDir('sync-host-no-addon-data-');
+    writeConf(dir, 'auth.conf', { PORT: 0, MDNS: 'off', BIND: '127.0.0.1', AUTH_SECRET: secret });
+    writeConf(dir, 'relay.conf', { 'auth.secret': secret, 'ws.port': 0, 'status.port': 0 });
+    const stderr = await bufferedAcrossRestart(['--headless'], dir, { launcher });
+    const warnings = engineWarning(stderr);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.msg).toMatch(
+      /better-sqlite3 cannot load here: Cannot find module 'better-sqlite3'/,
+    );
+
+    // The auth service alone on sql.js: a sign-in request is stored and answered.
+    await Promise.all(processes.splice(0).map((p) => p.stop('SIGTERM')));
+    const auth = await start(['auth'], dir, { launcher });
+    const base = await auth.url('auth');
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    const asked = await fetch(`${base}/auth/magic-link`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'wasm@example.com' }),
+    });
+    expect(asked.status).toBeLessThan(300);
+    expect(engineWarning(auth.stderr)).toHaveLength(1);
+  }, 90_000);
+});
