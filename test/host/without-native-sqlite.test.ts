@@ -2,7 +2,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createRoomId, signDeviceToken } from '../../server/auth/tokens.ts';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
@@ -34,6 +34,7 @@ function treeWithoutNativeSqlite(): string {
   const tree = tempDir('sync-host-no-addon-');
   for (const part of [
     'bin',
+    'cli',
     'server',
     'client',
     'protocol',
