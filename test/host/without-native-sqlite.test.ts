@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { RelayClient } from '../helpers/relay-client.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+import { RelayClient } from '../helpers/relay-client.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 const secret = 'no-native-sqlite-secret-0123456789';
