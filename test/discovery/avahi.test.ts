@@ -63,7 +63,7 @@ trap 'kill $host $avahi $bus 2>/dev/null; wait' EXIT
 for i in $(seq 50); do [ -S ${dir}/bus ] && break; sleep 0.1; done
 avahi-daemon --no-drop-root --no-chroot --no-rlimits -f ${dir}/avahi.conf 2>${dir}/avahi.log & avahi=$!
 "${process.execPath}" "${launcher}" --headless --config-dir ${dir} >${dir}/host.out 2>${dir}/host.err & host=$!
-for i in $(seq 200); do grep -q '^admin:' ${dir}/host.out 2>/dev/null && break; sleep 0.1; done
+for i in $(seq 600); do grep -q '^admin:' ${dir}/host.out 2>/dev/null && break; sleep 0.1; done
 echo "auth=$(sed -n 's/^auth: *//p' ${dir}/host.out)"
 timeout 10 avahi-browse --resolve --parsable _sync-host._tcp | grep -m1 '^='
 echo "resolve=$(timeout 10 avahi-resolve -4 --name "$(hostname -s).local")"

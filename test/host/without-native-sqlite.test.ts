@@ -130,7 +130,7 @@ describe('the embedded databases without the native SQLite addon', () => {
         ),
       },
     ]);
-  });
+  }, 90_000);
 
   it('a tree where better-sqlite3 is not installed runs --headless (one warning) and auth, buffering across a restart', async () => {
     const tree = treeWithoutNativeSqlite();
