@@ -17,29 +17,28 @@ export interface AdminGuardOptions {
 
 /**
  * Lets a request through only with `Authorization: Bearer <adminToken>`, compared in constant
- * time. A missing or wrong token is 401; a client with too many failures gets 429 (with
- * Retry-After) even for the right token until the window passes. Failures are logged with the
- * client address, never with the token.
+ * time. The token is checked first: the right one always passes. A missing or wrong token is
+ * 401 and counts against the client address; beyond the failure limit wrong tokens get 429
+ * (with Retry-After) until the window passes. Failures are logged with the client address,
+ * never with the token.
  */
 export function createAdminGuard(options: AdminGuardOptions): RequestHandler {
   const limit = options.failureLimit ?? defaultAdminFailureLimit;
   const failures = new Limiter('admin token failures per client', limit, options.logger);
   return async (req, _res, next) => {
-    const client = clientOf(req);
-    await failures.check(client);
     const token = bearer(req);
     if (token !== undefined && safeEqual(token, options.adminToken())) {
       next();
       return;
     }
-    const blocked = await failures.penalize(client);
+    const client = clientOf(req);
+    await failures.consume(client);
     options.logger.warn(
       {
         client,
         method: req.method,
         path: req.path,
         reason: token === undefined ? 'missing' : 'wrong',
-        blocked,
       },
       'admin API: rejected a request without a valid admin token',
     );

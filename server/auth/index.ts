@@ -128,6 +128,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     defaultTier: config.defaultTier,
     signup: config.signup,
     allowedEmails: config.allowedEmails,
+    deviceLimit: config.deviceLimit,
   };
   const service = createAuthService({
     db,

@@ -8,10 +8,12 @@ export interface AuthLimits {
   linksPerEmail: { points: number; seconds: number };
   /** Link requests per client address (contract: 30 per 15 minutes). */
   linksPerClient: { points: number; seconds: number };
-  /** Verify attempts per client address (brute force of link tokens). */
+  /** Failed verify attempts per client address (brute force of link tokens). */
   verifiesPerClient: { points: number; seconds: number };
   /** Failed bearer-token checks per client address (brute force of device tokens). */
   authFailuresPerClient: { points: number; seconds: number };
+  /** Devices one login JWT may register (its lifetime is 15 minutes). */
+  devicesPerJwt: { points: number; seconds: number };
 }
 
 export const defaultAuthLimits: AuthLimits = {
@@ -19,9 +21,14 @@ export const defaultAuthLimits: AuthLimits = {
   linksPerClient: { points: 30, seconds: 15 * 60 },
   verifiesPerClient: { points: 60, seconds: 15 * 60 },
   authFailuresPerClient: { points: 100, seconds: 15 * 60 },
+  devicesPerJwt: { points: 5, seconds: 15 * 60 },
 };
 
-/** A named in-memory limiter that throws 429 `rate_limited` with Retry-After when exhausted. */
+/**
+ * A named in-memory limiter that throws 429 `rate_limited` with Retry-After when exhausted.
+ * Failure limiters spend points only on failures, after the credential was checked, so valid
+ * credentials always pass whatever others sent from the same address (a reverse proxy, a NAT).
+ */
 export class Limiter {
   readonly #limiter: RateLimiterMemory;
 
@@ -29,6 +36,8 @@ export class Limiter {
     readonly name: string,
     limit: { points: number; seconds: number },
     private readonly logger: Logger,
+    /** What the 429 says; default "too many requests; try again later". */
+    private readonly message = 'too many requests; try again later',
   ) {
     this.#limiter = new RateLimiterMemory({ points: limit.points, duration: limit.seconds });
   }
@@ -43,33 +52,12 @@ export class Limiter {
     }
   }
 
-  /** Throws 429 when `key` has no point left, without spending one. */
-  async check(key: string): Promise<void> {
-    const res = await this.#limiter.get(key);
-    if (res !== null && res.remainingPoints <= 0) throw this.#tooMany(key, res);
-  }
-
-  /** Spends one point for `key` without throwing (a failure to count). */
-  async penalize(key: string): Promise<boolean> {
-    try {
-      await this.#limiter.consume(key);
-      return false;
-    } catch (err: unknown) {
-      if (err instanceof RateLimiterRes) return true;
-      throw err;
-    }
-  }
-
   #tooMany(key: string, res: RateLimiterRes): AppError {
     this.logger.warn({ limit: this.name, key }, 'rate limit reached');
-    return tooMany(res);
+    return new AppError(
+      'rate_limited',
+      this.message,
+      Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+    );
   }
-}
-
-function tooMany(res: RateLimiterRes): AppError {
-  return new AppError(
-    'rate_limited',
-    'too many requests; try again later',
-    Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
-  );
 }

@@ -3,14 +3,21 @@ import { z } from 'zod';
 import { AppError } from './errors.ts';
 import { verifyPage } from './html.ts';
 import { bearer, clientOf } from './request.ts';
-import { deviceInputSchema, emailSchema, idSchema, parseInput, text } from './schemas.ts';
+import {
+  deviceInputSchema,
+  emailSchema,
+  idSchema,
+  parseInput,
+  rawString,
+  text,
+} from './schemas.ts';
 import type { AuthService, Caller } from './service.ts';
 
 const loginQuery = z.object({ email: emailSchema });
 const magicLinkBody = z.object({ email: emailSchema });
 const verifyQuery = z
   .object({
-    token: z.string({ error: 'is required' }).max(255, { error: 'is too long' }),
+    token: rawString(255),
     deviceName: text(255).optional(),
     platform: text(50).optional(),
   })
@@ -18,7 +25,7 @@ const verifyQuery = z
     error: 'deviceName and platform must be given together',
     path: ['deviceName'],
   });
-const devicesBody = deviceInputSchema.extend({ jwt: z.string().max(4096).optional() });
+const devicesBody = deviceInputSchema.extend({ jwt: rawString(4096).optional() });
 const projectBody = z.object({ projectKey: text(255), name: text(255) });
 
 /** Whether the client prefers an HTML page (a browser opening the link). */

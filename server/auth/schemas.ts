@@ -1,9 +1,26 @@
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 
+/**
+ * Refuses a NUL character: PostgreSQL cannot store one in a text column, and no name, key or
+ * token has one, so every string field is checked here instead of failing in the database.
+ */
+export const withoutNul = [
+  (v: string) => !v.includes('\u0000'),
+  { error: 'must not contain a NUL character' },
+] as const;
+
+/** A string of at most `max` characters without NUL (tokens, JWTs: not trimmed). */
+export const rawString = (max: number) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .max(max, { error: 'is too long' })
+    .refine(...withoutNul);
+
 /** Trimmed, lower-cased, a valid address of at most 255 characters. */
 export const emailSchema = z
   .string({ error: 'must be a string' })
+  .refine(...withoutNul)
   .trim()
   .toLowerCase()
   .pipe(
@@ -18,7 +35,8 @@ export const text = (max: number) =>
     .string({ error: 'must be a string' })
     .trim()
     .min(1, { error: 'must not be empty' })
-    .max(max, { error: `must be at most ${max} characters` });
+    .max(max, { error: `must be at most ${max} characters` })
+    .refine(...withoutNul);
 
 export const deviceInputSchema = z.object({ deviceName: text(255), platform: text(50) });
 

@@ -11,7 +11,12 @@ import {
   listDevices,
   touchDevice,
 } from '../db/devices.ts';
-import { consumeMagicLink, createMagicLink, findMagicLink } from '../db/magic-links.ts';
+import {
+  consumeMagicLink,
+  createMagicLink,
+  findMagicLink,
+  releaseMagicLink,
+} from '../db/magic-links.ts';
 import { deleteProject, listProjects, type Project, registerProject } from '../db/projects.ts';
 import {
   deleteUser,
@@ -53,6 +58,8 @@ export interface AuthSettings {
   signup: 'open' | 'allowlist';
   /** Lower-case addresses and `*@domain` patterns. */
   allowedEmails: readonly string[];
+  /** Devices one user may have at most (DEVICE_LIMIT). */
+  deviceLimit: number;
 }
 
 export interface AuthServiceOptions {
@@ -109,6 +116,12 @@ export function createAuthService(options: AuthServiceOptions) {
     limits.authFailuresPerClient,
     logger,
   );
+  const devicesPerJwt = new Limiter(
+    'devices per login JWT',
+    limits.devicesPerJwt,
+    logger,
+    `this sign-in code has registered ${limits.devicesPerJwt.points} devices, the most one code may; sign in again`,
+  );
   const revokeListeners = new Set<(deviceId: number, userId: number) => void>();
   const pending = new Map<string, PendingLink>();
   const callers = new Map<string, { caller: Caller; until: number }>();
@@ -120,9 +133,23 @@ export function createAuthService(options: AuthServiceOptions) {
       { userId, ...input },
       new Date(now()),
       signToken(userId),
+      settings.deviceLimit,
     );
+    if ('limited' in created) {
+      logger.info({ userId, limit: settings.deviceLimit }, 'device refused: device limit reached');
+      throw new AppError(
+        'device_limit',
+        `this account already has ${settings.deviceLimit} devices, the most this host allows; remove one you no longer use, or ask the host's administrator to raise DEVICE_LIMIT`,
+      );
+    }
     deviceLists.delete(userId);
     return created;
+  }
+
+  /** Counts a failed verify against the client address: 429 beyond the limit, else `error`. */
+  async function verifyFailure(client: string, error: AppError): Promise<AppError> {
+    await verifiesPerClient.consume(client);
+    return error;
   }
 
   const signToken = (userId: number) => (deviceId: number) =>
@@ -233,29 +260,49 @@ export function createAuthService(options: AuthServiceOptions) {
       device: DeviceInput | undefined,
       client: string,
     ): Promise<{ user: User; deviceToken: string; device: Device } | { user: User; jwt: string }> {
-      await verifiesPerClient.consume(client);
       const link = /^[0-9a-f]{64}$/.test(token) ? await findMagicLink(db, token) : undefined;
       if (link === undefined) {
         logger.warn({ client }, 'verify with an unknown link token');
-        throw new AppError('invalid_token', 'this login link is not valid');
+        throw await verifyFailure(
+          client,
+          new AppError('invalid_token', 'this login link is not valid'),
+        );
       }
-      if (link.used) throw new AppError('token_used', 'this login link was already used');
+      const used = new AppError('token_used', 'this login link was already used');
+      if (link.used) throw await verifyFailure(client, used);
       if (Date.parse(link.expiresAt) <= now())
-        throw new AppError('token_expired', 'this login link has expired');
-      if (!(await consumeMagicLink(db, link.id)))
-        throw new AppError('token_used', 'this login link was already used');
-      pending.delete(token);
-      const user = await findOrCreateUser(db, link.email, settings.defaultTier, new Date(now()));
-      if (device === undefined) {
-        logger.info({ userId: user.id }, 'login verified; JWT issued');
-        return { user, jwt: await signLoginJwt(user.id, settings.secret, now()) };
+        throw await verifyFailure(
+          client,
+          new AppError('token_expired', 'this login link has expired'),
+        );
+      if (!(await consumeMagicLink(db, link.id))) throw await verifyFailure(client, used);
+      try {
+        const user = await findOrCreateUser(db, link.email, settings.defaultTier, new Date(now()));
+        const result = await (device === undefined
+          ? signLoginJwt(user.id, settings.secret, now()).then((jwt) => ({ user, jwt }))
+          : addDevice(user.id, device).then((created) => ({
+              user,
+              deviceToken: created.token,
+              device: created.device,
+            })));
+        pending.delete(token);
+        logger.info(
+          'device' in result
+            ? { userId: user.id, deviceId: result.device.id }
+            : { userId: user.id },
+          'device' in result ? 'login verified; device registered' : 'login verified; JWT issued',
+        );
+        return result;
+      } catch (err: unknown) {
+        // A verify that fails uses nothing up: the link works again.
+        await releaseMagicLink(db, link.id).catch((cause: unknown) =>
+          logger.warn(
+            { err: cause instanceof Error ? cause.message : String(cause) },
+            'a consumed login link could not be released after a failed verify',
+          ),
+        );
+        throw err;
       }
-      const created = await addDevice(user.id, device);
-      logger.info(
-        { userId: user.id, deviceId: created.device.id },
-        'login verified; device registered',
-      );
-      return { user, deviceToken: created.token, device: created.device };
     },
 
     /** POST /auth/devices: a device for the user of a valid login JWT. */
@@ -267,6 +314,7 @@ export function createAuthService(options: AuthServiceOptions) {
         jwt === undefined ? undefined : await verifyLoginJwt(jwt, settings.secret, now());
       const user = userId === undefined ? undefined : await findUserById(db, userId);
       if (user === undefined) throw unauthorized('missing, invalid or expired login JWT');
+      await devicesPerJwt.consume(sha256Hex(jwt ?? '').slice(0, 16));
       const created = await addDevice(user.id, input);
       logger.info({ userId: user.id, deviceId: created.device.id }, 'device registered');
       return { deviceToken: created.token, device: created.device };
@@ -274,10 +322,10 @@ export function createAuthService(options: AuthServiceOptions) {
 
     /**
      * The caller of a bearer device token: signature, stored digest and device existence are
-     * checked; lastSeen is refreshed at most once a minute. Failures are rate limited per client.
+     * checked; lastSeen is refreshed at most once a minute. Only failures count against the
+     * client address (429 beyond the limit); a valid token always passes.
      */
     async authenticate(token: string | undefined, client: string): Promise<Caller> {
-      await authFailures.check(client);
       const cached = token === undefined ? undefined : callers.get(token);
       if (cached !== undefined && cached.until > now()) {
         refreshLastSeen(cached.caller.device);
@@ -290,9 +338,7 @@ export function createAuthService(options: AuthServiceOptions) {
         found.device.userId === claims?.userId &&
         safeEqual(found.tokenDigest, sha256Hex(token ?? ''));
       if (!valid || token === undefined) {
-        if (await authFailures.penalize(client)) {
-          logger.warn({ client }, 'too many invalid bearer tokens');
-        }
+        await authFailures.consume(client);
         throw unauthorized();
       }
       const caller: Caller = { user: found.user, device: found.device };

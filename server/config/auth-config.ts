@@ -6,6 +6,7 @@ import {
   logLevelSchema,
   natsUrlsSchema,
   portSchema,
+  positiveInt,
   switchSchema,
   tokenSignatureSchema,
 } from './common.ts';
@@ -135,6 +136,12 @@ const authKeys = {
   logLevel: configKey(logLevelSchema.default('info'), 'LOG_LEVEL', 'log.level'),
   /** NATS server URLs, comma-separated: device revocations are published there for every relay node. */
   clusterNats: configKey(natsUrlsSchema.default([]), 'CLUSTER_NATS', 'cluster.nats'),
+  /** Devices one user may have at most. Default 100. */
+  deviceLimit: configKey(
+    positiveInt('the most devices one user may have').default(100),
+    'DEVICE_LIMIT',
+    'device.limit',
+  ),
 };
 
 /** Every accepted spelling of every auth.conf key, per field. */

@@ -25,20 +25,39 @@ export const toDevice = (row: Omit<DeviceRow, 'token'>): Device => ({
 
 const publicColumns = ['id', 'userId', 'deviceName', 'platform', 'createdAt', 'lastSeen'] as const;
 
+export type CreateDeviceResult = { device: Device; token: string } | { limited: true };
+
 /**
  * Creates a device and stores the SHA-256 digest of the token `signToken` issues for its id.
  * The row is first written with a random placeholder digest, then given the real one, in one
- * transaction, because the token embeds the device id.
+ * transaction, because the token embeds the device id. The user's devices are counted against
+ * `limit` in that transaction, which locks the user's subscription row (PostgreSQL/MySQL;
+ * SQLite serializes writers anyway), so concurrent registrations cannot pass it together.
  */
 export async function createDevice(
   db: Db,
   input: { userId: number; deviceName: string; platform: string },
   now: Date,
   signToken: (deviceId: number) => string,
-): Promise<{ device: Device; token: string }> {
-  return db.kysely.transaction().execute(async (trx) => {
+  limit: number,
+): Promise<CreateDeviceResult> {
+  return db.kysely.transaction().execute(async (trx): Promise<CreateDeviceResult> => {
     const at = db.date(now);
     const { userId, deviceName, platform } = input;
+    if (db.driver !== 'sqlite') {
+      await trx
+        .selectFrom('subscriptions')
+        .select('id')
+        .where('userId', '=', userId)
+        .forUpdate()
+        .execute();
+    }
+    const { count } = await trx
+      .selectFrom('devices')
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as('count'))
+      .where('userId', '=', userId)
+      .executeTakeFirstOrThrow();
+    if (Number(count) >= limit) return { limited: true };
     const id = await insertReturningId(
       { ...db, kysely: trx },
       trx.insertInto('devices').values({

@@ -59,6 +59,15 @@ export async function consumeMagicLink(db: Db, id: number): Promise<boolean> {
   return Number(result.numUpdatedRows) === 1;
 }
 
+/** Makes a consumed link usable again: the verify that consumed it failed before finishing. */
+export async function releaseMagicLink(db: Db, id: number): Promise<void> {
+  await db.kysely
+    .updateTable('magic_links')
+    .set({ used: db.bool(false) })
+    .where('id', '=', id)
+    .execute();
+}
+
 /** Removes links that expired before `before` (housekeeping). */
 export async function purgeMagicLinks(db: Db, before: Date): Promise<number> {
   const result = await db.kysely

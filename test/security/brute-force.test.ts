@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { defaultAuthLimits } from '../../server/auth/rate-limits.ts';
 import { type AuthHarness, startAuth } from '../helpers/auth-harness.ts';
 import { dbTargets } from '../helpers/databases.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
@@ -9,13 +10,15 @@ if (!sqlite) throw new Error('no sqlite target');
 
 const guesses = (n: number) => Array.from({ length: n }, () => randomBytes(32).toString('hex'));
 
+// Every request of these tests comes from 127.0.0.1: the attacker and the people with valid
+// credentials share one client address, as behind a reverse proxy or a NAT.
 describe('brute force of magic-link and device tokens', () => {
   let h: AuthHarness;
   afterAll(async () => {
     await h?.close();
   });
 
-  it('rate limits link-token guesses, refuses even the right token then, and logs it without tokens', async () => {
+  it('rate limits link-token guesses per client, still accepts the right token from the same address, and logs it without tokens', async () => {
     h = await startAuth(sqlite, {
       limits: { verifiesPerClient: { points: 20, seconds: 900 } },
     });
@@ -27,15 +30,29 @@ describe('brute force of magic-link and device tokens', () => {
       statuses.push((await h.request('GET', `/auth/verify?token=${guess}`)).status);
     expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
     expect(statuses.slice(20).every((s) => s === 429)).toBe(true);
-    const blocked = await h.request('GET', `/auth/verify?token=${real}`);
+    const blocked = await h.request('GET', `/auth/verify?token=${guesses(1)[0]}`);
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    const right = await h.request('GET', `/auth/verify?token=${real}`);
+    expect(right.status).toBe(200);
+    expect((await h.request('GET', `/auth/verify?token=${guesses(1)[0]}`)).status).toBe(429);
     const logged = h.logs.filter((l) => l.includes('rate limit reached'));
     expect(logged.some((l) => l.includes('verifies per client'))).toBe(true);
     for (const token of [...tried, real]) expect(h.logs.join('\n').includes(token)).toBe(false);
   });
 
-  it('rate limits device-token guesses and logs them without tokens', async () => {
+  it('does not count successful verifies against the client address', async () => {
+    const d = await startAuth(sqlite, {
+      limits: { verifiesPerClient: { points: 3, seconds: 900 } },
+    });
+    try {
+      for (let i = 0; i < 6; i++) await d.signIn(`user${i}@example.com`);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('rate limits device-token guesses, keeps valid device tokens working from the same address, and logs them without tokens', async () => {
     const d = await startAuth(sqlite, {
       limits: { authFailuresPerClient: { points: 15, seconds: 900 } },
     });
@@ -51,9 +68,30 @@ describe('brute force of magic-link and device tokens', () => {
         statuses.push((await d.request('GET', '/auth/devices', { token })).status);
       expect(statuses.slice(0, 15).every((s) => s === 401)).toBe(true);
       expect(statuses.at(-1)).toBe(429);
+      expect((await d.request('GET', '/auth/devices', { token: me.deviceToken })).status).toBe(200);
+      expect((await d.request('GET', '/auth/devices', { token: forged[0] })).status).toBe(429);
       expect(d.logs.some((l) => l.includes('rate limit reached'))).toBe(true);
       const all = d.logs.join('\n');
       for (const token of [...forged, me.deviceToken]) expect(all.includes(token)).toBe(false);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('keeps valid device tokens working after 100 junk bearer tokens from their address (default limits)', async () => {
+    const d = await startAuth(sqlite);
+    try {
+      const people = [await d.signIn('ann@example.com'), await d.signIn('bob@example.com')];
+      const junk = defaultAuthLimits.authFailuresPerClient.points;
+      for (let i = 0; i < junk; i++)
+        expect((await d.request('GET', '/auth/device', { token: `junk-${i}` })).status).toBe(401);
+      expect((await d.request('GET', '/auth/device', { token: 'junk-more' })).status).toBe(429);
+      for (const person of people) {
+        const res = await d.request('GET', '/auth/device', { token: person.deviceToken });
+        expect(res.status).toBe(200);
+        expect(((await res.json()) as { device: { id: number } }).device.id).toBe(person.device.id);
+      }
+      expect((await d.request('GET', '/auth/device')).status).toBe(429);
     } finally {
       await d.close();
     }
@@ -67,7 +105,7 @@ describe('brute force of the admin token', () => {
     await t?.close();
   });
 
-  it('blocks a client after repeated wrong admin tokens, even with the right one, and logs each try', async () => {
+  it('blocks guessing after repeated wrong admin tokens but lets the right one through from the same address, and logs each try', async () => {
     t = await startTestHost({ ui: false, logs, failureLimit: { points: 8, seconds: 900 } });
     const tried = guesses(10);
     const statuses: number[] = [];
@@ -75,12 +113,26 @@ describe('brute force of the admin token', () => {
       statuses.push((await t.admin('GET', '/overview', undefined, guess)).status);
     expect(statuses.slice(0, 8)).toEqual(Array(8).fill(401));
     expect(statuses.slice(8)).toEqual([429, 429]);
-    const right = await t.admin('GET', '/overview');
-    expect(right.status).toBe(429);
-    expect(Number(right.headers.get('retry-after'))).toBeGreaterThan(0);
+    const blocked = await t.admin('GET', '/overview', undefined, guesses(1)[0]);
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await t.admin('GET', '/overview')).status).toBe(200);
+    expect((await t.admin('GET', '/overview', undefined, guesses(1)[0])).status).toBe(429);
     const rejected = logs.filter((l) => l.includes('admin API: rejected'));
     expect(rejected.length).toBe(8);
     const all = logs.join('\n');
     for (const token of [...tried, t.host.adminToken]) expect(all.includes(token)).toBe(false);
+  });
+
+  it('lets the right admin token through after 20 wrong ones from the same address (default limit)', async () => {
+    const d = await startTestHost({ ui: false });
+    try {
+      for (let i = 0; i < 20; i++)
+        expect((await d.admin('GET', '/overview', undefined, `wrong-${i}`)).status).toBe(401);
+      expect((await d.admin('GET', '/overview', undefined, 'wrong-more')).status).toBe(429);
+      expect((await d.admin('GET', '/overview')).status).toBe(200);
+    } finally {
+      await d.close();
+    }
   });
 });
