@@ -25,16 +25,12 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     let error: AppError;
     if (err instanceof AppError) {
       error = err;
-    } else if (isBodyParserError(err)) {
-      error =
-        err.type === 'entity.too.large'
-          ? new AppError('payload_too_large', `request body is larger than ${maxBodyBytes} bytes`)
-          : new AppError(
-              'invalid_request',
-              err.type === 'entity.parse.failed'
-                ? 'body is not valid JSON'
-                : 'body could not be read',
-            );
+    } else if (isBodyError(err)) {
+      error = bodyError(err, req.headers['content-encoding']);
+      logger.info(
+        { path: req.path, status: error.status, reason: err.type ?? err.code ?? err.message },
+        'request body refused',
+      );
     } else if (isDatabaseUnavailable(err)) {
       logger.error({ err: (err as Error).message, path: req.path }, 'database unavailable');
       error = unavailable();
@@ -52,13 +48,36 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
-function isBodyParserError(err: unknown): err is { type: string; status: number } {
-  return (
-    typeof err === 'object' &&
-    err !== null &&
-    typeof (err as { type?: unknown }).type === 'string' &&
-    typeof (err as { status?: unknown }).status === 'number'
-  );
+/** A body the parser refused: a 4xx http-error, with a `type` or a zlib `code` saying why. */
+interface BodyError {
+  status: number;
+  message: string;
+  type?: string;
+  code?: string;
+}
+
+function isBodyError(err: unknown): err is BodyError {
+  if (typeof err !== 'object' || err === null) return false;
+  const { status, expose } = err as { status?: unknown; expose?: unknown };
+  return typeof status === 'number' && status >= 400 && status < 500 && expose === true;
+}
+
+/** The contract error of a refused body: 413, 415 for an unknown encoding, else 400. */
+function bodyError(err: BodyError, encoding: string | undefined): AppError {
+  if (err.type === 'entity.too.large')
+    return new AppError('payload_too_large', `request body is larger than ${maxBodyBytes} bytes`);
+  if (err.type === 'encoding.unsupported')
+    return new AppError(
+      'unsupported_media_type',
+      `Content-Encoding "${encoding}" is not supported (use gzip, deflate, br or none)`,
+    );
+  if (err.type === 'charset.unsupported')
+    return new AppError('unsupported_media_type', err.message);
+  if (err.type === 'entity.parse.failed')
+    return new AppError('invalid_request', 'body is not valid JSON');
+  if (err.code?.startsWith('Z_') === true || err.code?.startsWith('ERR_BROTLI') === true)
+    return new AppError('invalid_request', `body could not be decompressed (${encoding})`);
+  return new AppError('invalid_request', 'body could not be read');
 }
 
 /** The auth HTTP application: /health, /.well-known/sync-host, /auth/*, JSON errors. */
@@ -69,8 +88,13 @@ export function createAuthApp(options: AuthAppOptions): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
 
+  // Every answer: no sniffing, never framed, no referrer; no content but what a page allows
+  // (HTML pages and the admin UI replace this CSP with their own).
   app.use((_req, res, next) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
     next();
   });
 

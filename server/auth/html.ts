@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import type { Response } from 'express';
+
 const escapes: Record<string, string> = {
   '&': '&amp;',
   '<': '&lt;',
@@ -9,6 +12,36 @@ const escapes: Record<string, string> = {
 /** Escapes text for HTML element content and attribute values. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => escapes[c] ?? c);
+}
+
+const sha256Source = (text: string): string =>
+  `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+
+/**
+ * The Content-Security-Policy of one page: nothing from anywhere but the page's own inline
+ * `<script>` and `<style>` blocks (by hash), forms posting to this origin, never framed.
+ */
+export function pageCsp(html: string): string {
+  const sources = (tag: 'script' | 'style') => {
+    const hashes = [...html.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) =>
+      sha256Source(m[1] ?? ''),
+    );
+    return hashes.length === 0 ? "'none'" : hashes.join(' ');
+  };
+  return [
+    "default-src 'none'",
+    `script-src ${sources('script')}`,
+    `style-src ${sources('style')}`,
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** Sends an HTML page with its CSP (the other security headers are set for every answer). */
+export function sendPage(res: Response, status: number, html: string): void {
+  res.status(status).set('Content-Security-Policy', pageCsp(html)).type('html').send(html);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
-import { verifyPage } from './html.ts';
+import { sendPage, verifyPage } from './html.ts';
 import { bearer, clientOf } from './request.ts';
 import {
   deviceInputSchema,
@@ -85,7 +85,9 @@ export function addAuthRoutes(app: Express, service: AuthService, guards: AuthRo
         return;
       }
       const signedIn = `Signed in as ${result.user.email}.`;
-      res.type('html').send(
+      sendPage(
+        res,
+        200,
         'deviceToken' in result
           ? verifyPage('Signed in', `${signedIn} This device is registered.`, {
               label: 'Device token (paste it into your client as syncDeviceToken):',
@@ -104,7 +106,7 @@ export function addAuthRoutes(app: Express, service: AuthService, guards: AuthRo
       if (!html || !(err instanceof AppError)) throw err;
       if (err.retryAfterSeconds !== undefined)
         res.set('Retry-After', String(err.retryAfterSeconds));
-      res.status(err.status).type('html').send(verifyPage('Sign-in failed', err.message));
+      sendPage(res, err.status, verifyPage('Sign-in failed', err.message));
     }
   });
 
