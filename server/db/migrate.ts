@@ -3,6 +3,7 @@ import type { DbDriver } from '../config/auth-config.ts';
 import type { Db } from './connect.ts';
 import * as initial from './migrations/001-initial.ts';
 import { columnTypes } from './migrations/001-initial.ts';
+import * as exactCollation from './migrations/003-exact-collation.ts';
 
 interface Migration {
   version: number;
@@ -14,10 +15,13 @@ interface Migration {
  * Versioned schema changes, applied in order on start. A release that changes the schema
  * appends a migration here; existing databases are moved forward, never recreated.
  */
-export const migrations: readonly Migration[] = [{ version: 1, name: 'initial', up: initial.up }];
+export const migrations: readonly Migration[] = [
+  { version: 1, name: 'initial', up: initial.up },
+  { version: 3, name: 'exact-collation', up: exactCollation.up },
+];
 
-/** Creates or upgrades the schema; returns the versions it applied. */
-export async function migrate(db: Db): Promise<number[]> {
+/** Creates or upgrades the schema with `list` (default: every migration); returns the versions it applied. */
+export async function migrate(db: Db, list: readonly Migration[] = migrations): Promise<number[]> {
   const kysely = db.kysely as unknown as Kysely<unknown>;
   const { dateType } = columnTypes(db.driver);
   await kysely.schema
@@ -28,7 +32,7 @@ export async function migrate(db: Db): Promise<number[]> {
     .addColumn('appliedAt', dateType, (col) => col.notNull())
     .execute();
   const applied: number[] = [];
-  for (const migration of migrations) {
+  for (const migration of list) {
     const done = await db.kysely
       .selectFrom('schemaVersion')
       .select('version')
