@@ -278,21 +278,19 @@ export function createAuthService(options: AuthServiceOptions) {
       if (!(await consumeMagicLink(db, link.id))) throw await verifyFailure(client, used);
       try {
         const user = await findOrCreateUser(db, link.email, settings.defaultTier, new Date(now()));
-        const result = await (device === undefined
-          ? signLoginJwt(user.id, settings.secret, now()).then((jwt) => ({ user, jwt }))
-          : addDevice(user.id, device).then((created) => ({
-              user,
-              deviceToken: created.token,
-              device: created.device,
-            })));
+        if (device === undefined) {
+          const jwt = await signLoginJwt(user.id, settings.secret, now());
+          pending.delete(token);
+          logger.info({ userId: user.id }, 'login verified; JWT issued');
+          return { user, jwt };
+        }
+        const created = await addDevice(user.id, device);
         pending.delete(token);
         logger.info(
-          'device' in result
-            ? { userId: user.id, deviceId: result.device.id }
-            : { userId: user.id },
-          'device' in result ? 'login verified; device registered' : 'login verified; JWT issued',
+          { userId: user.id, deviceId: created.device.id },
+          'login verified; device registered',
         );
-        return result;
+        return { user, deviceToken: created.token, device: created.device };
       } catch (err: unknown) {
         // A verify that fails uses nothing up: the link works again.
         await releaseMagicLink(db, link.id).catch((cause: unknown) =>
