@@ -142,6 +142,12 @@ async function connect(command: Extract<LoadCommand, { kind: 'connect' }>): Prom
   });
 }
 
+/** The routed payload: an edit whose `data` pads it to `bytes` (default: ~80 bytes in all). */
+function editPayload(bytes?: number): string {
+  const frame = '{"op":"edit","doc":"bench","data":""}';
+  return `{"op":"edit","doc":"bench","data":"${'x'.repeat(bytes === undefined ? 48 : Math.max(0, bytes - frame.length))}"}`;
+}
+
 function waitForStop(): Promise<void> {
   return new Promise((resolve) => {
     stopRequested = resolve;
@@ -153,7 +159,7 @@ async function throughput(command: Extract<LoadCommand, { kind: 'throughput' }>)
   running = true;
   let counting = false;
   let received = 0;
-  const payload = `{"op":"edit","doc":"bench","data":"${'x'.repeat(48)}"}`;
+  const payload = editPayload(command.payloadBytes);
   const starters: Array<() => void> = [];
   const acks = new Map<number, () => void>();
   let outstanding = 0;
@@ -263,7 +269,7 @@ async function buffer(command: Extract<LoadCommand, { kind: 'buffer' }>): Promis
     senders.push(members[0] as Peer);
   }
   await sleep(500);
-  const payload = `{"op":"edit","doc":"bench","data":"${'x'.repeat(48)}"}`;
+  const payload = editPayload();
   let left = command.perSender;
   report({ kind: 'measuring' });
   await new Promise<void>((resolve) => {

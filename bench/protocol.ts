@@ -42,7 +42,14 @@ export type Dialect = 'frames' | 'sio';
 
 export type LoadCommand =
   | { kind: 'connect'; dialect: Dialect; url: string; connections: number }
-  | { kind: 'throughput'; mode: 'broadcast' | 'direct'; window: number; warmupMs: number }
+  | {
+      kind: 'throughput';
+      mode: 'broadcast' | 'direct';
+      window: number;
+      warmupMs: number;
+      /** Payload size in bytes; undefined: the ~80-byte edit of the compare section. */
+      payloadBytes?: number;
+    }
   | { kind: 'stop' }
   | { kind: 'latency'; ratePerSecond: number; warmupMs: number; measureMs: number }
   | { kind: 'buffer'; absentPerRoom: number; perSender: number }
