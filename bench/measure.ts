@@ -63,6 +63,37 @@ export function connect(load: LoadChild, kind: ServerKind, url: string, connecti
   );
 }
 
+/** A server under measurement and its kind. */
+export interface Running {
+  kind: ServerKind;
+  server: ServerChild;
+}
+
+/**
+ * A fresh process of every kind, all up at once, each with `connections` joined devices of its
+ * own generator; `stopAll` releases the devices and stops them.
+ */
+export async function startAll(
+  procs: Processes,
+  kinds: ServerKind[],
+  connections: number,
+): Promise<Running[]> {
+  const up: Running[] = [];
+  for (const kind of kinds) {
+    const { server, url } = await procs.startServer(kind);
+    await connect(procs.load(kind), kind, url, connections);
+    up.push({ kind, server });
+  }
+  return up;
+}
+
+export async function stopAll(procs: Processes, up: Running[]): Promise<void> {
+  for (const { kind, server } of up) {
+    await release(procs.load(kind));
+    await procs.stopServer(server);
+  }
+}
+
 /** Closes every device of the generator. */
 export async function release(load: LoadChild): Promise<void> {
   await load.ask({ kind: 'release' } satisfies LoadCommand, 'released');

@@ -56,7 +56,6 @@ if (runs(options, 'buffer')) reportBuffer();
 if (runs(options, 'auth')) reportAuth();
 if (runs(options, 'scale')) reportScale(options);
 if (runs(options, 'payloads')) reportPayloads(options, bufferUtil);
-print();
 printVerdicts();
 print();
 print(`(${((performance.now() - started) / 1000).toFixed(0)} s)`);

@@ -89,6 +89,8 @@ export function ratio(name: string, a: string, b: string, limit: number, atMost 
 }
 
 export function printVerdicts(): void {
+  if (verdicts.length === 0) return;
+  print();
   print('| target | measured | limit | met |');
   print('|---|---|---|---|');
   for (const v of verdicts) {

@@ -4,10 +4,10 @@
  * also shows the memory section's rows.
  */
 import { mergeInto, percentileOf, sampleCount } from '../histogram.ts';
-import { connect, measureThroughput, release } from '../measure.ts';
+import { measureThroughput, startAll, stopAll } from '../measure.ts';
 import type { BenchOptions } from '../options.ts';
-import type { Processes, ServerChild } from '../processes.ts';
-import { type LoadCommand, type ServerKind, serverNames } from '../protocol.ts';
+import type { Processes } from '../processes.ts';
+import { type LoadCommand, serverNames } from '../protocol.ts';
 import { has, latencyOf, medianWithSpread, pooledLatency, print, ratio, record } from '../stats.ts';
 import { memoryBase } from './memory.ts';
 
@@ -20,12 +20,7 @@ import { memoryBase } from './memory.ts';
  */
 async function compareRound(options: BenchOptions, procs: Processes, round: number) {
   const { plan } = options;
-  const up: Array<{ kind: ServerKind; server: ServerChild }> = [];
-  for (const kind of options.kinds) {
-    const { server, url } = await procs.startServer(kind);
-    await connect(procs.load(kind), kind, url, 100);
-    up.push({ kind, server });
-  }
+  const up = await startAll(procs, options.kinds, 100);
   for (const mode of ['broadcast', 'direct'] as const) {
     for (let window = 0; window <= plan.windows; window++) {
       process.stderr.write(
@@ -62,10 +57,7 @@ async function compareRound(options: BenchOptions, procs: Processes, round: numb
       mergeInto(latencyOf(kind), latency.histogram);
     }
   }
-  for (const { kind, server } of up) {
-    await release(procs.load(kind));
-    await procs.stopServer(server);
-  }
+  await stopAll(procs, up);
 }
 
 export async function runCompare(options: BenchOptions, procs: Processes): Promise<void> {

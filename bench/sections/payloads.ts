@@ -4,9 +4,9 @@
  * compare section. Here the per-byte work dominates: unmasking what clients send (bufferutil
  * when it loads), the relay's byte scan of the payload, and the copy into each receiver's frame.
  */
-import { connect, measureThroughput, release } from '../measure.ts';
+import { measureThroughput, startAll, stopAll } from '../measure.ts';
 import type { BenchOptions } from '../options.ts';
-import type { Processes, ServerChild } from '../processes.ts';
+import type { Processes } from '../processes.ts';
 import { type ServerKind, serverNames } from '../protocol.ts';
 import { has, med, medianWithSpread, print, record } from '../stats.ts';
 
@@ -33,12 +33,7 @@ function windowsOf(options: BenchOptions): number {
 
 async function payloadRound(options: BenchOptions, procs: Processes, round: number) {
   const { plan } = options;
-  const up: Array<{ kind: ServerKind; server: ServerChild }> = [];
-  for (const kind of comparedKinds(options)) {
-    const { server, url } = await procs.startServer(kind);
-    await connect(procs.load(kind), kind, url, connections);
-    up.push({ kind, server });
-  }
+  const up = await startAll(procs, comparedKinds(options), connections);
   const windows = windowsOf(options);
   for (const payloadBytes of payloadSizes) {
     const window = Math.max(1, Math.min(64, Math.floor(inFlightBytes / payloadBytes)));
@@ -58,10 +53,7 @@ async function payloadRound(options: BenchOptions, procs: Processes, round: numb
       }
     }
   }
-  for (const { kind, server } of up) {
-    await release(procs.load(kind));
-    await procs.stopServer(server);
-  }
+  await stopAll(procs, up);
 }
 
 export async function runPayloads(options: BenchOptions, procs: Processes): Promise<void> {
