@@ -1,7 +1,9 @@
+import { hostname } from 'node:os';
 import type { Express } from 'express';
 import { type AuthServer, createAuthServer } from './auth/index.ts';
 import type { AuthLimits } from './auth/rate-limits.ts';
 import type { AuthService } from './auth/service.ts';
+import { createClusterBroker } from './cluster/cluster-broker.ts';
 import { applyDeviceRevocations, publishDeviceRevocations } from './cluster/revocation-wiring.ts';
 import type { DbConfig } from './config/auth-config.ts';
 import { ConfigError } from './config/conf-file.ts';
@@ -148,6 +150,16 @@ export async function startHost(options: HostOptions): Promise<Host> {
         secret: relaySecret(options, secret),
         logger,
         now: options.now,
+        broker:
+          relayConfig.clusterNats.length > 0
+            ? createClusterBroker({
+                urls: relayConfig.clusterNats,
+                node: relayConfig.clusterNode ?? `${hostname()}:${relayConfig.wsPort}`,
+                bufferWindowMs: relayConfig.bufferSeconds * 1000,
+                logger,
+                now: options.now,
+              })
+            : undefined,
       });
     } catch (err: unknown) {
       throw bufferOpenError(err, relayConfig);

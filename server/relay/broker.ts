@@ -26,6 +26,15 @@ export interface Broker {
   sweep(): void;
   /** Devices kept for (dropped without leave, within their window), in every room. */
   absentDevices(): number;
+  /**
+   * False while the broker cannot take joins (a cluster node cut off from NATS): a join is then
+   * closed with 1013 and the client retries later. Absent: always true.
+   */
+  accepting?(): boolean;
+  /** What `/health` adds (the cluster's state), and extra `/metrics` lines. Absent: nothing. */
+  describe?(): { health: Record<string, unknown>; metrics: string };
+  /** Shutdown, after the rooms dropped everything: releases what the broker holds. */
+  close?(): Promise<void>;
 }
 
 /** Why a device is no longer present: `leave` and `revoked` keep nothing, `disconnect` does. */
@@ -85,4 +94,9 @@ export interface RoomListener {
    * every connection here (`to` undefined). The in-process broker never calls it.
    */
   deliver(frame: Buffer, to: string | undefined): void;
+  /**
+   * The device joined again on another node: its connection here is closed with 4009 and
+   * nobody hears of it. The in-process broker never calls it (the room replaces it itself).
+   */
+  replaced(device: string): void;
 }

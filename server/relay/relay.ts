@@ -5,6 +5,7 @@ import { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
 import type { Logger } from '../log.ts';
+import type { Broker } from './broker.ts';
 import { openMessageBuffer } from './buffer.ts';
 import { RelaySocket } from './connection.ts';
 import { createLocalBroker } from './local-broker.ts';
@@ -62,6 +63,11 @@ export interface RelayOptions {
   tuning?: Partial<RelayTuning>;
   /** Injectable timer for the heartbeat and the sweep; default `setInterval` (unref'd). */
   repeat?: Repeat;
+  /**
+   * The broker for what lies beyond this process (a cluster broker); default the in-process
+   * one on the SQLite buffer.
+   */
+  broker?: Broker;
 }
 
 /** The relay's periodic tasks. */
@@ -151,7 +157,8 @@ export function createRelay(options: RelayOptions): Relay {
       },
     },
   );
-  const broker = createLocalBroker({ buffer, metrics, logger, now, bufferWindowMs });
+  const broker =
+    options.broker ?? createLocalBroker({ buffer, metrics, logger, now, bufferWindowMs });
   const revoked = buffer.revoked();
 
   if (secret === '') {
@@ -209,7 +216,8 @@ export function createRelay(options: RelayOptions): Relay {
         bufferedStored: buffer.stored,
         bufferedPending: buffer.pending,
         absentDevices: broker.absentDevices(),
-      }),
+      }) + (broker.describe?.().metrics ?? ''),
+    extra: () => broker.describe?.().health ?? {},
   });
 
   const stops: Array<() => void> = [];
@@ -232,6 +240,7 @@ export function createRelay(options: RelayOptions): Relay {
     }
     await stopAccepting;
     wss.close();
+    await broker.close?.();
     buffer.close();
     await closeServer(statusServer);
     logger.info('relay closed');

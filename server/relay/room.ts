@@ -244,6 +244,14 @@ export class Room implements RoomListener {
     }
   }
 
+  replaced(device: string): void {
+    const conn = this.members.get(device);
+    if (conn === undefined) return;
+    this.#remove(conn);
+    this.#context.metrics.replaced++;
+    closeWith(conn, Replaced);
+  }
+
   // ---- inside ----
 
   /** Takes a connection out of the room; false when it is not in it (replaced, or gone). */

@@ -1,5 +1,7 @@
+import { TryAgainLater } from '../../protocol/relay-codes.ts';
 import type { JoinFrame } from '../../protocol/relay-frames.ts';
 import type { Connection } from './connection.ts';
+import { closeWith } from './protocol-errors.ts';
 import { Room, type RoomContext } from './room.ts';
 import type { Shards } from './shards.ts';
 
@@ -39,6 +41,10 @@ export function createRooms(shards: Shards<Room>, context: RoomContext): Rooms {
 
   return {
     join(conn, frame) {
+      if (context.broker.accepting?.() === false) {
+        closeWith(conn, TryAgainLater);
+        return;
+      }
       const room = shards.getOrCreate(frame.room, (slot) => new Room(frame.room, slot, context));
       if (!room.join(conn, frame)) forgetIfIdle(room);
     },

@@ -7,6 +7,8 @@ export interface StatusSource {
   connections(): number;
   /** Prometheus text. */
   metrics(): string;
+  /** More fields of `/health` (a cluster node's state). */
+  extra?(): Record<string, unknown>;
 }
 
 function json(status: number, body: object): [number, Record<string, string>, string] {
@@ -26,7 +28,12 @@ export function createStatusServer(source: StatusSource): Server {
       reply = json(405, { error: { code: 'method_not_allowed', message: 'use GET' } });
     } else if (path === '/health') {
       reply = source.healthy()
-        ? json(200, { status: 'ok', rooms: source.rooms(), connections: source.connections() })
+        ? json(200, {
+            status: 'ok',
+            rooms: source.rooms(),
+            connections: source.connections(),
+            ...source.extra?.(),
+          })
         : json(503, { status: 'unavailable' });
     } else if (path === '/metrics') {
       reply = [

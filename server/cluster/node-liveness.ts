@@ -1,0 +1,79 @@
+import { type KV, Kvm } from '@nats-io/kv';
+import type { Logger } from '../log.ts';
+import type { NatsLink } from './nats-link.ts';
+
+/** The KV bucket of node heartbeats: key = node name (hex), value = its clock. */
+export const nodesBucket = 'sync-host-nodes';
+/** A node writes its heartbeat this often. */
+export const beatMs = 2_000;
+/** A node not heard of for this long is dead: its devices become absent and a new host is chosen. */
+export const deadAfterMs = 7_000;
+
+/** Which relay nodes are alive, from their heartbeats in NATS. */
+export interface NodeLiveness {
+  alive(node: string): boolean;
+  /** Nodes alive, this one included. */
+  count(): number;
+  stop(): Promise<void>;
+}
+
+/** Beats for `self` and watches the other nodes' beats. */
+export function watchNodes(
+  link: NatsLink,
+  self: string,
+  logger: Logger,
+  now: () => number,
+): NodeLiveness {
+  const lastSeen = new Map<string, number>();
+  let watchingSince: number | undefined;
+  let bucket: KV | undefined;
+  const key = Buffer.from(self, 'utf8').toString('hex');
+
+  const beat = setInterval(() => {
+    if (bucket !== undefined && link.connected) {
+      bucket.put(key, String(now())).catch(() => {});
+    }
+  }, beatMs);
+  beat.unref();
+
+  link.onConnected((nc) => {
+    void (async () => {
+      const kv = await new Kvm(nc).create(nodesBucket, { history: 1, ttl: 10 * deadAfterMs });
+      bucket = kv;
+      await kv.put(key, String(now()));
+      if (watchingSince !== undefined) return;
+      watchingSince = now();
+      for await (const e of await kv.watch()) {
+        if (e.operation !== 'PUT') continue;
+        lastSeen.set(Buffer.from(e.key, 'hex').toString('utf8'), now());
+      }
+      watchingSince = undefined;
+    })().catch((err: unknown) => {
+      watchingSince = undefined;
+      logger.warn({ err: String(err) }, 'cluster: cannot follow node heartbeats');
+    });
+  });
+
+  function alive(node: string): boolean {
+    if (node === self) return true;
+    const at = now();
+    // Just started: nobody has had the time to beat yet.
+    if (watchingSince === undefined || at - watchingSince < deadAfterMs) return true;
+    const seen = lastSeen.get(node);
+    return seen !== undefined && at - seen < deadAfterMs;
+  }
+
+  return {
+    alive,
+    count() {
+      let count = 1;
+      const at = now();
+      for (const [node, seen] of lastSeen) if (node !== self && at - seen < deadAfterMs) count++;
+      return count;
+    },
+    async stop() {
+      clearInterval(beat);
+      if (bucket !== undefined && link.connected) await bucket.delete(key).catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,157 @@
+import {
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { roomHash } from './roster.ts';
+
+/** One routed frame as it travels in a room's stream. */
+export interface StreamFrame {
+  seq: number;
+  /** The receiver's device key, or `*` for a broadcast. */
+  to: string;
+  /** The sender's device key. */
+  from: string;
+  /** The node that published it, and that node's publication counter. */
+  node: string;
+  nodeSeq: number;
+  frame: Buffer;
+}
+
+const msPerNs = 1_000_000;
+/** JetStream remembers message ids this long to drop re-sends (at most the retention). */
+const maxDuplicateWindowMs = 120_000;
+
+/** The stream and subject of a room: one stream per room, so retention and replay are per room. */
+export function streamOf(roomId: string): { stream: string; subject: string } {
+  const hash = roomHash(roomId);
+  return { stream: `SH_${hash}`, subject: `sync-host.m.${hash}` };
+}
+
+/** Creates the room's stream unless it exists; resolves with its last sequence. */
+export async function ensureStream(
+  jsm: JetStreamManager,
+  roomId: string,
+  retentionMs: number,
+  replicas: number,
+): Promise<{ first: number; last: number }> {
+  const { stream, subject } = streamOf(roomId);
+  try {
+    const info = await jsm.streams.info(stream);
+    return { first: info.state.first_seq, last: info.state.last_seq };
+  } catch {
+    const info = await jsm.streams.add({
+      name: stream,
+      subjects: [subject],
+      max_age: retentionMs * msPerNs,
+      duplicate_window: Math.min(retentionMs, maxDuplicateWindowMs) * msPerNs,
+      num_replicas: replicas,
+    });
+    return { first: info.state.first_seq, last: info.state.last_seq };
+  }
+}
+
+/** The first and last sequence now in the room's stream. */
+export async function streamBounds(
+  jsm: JetStreamManager,
+  roomId: string,
+): Promise<{ first: number; last: number }> {
+  const info = await jsm.streams.info(streamOf(roomId).stream);
+  return { first: info.state.first_seq, last: info.state.last_seq };
+}
+
+/** `_sync` envelope of the client library: its session and counter make a message id. */
+const envelope = /"_sync":\{"s":"([A-Za-z0-9_-]{1,64})","n":(\d{1,16})\}/;
+
+/** The sender's device key from a routed frame (`{"from":<id>,...`). */
+export function senderOf(frame: Buffer): string {
+  const text = frame.toString('utf8', 0, Math.min(frame.length, 400));
+  const start = text.indexOf(':') + 1;
+  if (text[start] === '"') {
+    let end = start + 1;
+    while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+    return JSON.parse(text.slice(start, end + 1)) as string;
+  }
+  const end = text.indexOf(',', start);
+  return text.slice(start, end);
+}
+
+/** Publishes a frame; resolves with its stream sequence (a re-send with the same id is dropped). */
+export function publishFrame(
+  js: JetStreamClient,
+  roomId: string,
+  frame: Omit<StreamFrame, 'seq'>,
+): Promise<number> {
+  const h = natsHeaders();
+  h.set('t', frame.to);
+  h.set('f', frame.from);
+  h.set('n', frame.node);
+  h.set('q', String(frame.nodeSeq));
+  const id = envelope.exec(frame.frame.toString('utf8'));
+  return js
+    .publish(streamOf(roomId).subject, frame.frame, {
+      headers: h,
+      ...(id ? { msgID: `${frame.from}.${id[1]}.${id[2]}` } : {}),
+    })
+    .then((ack) => ack.seq);
+}
+
+function decode(m: JsMsg): StreamFrame {
+  const h = m.headers;
+  return {
+    seq: m.seq,
+    to: h?.get('t') ?? '*',
+    from: h?.get('f') ?? '',
+    node: h?.get('n') ?? '',
+    nodeSeq: Number(h?.get('q') ?? 0),
+    frame: Buffer.from(m.data),
+  };
+}
+
+/**
+ * Follows the room's stream from `startSeq` (an ordered consumer: in order, each once, resumed
+ * by the client after a reconnect). Returns its stop function.
+ */
+export async function followStream(
+  js: JetStreamClient,
+  roomId: string,
+  startSeq: number,
+  onFrame: (frame: StreamFrame) => void,
+): Promise<() => void> {
+  const consumer = await js.consumers.get(streamOf(roomId).stream, {
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: Math.max(1, startSeq),
+  });
+  const messages = await consumer.consume();
+  void (async () => {
+    for await (const m of messages) onFrame(decode(m));
+  })().catch(() => {});
+  return () => void messages.close();
+}
+
+/** Reads the frames with sequence in (`after`, `upto`] in order. */
+export async function readRange(
+  js: JetStreamClient,
+  roomId: string,
+  after: number,
+  upto: number,
+): Promise<StreamFrame[]> {
+  if (upto <= after) return [];
+  const consumer = await js.consumers.get(streamOf(roomId).stream, {
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: after + 1,
+  });
+  const frames: StreamFrame[] = [];
+  const messages = await consumer.consume();
+  try {
+    for await (const m of messages) {
+      if (m.seq <= upto) frames.push(decode(m));
+      if (m.seq >= upto || m.info.pending === 0) break;
+    }
+  } finally {
+    await messages.close();
+  }
+  return frames;
+}
