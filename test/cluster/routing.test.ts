@@ -25,7 +25,8 @@ describe.skipIf(skip !== undefined)(`cluster routing${skip ? ` (skipped: ${skip}
     const url = nats.url;
     nodes = await Promise.all([
       processes.relayNode(url, 'node-1'),
-      processes.relayNode(url, 'node-2', { 'buffer.seconds': 60 }),
+      processes.relayNode(url, 'node-2'),
+      processes.relayNode(url, 'node-3'),
     ]);
   }, 90_000);
 
@@ -95,5 +96,39 @@ describe.skipIf(skip !== undefined)(`cluster routing${skip ? ` (skipped: ${skip}
     a.send({ type: 'leave' });
     expect(await c.next('host', 10_000)).toMatchObject({ device: 2 });
     expect(await again.next('host', 10_000)).toMatchObject({ device: 2 });
+  });
+
+  it('keeps one order per sender for three senders on three nodes', {
+    timeout: 60_000,
+  }, async () => {
+    const room3 = createRoomId(userId + 1, clusterSecret);
+    const members: RelayClient[] = [];
+    for (const [i, node] of nodes.entries()) {
+      const client = new RelayClient(node.url);
+      clients.push(client);
+      const t = signDeviceToken(
+        { userId: userId + 1, deviceId: 20 + i, issuedAt: Math.floor(Date.now() / 1000) },
+        clusterSecret,
+        'hmac-sha256',
+      );
+      expect(await client.join(room3, 20 + i, t)).toMatchObject({ type: 'joined' });
+      members.push(client);
+    }
+    const count = 40;
+    for (let n = 0; n < count; n++) {
+      for (const [i, client] of members.entries())
+        client.send({ to: 'broadcast', payload: { s: i, n } });
+    }
+    for (const [i, receiver] of members.entries()) {
+      const seen = new Map<number, number[]>();
+      for (let k = 0; k < 2 * count; k++) {
+        const { payload } = (await receiver.message(10_000)) as {
+          payload: { s: number; n: number };
+        };
+        seen.set(payload.s, [...(seen.get(payload.s) ?? []), payload.n]);
+      }
+      expect(seen.has(i)).toBe(false);
+      for (const ns of seen.values()) expect(ns).toEqual([...Array(count).keys()]);
+    }
   });
 });
