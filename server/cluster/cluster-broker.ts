@@ -93,6 +93,11 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       line.local.delete(device);
       listener.replaced(device);
     }
+    const mine = line.local.get(device);
+    if (entry.state === 'absent' && entry.node === node && mine !== undefined && !mine.pending) {
+      // Marked dead by another node while cut off from NATS: the device is still here.
+      void write(hash, device, { ...entry, state: 'present', order: 0, cursor: 0 }).catch(() => {});
+    }
     if (change.joined !== undefined) listener.joined(change.joined);
     if (change.left !== undefined) listener.left(change.left.id, change.left.reason);
     if (change.newHost !== undefined) listener.hostChanged(change.newHost);

@@ -7,7 +7,7 @@ export const nodesBucket = 'sync-host-nodes';
 /** A node writes its heartbeat this often. */
 export const beatMs = 2_000;
 /** A node not heard of for this long is dead: its devices become absent and a new host is chosen. */
-export const deadAfterMs = 7_000;
+export const deadAfterMs = 9_000;
 
 /** Which relay nodes are alive, from their heartbeats in NATS. */
 export interface NodeLiveness {

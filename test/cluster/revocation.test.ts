@@ -47,13 +47,14 @@ describe.skipIf(skip !== undefined)(
       const keeper = await auth.signIn('owner@example.org', 'keeper');
       const first = await auth.signIn('owner@example.org', 'first');
       const second = await auth.signIn('owner@example.org', 'second');
+      const third = await auth.signIn('owner@example.org', 'third');
       const room = createRoomId(keeper.user.id, clusterSecret);
       const owner = createAuthClient({ authUrl: auth.url, deviceToken: keeper.deviceToken });
 
       const onA = await joined(nodeA.url, room, first.device.id, first.deviceToken);
-      const onB = await joined(nodeB.url, room, first.device.id, first.deviceToken);
+      const onB = await joined(nodeB.url, room, third.device.id, third.deviceToken);
       const deletedAt = Date.now();
-      await owner.deleteDevice(first.device.id);
+      await Promise.all([owner.deleteDevice(first.device.id), owner.deleteDevice(third.device.id)]);
       expect((await onA.waitClosed(5_000)).code).toBe(4003);
       expect((await onB.waitClosed(5_000)).code).toBe(4003);
       expect(Date.now() - deletedAt).toBeLessThan(5_000);
