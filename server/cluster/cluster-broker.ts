@@ -407,26 +407,28 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       return {
         health: { cluster: { node, nats, nodes: liveness.count() } },
         metrics: [
-          '# HELP relay_cluster_connected 1 while this node is connected to NATS.',
-          '# TYPE relay_cluster_connected gauge',
-          `relay_cluster_connected ${link.connected ? 1 : 0}`,
-          '# HELP relay_cluster_nodes Relay nodes alive in the cluster.',
-          '# TYPE relay_cluster_nodes gauge',
-          `relay_cluster_nodes ${liveness.count()}`,
-          '# HELP relay_cluster_published_total Frames published to room streams.',
-          '# TYPE relay_cluster_published_total counter',
-          `relay_cluster_published_total ${counters.published}`,
-          '# HELP relay_cluster_publish_failures_total Frames NATS did not take.',
-          '# TYPE relay_cluster_publish_failures_total counter',
-          `relay_cluster_publish_failures_total ${counters.publishFailures}`,
-          '# HELP relay_cluster_received_total Frames from other nodes.',
-          '# TYPE relay_cluster_received_total counter',
-          `relay_cluster_received_total ${counters.received}`,
-          '# HELP relay_cluster_replayed_total Frames replayed from room streams on rejoin.',
-          '# TYPE relay_cluster_replayed_total counter',
-          `relay_cluster_replayed_total ${counters.replayed}`,
-          '',
-        ].join('\n'),
+          metric(
+            'connected',
+            'gauge',
+            '1 while this node is connected to NATS.',
+            link.connected ? 1 : 0,
+          ),
+          metric('nodes', 'gauge', 'Relay nodes alive in the cluster.', liveness.count()),
+          metric(
+            'published_total',
+            'counter',
+            'Frames published to room streams.',
+            counters.published,
+          ),
+          metric(
+            'publish_failures_total',
+            'counter',
+            'Frames NATS did not take.',
+            counters.publishFailures,
+          ),
+          metric('received_total', 'counter', 'Frames from other nodes.', counters.received),
+          metric('replayed_total', 'counter', 'Frames replayed on rejoin.', counters.replayed),
+        ].join(''),
       };
     },
 
@@ -437,4 +439,10 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       await link.close();
     },
   };
+}
+
+/** One Prometheus metric `relay_cluster_<name>` with its help and type lines. */
+function metric(name: string, type: 'gauge' | 'counter', help: string, value: number): string {
+  const full = `relay_cluster_${name}`;
+  return `# HELP ${full} ${help}\n# TYPE ${full} ${type}\n${full} ${value}\n`;
 }

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { waitFor } from '../helpers/capture.ts';
+import { createRoomId } from '../../server/tokens.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { type Frame, RelayClient } from '../helpers/relay-client.ts';
-import { ClusterProcesses, clusterSecret, type RelayNode } from './processes.ts';
+import { eventually } from '../helpers/wait.ts';
+import { ClusterProcesses, clusterSecret, deviceToken, type RelayNode } from './processes.ts';
 
 const skip = natsSkipReason();
 const rooms = new Map<number, string>();
@@ -13,12 +13,7 @@ const roomOf = (userId: number): string => {
   rooms.set(userId, room);
   return room;
 };
-const token = (userId: number, deviceId: number) =>
-  signDeviceToken(
-    { userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) },
-    clusterSecret,
-    'hmac-sha256',
-  );
+const token = deviceToken;
 
 describe.skipIf(skip !== undefined)(`cluster failover${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const processes = new ClusterProcesses();
@@ -78,7 +73,11 @@ describe.skipIf(skip !== undefined)(`cluster failover${skip ? ` (skipped: ${skip
     a.send({ to: 2, payload: { lost: true } });
     await a.sync();
     const droppedAt = Date.now();
-    await waitFor(() => (Date.now() > droppedAt + 3_500 ? true : undefined), 'the window', 10_000);
+    await eventually(
+      () => (Date.now() > droppedAt + 3_500 ? true : undefined),
+      'the window',
+      10_000,
+    );
     const [, joined] = await join(nodes[2]!, 12, 2);
     expect(joined).toMatchObject({ type: 'joined', buffered: 0, gap: true });
   });
@@ -110,7 +109,7 @@ describe.skipIf(skip !== undefined)(`cluster failover${skip ? ` (skipped: ${skip
     const [b] = await join(nodes[0]!, 14, 2);
     await a.next('presence');
     await nats.stop();
-    await waitFor(
+    await eventually(
       async () => {
         const health = (await (await fetch(`${nodes[0]!.status}/health`)).json()) as {
           cluster: { nats: string };
@@ -134,7 +133,7 @@ describe.skipIf(skip !== undefined)(`cluster failover${skip ? ` (skipped: ${skip
     expect((await refused.waitClosed(5_000)).code).toBe(1013);
 
     await nats.start();
-    await waitFor(
+    await eventually(
       async () => {
         const probe = new RelayClient(nodes[1]!.url);
         clients.push(probe);

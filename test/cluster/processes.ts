@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAuthClient } from '../../client/auth-client.ts';
 import type { SignedIn } from '../../client/auth-types.ts';
+import { signDeviceToken } from '../../server/tokens.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -15,6 +16,14 @@ async function urlOf(process: HostProcess, label: string): Promise<string> {
 }
 
 export const clusterSecret = 'cluster-test-secret-0123456789abcdef';
+
+/** A device token of `userId`'s device signed with the cluster's secret, issued now. */
+export const deviceToken = (userId: number, deviceId: number): string =>
+  signDeviceToken(
+    { userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) },
+    clusterSecret,
+    'hmac-sha256',
+  );
 
 /** Spawned processes and folders of one cluster test file, all stopped and removed by `dispose`. */
 export class ClusterProcesses {

@@ -1,18 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
+import { createRoomId } from '../../server/tokens.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { type Frame, RelayClient } from '../helpers/relay-client.ts';
-import { ClusterProcesses, clusterSecret, type RelayNode } from './processes.ts';
+import { ClusterProcesses, clusterSecret, deviceToken, type RelayNode } from './processes.ts';
 
 const skip = natsSkipReason();
 const userId = 7;
 const room = createRoomId(userId, clusterSecret);
-const token = (deviceId: number) =>
-  signDeviceToken(
-    { userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) },
-    clusterSecret,
-    'hmac-sha256',
-  );
+const token = (deviceId: number) => deviceToken(userId, deviceId);
 
 describe.skipIf(skip !== undefined)(`cluster routing${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const processes = new ClusterProcesses();
@@ -106,11 +101,7 @@ describe.skipIf(skip !== undefined)(`cluster routing${skip ? ` (skipped: ${skip}
     for (const [i, node] of nodes.entries()) {
       const client = new RelayClient(node.url);
       clients.push(client);
-      const t = signDeviceToken(
-        { userId: userId + 1, deviceId: 20 + i, issuedAt: Math.floor(Date.now() / 1000) },
-        clusterSecret,
-        'hmac-sha256',
-      );
+      const t = deviceToken(userId + 1, 20 + i);
       expect(await client.join(room3, 20 + i, t)).toMatchObject({ type: 'joined' });
       members.push(client);
     }
