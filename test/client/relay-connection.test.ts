@@ -10,7 +10,7 @@ import {
   type RelayEvents,
 } from '../../client/relay-connection.ts';
 import { AuthFailed, Replaced, Revoked } from '../../protocol/relay-codes.ts';
-import { FakeRelay, type FakeRelayConnection, routed } from '../helpers/fake-relay.ts';
+import { FakeRelay, type FakeRelayConnection, joinedFor, routed } from '../helpers/fake-relay.ts';
 import { inbox } from './host.ts';
 import { ManualClock } from './manual-clock.ts';
 
@@ -151,6 +151,43 @@ describe('relay connection: refusals that end it for good', () => {
     clock.advance(600_000);
     expect(sockets).toHaveLength(1);
     expect(connection.state).toBe('closed');
+  });
+});
+
+describe('relay connection: attempts that fail but may succeed later', () => {
+  it('abandons a join the relay does not answer within joinTimeoutMs and joins on the next try', async () => {
+    relay.onJoin = () => undefined;
+    const { connection, clock, sockets, states } = connectionTo({ joinTimeoutMs: 10_000 });
+    const joined = connection.connect();
+    const first = await relay.connection(0);
+    await first.next('join');
+    clock.advance(9_999);
+    expect(connection.state).toBe('connecting');
+    clock.advance(1);
+    expect(connection.state).toBe('reconnecting');
+    await first.closed;
+
+    relay.onJoin = (join, server) => server.send(joinedFor(join));
+    clock.advance(250);
+    expect(sockets).toHaveLength(2);
+    await joined;
+    expect(states).toEqual(['connecting', 'reconnecting', 'connecting', 'joined']);
+  });
+
+  it('reports an error frame before joined (room_full), drops that socket and tries again', async () => {
+    let refusals = 1;
+    relay.onJoin = (join, server) => {
+      if (refusals-- > 0) server.send({ type: 'error', code: 'room_full', message: 'full' });
+      else server.send(joinedFor(join));
+    };
+    const { connection, clock, errors } = connectionTo();
+    const joined = connection.connect();
+    await (await relay.connection(0)).closed;
+    expect(connection.state).toBe('reconnecting');
+    expect(errors.map((error) => [error.code, error.message])).toEqual([['room_full', 'full']]);
+    clock.advance(250);
+    await joined;
+    expect(connection.state).toBe('joined');
   });
 });
 
