@@ -91,3 +91,11 @@ export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
     .execute();
   return rows.map((row) => ({ ...toProject(row), email: row.email }));
 }
+
+/** The owner's user id: the user with `ownerEmail` when it is set, else the first user. */
+export async function ownerId(db: Db, ownerEmail: string | undefined): Promise<number | undefined> {
+  let query = db.kysely.selectFrom('users').select('id').orderBy('id').limit(1);
+  if (ownerEmail !== undefined) query = query.where('email', '=', ownerEmail);
+  const row = await query.executeTakeFirst();
+  return row === undefined ? undefined : Number(row.id);
+}

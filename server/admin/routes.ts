@@ -1,13 +1,15 @@
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import { effectiveTier, type Tier, tiers } from '../../protocol/tiers.ts';
-import { maxBodyBytes } from '../auth/app.ts';
+import { jsonBody } from '../auth/body.ts';
 import { notFound } from '../auth/errors.ts';
+import { codeSchema } from '../auth/pairing-routes.ts';
+import { clientOf } from '../auth/request.ts';
 import { emailSchema, idSchema, parseInput } from '../auth/schemas.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { Db } from '../db/connect.ts';
 import { deleteProject } from '../db/projects.ts';
-import { findOrCreateUser, findUserByEmail, findUserById, setSubscription } from '../db/users.ts';
+import { findUserByEmail, findUserById, setSubscription } from '../db/users.ts';
 import type { Host } from '../host.ts';
 import type { Logger } from '../log.ts';
 import { version } from '../version.ts';
@@ -15,6 +17,7 @@ import {
   listDevicesWithOwner,
   listProjectsWithOwner,
   listUserSummaries,
+  ownerId,
   type UserSummary,
 } from './queries.ts';
 import type {
@@ -46,6 +49,8 @@ const subscriptionBody = z.object({
     .transform((v) => (v === undefined || v === null ? null : new Date(v))),
 });
 const idParams = z.object({ id: idSchema });
+const pairingCodeBody = z.object({ code: codeSchema });
+const pairingApproveBody = pairingCodeBody.extend({ email: emailSchema.optional() });
 
 /**
  * The admin API (mounted under /admin/api behind the admin-token guard). Every answer is JSON;
@@ -55,17 +60,25 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
   const { service, db, logger } = options;
   const now = options.now ?? Date.now;
   const router = Router();
-  router.use(express.json({ limit: maxBodyBytes, strict: true, type: () => true }));
+  router.use(jsonBody);
   router.use((_req, res, next) => {
     res.set('Cache-Control', 'no-store');
     next();
   });
 
-  const toAdminUser = (u: UserSummary): AdminUser => {
-    const tier = u.tier ?? options.defaultTier;
-    return { ...u, tier, effectiveTier: effectiveTier(tier, u.expiresAt, now()) };
-  };
-  const users = async (): Promise<AdminUser[]> => (await listUserSummaries(db)).map(toAdminUser);
+  const toAdminUser =
+    (owner: number | undefined) =>
+    (u: UserSummary): AdminUser => {
+      const tier = u.tier ?? options.defaultTier;
+      return {
+        ...u,
+        tier,
+        effectiveTier: effectiveTier(tier, u.expiresAt, now()),
+        owner: u.id === owner,
+      };
+    };
+  const users = async (): Promise<AdminUser[]> =>
+    (await listUserSummaries(db)).map(toAdminUser(await ownerId(db, service.ownerEmail())));
   const relay = (): AdminRelay => {
     const host = options.host();
     if (host.relay) return { state: 'running', ...host.relay.status() };
@@ -106,6 +119,7 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
   router.get('/overview', async (_req, res) => {
     const body: AdminOverview = {
       pending: pending(),
+      pairings: await service.pairing.pending(),
       users: await users(),
       devices: await devices(),
       projects: await listProjectsWithOwner(db),
@@ -123,12 +137,12 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
   router.post('/users', async (req, res) => {
     const { email } = parseInput(inviteBody, req.body, 'body');
     const existing = await findUserByEmail(db, email);
-    const user =
-      existing ?? (await findOrCreateUser(db, email, options.defaultTier, new Date(now())));
+    const user = existing ?? (await service.userFor(email));
     if (!existing) logger.info({ userId: user.id, email }, 'admin: user invited');
     const [summary] = await listUserSummaries(db, user.id);
     if (!summary) throw notFound('user');
-    res.status(existing ? 200 : 201).json({ user: toAdminUser(summary) });
+    const owner = await ownerId(db, service.ownerEmail());
+    res.status(existing ? 200 : 201).json({ user: toAdminUser(owner)(summary) });
   });
 
   router.put('/users/:id/subscription', async (req, res) => {
@@ -178,6 +192,22 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
 
   router.get('/pending-links', (_req, res) => {
     res.json(pending());
+  });
+
+  router.get('/pairings', async (_req, res) => {
+    res.json({ pairings: await service.pairing.pending() });
+  });
+
+  /** Approves a pairing for the user of `email` (created when new), or of the pairing's e-mail. */
+  router.post('/pairings/approve', async (req, res) => {
+    const { code, email } = parseInput(pairingApproveBody, req.body, 'body');
+    res.json(await service.pairing.approveCode(code, { via: 'admin', email }, clientOf(req)));
+  });
+
+  router.post('/pairings/deny', async (req, res) => {
+    const { code } = parseInput(pairingCodeBody, req.body, 'body');
+    await service.pairing.denyCode(code, { via: 'admin', email: undefined }, clientOf(req));
+    res.status(204).end();
   });
 
   router.get('/relay', (_req, res) => {

@@ -16,6 +16,8 @@ export interface AdminUser {
   expiresAt: string | null;
   deviceCount: number;
   projectCount: number;
+  /** The host's owner: OWNER_EMAIL's user, else the first user. Always tier pro at creation. */
+  owner: boolean;
 }
 
 /** A device of any user (`GET /admin/api/devices`); never its token. */
@@ -50,6 +52,19 @@ export interface AdminPendingLink {
   expiresAt: string;
 }
 
+/** A device waiting for approval (`GET /admin/api/pairings`), oldest first. */
+export interface AdminPairing {
+  /** `XXXX-XXXX`, as the device shows it. */
+  code: string;
+  deviceName: string;
+  platform: string;
+  /** The address the device asked to join as, if it gave one. */
+  email: string | null;
+  clientAddress: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
 /** `GET /admin/api/pending-links`: `devMode` is false when SMTP is configured (then no links). */
 export interface AdminPendingLinks {
   devMode: boolean;
@@ -76,6 +91,7 @@ export interface AdminConnection {
 /** `GET /admin/api/overview`: everything the UI shows, in one request. */
 export interface AdminOverview {
   pending: AdminPendingLinks;
+  pairings: AdminPairing[];
   users: AdminUser[];
   devices: AdminDevice[];
   projects: AdminProject[];

@@ -1,20 +1,23 @@
-import express, { type ErrorRequestHandler, type Express } from 'express';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../log.ts';
+import { jsonBody, maxBodyBytes } from './body.ts';
 import { AppError, unavailable } from './errors.ts';
 import { addAuthRoutes } from './routes.ts';
 import type { AuthService } from './service.ts';
-
-/** Request bodies are JSON of at most 16 KiB. */
-export const maxBodyBytes = 16 * 1024;
 
 export interface AuthAppOptions {
   service: AuthService;
   logger: Logger;
   /** Whether the database is migrated and usable; requests get 503 until it is. */
   isReady: () => boolean;
-  /** What GET /.well-known/sync-host answers. */
-  discovery: () => { authUrl: string; relayUrl: string; version: string };
+  /** What GET /.well-known/sync-host answers (`smtp`: whether login links are e-mailed). */
+  discovery: () => { authUrl: string; relayUrl: string; version: string; smtp: boolean };
+  /**
+   * Reverse proxies (addresses, CIDRs) whose X-Forwarded-For gives the client address; empty:
+   * the socket's address is the client's.
+   */
+  trustProxy?: readonly string[];
   /** Extra routers mounted before the 404 handler (admin API and UI). */
   mount?: (app: Express) => void;
 }
@@ -80,6 +83,54 @@ function bodyError(err: BodyError, encoding: string | undefined): AppError {
   return new AppError('invalid_request', 'body could not be read');
 }
 
+/** Paths browser-based clients call from other origins (never /admin). */
+const crossOriginPaths = /^\/(?:health$|\.well-known\/sync-host$|auth(?:\/|$))/;
+
+/**
+ * CORS for the public API: any origin, bearer tokens only (no cookies, so no credentials
+ * mode), preflights answered 204. /admin/* sends no CORS headers: other origins cannot read it.
+ */
+const corsForApi: RequestHandler = (req, res, next) => {
+  if (!crossOriginPaths.test(req.path)) {
+    next();
+    return;
+  }
+  res.set('Access-Control-Allow-Origin', '*');
+  if (req.method !== 'OPTIONS') {
+    res.set('Access-Control-Expose-Headers', 'Retry-After');
+    next();
+    return;
+  }
+  res.set({
+    'Access-Control-Allow-Methods': 'GET, POST, DELETE',
+    'Access-Control-Allow-Headers': 'Authorization, Content-Type',
+    'Access-Control-Max-Age': '600',
+  });
+  res.status(204).end();
+};
+
+/** Paths whose GET only reads, so HEAD may run it: health, discovery, the admin UI's files. */
+const headSafePaths = /^\/(?:health$|\.well-known\/sync-host$|admin(?:\/(?!api(?:\/|$))|$))/;
+
+/**
+ * HEAD changes nothing anywhere. Express would answer HEAD with the GET handler (which may use
+ * a link, hand out a pairing's token, count a rate limit or refresh lastSeen); here only
+ * read-only paths get that. HEAD of a link is what a browser's GET shows: an HTML page, blank.
+ * Everything else is 405.
+ */
+const headChangesNothing: RequestHandler = (req, res, next) => {
+  if (req.method !== 'HEAD' || headSafePaths.test(req.path)) {
+    next();
+    return;
+  }
+  if (req.path === '/auth/verify') {
+    res.set('Cache-Control', 'no-store').type('html').status(200).end();
+    return;
+  }
+  res.set('Allow', 'GET, POST, DELETE');
+  throw new AppError('method_not_allowed', 'HEAD is not answered here; use GET');
+};
+
 /** The auth HTTP application: /health, /.well-known/sync-host, /auth/*, JSON errors. */
 export function createAuthApp(options: AuthAppOptions): Express {
   const { service, logger } = options;
@@ -87,6 +138,7 @@ export function createAuthApp(options: AuthAppOptions): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('trust proxy', options.trustProxy?.length ? [...options.trustProxy] : false);
 
   // Every answer: no sniffing, never framed, no referrer; no content but what a page allows
   // (HTML pages and the admin UI replace this CSP with their own).
@@ -97,6 +149,8 @@ export function createAuthApp(options: AuthAppOptions): Express {
     res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
     next();
   });
+  app.use(corsForApi);
+  app.use(headChangesNothing);
 
   app.get('/health', async (_req, res) => {
     try {
@@ -117,7 +171,7 @@ export function createAuthApp(options: AuthAppOptions): Express {
       if (!options.isReady()) throw unavailable();
       next();
     },
-    body: express.json({ limit: maxBodyBytes, strict: true, type: () => true }),
+    body: jsonBody,
   });
 
   options.mount?.(app);

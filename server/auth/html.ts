@@ -45,6 +45,30 @@ export function sendPage(res: Response, status: number, html: string): void {
 }
 
 /**
+ * The page a browser gets when it opens a link: a button that POSTs the link's fields
+ * (form-encoded) back to /auth/verify, so fetching the link alone never uses it up.
+ */
+export function confirmPage(
+  title: string,
+  message: string,
+  button: string,
+  fields: Record<string, string | undefined>,
+): string {
+  const inputs = Object.entries(fields)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+    .map(
+      ([name, value]) =>
+        `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`,
+    )
+    .join('');
+  return page(
+    title,
+    `<p>${escapeHtml(message)}</p>
+<form method="post" action="/auth/verify">${inputs}<button type="submit">${escapeHtml(button)}</button></form>`,
+  );
+}
+
+/**
  * The small page a browser gets when it opens a login link: the result and, on success, the
  * token to paste into the client with a copy button. No external resources, no inline script
  * beyond the copy handler.
@@ -67,11 +91,15 @@ document.getElementById('copy').addEventListener('click', async () => {
 });
 </script>`
     : '';
+  return page(title, `<p>${escapeHtml(message)}</p>${secretBlock}`);
+}
+
+function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(title)} · sync-host</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#222}
 textarea{width:100%;font:14px monospace}button{font:inherit;padding:.3rem 1rem}</style></head>
-<body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>${secretBlock}</body></html>
+<body><h1>${escapeHtml(title)}</h1>${body}</body></html>
 `;
 }

@@ -129,6 +129,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     signup: config.signup,
     allowedEmails: config.allowedEmails,
     deviceLimit: config.deviceLimit,
+    ownerEmail: config.ownerEmail,
   };
   const service = createAuthService({
     db,
@@ -174,7 +175,13 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     service,
     logger,
     isReady: () => isReady,
-    discovery: () => ({ authUrl: urls.baseUrl, relayUrl: urls.relayUrl, version }),
+    discovery: () => ({
+      authUrl: urls.baseUrl,
+      relayUrl: urls.relayUrl,
+      version,
+      smtp: config.smtp !== undefined,
+    }),
+    trustProxy: config.trustProxy,
     mount: options.mount && ((a) => options.mount?.(a, service, db)),
   });
   const timeouts = { ...defaultHttpTimeouts, ...options.httpTimeouts };

@@ -14,6 +14,14 @@ export interface AuthLimits {
   authFailuresPerClient: { points: number; seconds: number };
   /** Devices one login JWT may register (its lifetime is 15 minutes). */
   devicesPerJwt: { points: number; seconds: number };
+  /** Pairings started per client address. */
+  pairingsPerClient: { points: number; seconds: number };
+  /** Polls of unknown pairingIds per client address (guessing ids). */
+  pairPollFailuresPerClient: { points: number; seconds: number };
+  /** Unknown or wrong pairing codes per approver (a device, or the administrator). */
+  pairCodeFailuresPerApprover: { points: number; seconds: number };
+  /** Unknown or wrong pairing codes per client address. */
+  pairCodeFailuresPerClient: { points: number; seconds: number };
 }
 
 export const defaultAuthLimits: AuthLimits = {
@@ -22,6 +30,10 @@ export const defaultAuthLimits: AuthLimits = {
   verifiesPerClient: { points: 60, seconds: 15 * 60 },
   authFailuresPerClient: { points: 100, seconds: 15 * 60 },
   devicesPerJwt: { points: 5, seconds: 15 * 60 },
+  pairingsPerClient: { points: 30, seconds: 15 * 60 },
+  pairPollFailuresPerClient: { points: 30, seconds: 15 * 60 },
+  pairCodeFailuresPerApprover: { points: 10, seconds: 15 * 60 },
+  pairCodeFailuresPerClient: { points: 20, seconds: 15 * 60 },
 };
 
 /**
@@ -50,6 +62,15 @@ export class Limiter {
       if (err instanceof RateLimiterRes) throw this.#tooMany(key, err);
       throw err;
     }
+  }
+
+  /**
+   * Throws the 429 when `key` has no point left, without spending one. Only for a key that is
+   * the caller's own (an authenticated approver), never a shared client address.
+   */
+  async refuseIfSpent(key: string): Promise<void> {
+    const res = await this.#limiter.get(key);
+    if (res !== null && res.remainingPoints <= 0) throw this.#tooMany(key, res);
   }
 
   #tooMany(key: string, res: RateLimiterRes): AppError {

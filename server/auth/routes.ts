@@ -1,7 +1,7 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
-import { sendPage, verifyPage } from './html.ts';
+import { addPairingRoutes } from './pairing-routes.ts';
 import { bearer, clientOf } from './request.ts';
 import {
   deviceInputSchema,
@@ -12,25 +12,12 @@ import {
   text,
 } from './schemas.ts';
 import type { AuthService, Caller } from './service.ts';
+import { addVerifyRoutes } from './verify-routes.ts';
 
 const loginQuery = z.object({ email: emailSchema });
 const magicLinkBody = z.object({ email: emailSchema });
-const verifyQuery = z
-  .object({
-    token: rawString(255),
-    deviceName: text(255).optional(),
-    platform: text(50).optional(),
-  })
-  .refine((q) => (q.deviceName === undefined) === (q.platform === undefined), {
-    error: 'deviceName and platform must be given together',
-    path: ['deviceName'],
-  });
 const devicesBody = deviceInputSchema.extend({ jwt: rawString(4096).optional() });
 const projectBody = z.object({ projectKey: text(255), name: text(255) });
-
-/** Whether the client prefers an HTML page (a browser opening the link). */
-const wantsHtml = (req: Request): boolean =>
-  req.accepts(['application/json', 'text/html']) === 'text/html';
 
 /** What runs before the handlers: the readiness check (503) and the JSON body parser. */
 export interface AuthRouteGuards {
@@ -70,45 +57,7 @@ export function addAuthRoutes(app: Express, service: AuthService, guards: AuthRo
     res.json({ sent: true });
   });
 
-  app.get('/auth/verify', ready, async (req, res) => {
-    res.set('Cache-Control', 'no-store').set('Referrer-Policy', 'no-referrer');
-    const html = wantsHtml(req);
-    try {
-      const q = parseInput(verifyQuery, req.query, 'query');
-      const device =
-        q.deviceName !== undefined && q.platform !== undefined
-          ? { deviceName: q.deviceName, platform: q.platform }
-          : undefined;
-      const result = await service.verify(q.token, device, clientOf(req));
-      if (!html) {
-        res.json(result);
-        return;
-      }
-      const signedIn = `Signed in as ${result.user.email}.`;
-      sendPage(
-        res,
-        200,
-        'deviceToken' in result
-          ? verifyPage('Signed in', `${signedIn} This device is registered.`, {
-              label: 'Device token (paste it into your client as syncDeviceToken):',
-              value: result.deviceToken,
-            })
-          : verifyPage(
-              'Signed in',
-              `${signedIn} Copy this sign-in code into your client; it is valid for 15 minutes.`,
-              {
-                label: 'Sign-in code (JWT):',
-                value: result.jwt,
-              },
-            ),
-      );
-    } catch (err: unknown) {
-      if (!html || !(err instanceof AppError)) throw err;
-      if (err.retryAfterSeconds !== undefined)
-        res.set('Retry-After', String(err.retryAfterSeconds));
-      sendPage(res, err.status, verifyPage('Sign-in failed', err.message));
-    }
-  });
+  addVerifyRoutes(app, service, ready);
 
   app.post('/auth/devices', ready, body, async (req, res) => {
     const { jwt, deviceName, platform } = parseInput(devicesBody, req.body, 'body');
@@ -151,4 +100,6 @@ export function addAuthRoutes(app: Express, service: AuthService, guards: AuthRo
   app.get('/auth/subscription', ready, authed, async (req, res) => {
     res.json(await service.subscription(caller(req)));
   });
+
+  addPairingRoutes(app, service, { ready, body, authed, caller });
 }

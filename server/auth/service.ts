@@ -32,6 +32,7 @@ import { createRoomId, signDeviceToken, verifyDeviceToken } from '../tokens.ts';
 import { AppError, notFound, unauthorized, unavailable } from './errors.ts';
 import { signLoginJwt, verifyLoginJwt } from './jwt.ts';
 import type { Mailer } from './mail.ts';
+import { createPairingService } from './pairing.ts';
 import { type AuthLimits, defaultAuthLimits, Limiter } from './rate-limits.ts';
 
 /** Magic links are valid 15 minutes. */
@@ -60,6 +61,8 @@ export interface AuthSettings {
   allowedEmails: readonly string[];
   /** Devices one user may have at most (DEVICE_LIMIT). */
   deviceLimit: number;
+  /** The owner's address (OWNER_EMAIL); undefined: the first user is the owner. */
+  ownerEmail?: string | undefined;
 }
 
 export interface AuthServiceOptions {
@@ -95,6 +98,12 @@ export interface SubscriptionView {
 
 export type DeviceInput = { deviceName: string; platform: string };
 
+/** What a verified link gives: a device, a JWT, or (a pairing's link) the approved pairing. */
+export type Verified =
+  | { user: User; deviceToken: string; device: Device }
+  | { user: User; jwt: string }
+  | { user: User; device: Device; pairing: 'approved' };
+
 /** Whether an e-mail is matched by ALLOWED_EMAILS (exact addresses or `*@domain`). */
 export function isAllowedEmail(email: string, patterns: readonly string[]): boolean {
   const domain = email.slice(email.lastIndexOf('@') + 1);
@@ -122,6 +131,24 @@ export function createAuthService(options: AuthServiceOptions) {
     logger,
     `this sign-in code has registered ${limits.devicesPerJwt.points} devices, the most one code may; sign in again`,
   );
+  const pairingLimiters = {
+    creations: new Limiter('pairings per client', limits.pairingsPerClient, logger),
+    unknownIds: new Limiter(
+      'unknown pairings per client',
+      limits.pairPollFailuresPerClient,
+      logger,
+    ),
+    codeFailuresPerApprover: new Limiter(
+      'wrong pairing codes per approver',
+      limits.pairCodeFailuresPerApprover,
+      logger,
+    ),
+    codeFailuresPerClient: new Limiter(
+      'wrong pairing codes per client',
+      limits.pairCodeFailuresPerClient,
+      logger,
+    ),
+  };
   const revokeListeners = new Set<(deviceId: number, userId: number) => void>();
   const pending = new Map<string, PendingLink>();
   const callers = new Map<string, { caller: Caller; until: number }>();
@@ -207,77 +234,126 @@ export function createAuthService(options: AuthServiceOptions) {
       if (Date.parse(link.expiresAt) <= at) pending.delete(token);
   }
 
+  /** The unused, unexpired link of a token, else the reason as an AppError; counts per client. */
+  async function usableLink(token: string, client: string) {
+    const link = /^[0-9a-f]{64}$/.test(token) ? await findMagicLink(db, token) : undefined;
+    if (link === undefined) {
+      logger.warn({ client }, 'verify with an unknown link token');
+      throw await verifyFailure(
+        client,
+        new AppError('invalid_token', 'this login link is not valid'),
+      );
+    }
+    if (link.used)
+      throw await verifyFailure(
+        client,
+        new AppError('token_used', 'this login link was already used'),
+      );
+    if (Date.parse(link.expiresAt) <= now())
+      throw await verifyFailure(
+        client,
+        new AppError('token_expired', 'this login link has expired'),
+      );
+    return link;
+  }
+
+  /** The user of an e-mail, created when new (the owner rule applies). */
+  const userFor = (email: string): Promise<User> =>
+    findOrCreateUser(db, email, settings.defaultTier, new Date(now()), settings.ownerEmail);
+
+  /**
+   * Creates and sends (or prints) a magic link; returns its token, or undefined when the
+   * allowlist refuses the address (logged, no link created).
+   */
+  async function issueLink(email: string, client: string): Promise<string | undefined> {
+    await linksPerClient.consume(client);
+    await linksPerEmail.consume(email);
+    if (settings.signup === 'allowlist' && !isAllowedEmail(email, settings.allowedEmails)) {
+      if ((await findUserByEmail(db, email)) === undefined) {
+        logger.info({ email, client }, 'login refused: e-mail not on the allowlist');
+        return undefined;
+      }
+    }
+    const token = randomHex(32);
+    const created = new Date(now());
+    const expires = new Date(created.getTime() + linkLifetimeMs);
+    await createMagicLink(db, email, token, created, expires);
+    const link = `${settings.baseUrl}/auth/verify?token=${token}`;
+    try {
+      await mailer.sendLoginLink(email, token, link);
+    } catch (err: unknown) {
+      logger.error(
+        { email, err: err instanceof Error ? err.message : String(err) },
+        'login e-mail could not be sent',
+      );
+      throw new AppError('unavailable', 'the login e-mail could not be sent; try again later', 30);
+    }
+    if (mailer.devMode) {
+      prunePending();
+      pending.set(token, {
+        email,
+        token,
+        link,
+        createdAt: created.toISOString(),
+        expiresAt: expires.toISOString(),
+      });
+    }
+    logger.info({ email }, 'login link created');
+    return token;
+  }
+
+  const pairing = createPairingService({
+    db,
+    logger,
+    now,
+    limiters: pairingLimiters,
+    settings,
+    addDevice,
+    userFor,
+    issueLink,
+    notifyRevoked,
+  });
+
   return {
     devMode: mailer.devMode,
+    /** The public base URL (AUTH_BASE_URL or the LAN address). */
+    baseUrl: () => settings.baseUrl,
+    /** OWNER_EMAIL; undefined: the first user is the owner. */
+    ownerEmail: () => settings.ownerEmail,
+    pairing,
+    userFor,
 
     /**
      * Creates and sends a login link. Answers the same whether the e-mail is known, unknown or
      * refused by the allowlist (refusals are logged, no link is created).
      */
     async requestLink(email: string, client: string): Promise<void> {
-      await linksPerClient.consume(client);
-      await linksPerEmail.consume(email);
-      if (settings.signup === 'allowlist' && !isAllowedEmail(email, settings.allowedEmails)) {
-        if ((await findUserByEmail(db, email)) === undefined) {
-          logger.info({ email, client }, 'login refused: e-mail not on the allowlist');
-          return;
-        }
-      }
-      const token = randomHex(32);
-      const created = new Date(now());
-      const expires = new Date(created.getTime() + linkLifetimeMs);
-      await createMagicLink(db, email, token, created, expires);
-      const link = `${settings.baseUrl}/auth/verify?token=${token}`;
-      try {
-        await mailer.sendLoginLink(email, token, link);
-      } catch (err: unknown) {
-        logger.error(
-          { email, err: err instanceof Error ? err.message : String(err) },
-          'login e-mail could not be sent',
-        );
-        throw new AppError(
-          'unavailable',
-          'the login e-mail could not be sent; try again later',
-          30,
-        );
-      }
-      if (mailer.devMode) {
-        prunePending();
-        pending.set(token, {
-          email,
-          token,
-          link,
-          createdAt: created.toISOString(),
-          expiresAt: expires.toISOString(),
-        });
-      }
-      logger.info({ email }, 'login link created');
+      await issueLink(email, client);
     },
 
-    /** Verifies a link once; with device data returns a device token, without it a JWT. */
+    /**
+     * Verifies a link once; with device data returns a device token, without it a JWT. The link
+     * of a pairing approves that pairing for the link's address instead.
+     */
     async verify(
       token: string,
       device: DeviceInput | undefined,
       client: string,
-    ): Promise<{ user: User; deviceToken: string; device: Device } | { user: User; jwt: string }> {
-      const link = /^[0-9a-f]{64}$/.test(token) ? await findMagicLink(db, token) : undefined;
-      if (link === undefined) {
-        logger.warn({ client }, 'verify with an unknown link token');
+    ): Promise<Verified> {
+      const link = await usableLink(token, client);
+      if (!(await consumeMagicLink(db, link.id)))
         throw await verifyFailure(
           client,
-          new AppError('invalid_token', 'this login link is not valid'),
+          new AppError('token_used', 'this login link was already used'),
         );
-      }
-      const used = new AppError('token_used', 'this login link was already used');
-      if (link.used) throw await verifyFailure(client, used);
-      if (Date.parse(link.expiresAt) <= now())
-        throw await verifyFailure(
-          client,
-          new AppError('token_expired', 'this login link has expired'),
-        );
-      if (!(await consumeMagicLink(db, link.id))) throw await verifyFailure(client, used);
       try {
-        const user = await findOrCreateUser(db, link.email, settings.defaultTier, new Date(now()));
+        const paired = await pairing.pairingOfLink(token);
+        if (paired !== undefined) {
+          const approved = await pairing.approveByLink(paired, link.email);
+          pending.delete(token);
+          return { ...approved, pairing: 'approved' };
+        }
+        const user = await userFor(link.email);
         if (device === undefined) {
           const jwt = await signLoginJwt(user.id, settings.secret, now());
           pending.delete(token);
@@ -301,6 +377,15 @@ export function createAuthService(options: AuthServiceOptions) {
         );
         throw err;
       }
+    },
+
+    /**
+     * What a link is for, without using it (the confirm page): its address and, for a pairing's
+     * link, the device waiting for approval. Throws as verify would for a bad link.
+     */
+    async describeLink(token: string, client: string) {
+      const link = await usableLink(token, client);
+      return { email: link.email, pairing: await pairing.pairingOfLink(token) };
     },
 
     /** POST /auth/devices: a device for the user of a valid login JWT. */
@@ -386,7 +471,7 @@ export function createAuthService(options: AuthServiceOptions) {
       projectKey: string,
       name: string,
     ): Promise<{ created: boolean; project: Project }> {
-      const { projectLimit } = await subscriptionOf(caller.user.id);
+      const { projectLimit, effectiveTier: tier } = await subscriptionOf(caller.user.id);
       const result = await registerProject(
         db,
         { userId: caller.user.id, projectKey, name },
@@ -397,7 +482,7 @@ export function createAuthService(options: AuthServiceOptions) {
       if ('limited' in result) {
         throw new AppError(
           'project_limit',
-          `your tier allows ${projectLimit} synced project${projectLimit === 1 ? '' : 's'}`,
+          `the ${tier} tier allows ${projectLimit} synced project${projectLimit === 1 ? '' : 's'}; the host's administrator can raise your tier in the admin UI (Users)`,
         );
       }
       if (result.created)

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { tiers } from '../../protocol/tiers.ts';
@@ -21,6 +22,15 @@ import {
 } from './keys.ts';
 
 const dbDrivers = ['sqlite', 'postgres', 'mysql'] as const;
+
+/** An IPv4/IPv6 address, optionally with a /prefix length that fits it. */
+function isAddressOrCidr(value: string): boolean {
+  const [address = '', prefix, extra] = value.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
 
 const httpUrl = z
   .string()
@@ -132,6 +142,42 @@ const authKeys = {
       ),
     'ALLOWED_EMAILS',
     'allowed.emails',
+  ),
+  /** The host's owner (tier pro whatever DEFAULT_TIER says). Default empty: the first user. */
+  ownerEmail: configKey(
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .transform(absentWhenEmpty)
+      .pipe(z.email({ error: 'must be an e-mail address' }).optional())
+      .optional(),
+    'OWNER_EMAIL',
+    'owner.email',
+  ),
+  /**
+   * Comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For gives the
+   * client address (rate limits, logs). Default empty: no proxy is trusted.
+   */
+  trustProxy: configKey(
+    z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      )
+      .pipe(
+        z.array(
+          z.string().refine(isAddressOrCidr, {
+            error: 'must list IP addresses or CIDRs (e.g. 127.0.0.1, 10.0.0.0/8), comma-separated',
+          }),
+        ),
+      ),
+    'TRUST_PROXY',
+    'trust.proxy',
   ),
   logLevel: configKey(logLevelSchema.default('info'), 'LOG_LEVEL', 'log.level'),
   /** NATS server URLs, comma-separated: device revocations are published there for every relay node. */

@@ -3,6 +3,7 @@ import type { DbDriver } from '../config/auth-config.ts';
 import type { Db } from './connect.ts';
 import * as initial from './migrations/001-initial.ts';
 import { columnTypes } from './migrations/001-initial.ts';
+import * as pairings from './migrations/002-pairings.ts';
 import * as exactCollation from './migrations/003-exact-collation.ts';
 
 interface Migration {
@@ -17,6 +18,7 @@ interface Migration {
  */
 export const migrations: readonly Migration[] = [
   { version: 1, name: 'initial', up: initial.up },
+  { version: 2, name: 'pairings', up: pairings.up },
   { version: 3, name: 'exact-collation', up: exactCollation.up },
 ];
 

@@ -56,6 +56,30 @@ export interface SubscriptionsTable {
   createdAt: DbDate;
 }
 
+/** A pending, approved, denied or claimed pairing (a device joining by a short code). */
+export interface PairingsTable {
+  id: Generated<number>;
+  /** SHA-256 hex digest of the pairingId the device polls with, never the id itself. */
+  pairingId: string;
+  /** The code shown on the device, normalized: 8 letters without the dash. */
+  code: string;
+  deviceName: string;
+  platform: string;
+  email: string | null;
+  clientAddress: string;
+  /** SHA-256 hex digest of the magic link sent with the pairing, when an e-mail was given. */
+  linkToken: string | null;
+  status: string;
+  userId: number | null;
+  deviceId: number | null;
+  /** Unix seconds the device token was signed with; the token itself is never stored. */
+  tokenIssuedAt: ColumnType<number | string | bigint | null, number | null, number | null>;
+  approvedVia: string | null;
+  approverName: string | null;
+  createdAt: DbDate;
+  expiresAt: DbDate;
+}
+
 export interface SchemaVersionTable {
   version: number;
   name: string;
@@ -68,6 +92,7 @@ export interface Database {
   magic_links: MagicLinksTable;
   projects: ProjectsTable;
   subscriptions: SubscriptionsTable;
+  pairings: PairingsTable;
   schemaVersion: SchemaVersionTable;
 }
 
@@ -76,6 +101,7 @@ export type DeviceRow = Selectable<DevicesTable>;
 export type ProjectRow = Selectable<ProjectsTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type MagicLinkRow = Selectable<MagicLinksTable>;
+export type PairingRow = Selectable<PairingsTable>;
 export type NewDevice = Insertable<DevicesTable>;
 
 /** A datetime read from any driver as an ISO-8601 UTC string. */

@@ -39,15 +39,21 @@ export async function findUserByEmail(db: Db, email: string): Promise<User | und
   return row && toUser(row);
 }
 
+/** The tier of the host's owner, whatever DEFAULT_TIER says. */
+export const ownerTier: Tier = 'pro';
+
 /**
  * Returns the user with this e-mail, creating it (with a subscription of `tier`) when new.
- * Two concurrent creations of one e-mail end with one user: the loser reads the winner's row.
+ * The owner (the user with `ownerEmail` when it is set, else the first user created) gets
+ * `ownerTier` instead. Two concurrent creations of one e-mail end with one user: the loser
+ * reads the winner's row.
  */
 export async function findOrCreateUser(
   db: Db,
   email: string,
   tier: Tier,
   now: Date,
+  ownerEmail?: string,
 ): Promise<User> {
   const existing = await findUserByEmail(db, email);
   if (existing) return existing;
@@ -58,9 +64,23 @@ export async function findOrCreateUser(
         tx,
         trx.insertInto('users').values({ email, createdAt: db.date(now) }),
       );
+      const isOwner =
+        ownerEmail !== undefined
+          ? email === ownerEmail
+          : (await trx
+              .selectFrom('users')
+              .select('id')
+              .where('id', '<', id)
+              .limit(1)
+              .executeTakeFirst()) === undefined;
       await trx
         .insertInto('subscriptions')
-        .values({ userId: id, tier, expiresAt: null, createdAt: db.date(now) })
+        .values({
+          userId: id,
+          tier: isOwner ? ownerTier : tier,
+          expiresAt: null,
+          createdAt: db.date(now),
+        })
         .execute();
       return { id, email, createdAt: now.toISOString() };
     });
