@@ -116,7 +116,7 @@ const headSafePaths = /^\/(?:health$|\.well-known\/sync-host$|admin(?:\/(?!api(?
  * HEAD changes nothing anywhere. Express would answer HEAD with the GET handler (which may use
  * a link, hand out a pairing's token, count a rate limit or refresh lastSeen); here only
  * read-only paths get that. HEAD of a link is what a browser's GET shows: an HTML page, blank.
- * Everything else is 405.
+ * Everything else is 404, as any method a path does not serve.
  */
 const headChangesNothing: RequestHandler = (req, res, next) => {
   if (req.method !== 'HEAD' || headSafePaths.test(req.path)) {
@@ -127,8 +127,8 @@ const headChangesNothing: RequestHandler = (req, res, next) => {
     res.set('Cache-Control', 'no-store').type('html').status(200).end();
     return;
   }
-  res.set('Allow', 'GET, POST, DELETE');
-  throw new AppError('method_not_allowed', 'HEAD is not answered here; use GET');
+  // As for any other method a path does not serve (PUT, PATCH): no route.
+  throw new AppError('not_found', `no route HEAD ${req.path}; use GET`);
 };
 
 /** The auth HTTP application: /health, /.well-known/sync-host, /auth/*, JSON errors. */

@@ -9,7 +9,6 @@ export const authErrors = {
   device_limit: 403,
   pair_denied: 403,
   not_found: 404,
-  method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

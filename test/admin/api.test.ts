@@ -76,7 +76,8 @@ describe('admin API access', () => {
 
 describe('users and tiers', () => {
   it('invites a user, lists users with tier, expiry and counts, and changes the tier', async () => {
-    th = await startTestHost({ ui: false });
+    // The owner is someone else, so bob gets DEFAULT_TIER.
+    th = await startTestHost({ ui: false, auth: ['OWNER_EMAIL=owner@example.com'] });
     const invited = await th.admin('POST', '/users', { email: '  Bob@Example.com ' });
     expect(invited.status).toBe(201);
     const bob = (invited.body as { user: Json }).user;

@@ -3,23 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumFlags, chromiumPath, hasBrowser, requireBrowser } from '../helpers/chromium.ts';
 import { joinRelay, registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 
-/** Debian's Chromium (apt-get install -y chromium); CHROMIUM_PATH overrides. */
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const hasBrowser = existsSync(chromiumPath);
-const requireBrowser = process.env.REQUIRE_BROWSER === '1';
-/** Flags for a closed network, as root, without a GPU (see issue 4). */
-const chromiumFlags = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 /** docs/screenshots/ with UPDATE_SCREENSHOTS=1 (after a UI change), else a temp folder. */
 const screenshots =
   process.env.UPDATE_SCREENSHOTS === '1'

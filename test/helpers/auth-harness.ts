@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createAdminMount } from '../../server/admin/index.ts';
 import { type AuthServer, createAuthServer } from '../../server/auth/index.ts';
 import type { AuthLimits } from '../../server/auth/rate-limits.ts';
 import type { AuthConfig, DbConfig } from '../../server/config/auth-config.ts';
+import type { Host } from '../../server/host.ts';
 import { captureLogger } from './capture.ts';
 import { testAuthConfig } from './configs.ts';
 import type { DbTarget } from './databases.ts';
@@ -43,7 +45,12 @@ export interface HarnessOptions {
   secret?: string;
   /** Rewrites the database config (e.g. to go through a TCP proxy the test controls). */
   mapDb?: (config: DbConfig) => DbConfig;
+  /** Mounts the admin API (as `sync-host auth` does: no relay); calls take `adminToken`. */
+  admin?: boolean;
 }
+
+/** The admin token of harnesses started with `admin: true`. */
+export const adminToken = 'test-admin-token-0123456789abcdef';
 
 /** Starts the real auth service on 127.0.0.1, an ephemeral port and a fresh database of `target`. */
 export async function startAuth(
@@ -74,6 +81,25 @@ export async function startAuth(
     limits: options.limits,
     sqliteEngine: db.sqliteEngine,
     retryMs: 200,
+    mount: options.admin
+      ? (app, service, db) => {
+          // The host of `sync-host auth`: no relay, the admin token of this harness.
+          const host: Host = {
+            urls: {},
+            adminToken,
+            relayPaused: false,
+            pauseRelay: async () => {},
+            resumeRelay: async () => {},
+            close: async () => {},
+          };
+          createAdminMount({ logger, defaultTier: config.defaultTier, ui: false })(
+            app,
+            service,
+            db,
+            () => host,
+          );
+        }
+      : undefined,
   });
   await server.ready;
   const port = await server.listen();
