@@ -1,6 +1,6 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { maxBodyBytes } from './body.ts';
+import { jsonBody, maxBodyBytes } from './body.ts';
 import { AppError } from './errors.ts';
 import { confirmPage, sendPage, verifyPage } from './html.ts';
 import { formatCode } from './pairing.ts';
@@ -29,8 +29,12 @@ const deviceOf = (q: VerifyFields) =>
     ? { deviceName: q.deviceName, platform: q.platform }
     : undefined;
 
-/** The form post of the confirm page: the one form-encoded body the service accepts. */
-const formBody = express.urlencoded({ limit: maxBodyBytes, extended: false });
+const parseForm = express.urlencoded({ limit: maxBodyBytes, extended: false });
+/** The form post of the confirm page: the one form-encoded body the service accepts (or JSON). */
+const formBody: RequestHandler = (req, res, next) =>
+  req.is('application/x-www-form-urlencoded')
+    ? parseForm(req, res, next)
+    : jsonBody(req, res, next);
 
 /**
  * GET and POST /auth/verify. A JSON client verifies with the GET of the API table. A browser's

@@ -118,14 +118,27 @@ await describeEachDatabase(
       const accept = {
         accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
       };
-      const ok = await h.request('GET', `/auth/verify?token=${token}&deviceName=a&platform=b`, {
-        headers: accept,
+      // Opening the link shows a confirm button; its form post uses the link.
+      const form = { ...accept, 'content-type': 'application/x-www-form-urlencoded' };
+      const confirm = await h.request(
+        'GET',
+        `/auth/verify?token=${token}&deviceName=a&platform=b`,
+        {
+          headers: accept,
+        },
+      );
+      expect(confirm.status).toBe(200);
+      expect(await confirm.text()).toContain('<form method="post"');
+      const ok = await h.request('POST', '/auth/verify', {
+        body: `token=${token}&deviceName=a&platform=b`,
+        headers: form,
       });
       expect(ok.status).toBe(200);
       expect(ok.headers.get('content-type')).toMatch(/text\/html/);
       expect(await ok.text()).toMatch(/Signed in as .*Copy/s);
-      const used = await h.request('GET', `/auth/verify?token=${token}&deviceName=a&platform=b`, {
-        headers: accept,
+      const used = await h.request('POST', '/auth/verify', {
+        body: `token=${token}&deviceName=a&platform=b`,
+        headers: form,
       });
       expect(used.status).toBe(401);
       expect(await used.text()).toContain('already used');

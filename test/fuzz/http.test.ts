@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
 
 /** The statuses of the contract's error table, plus the success statuses of the endpoints. */
-const allowed = new Set([200, 201, 204, 400, 401, 403, 404, 413, 429, 503]);
+const allowed = new Set([200, 201, 202, 204, 400, 401, 403, 404, 413, 415, 429, 503]);
 const errorCodes = new Set([
   'invalid_request',
   'unauthorized',
@@ -12,8 +12,10 @@ const errorCodes = new Set([
   'token_expired',
   'token_used',
   'project_limit',
+  'pair_denied',
   'not_found',
   'payload_too_large',
+  'unsupported_media_type',
   'rate_limited',
   'unavailable',
 ]);
@@ -31,6 +33,13 @@ const paths = [
   '/auth/projects',
   '/auth/project/:id',
   '/auth/subscription',
+  '/auth/pair',
+  '/auth/pair/:id',
+  '/auth/pair/approve',
+  '/auth/pair/deny',
+  '/admin/api/pairings',
+  '/admin/api/pairings/approve',
+  '/admin/api/pairings/deny',
   '/admin/api/overview',
   '/admin/api/users',
   '/admin/api/users/:id',

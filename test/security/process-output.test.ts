@@ -41,6 +41,7 @@ describe('secrets in the output of a host process', () => {
     const deviceToken = String(v1.deviceToken);
     await fetch(`${auth}/auth/magic-link`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: 'two@example.com' }),
     });
     const link2 = await linkFor('two@example.com');
@@ -48,7 +49,7 @@ describe('secrets in the output of a host process', () => {
     const d2 = await json(
       await fetch(`${auth}/auth/devices`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${jwt}` },
+        headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
         body: JSON.stringify({ deviceName: 'b', platform: 'darwin' }),
       }),
     );
@@ -58,7 +59,7 @@ describe('secrets in the output of a host process', () => {
       await json(
         await fetch(`${auth}/auth/project`, {
           method: 'POST',
-          headers: bearer,
+          headers: { ...bearer, 'content-type': 'application/json' },
           body: JSON.stringify({ projectKey: 'k', name: 'n' }),
         }),
       )
