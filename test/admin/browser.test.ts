@@ -34,7 +34,8 @@ describe.skipIf(!hasBrowser)(title, () => {
   let device: { deviceToken: string; id: number } | undefined;
 
   beforeAll(async () => {
-    th = await startTestHost({ auth: ['DEFAULT_TIER=free'] });
+    // The owner is someone else, so alice starts on DEFAULT_TIER.
+    th = await startTestHost({ auth: ['DEFAULT_TIER=free', 'OWNER_EMAIL=owner@example.com'] });
     profile = mkdtempSync(join(tmpdir(), 'sync-host-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: chromiumPath,
@@ -83,8 +84,13 @@ describe.skipIf(!hasBrowser)(title, () => {
       row.getByRole('link', { name: 'Open' }).click(),
     ]);
     await popup.waitForLoadState();
+    // Opening the link only asks; the click uses it.
+    expect(await popup.locator('h1').textContent()).toBe('Sign in to sync-host');
+    await popup.getByRole('button', { name: 'Sign in' }).click();
+    await popup.locator('#value').waitFor();
     expect(await popup.locator('h1').textContent()).toBe('Signed in');
-    jwt = (await popup.locator('#value').inputValue()).trim();
+    // The page shows the command that finishes in the CLI: `sync-host login --auth … --token <JWT>`.
+    jwt = (await popup.locator('#value').inputValue()).trim().split(' --token ')[1] ?? '';
     expect(jwt.split('.')).toHaveLength(3);
     await popup.close();
 

@@ -101,12 +101,13 @@ describe('command line', () => {
       expect(me.status).toBe(200);
       const wellKnown = (await (await fetch(`${url}/.well-known/sync-host`)).json()) as Record<
         string,
-        string
+        string | boolean
       >;
       expect(wellKnown).toEqual({
         authUrl: url,
         relayUrl: expect.stringMatching(/^ws:\/\//),
         version,
+        smtp: false,
       });
     } finally {
       expect(await host.stop('SIGTERM')).toBe(0);
