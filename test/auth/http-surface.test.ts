@@ -160,7 +160,7 @@ describe('the magic-link page', () => {
 
 describe('owner and tiers', () => {
   it('makes the first user the owner on tier pro and names tier, limit and administrator in project_limit', async () => {
-    const a = await start({ admin: true, conf: { DEFAULT_TIER: 'free' } });
+    const a = await start({ admin: true, conf: { DEFAULT_TIER: 'free', OWNER_EMAIL: '' } });
     const owner = await a.signIn('first@example.com');
     const other = await a.signIn('second@example.com');
     const sub = async (token: string) =>

@@ -60,7 +60,8 @@ export async function startAuth(
   const dir = mkdtempSync(join(tmpdir(), 'synchost-auth-'));
   const db = await target.create(dir);
   const config = {
-    ...testAuthConfig(dir, options.conf),
+    // Test users are not the owner (who would get tier pro) unless a test says otherwise.
+    ...testAuthConfig(dir, { OWNER_EMAIL: 'owner@example.com', ...options.conf }),
     db: options.mapDb?.(db.config) ?? db.config,
   };
   const { logger, lines: logs } = captureLogger();
