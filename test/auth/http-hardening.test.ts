@@ -159,8 +159,8 @@ describe('security headers of the HTML pages', () => {
   });
 });
 
-describe.skipIf(!existsSync(chromiumPath))('the verify page under its CSP in Chromium', () => {
-  it('applies its style and runs its copy button without a CSP violation', async () => {
+describe.skipIf(!existsSync(chromiumPath))('the verify pages under their CSP in Chromium', () => {
+  it('the confirm and result pages apply their style and run the copy button without a CSP violation', async () => {
     const h = await startAuth(sqlite);
     const profile = mkdtempSync(join(tmpdir(), 'sync-host-chromium-'));
     const context = await chromium.launchPersistentContext(profile, {
@@ -177,6 +177,12 @@ describe.skipIf(!existsSync(chromiumPath))('the verify page under its CSP in Chr
       await h.request('GET', '/auth/login?email=browser@example.com');
       const token = await h.linkToken('browser@example.com');
       await page.goto(`${h.url}/auth/verify?token=${token}&deviceName=laptop&platform=linux`);
+      // The confirm page, then (its form post) the result page with the copy button.
+      expect(await page.locator('body').evaluate((b) => getComputedStyle(b).maxWidth)).toBe(
+        '576px',
+      );
+      await page.locator('button[type="submit"]').click();
+      await page.locator('#copy').waitFor();
       expect(await page.locator('body').evaluate((b) => getComputedStyle(b).maxWidth)).toBe(
         '576px',
       );
