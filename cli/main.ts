@@ -24,7 +24,8 @@ Modes:
   (none)              the tray app when Electron is installed, else the headless host
 
 Client commands (see \`sync-host login --help\`):
-  login, devices, projects, project add, subscription, send, listen
+  login, logout, pair approve|deny, devices [remove], projects, project add|remove,
+  subscription, send, listen
 
 Options:
   --config-dir DIR    read auth.conf and relay.conf from DIR (default: the working directory)

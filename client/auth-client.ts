@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import {
+  approvedDeviceSchema,
   currentDeviceSchema,
   type Device,
   type DeviceDescription,
@@ -9,7 +10,12 @@ import {
   type HostInfo,
   hostInfoSchema,
   jwtLoginSchema,
+  type PairingPoll,
+  type PairingStarted,
   type Project,
+  pairingLinkSchema,
+  pairingPollSchema,
+  pairingStartedSchema,
   projectAnswerSchema,
   projectsSchema,
   registeredDeviceSchema,
@@ -76,6 +82,16 @@ export interface AuthClient {
   ): Promise<{ project: Project; created: boolean }>;
   deleteProject(id: number): Promise<void>;
   subscription(): Promise<Subscription>;
+  /** `POST /auth/pair`: starts pairing this device; `pair()` runs the whole flow. */
+  startPairing(device: DeviceDescription, email?: string): Promise<PairingStarted>;
+  /** `GET /auth/pair/:pairingId`: still pending, or approved with the device token (once). */
+  pollPairing(pairingId: string): Promise<PairingPoll>;
+  /** Lets the new device showing `code` join this device's user; resolves with that device. */
+  approvePairing(code: string): Promise<Device>;
+  /** Refuses the new device showing `code`. */
+  denyPairing(code: string): Promise<void>;
+  /** Uses a pairing's sign-in link (or its token): approves that pairing for the link's address. */
+  useLink(tokenOrLink: string): Promise<{ device: Device; user: User }>;
 }
 
 /** The token of a login link: accepts the bare 64-hex token or any URL/text carrying `token=`. */
@@ -226,6 +242,34 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       await call('DELETE', `/auth/project/${encodeURIComponent(String(id))}`, undefined, {
         bearer: bearer(),
       });
+    },
+
+    async startPairing(device, email) {
+      const body = email === undefined ? device : { ...device, email };
+      return (await call('POST', '/auth/pair', pairingStartedSchema, { body })).data;
+    },
+
+    async pollPairing(pairingId) {
+      const path = `/auth/pair/${encodeURIComponent(pairingId)}`;
+      return (await call('GET', path, pairingPollSchema)).data;
+    },
+
+    async approvePairing(code) {
+      return (
+        await call('POST', '/auth/pair/approve', approvedDeviceSchema, {
+          body: { code },
+          bearer: bearer(),
+        })
+      ).data.device;
+    },
+
+    async denyPairing(code) {
+      await call('POST', '/auth/pair/deny', undefined, { body: { code }, bearer: bearer() });
+    },
+
+    async useLink(tokenOrLink) {
+      const query = { token: linkToken(tokenOrLink) };
+      return (await call('GET', '/auth/verify', pairingLinkSchema, { query })).data;
     },
 
     async subscription() {

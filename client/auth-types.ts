@@ -31,6 +31,8 @@ export const hostInfoSchema = z.object({
   authUrl: z.string(),
   relayUrl: z.string(),
   version: z.string(),
+  /** Whether the host e-mails login links (false: development mode, links are printed). */
+  smtp: z.boolean().optional(),
 });
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }),
@@ -49,7 +51,42 @@ export const devicesSchema = z.object({ devices: z.array(deviceSchema) });
 export const projectsSchema = z.object({ projects: z.array(projectSchema) });
 export const projectAnswerSchema = z.object({ project: projectSchema });
 
+export const pairingStartedSchema = z.object({
+  pairingId: z.string(),
+  code: z.string(),
+  expiresAt: timestamp,
+  interval: z.number().positive(),
+  approveUrl: z.string(),
+});
+export const approvedBySchema = z.object({
+  via: z.enum(['admin', 'device', 'link']),
+  name: z.string().nullable(),
+});
+export const pairingPollSchema = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('pending') }),
+  z.object({
+    status: z.literal('approved'),
+    deviceToken: z.string(),
+    device: deviceSchema,
+    user: userSchema,
+    approvedBy: approvedBySchema,
+  }),
+]);
+export const approvedDeviceSchema = z.object({ device: deviceSchema });
+export const pairingLinkSchema = z.object({
+  pairing: z.literal('approved'),
+  device: deviceSchema,
+  user: userSchema,
+});
+
 export type User = z.infer<typeof userSchema>;
+/** `POST /auth/pair`: the code to show and where it is approved. */
+export type PairingStarted = z.infer<typeof pairingStartedSchema>;
+/** Who approved a pairing: the administrator, a signed-in device (its name), or the link (its address). */
+export type ApprovedBy = z.infer<typeof approvedBySchema>;
+export type PairingPoll = z.infer<typeof pairingPollSchema>;
+/** An approved pairing: a signed-in device, and who approved it. */
+export type Paired = Extract<PairingPoll, { status: 'approved' }>;
 export type Device = z.infer<typeof deviceSchema>;
 export type Project = z.infer<typeof projectSchema>;
 export type Subscription = z.infer<typeof subscriptionSchema>;

@@ -10,9 +10,12 @@ export {
   linkToken,
 } from './auth-client.ts';
 export type {
+  ApprovedBy,
   Device,
   DeviceDescription,
   HostInfo,
+  Paired,
+  PairingStarted,
   Project,
   SignedIn,
   Subscription,
@@ -20,6 +23,7 @@ export type {
 } from './auth-types.ts';
 export { type Backoff, type BackoffOptions, createBackoff } from './backoff.ts';
 export { AuthServiceError, RelayError, SettingsError, SyncError } from './errors.ts';
+export { type PairOptions, pair } from './pairing.ts';
 export {
   type CloseInfo,
   type ConnectionState,

@@ -1,6 +1,8 @@
 /** The client subcommands of `bin/sync-host`, run by `client/cli/main.ts`. */
 export const clientCommands: ReadonlySet<string> = new Set([
   'login',
+  'logout',
+  'pair',
   'devices',
   'projects',
   'project',

@@ -72,6 +72,17 @@ export class CredentialStore {
   save(authUrl: string, credential: Credential): void {
     const file = this.read();
     file.hosts[authUrl] = credential;
+    this.write(file);
+  }
+
+  /** Forgets the credential of an auth service (logout). */
+  remove(authUrl: string): void {
+    const file = this.read();
+    delete file.hosts[authUrl];
+    this.write(file);
+  }
+
+  private write(file: z.infer<typeof fileSchema>): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const temp = `${this.path}.${process.pid}.tmp`;
     writeFileSync(temp, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });

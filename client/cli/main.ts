@@ -2,20 +2,31 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { WebSocket } from 'ws';
 import { type AuthClient, createAuthClient } from '../auth-client.ts';
-import type { Project } from '../auth-types.ts';
+import type { Project, SignedIn } from '../auth-types.ts';
 import { AuthServiceError, SettingsError, SyncError } from '../errors.ts';
 import { createRelayConnection, type RelayConnection } from '../relay-connection.ts';
 import { parseSettings } from '../settings.ts';
 import { CredentialStore, configDir } from './credentials.ts';
 import { type CliIo, processIo, readLine } from './io.ts';
+import { loginByPairing, signInWithToken } from './login.ts';
 
 export const clientUsage = `Client commands:
-  sync-host login <email> --auth URL [--device-name N] [--platform P] [--token T] [--jwt]
-      request a login link, then paste the token or the whole link (--token skips the request;
-      --jwt uses the JWT flow: POST /auth/magic-link, verify, POST /auth/devices)
+  sync-host login --auth URL [--device-name N] [--platform P]
+      pair this device: shows a code (and a QR code of where to approve it) and waits until it
+      is approved in the admin UI, on a signed-in device (pair approve) or by its e-mail link
+  sync-host login <email> --auth URL [--token T] [--jwt]
+      with SMTP on the host: request a login link, then paste the token or the whole link;
+      without SMTP: pair as above, joining as <email>
+      --token accepts a link, its token, the sign-in code (JWT) a link's page shows, or a device
+      token; --jwt uses the JWT flow (POST /auth/magic-link, verify, POST /auth/devices)
+  sync-host logout                      remove this device at the host and forget its token
+  sync-host pair approve <code>         let a new device showing <code> join your account
+  sync-host pair deny <code>            refuse it
   sync-host devices                     list this user's devices (JSON)
+  sync-host devices remove <id>         remove a device (its token stops working at once)
   sync-host projects                    list synced projects (JSON)
   sync-host project add <key> <name>    register a workspace (idempotent); prints the project
+  sync-host project remove <key>        stop syncing a workspace
   sync-host subscription                tier, effective tier, expiry and project limit (JSON)
   sync-host send <projectKey> <to> <json>
       join the project's room, send {"to","payload"} (to: host, broadcast or a device id), exit
@@ -110,9 +121,23 @@ async function dispatch(command: string, ctx: Context): Promise<number> {
   switch (command) {
     case 'login':
       return login(ctx);
-    case 'devices':
+    case 'logout':
+      return logout(ctx);
+    case 'pair':
+      return pairCommand(ctx);
+    case 'devices': {
+      if (ctx.args[0] === 'remove') {
+        ctx.args.shift();
+        expectArgs(ctx, 1, '<id>');
+        const id = Number(ctx.args[0]);
+        if (!Number.isSafeInteger(id) || id <= 0) throw new UsageError('<id> must be a device id');
+        await (await signedIn(ctx)).auth.deleteDevice(id);
+        ctx.io.stderr.write(`Device ${id} removed.\n`);
+        return 0;
+      }
       expectArgs(ctx, 0, '');
       return printJson(ctx, await (await signedIn(ctx)).auth.devices());
+    }
     case 'projects':
       expectArgs(ctx, 0, '');
       return printJson(ctx, await (await signedIn(ctx)).auth.projects());
@@ -120,7 +145,16 @@ async function dispatch(command: string, ctx: Context): Promise<number> {
       expectArgs(ctx, 0, '');
       return printJson(ctx, await (await signedIn(ctx)).auth.subscription());
     case 'project': {
-      if (ctx.args[0] !== 'add') throw new UsageError('expected: project add <key> <name>');
+      if (ctx.args[0] === 'remove') {
+        ctx.args.shift();
+        expectArgs(ctx, 1, '<key>');
+        const { auth } = await signedIn(ctx);
+        await auth.deleteProject((await findProject(auth, ctx.args[0]!)).id);
+        ctx.io.stderr.write(`Project "${ctx.args[0]}" removed.\n`);
+        return 0;
+      }
+      if (ctx.args[0] !== 'add')
+        throw new UsageError('expected: project add <key> <name> or project remove <key>');
       ctx.args.shift();
       expectArgs(ctx, 2, '<key> <name>');
       const { auth } = await signedIn(ctx);
@@ -157,31 +191,37 @@ function authUrlOf(url: string): string {
 }
 
 async function login(ctx: Context): Promise<number> {
-  expectArgs(ctx, 1, '<email>');
+  if (ctx.args.length > 1) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
   if (ctx.flags.auth === undefined) throw new UsageError('--auth URL is required');
-  const email = ctx.args[0]!;
+  const email = ctx.args[0];
   const authUrl = authUrlOf(ctx.flags.auth);
   const auth = createAuthClient({ authUrl });
-  const variant = ctx.flags.jwt ? 'jwt' : 'device';
-  let token = ctx.flags.token;
-  if (token === undefined) {
+  const device = {
+    deviceName: ctx.flags['device-name'] ?? hostname(),
+    platform: ctx.flags.platform ?? process.platform,
+  };
+  let signed: SignedIn;
+  if (ctx.flags.token !== undefined) {
+    signed = await signInWithToken(auth, ctx.flags.token, device, ctx.flags.jwt ? 'jwt' : 'device');
+  } else if (email === undefined || (await auth.hostInfo()).smtp === false) {
+    if (email !== undefined) {
+      ctx.io.stderr.write(
+        `This host sends no e-mail (no SMTP): pairing instead. The host prints a sign-in link for ${email}; open it, paste it here, or approve the code below.\n`,
+      );
+    }
+    signed = await loginByPairing(ctx.io, auth, { ...device, email });
+  } else {
+    const variant = ctx.flags.jwt ? 'jwt' : 'device';
     await auth.requestLogin(email, variant);
     ctx.io.stderr.write(`A login link was sent to ${email}.\n`);
-    token = await readLine(ctx.io, 'Paste the token or the whole link from the e-mail: ');
+    const token = await readLine(ctx.io, 'Paste the token or the whole link from the e-mail: ');
     if (token === undefined) {
       throw new SyncError('no_token', 'no token or link was given on standard input');
     }
+    signed = await auth.signIn(token, device, variant);
   }
-  const signed = await auth.signIn(
-    token,
-    {
-      deviceName: ctx.flags['device-name'] ?? hostname(),
-      platform: ctx.flags.platform ?? process.platform,
-    },
-    variant,
-  );
-  if (signed.user.email !== email.trim().toLowerCase()) {
-    ctx.io.stderr.write(`note: the link was for ${signed.user.email}\n`);
+  if (email !== undefined && signed.user.email !== email.trim().toLowerCase()) {
+    ctx.io.stderr.write(`note: the sign-in was for ${signed.user.email}\n`);
   }
   ctx.store.save(authUrl, {
     email: signed.user.email,
@@ -193,6 +233,41 @@ async function login(ctx: Context): Promise<number> {
   });
   ctx.io.stdout.write(
     `Signed in as ${signed.user.email} on ${authUrl}: device ${signed.device.id} "${signed.device.deviceName}" (credentials in ${ctx.store.path})\n`,
+  );
+  return 0;
+}
+
+/** Removes this device at the host (its token stops working) and forgets the credential. */
+async function logout(ctx: Context): Promise<number> {
+  expectArgs(ctx, 0, '');
+  const { auth, authUrl, credential } = await signedIn(ctx);
+  try {
+    await auth.deleteDevice(credential.deviceId);
+  } catch (err: unknown) {
+    // Already removed elsewhere: forgetting it here is all that is left to do.
+    if (!(err instanceof AuthServiceError) || (err.status !== 401 && err.status !== 404)) throw err;
+  }
+  ctx.store.remove(authUrl);
+  ctx.io.stderr.write(`Signed out of ${authUrl}: device ${credential.deviceId} removed.\n`);
+  return 0;
+}
+
+/** `pair approve <code>` / `pair deny <code>` from a signed-in device. */
+async function pairCommand(ctx: Context): Promise<number> {
+  const action = ctx.args.shift();
+  if (action !== 'approve' && action !== 'deny')
+    throw new UsageError('expected: pair approve <code> or pair deny <code>');
+  expectArgs(ctx, 1, '<code>');
+  const { auth, credential } = await signedIn(ctx);
+  const code = ctx.args[0]!;
+  if (action === 'deny') {
+    await auth.denyPairing(code);
+    ctx.io.stderr.write(`Denied: the device showing ${code} was refused.\n`);
+    return 0;
+  }
+  const device = await auth.approvePairing(code);
+  ctx.io.stderr.write(
+    `Approved: device ${device.id} "${device.deviceName}" (${device.platform}) joined ${credential.email}.\n`,
   );
   return 0;
 }

@@ -43,6 +43,8 @@ export async function startTestHost(
     ui?: false;
     /** Collects the host's JSON log lines (else logs are silent). */
     logs?: string[];
+    /** The host's clock (default Date.now). */
+    now?: () => number;
   } = {},
 ): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), 'sync-host-admin-'));
@@ -62,6 +64,7 @@ export async function startTestHost(
     config,
     logger,
     print: (line) => printed.push(line),
+    now: options.now,
     limits: {
       linksPerEmail: { points: 1000, seconds: 60 },
       linksPerClient: { points: 1000, seconds: 60 },

@@ -1,0 +1,141 @@
+import { hostname } from 'node:os';
+import { createInterface } from 'node:readline';
+import QRCode from 'qrcode';
+import type { AuthClient, LoginVariant } from '../auth-client.ts';
+import type {
+  ApprovedBy,
+  DeviceDescription,
+  Paired,
+  PairingStarted,
+  SignedIn,
+} from '../auth-types.ts';
+import { pair } from '../pairing.ts';
+import type { CliIo } from './io.ts';
+
+/** How the person who approved is named to the new device's user. */
+export function approvedByLine(by: ApprovedBy): string {
+  if (by.via === 'device') return `Approved on your device "${by.name ?? '?'}".`;
+  if (by.via === 'link') return `Approved through the sign-in link sent to ${by.name ?? 'you'}.`;
+  return 'Approved by the host administrator.';
+}
+
+/** The code, where to approve it, and a QR code of the approve URL for a phone. */
+async function showCode(io: CliIo, started: PairingStarted, email: string | undefined) {
+  const qr = await QRCode.toString(started.approveUrl, { type: 'terminal', small: true });
+  const until = new Date(started.expiresAt).toLocaleTimeString();
+  io.stderr.write(
+    [
+      '',
+      `  Pairing code:  ${started.code}`,
+      '',
+      'Approve this device, then it signs in by itself:',
+      `  - in the host's admin UI: ${started.approveUrl} (or scan the QR code below)`,
+      `  - or on a device that is signed in: sync-host pair approve ${started.code}`,
+      ...(email === undefined
+        ? []
+        : [
+            `  - or open the sign-in link for ${email} (e-mailed, or printed by the host) and press the button`,
+          ]),
+      '',
+      qr,
+      `Waiting for approval (the code expires at ${until}; Ctrl-C to stop)...`,
+      '',
+    ].join('\n'),
+  );
+}
+
+/**
+ * A cancellable read of the first non-empty line of standard input: in pairing with an e-mail
+ * the link may be pasted here instead of opened in a browser.
+ */
+function nextLine(io: CliIo): { line: Promise<string | undefined>; cancel(): void } {
+  const lines = createInterface({ input: io.stdin, terminal: false });
+  const line = new Promise<string | undefined>((resolve) => {
+    lines.on('line', (text) => {
+      if (text.trim() === '') return;
+      resolve(text.trim());
+      lines.close();
+    });
+    lines.on('close', () => resolve(undefined));
+  });
+  return { line, cancel: () => lines.close() };
+}
+
+/**
+ * Signs this device in by pairing (the host approves a code instead of e-mailing a link):
+ * shows the code, the approve URL and its QR code, waits, and says who approved.
+ */
+export async function loginByPairing(
+  io: CliIo,
+  auth: AuthClient,
+  options: { deviceName?: string; platform?: string; email?: string },
+): Promise<Paired> {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  const pasted = options.email === undefined ? undefined : nextLine(io);
+  pasted?.line
+    .then(async (text) => {
+      if (text === undefined || controller.signal.aborted) return;
+      await auth.useLink(text);
+      io.stderr.write('The link was used; collecting the approval...\n');
+    })
+    .catch((err: unknown) => {
+      io.stderr.write(
+        `The pasted link was not accepted: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
+    });
+  try {
+    const paired = await pair(
+      {
+        authUrl: auth.authUrl,
+        device: {
+          deviceName: options.deviceName ?? hostname(),
+          platform: options.platform ?? process.platform,
+        },
+        email: options.email,
+        signal: controller.signal,
+        onCode: (started) => {
+          showCode(io, started, options.email).catch((err: unknown) => {
+            io.stderr.write(`(no QR code: ${err instanceof Error ? err.message : String(err)})\n`);
+          });
+        },
+      },
+      auth,
+    );
+    io.stderr.write(`${approvedByLine(paired.approvedBy)}\n`);
+    return paired;
+  } finally {
+    process.off('SIGINT', stop);
+    pasted?.cancel();
+  }
+}
+
+/** A login JWT (what a link's page shows), with or without the command around it. */
+const jwtShape = /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/;
+/** A device token `<userId>:<deviceId>:<timestamp>.<hash>`. */
+const deviceTokenShape = /^\d+:\d+:\d+\.[0-9a-f]+$/;
+
+/**
+ * `login --token`: whatever a link's page shows works: the link or its token (verified with
+ * this device), the sign-in code (a JWT, turned into a device by POST /auth/devices), the
+ * command line the page shows, or a device token (checked, then stored).
+ */
+export async function signInWithToken(
+  auth: AuthClient,
+  given: string,
+  device: DeviceDescription,
+  variant: LoginVariant,
+): Promise<SignedIn> {
+  const token = given.trim().replace(/^.*--token\s+/, '');
+  if (jwtShape.test(token)) {
+    const registered = await auth.registerDevice(token, device);
+    const { user } = await auth.withDeviceToken(registered.deviceToken).device();
+    return { ...registered, user };
+  }
+  if (deviceTokenShape.test(token)) {
+    const me = await auth.withDeviceToken(token).device();
+    return { deviceToken: token, device: me.device, user: me.user };
+  }
+  return auth.signIn(token, device, variant);
+}
