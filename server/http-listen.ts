@@ -1,4 +1,17 @@
-import type { Server } from 'node:http';
+import type { Server, ServerOptions } from 'node:http';
+
+/**
+ * Options of an HTTP server that cuts slow clients: the request headers (an upgrade request
+ * included) must arrive whole within `headersMs`, the whole request within `requestMs`. Node
+ * checks both every tenth of the shorter one, at least every 50 ms and at most every 30 s.
+ */
+export function slowClientLimits(headersMs: number, requestMs: number): ServerOptions {
+  return {
+    headersTimeout: headersMs,
+    requestTimeout: requestMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(headersMs, 30_000) / 10),
+  };
+}
 
 /** A port that cannot be opened: exit 2 with a line naming it and what to change. */
 export class ListenError extends Error {

@@ -6,7 +6,7 @@ import type { AuthConfig } from '../config/auth-config.ts';
 import { type Db, openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrate.ts';
 import { databaseMistake, isDatabaseUnavailable } from '../db/unavailable.ts';
-import { closeServer, listen } from '../http-listen.ts';
+import { closeServer, listen, slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import { version } from '../version.ts';
 import { createAuthApp } from './app.ts';
@@ -187,11 +187,8 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
   const timeouts = { ...defaultHttpTimeouts, ...options.httpTimeouts };
   const server = createServer(
     {
-      requestTimeout: timeouts.requestMs,
-      headersTimeout: timeouts.headersMs,
+      ...slowClientLimits(timeouts.headersMs, timeouts.requestMs),
       keepAliveTimeout: timeouts.keepAliveMs,
-      // How often Node checks the two timeouts above: a tenth of the shorter one.
-      connectionsCheckingInterval: Math.max(50, Math.min(timeouts.headersMs, 30_000) / 10),
     },
     app,
   );

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
+import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { Broker } from './broker.ts';
 import { openMessageBuffer } from './buffer.ts';
@@ -36,6 +37,11 @@ export interface RelayTuning {
   closeTimeoutMs: number;
   /** How long an expired device is remembered so that its next join reports `gap`. Default 24 h. */
   expiredRetentionMs: number;
+  /**
+   * The upgrade request (and any request on the status port) must arrive whole within this time,
+   * as on the auth port, or the connection is cut. Default 10 s.
+   */
+  requestTimeoutMs: number;
 }
 
 const mebibyte = 1024 * 1024;
@@ -50,6 +56,7 @@ export const defaultTuning: RelayTuning = {
   maxBufferedBytes: 64 * mebibyte,
   closeTimeoutMs: 2_000,
   expiredRetentionMs: 24 * hourMs,
+  requestTimeoutMs: 10 * secondMs,
 };
 
 export interface RelayOptions {
@@ -192,7 +199,8 @@ export function createRelay(options: RelayOptions): Relay {
     clientTracking: false,
     WebSocket: RelaySocket,
   });
-  const wsServer = createServer((_req, res) => {
+  const requestLimits = slowClientLimits(tuning.requestTimeoutMs, tuning.requestTimeoutMs);
+  const wsServer = createServer(requestLimits, (_req, res) => {
     res.writeHead(426, { 'content-type': 'text/plain; charset=utf-8', upgrade: 'websocket' });
     res.end('This is the sync-host relay: connect with a WebSocket client.\n');
   });
@@ -205,20 +213,23 @@ export function createRelay(options: RelayOptions): Relay {
     wss.handleUpgrade(req, socket, head, (ws) => sockets.accept(ws, socket));
   });
 
-  const statusServer = createStatusServer({
-    healthy: () => buffer.healthy(),
-    rooms: () => rooms.active(),
-    connections: () => sockets.connections.size,
-    metrics: () =>
-      renderMetrics(metrics, {
-        connections: sockets.connections.size,
-        rooms: rooms.active(),
-        bufferedStored: buffer.stored,
-        bufferedPending: buffer.pending,
-        absentDevices: broker.absentDevices(),
-      }) + (broker.describe?.().metrics ?? ''),
-    extra: () => broker.describe?.().health ?? {},
-  });
+  const statusServer = createStatusServer(
+    {
+      healthy: () => buffer.healthy(),
+      rooms: () => rooms.active(),
+      connections: () => sockets.connections.size,
+      metrics: () =>
+        renderMetrics(metrics, {
+          connections: sockets.connections.size,
+          rooms: rooms.active(),
+          bufferedStored: buffer.stored,
+          bufferedPending: buffer.pending,
+          absentDevices: broker.absentDevices(),
+        }) + (broker.describe?.().metrics ?? ''),
+      extra: () => broker.describe?.().health ?? {},
+    },
+    requestLimits,
+  );
 
   const stops: Array<() => void> = [];
   let closed: Promise<void> | undefined;

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerOptions } from 'node:http';
 
 export interface StatusSource {
   /** False while the buffer database is unusable. */
@@ -20,8 +20,8 @@ function json(status: number, body: object): [number, Record<string, string>, st
  * database is unusable) and `GET /metrics` (Prometheus text). No authentication: bind it to a
  * private address when the relay is public.
  */
-export function createStatusServer(source: StatusSource): Server {
-  return createServer((req, res) => {
+export function createStatusServer(source: StatusSource, options: ServerOptions = {}): Server {
+  return createServer(options, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     let reply: [number, Record<string, string>, string];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
