@@ -209,6 +209,8 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   const print = (line: string) => process.stdout.write(`${line}\n`);
   // Everything the host writes (secret, admin token, SQLite files) is for its user only.
   process.umask(0o077);
+  // Signals are heard from here on: one during the start (a database still unreachable) stops it.
+  const stopping = stopSignal(logger);
   let host: Host;
   try {
     const { startHost } = await import('../server/host.ts');
@@ -218,10 +220,16 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
       config,
       logger,
       print,
+      signal: stopping.signal,
       mount: createAdminMount({ logger, defaultTier: config.auth.defaultTier }),
       sqliteEngine: process.env.SYNC_HOST_SQLITE_ENGINE === 'wasm' ? 'wasm' : undefined,
     });
   } catch (err: unknown) {
+    // Stopped while starting: what was opened is closed, as on any other shutdown.
+    if (stopping.signal.aborted) {
+      stopping.stopped();
+      return 0;
+    }
     if (err instanceof ListenError || err instanceof ConfigError) {
       process.stderr.write(`sync-host: ${err.message}\n`);
       return exitUsage;
@@ -237,22 +245,42 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   if (host.urls.status) print(`status: ${host.urls.status}`);
   if (host.urls.admin) print(`admin:  ${host.urls.admin}`);
   logger.info({ mode }, 'sync-host started');
-  return waitForSignal(host, logger);
+  return waitForSignal(host, logger, stopping);
 }
 
-/** Resolves with the exit code after SIGINT/SIGTERM and a graceful close (forced after 5 s). */
-function waitForSignal(host: Host, logger: Logger): Promise<number> {
-  return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      logger.info({ signal }, 'shutting down');
-      const force = setTimeout(() => {
-        logger.error('shutdown took longer than 5 s; exiting');
-        process.exit(1);
-      }, shutdownLimitMs);
-      force.unref();
+/**
+ * The process's stop: `signal` aborts at the first SIGINT/SIGTERM (logged; later ones are
+ * ignored), and from then on the shutdown has 5 s before the process exits with 1.
+ */
+function stopSignal(logger: Logger): { signal: AbortSignal; stopped(): void } {
+  const controller = new AbortController();
+  let force: NodeJS.Timeout | undefined;
+  const ignore = () => {};
+  const stop = (signal: NodeJS.Signals) => {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    process.on('SIGINT', ignore);
+    process.on('SIGTERM', ignore);
+    logger.info({ signal }, 'shutting down');
+    force = setTimeout(() => {
+      logger.error('shutdown took longer than 5 s; exiting');
+      process.exit(1);
+    }, shutdownLimitMs);
+    force.unref();
+    controller.abort();
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  return { signal: controller.signal, stopped: () => clearTimeout(force) };
+}
+
+/** Resolves with the exit code after the stop signal and a graceful close. */
+function waitForSignal(host: Host, logger: Logger, stopping: ReturnType<typeof stopSignal>) {
+  return new Promise<number>((resolve) => {
+    const close = () => {
       host.close().then(
         () => {
-          clearTimeout(force);
+          stopping.stopped();
           resolve(0);
         },
         (err: unknown) => {
@@ -264,7 +292,7 @@ function waitForSignal(host: Host, logger: Logger): Promise<number> {
         },
       );
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    if (stopping.signal.aborted) close();
+    else stopping.signal.addEventListener('abort', close, { once: true });
   });
 }

@@ -31,6 +31,11 @@ export interface HostOptions {
   now?: () => number;
   limits?: Partial<AuthLimits>;
   sqliteEngine?: 'native' | 'wasm';
+  /**
+   * Aborts the start (SIGINT/SIGTERM while the database is still unreachable): startHost closes
+   * what it opened and rejects with StartAborted.
+   */
+  signal?: AbortSignal;
   /** Extra routes on the auth port (admin API and UI). */
   mount?: (app: Express, service: AuthService, db: Db, host: () => Host) => void;
 }
@@ -55,6 +60,34 @@ export interface Host {
   /** Starts the relay again on the same ports after pauseRelay. */
   resumeRelay(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** startHost was stopped by its signal before the host was up; everything opened is closed. */
+export class StartAborted extends Error {
+  constructor() {
+    super('stopped while starting');
+    this.name = 'StartAborted';
+  }
+}
+
+/** `promise`, or StartAborted as soon as `signal` aborts (the promise is left to settle). */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(new StartAborted());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new StartAborted());
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** A relay port that cannot be opened becomes a ListenError naming the relay.conf key. */
@@ -268,8 +301,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
           else if (host.relayPaused) revokedWhilePaused.add(deviceId);
         });
       }
-      await auth.ready.catch((err: unknown) => {
-        throw databaseConfigError(err, config.auth.db);
+      // The wait for an unreachable database ends early when the start is aborted.
+      await unlessAborted(auth.ready, options.signal).catch((err: unknown) => {
+        throw err instanceof StartAborted ? err : databaseConfigError(err, config.auth.db);
       });
       if (config.auth.mdns) {
         const advertisement = advertise({

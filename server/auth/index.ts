@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Express } from 'express';
 import type { AuthConfig } from '../config/auth-config.ts';
 import { type Db, openDatabase } from '../db/connect.ts';
@@ -142,6 +143,8 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
 
   let isReady = false;
   let closed = false;
+  // close() ends the wait between two attempts at once (a stop during the retries is prompt).
+  const closing = new AbortController();
   const ready = (async () => {
     for (;;) {
       try {
@@ -157,7 +160,10 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
         // Refused credentials or a missing database are mistakes, not outages: no retry.
         if (!isDatabaseUnavailable(err) || databaseMistake(err) !== undefined || closed) throw err;
         logger.error({ err: (err as Error).message }, 'database unreachable at start; retrying');
-        await new Promise((r) => setTimeout(r, options.retryMs ?? migrateRetryMs));
+        const retried = await sleep(options.retryMs ?? migrateRetryMs, true, {
+          signal: closing.signal,
+        }).catch(() => false);
+        if (!retried) throw new Error('closed while waiting for the database');
       }
     }
   })();
@@ -209,6 +215,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     },
     async close() {
       closed = true;
+      closing.abort();
       linkPurge?.stop();
       await closeServer(server);
       mailer.close();

@@ -149,6 +149,38 @@ describe('a database that cannot be reached yet', () => {
       expect(host.child.exitCode).toBeNull();
     });
   }
+
+  for (const [signal, driver] of [
+    ['SIGTERM', 'postgres'],
+    ['SIGINT', 'mysql'],
+  ] as const) {
+    it(`stops at ${signal} while retrying: exit 0 within 5 s, no error (${driver})`, async () => {
+      const dir = tempDir();
+      externalDb(dir, {
+        DB_DRIVER: driver,
+        DB_PORT: await closedPort(),
+        DB_USER: 'sync',
+        DB_PASS: '',
+        DB_NAME: 'sync',
+        LOG_LEVEL: 'info',
+      });
+      const host = await startHostProcess(['auth'], dir, { env: { LOG_LEVEL: 'info' } });
+      hosts.push(host);
+      await eventually(
+        () => host.stderr.some((l) => l.includes('database unreachable at start')),
+        'the retry log line',
+        15_000,
+      );
+      // stop() fails past its 5 s deadline; the exit is the other shutdowns' 0.
+      expect(await host.stop(signal)).toBe(0);
+      const lines = host.stderr
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as { msg: string });
+      expect(lines.map((l) => l.msg)).toContain('shutting down');
+      expect(lines.map((l) => l.msg).filter((m) => /cannot start|took longer/.test(m))).toEqual([]);
+      expect(host.stdout.join('')).toBe('');
+    });
+  }
 });
 
 describe('an unknown configuration key', () => {
