@@ -1,47 +1,19 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
+import { createCliRunner } from '../helpers/cli-process.ts';
 import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
 import { eventually } from '../helpers/wait.ts';
 
-const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 const dirs: string[] = [];
-const children: ChildProcess[] = [];
+const { spawnCli, cli, killAll } = createCliRunner();
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'sync-cli-'));
   dirs.push(dir);
   return dir;
-}
-
-/** A running `bin/sync-host <args>` with its output collected. */
-function spawnCli(args: string[], configDir: string) {
-  const child = spawn(process.execPath, [launcher, ...args], {
-    env: { ...process.env, SYNC_HOST_CONFIG_DIR: configDir, LOG_LEVEL: 'warn' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const out = { stdout: '', stderr: '' };
-  child.stdout.on('data', (chunk: Buffer) => {
-    out.stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    out.stderr += chunk.toString();
-  });
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  return { child, out, exited };
-}
-
-/** Runs a command to its end (stdin closed at once). */
-async function cli(args: string[], configDir: string) {
-  const run = spawnCli(args, configDir);
-  run.child.stdin.end();
-  const code = await run.exited;
-  return { code, ...run.out };
 }
 
 let host: RunningHost;
@@ -56,7 +28,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  killAll();
   await host?.process.stop('SIGKILL').catch(() => null);
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });

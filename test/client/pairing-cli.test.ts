@@ -1,54 +1,21 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pair } from '../../client/pairing.ts';
 import { chromiumFlags, chromiumPath, hasBrowser } from '../helpers/chromium.ts';
+import { createCliRunner } from '../helpers/cli-process.ts';
 import { startTestHost } from '../helpers/host.ts';
 import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
-import { eventually } from '../helpers/wait.ts';
 
-const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 const dirs: string[] = [];
-const children: ChildProcess[] = [];
+const { spawnCli, cli, killAll } = createCliRunner();
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'sync-pair-'));
   dirs.push(dir);
   return dir;
-}
-
-/** A running `bin/sync-host <args>` with its output collected; stdin stays open. */
-function spawnCli(args: string[], configDir: string) {
-  const child = spawn(process.execPath, [launcher, ...args], {
-    env: { ...process.env, SYNC_HOST_CONFIG_DIR: configDir, LOG_LEVEL: 'warn' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const out = { stdout: '', stderr: '' };
-  child.stdout.on('data', (chunk: Buffer) => {
-    out.stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    out.stderr += chunk.toString();
-  });
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  /** The pairing code the command shows, once it shows it. */
-  const code = async () => {
-    await eventually(() => /Pairing code: +\S+/.test(out.stderr), 'the pairing code', 20_000);
-    return /Pairing code: +([A-Z]{4}-[A-Z]{4})/.exec(out.stderr)?.[1] ?? '';
-  };
-  return { child, out, exited, code };
-}
-
-async function cli(args: string[], configDir: string) {
-  const run = spawnCli(args, configDir);
-  run.child.stdin.end();
-  const code = await run.exited;
-  return { code, ...run.out };
 }
 
 let host: RunningHost;
@@ -64,7 +31,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  killAll();
   await host?.process.stop('SIGKILL').catch(() => null);
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });

@@ -1,29 +1,14 @@
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { writeConf } from '../helpers/configs.ts';
-import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
-import { RelayClient } from '../helpers/relay-client.ts';
+import type { startHostProcess } from '../helpers/host-process.ts';
+import { processScope } from '../helpers/process-scope.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 const secret = 'no-native-sqlite-secret-0123456789';
-const dirs: string[] = [];
-const processes: HostProcess[] = [];
-const clients: RelayClient[] = [];
-const tempDir = (prefix: string) => {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(dir);
-  return dir;
-};
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.terminate();
-  await Promise.all(processes.splice(0).map((p) => p.stop('SIGKILL').catch(() => null)));
-});
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const { tempDir, start, connect, stopAll } = processScope('sync-host-wasm-');
 
 /**
  * A copy of the program whose node_modules holds every installed package except better-sqlite3,
@@ -57,18 +42,6 @@ const token = (deviceId: number) =>
     secret,
     'hmac-sha256',
   );
-
-async function start(args: string[], dir: string, options: Parameters<typeof startHostProcess>[2]) {
-  const host = await startHostProcess(args, dir, options);
-  processes.push(host);
-  return host;
-}
-
-function connect(url: string): RelayClient {
-  const client = new RelayClient(url);
-  clients.push(client);
-  return client;
-}
 
 /**
  * Device 2 drops, device 1 sends it three messages, the host stops (SIGTERM) and starts again:
@@ -146,7 +119,7 @@ describe('the embedded databases without the native SQLite addon', () => {
     );
 
     // The auth service alone on sql.js: a sign-in request is stored and answered.
-    await Promise.all(processes.splice(0).map((p) => p.stop('SIGTERM')));
+    await stopAll('SIGTERM');
     const auth = await start(['auth'], dir, { launcher });
     const base = await auth.url('auth');
     expect((await fetch(`${base}/health`)).status).toBe(200);

@@ -1,44 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
-import { RelayClient } from '../helpers/relay-client.ts';
+import { processScope } from '../helpers/process-scope.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const secret = 'process-test-secret-0123456789';
-const dirs: string[] = [];
-const processes: HostProcess[] = [];
-const clients: RelayClient[] = [];
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'relay-process-'));
-  dirs.push(dir);
-  return dir;
-}
-
-async function start(args: string[], dir: string): Promise<HostProcess> {
-  const host = await startHostProcess(args, dir);
-  processes.push(host);
-  return host;
-}
-
-function connect(url: string): RelayClient {
-  const client = new RelayClient(url);
-  clients.push(client);
-  return client;
-}
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.terminate();
-  await Promise.all(processes.splice(0).map((host) => host.stop('SIGKILL').catch(() => null)));
-});
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const { tempDir, start, connect } = processScope('relay-process-');
 
 const token = (userId: number, deviceId: number, withSecret = secret) =>
   signDeviceToken(

@@ -1,0 +1,62 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
+import { eventually } from './wait.ts';
+
+const defaultLauncher = resolve(import.meta.dirname, '../../bin/sync-host');
+
+/** A running client command (`bin/sync-host login …`) with its output collected; stdin open. */
+export interface CliRun {
+  child: ChildProcessWithoutNullStreams;
+  out: { stdout: string; stderr: string };
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  /** The pairing code `login` shows (`XXXX-XXXX`), once it shows it. */
+  code(): Promise<string>;
+}
+
+/**
+ * Client commands as a user runs them: each a fresh `bin/sync-host` process (or another copy's
+ * launcher) with its credentials in `configDir` (SYNC_HOST_CONFIG_DIR). `killAll()` in teardown
+ * ends the ones still running.
+ */
+export function createCliRunner(options: { launcher?: string; env?: Record<string, string> } = {}) {
+  const children: ChildProcessWithoutNullStreams[] = [];
+
+  function spawnCli(args: string[], configDir: string): CliRun {
+    const child = spawn(process.execPath, [options.launcher ?? defaultLauncher, ...args], {
+      env: { ...process.env, SYNC_HOST_CONFIG_DIR: configDir, LOG_LEVEL: 'warn', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (chunk: Buffer) => {
+      out.stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      out.stderr += chunk.toString();
+    });
+    const exited = once(child, 'exit').then(([code]) => code as number | null);
+    const code = async () => {
+      await eventually(() => /Pairing code: +\S+/.test(out.stderr), 'the pairing code', 20_000);
+      return /Pairing code: +([A-Z]{4}-[A-Z]{4})/.exec(out.stderr)?.[1] ?? '';
+    };
+    return { child, out, exited, code };
+  }
+
+  /** Runs a command to its end (stdin closed at once). */
+  async function cli(args: string[], configDir: string) {
+    const run = spawnCli(args, configDir);
+    run.child.stdin.end();
+    const code = await run.exited;
+    return { code, ...run.out };
+  }
+
+  return {
+    spawnCli,
+    cli,
+    killAll() {
+      for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
