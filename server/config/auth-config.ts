@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { tiers } from '../../protocol/tiers.ts';
 import {
   bindSchema,
+  commaListSchema,
   logLevelSchema,
   natsUrlsSchema,
   portSchema,
@@ -160,22 +161,11 @@ const authKeys = {
    * client address (rate limits, logs). Default empty: no proxy is trusted.
    */
   trustProxy: configKey(
-    z
-      .string()
-      .default('')
-      .transform((v) =>
-        v
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== ''),
-      )
-      .pipe(
-        z.array(
-          z.string().refine(isAddressOrCidr, {
-            error: 'must list IP addresses or CIDRs (e.g. 127.0.0.1, 10.0.0.0/8), comma-separated',
-          }),
-        ),
-      ),
+    commaListSchema(
+      z.string().refine(isAddressOrCidr, {
+        error: 'must list IP addresses or CIDRs (e.g. 127.0.0.1, 10.0.0.0/8), comma-separated',
+      }),
+    ).default([]),
     'TRUST_PROXY',
     'trust.proxy',
   ),

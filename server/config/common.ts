@@ -48,22 +48,25 @@ export const bindSchema = z
   .trim()
   .regex(/^[A-Za-z0-9.:_-]+$/, { error: 'must be an IP address or host name' });
 
+/** A comma-separated list of `item`s; spaces around each are ignored, empty entries dropped. */
+export function commaListSchema<Item extends z.ZodType<unknown, string>>(item: Item) {
+  return z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    )
+    .pipe(z.array(item));
+}
+
 /**
  * NATS server URLs, comma-separated (`nats://host:port`, `tls://host:port` or `host:port`);
  * empty: no NATS.
  */
-export const natsUrlsSchema = z
-  .string()
-  .transform((v) =>
-    v
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s !== ''),
-  )
-  .pipe(
-    z.array(
-      z.string().regex(/^((nats|tls):\/\/)?[^\s/:,]+(:\d{1,5})?$/, {
-        error: 'must be NATS server URLs, comma-separated (nats://host:4222)',
-      }),
-    ),
-  );
+export const natsUrlsSchema = commaListSchema(
+  z.string().regex(/^((nats|tls):\/\/)?[^\s/:,]+(:\d{1,5})?$/, {
+    error: 'must be NATS server URLs, comma-separated (nats://host:4222)',
+  }),
+);
