@@ -9,6 +9,7 @@ import {
   dialog,
   ipcMain,
   Menu,
+  Notification,
   nativeImage,
   shell,
   Tray,
@@ -18,7 +19,14 @@ import { createAdminMount } from '../server/admin/index.ts';
 import { loadConfig } from '../server/config/load.ts';
 import { type Host, startHost } from '../server/host.ts';
 import { createLogger } from '../server/log.ts';
+import { createTrayAdminApi } from './admin-client.ts';
 import { autostartDesktopEntry, configDirArg, isCliInvocation, userArgs } from './args.ts';
+import {
+  createPairingWatch,
+  type PairingChoice,
+  type PairingNotice,
+  runPairingChoice,
+} from './pairing-notices.ts';
 import {
   runTrayAction,
   statusLine,
@@ -111,9 +119,11 @@ function startTrayApp(): void {
     );
   };
 
-  const openDashboard = (): void => {
+  const openDashboard = (fragment?: string): void => {
     if (!host) return;
+    const page = `${localBase()}/admin/${fragment === undefined ? '' : `#${fragment}`}`;
     if (window && !window.isDestroyed()) {
+      if (fragment !== undefined) void window.loadURL(page);
       window.show();
       window.focus();
       return;
@@ -146,8 +156,55 @@ function startTrayApp(): void {
         window?.hide();
       }
     });
-    void window.loadURL(`${origin}/admin/`);
+    void window.loadURL(page);
   };
+
+  // Pairing requests: one notification each, with Approve / Deny where the system shows buttons
+  // (macOS, Windows); a click opens the admin UI at the request.
+  const adminApi = createTrayAdminApi(localBase, () => host?.adminToken ?? '');
+  const notices = new Map<string, Notification>();
+  const notify = (body: string): void => {
+    if (Notification.isSupported()) new Notification({ title: 'sync-host', body }).show();
+  };
+  const choose = (choice: PairingChoice, notice: PairingNotice): void => {
+    runPairingChoice(choice, notice, { api: adminApi, openDashboard }).then(
+      (line) => {
+        if (line !== undefined) notify(line);
+      },
+      (err: unknown) =>
+        notify(`${notice.code}: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  };
+  let lastWatchError = '';
+  const pairingWatch = createPairingWatch({
+    api: adminApi,
+    onNew: (notice) => {
+      if (!Notification.isSupported()) return;
+      const shown = new Notification({
+        title: notice.title,
+        body: notice.body,
+        actions: notice.actions.map((a) => ({ type: 'button', text: a.label })),
+      });
+      shown.on('click', () => openDashboard(notice.fragment));
+      shown.on('action', (details) => {
+        const action = notice.actions[details.actionIndex];
+        if (action) choose(action.choice, notice);
+      });
+      shown.on('close', () => notices.delete(notice.code));
+      notices.set(notice.code, shown);
+      shown.show();
+    },
+    onGone: (code) => {
+      notices.get(code)?.close();
+      notices.delete(code);
+    },
+    onError: (err) => {
+      // One line per new kind of failure, not one every interval while the database is down.
+      const message = err instanceof Error ? err.message : String(err);
+      if (message !== lastWatchError) logger.warn({ err: message }, 'tray: cannot list pairings');
+      lastWatchError = message;
+    },
+  });
 
   const perform = (action: TrayAction): void => {
     runTrayAction(action, state, {
@@ -170,7 +227,7 @@ function startTrayApp(): void {
     return host.adminToken;
   });
 
-  app.on('second-instance', openDashboard);
+  app.on('second-instance', () => openDashboard());
   app.on('window-all-closed', () => {
     // A tray app: keep running without windows.
   });
@@ -180,6 +237,7 @@ function startTrayApp(): void {
     quitting = true;
     const closing = host;
     host = undefined;
+    pairingWatch.stop();
     const force = setTimeout(() => app.exit(1), 5_000);
     closing.close().then(
       () => {
@@ -202,7 +260,7 @@ function startTrayApp(): void {
         ),
       );
       tray = new Tray(icon);
-      tray.on('click', openDashboard);
+      tray.on('click', () => openDashboard());
       refresh();
       try {
         process.umask(0o077);
@@ -224,6 +282,7 @@ function startTrayApp(): void {
           }),
         });
         setInterval(refresh, 2_000).unref();
+        if (host.auth) pairingWatch.start();
         refresh();
       } catch (err: unknown) {
         state = {

@@ -18,6 +18,7 @@ export interface TrayState {
 
 export type TrayAction =
   | 'open-dashboard'
+  | 'pair-device'
   | 'copy-connection'
   | 'pause-relay'
   | 'resume-relay'
@@ -68,6 +69,12 @@ export function trayMenu(state: TrayState): TrayMenuItem[] {
     { label: '', type: 'separator', enabled: true },
     { label: 'Open dashboard', type: 'normal', enabled: running, action: 'open-dashboard' },
     {
+      label: 'Pair a device',
+      type: 'normal',
+      enabled: running && state.authUrl !== '',
+      action: 'pair-device',
+    },
+    {
       label: 'Copy connection details',
       type: 'normal',
       enabled: running,
@@ -110,7 +117,8 @@ export interface TrayActionDeps {
   pauseRelay(): Promise<void>;
   resumeRelay(): Promise<void>;
   writeClipboard(text: string): void;
-  openDashboard(): void;
+  /** Opens (or shows) the admin UI, at `fragment` when given (`pairings`, `pair=<code>`). */
+  openDashboard(fragment?: string): void;
   setOpenAtLogin(on: boolean): void;
   quit(): void;
 }
@@ -124,6 +132,10 @@ export async function runTrayAction(
   switch (action) {
     case 'open-dashboard':
       deps.openDashboard();
+      return;
+    case 'pair-device':
+      // The admin UI's pairing section: requests waiting, and the QR code of the auth URL.
+      deps.openDashboard('pairings');
       return;
     case 'copy-connection':
       deps.writeClipboard(connectionDetails(state));

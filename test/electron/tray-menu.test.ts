@@ -47,11 +47,12 @@ describe('tray status line', () => {
 });
 
 describe('tray menu', () => {
-  it('lists status, Open dashboard, Copy connection details, Pause relay, Open at login and Quit', () => {
+  it('lists status, Open dashboard, Pair a device, Copy connection details, Pause relay, Open at login and Quit', () => {
     const menu = trayMenu(running);
     expect(menu.filter((i) => i.type !== 'separator').map((i) => i.label)).toEqual([
       'sync-host: 3 connections in 2 rooms',
       'Open dashboard',
+      'Pair a device',
       'Copy connection details',
       'Pause relay',
       'Open at login',
@@ -62,6 +63,13 @@ describe('tray menu', () => {
       type: 'checkbox',
       checked: false,
     });
+  });
+
+  it('offers Pair a device only where an auth service runs (not in relay mode)', () => {
+    const pairItem = (state: TrayState) => trayMenu(state).find((i) => i.action === 'pair-device');
+    expect(pairItem(running)?.enabled).toBe(true);
+    expect(pairItem({ ...running, authUrl: '' })?.enabled).toBe(false);
+    expect(pairItem({ ...running, phase: 'starting' })?.enabled).toBe(false);
   });
 
   it('offers Resume when paused, and only Quit and Open at login before the host runs', () => {
@@ -89,7 +97,7 @@ describe('tray actions on a real host', () => {
     th = undefined;
   });
 
-  it('pauses and resumes the relay, copies details, toggles login, opens and quits', async () => {
+  it('pauses and resumes the relay, copies details, toggles login, opens (the pairing section too) and quits', async () => {
     th = await startTestHost({ ui: false });
     const host = th.host;
     const calls: string[] = [];
@@ -97,7 +105,7 @@ describe('tray actions on a real host', () => {
       pauseRelay: () => host.pauseRelay(),
       resumeRelay: () => host.resumeRelay(),
       writeClipboard: (text: string) => calls.push(`clipboard ${text}`),
-      openDashboard: () => calls.push('dashboard'),
+      openDashboard: (fragment?: string) => calls.push(`dashboard ${fragment ?? ''}`),
       setOpenAtLogin: (on: boolean) => calls.push(`login ${on}`),
       quit: () => calls.push('quit'),
     };
@@ -121,6 +129,7 @@ describe('tray actions on a real host', () => {
       'copy-connection',
       'toggle-open-at-login',
       'open-dashboard',
+      'pair-device',
       'quit',
     ] as TrayAction[]) {
       await runTrayAction(action, state, deps);
@@ -128,7 +137,8 @@ describe('tray actions on a real host', () => {
     expect(calls).toEqual([
       `clipboard ${connectionDetails(state)}`,
       'login true',
-      'dashboard',
+      'dashboard ',
+      'dashboard pairings',
       'quit',
     ]);
   });
