@@ -1,4 +1,4 @@
-import { WebSocket } from 'ws';
+import { type ClientOptions, WebSocket } from 'ws';
 import { createWakeup, defaultDeadlineMs, withDeadline } from './wait.ts';
 
 /** A parsed frame from the relay. */
@@ -25,9 +25,12 @@ export class RelayClient {
   private readonly arrived = createWakeup();
   closeInfo: CloseInfo | undefined;
 
-  /** `autoPong: false` makes a client that never answers the relay's pings. */
-  constructor(url: string, options: { autoPong?: boolean } = {}) {
-    this.socket = new WebSocket(url, { autoPong: options.autoPong ?? true });
+  /**
+   * `autoPong: false` makes a client that never answers the relay's pings; `ws` adds socket
+   * options (TLS trust, the Host header, a local address).
+   */
+  constructor(url: string, options: { autoPong?: boolean; ws?: ClientOptions } = {}) {
+    this.socket = new WebSocket(url, { ...options.ws, autoPong: options.autoPong ?? true });
     this.socket.on('message', (data, isBinary) => {
       const text = isBinary ? '' : String(data);
       this.texts.push(text);
