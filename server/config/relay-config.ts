@@ -8,9 +8,11 @@ import {
   positiveInt,
   tokenSignatureSchema,
 } from './common.ts';
-import type { ConfEntry } from './conf-file.ts';
+import { type ConfEntry, ConfigError } from './conf-file.ts';
 import {
   applyEnv,
+  type Collected,
+  ConfigProblems,
   collectKeys,
   configKey,
   keyNamesOf,
@@ -30,6 +32,8 @@ interface RelayPaths {
   /** The data folder (auth.conf's DATA_DIR): holds relay.db unless `sqlite.path` is set. */
   dataDir: string;
 }
+
+const mebibyte = 1024 * 1024;
 
 /** The relay.conf schema: every key once, with its spelling, default and meaning. */
 function relaySchema(paths: RelayPaths) {
@@ -79,6 +83,30 @@ function relaySchema(paths: RelayPaths) {
       'buffer.maxBytes',
       positiveInt('a size in bytes').default(16 * 1024 * 1024),
     ),
+    /**
+     * Unsent bytes one receiver may have (queued by the relay and in its socket's write
+     * buffer); past it the receiver is closed with 1013 and buffered for. Default 4 MiB.
+     */
+    maxQueuedBytes: relayKey(
+      'relay.maxQueuedBytes',
+      positiveInt('a size in bytes').default(4 * mebibyte),
+    ),
+    /**
+     * Unsent bytes of every receiver together; past it the receivers with the most are closed
+     * with 1013 (and buffered for) until the relay is below it again. Default 512 MiB.
+     */
+    maxMemoryBytes: relayKey(
+      'relay.maxMemoryBytes',
+      positiveInt('a size in bytes').default(512 * mebibyte),
+    ),
+    /**
+     * Open connections from one client address that have not joined a room yet (the upgrade
+     * request not finished, or upgraded and not joined); more are refused with 429. Default 32.
+     */
+    maxUnjoinedPerAddress: relayKey(
+      'relay.maxUnjoinedPerAddress',
+      positiveInt('a connection count').default(32),
+    ),
     /** Log level of the relay alone (`sync-host relay`). Default info. */
     logLevel: relayKey('log.level', logLevelSchema.default('info')),
     /** NATS server URLs, comma-separated; set, the relay runs as one node of a cluster. */
@@ -120,9 +148,39 @@ export function buildRelayConfig(
 ): RelayConfig {
   const collected = collectKeys(entries, relayKeyNames, file);
   applyEnv(collected, { logLevel: 'LOG_LEVEL' }, env);
+  const config = validateKeys(relaySchema({ baseDir, dataDir }), collected, file, relayKeyNames);
+  checkMemoryBounds(config, collected, file);
   return {
-    ...validateKeys(relaySchema({ baseDir, dataDir }), collected, file, relayKeyNames),
+    ...config,
     unknownKeys: unknownKeyLines(collected),
     explicit: new Set(Object.keys(collected.values)),
   };
+}
+
+/** The bounds on unsent frames must hold one message per receiver, and one receiver's bound. */
+function checkMemoryBounds(
+  config: { messageMaxBytes: number; maxQueuedBytes: number; maxMemoryBytes: number },
+  collected: Collected,
+  file: string,
+): void {
+  const problem = (field: string, message: string) => {
+    const origin = collected.origins[field];
+    const key = origin?.key ?? relayKeyNames[field]?.[0] ?? field;
+    return new ConfigError(origin?.file ?? file, origin?.line, key, message);
+  };
+  const problems: ConfigError[] = [];
+  if (config.maxQueuedBytes < config.messageMaxBytes) {
+    problems.push(
+      problem(
+        'maxQueuedBytes',
+        `must be at least message.maxBytes (${config.messageMaxBytes}): a receiver must be able to hold one message`,
+      ),
+    );
+  }
+  if (config.maxMemoryBytes < config.maxQueuedBytes) {
+    problems.push(
+      problem('maxMemoryBytes', `must be at least relay.maxQueuedBytes (${config.maxQueuedBytes})`),
+    );
+  }
+  if (problems.length > 0) throw new ConfigProblems(problems);
 }

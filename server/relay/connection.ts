@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
 import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { Outbound } from './outbound.ts';
 import type { TokenBucket } from './rate-limit.ts';
 import type { Room } from './room.ts';
 
@@ -27,6 +28,20 @@ export interface Connection {
   routeHead: Buffer | undefined;
   /** Replaced, revoked or closing: further frames are ignored. */
   done: boolean;
+  /** The relay's bounds on unsent frames, shared by its connections. */
+  readonly outbound: Outbound;
+  /**
+   * Frames waiting for the socket to drain (from `pendingHead` on), while the socket does not
+   * take what it is given; undefined while it keeps up (see `outbound.ts`).
+   */
+  pending: Buffer[] | undefined;
+  pendingHead: number;
+  /** Bytes in `pending` from `pendingHead` on. */
+  pendingBytes: number;
+  /** The socket's write-buffer bytes as last counted in `outbound.socketBytes`. */
+  socketBytes: number;
+  /** Unsent bytes allowed beyond `relay.maxQueuedBytes` while a join's replay is written out. */
+  allowanceBytes: number;
 }
 
 /**
@@ -44,6 +59,7 @@ export function createConnection(
   socket: WebSocket,
   stream: Duplex,
   bucket: TokenBucket,
+  outbound: Outbound,
 ): Connection {
   return {
     id,
@@ -58,57 +74,11 @@ export function createConnection(
     deviceJson: '""',
     routeHead: undefined,
     done: false,
+    outbound,
+    pending: undefined,
+    pendingHead: 0,
+    pendingBytes: 0,
+    socketBytes: 0,
+    allowanceBytes: 0,
   };
-}
-
-const textFrame = { binary: false } as const;
-
-let corked: Duplex[] = [];
-/** Frames written to corked streams since the last flush. */
-let corkedFrames = 0;
-/**
- * Above this many frames held in one event-loop turn everything is flushed at once: with
- * thousands of busy connections a single turn can read megabytes, and holding every reply
- * until its end costs more (memory, GC) than the system calls it saves.
- */
-const maxCorkedFrames = 8192;
-
-function uncorkAll(): void {
-  const streams = corked;
-  corked = [];
-  corkedFrames = 0;
-  for (const stream of streams) stream.uncork();
-}
-
-/**
- * Holds a receiver's writes until the end of this event-loop turn, so that every frame routed
- * to it while the relay handles one batch of input leaves in one `writev` instead of one system
- * call per frame (the dominant cost of a small message otherwise).
- */
-function cork(stream: Duplex): void {
-  if (stream.writableCorked > 0) return;
-  stream.cork();
-  if (corked.push(stream) === 1) setImmediate(uncorkAll);
-}
-
-/** Sends an already serialized text frame; the same Buffer is shared by every receiver. */
-export function sendData(conn: Connection, data: Buffer): void {
-  if (conn.socket.readyState !== conn.socket.OPEN) return;
-  cork(conn.stream);
-  conn.socket.send(data, textFrame);
-  if (++corkedFrames >= maxCorkedFrames) flushCorked();
-}
-
-/** Writes out what is held now; the streams stay corked until the end of the turn. */
-function flushCorked(): void {
-  corkedFrames = 0;
-  for (const stream of corked) {
-    stream.uncork();
-    stream.cork();
-  }
-}
-
-/** Sends a control frame (`joined`, `presence`, `error`...). Not on the routed-message path. */
-export function sendControl(conn: Connection, frame: object): void {
-  if (conn.socket.readyState === conn.socket.OPEN) conn.socket.send(JSON.stringify(frame));
 }

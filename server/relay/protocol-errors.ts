@@ -1,6 +1,7 @@
 import type { CloseEvent, RelayErrorCode } from '../../protocol/relay-codes.ts';
-import { type Connection, sendData } from './connection.ts';
+import type { Connection } from './connection.ts';
 import { countError, type RelayMetrics } from './metrics.ts';
+import { sendData } from './outbound.ts';
 
 /**
  * How the relay tells a client that something went wrong: a `{"type":"error"}` frame (the

@@ -31,8 +31,6 @@ export interface RelayTuning {
   purgeIntervalMs: number;
   /** In-process room slots (djb2(roomId) modulo this). Default 16. */
   shardCount: number;
-  /** A receiver with more unsent bytes than this is closed with 1013 (and buffered for). Default 64 MiB. */
-  maxBufferedBytes: number;
   /** close() waits this long for clients to acknowledge 1001 before cutting them. Default 2 s. */
   closeTimeoutMs: number;
   /** How long an expired device is remembered so that its next join reports `gap`. Default 24 h. */
@@ -44,7 +42,6 @@ export interface RelayTuning {
   requestTimeoutMs: number;
 }
 
-const mebibyte = 1024 * 1024;
 const secondMs = 1_000;
 const hourMs = 60 * 60 * secondMs;
 
@@ -53,7 +50,6 @@ export const defaultTuning: RelayTuning = {
   pingIntervalMs: 30_000,
   purgeIntervalMs: 10_000,
   shardCount: defaultShardCount,
-  maxBufferedBytes: 64 * mebibyte,
   closeTimeoutMs: 2_000,
   expiredRetentionMs: 24 * hourMs,
   requestTimeoutMs: 10 * secondMs,
@@ -180,7 +176,6 @@ export function createRelay(options: RelayOptions): Relay {
     metrics,
     logger,
     maxDevices: config.roomMaxDevices,
-    maxBufferedBytes: tuning.maxBufferedBytes,
   });
   const sockets = createSocketHandler({
     rooms,
@@ -190,7 +185,8 @@ export function createRelay(options: RelayOptions): Relay {
     ratePerSecond: config.ratePerSecond,
     rateBurst: config.rateBurst,
     joinTimeoutMs: tuning.joinTimeoutMs,
-    maxBufferedBytes: tuning.maxBufferedBytes,
+    maxQueuedBytes: config.maxQueuedBytes,
+    maxMemoryBytes: config.maxMemoryBytes,
   });
   const wss = new WebSocketServer({
     noServer: true,

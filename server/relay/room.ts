@@ -1,4 +1,4 @@
-import { Replaced, Revoked, TryAgainLater } from '../../protocol/relay-codes.ts';
+import { Replaced, Revoked } from '../../protocol/relay-codes.ts';
 import {
   type DeviceId,
   deviceKey,
@@ -10,8 +10,9 @@ import {
 } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import type { Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
-import { type Connection, sendControl, sendData } from './connection.ts';
+import type { Connection } from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
+import { sendControl, sendData, takePending } from './outbound.ts';
 import { payloadSpan } from './payload-span.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
 import { composeRoutedFrame, spliceRoutedFrame } from './routed-bytes.ts';
@@ -23,13 +24,16 @@ export interface RoomContext {
   logger: Logger;
   /** `room.maxDevices`: devices present at once. */
   maxDevices: number;
-  /** A receiver with more unsent bytes than this is closed (1013) and buffered for instead. */
-  maxBufferedBytes: number;
 }
 
 /** Where a routed frame goes: a connection here, a device key for the broker, or everyone else. */
 type Target = Connection | string | typeof everyone;
 const everyone = Symbol('everyone');
+
+/** `{"from"…`: a routed frame (every frame the relay makes itself starts `{"type"`). */
+function isRouted(frame: Buffer): boolean {
+  return frame[2] === 0x66;
+}
 
 /**
  * A member whose socket is closing (its close frame arrived, the TCP connection is not closed
@@ -101,8 +105,11 @@ export class Room implements RoomListener {
     conn.routeHead = undefined;
     conn.room = this;
     const older = this.members.get(key);
+    // what the older connection had queued and never received goes to the newer one first
+    let carried: Buffer[] = [];
     if (older !== undefined) {
       older.room = undefined;
+      carried = takePending(older).filter(isRouted);
       metrics.replaced++;
       closeWith(older, Replaced);
     }
@@ -122,11 +129,14 @@ export class Room implements RoomListener {
         role: hostKey === key ? 'host' : 'member',
         host: this.#line.idOf(hostKey) ?? conn.deviceId,
         devices: this.#line.devices(),
-        buffered: frames.length,
+        buffered: carried.length + frames.length,
         gap,
       };
       sendControl(conn, joined);
-      for (const text of frames) sendData(conn, Buffer.from(text));
+      const replay = carried.concat(frames.map((text) => Buffer.from(text)));
+      // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
+      for (const frame of replay) conn.allowanceBytes += frame.length;
+      for (const frame of replay) sendData(conn, frame);
       logger.debug(
         { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
         'joined',
@@ -146,6 +156,7 @@ export class Room implements RoomListener {
   drop(conn: Connection): void {
     if (!this.#remove(conn)) return;
     this.#line.depart(conn.deviceKey, 'disconnect');
+    this.#keepPending(conn);
     this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'dropped without leave');
   }
 
@@ -155,6 +166,7 @@ export class Room implements RoomListener {
     if (conn === undefined) return false;
     this.#remove(conn);
     this.#line.depart(device, 'revoked');
+    takePending(conn);
     this.#context.metrics.revoked++;
     closeWith(conn, Revoked);
     return true;
@@ -162,10 +174,12 @@ export class Room implements RoomListener {
 
   /** Shutdown: every connection here becomes absent at once; no presence frames are sent. */
   dropAll(): void {
-    for (const conn of this.members.values()) conn.room = undefined;
+    const members = [...this.members.values()];
+    for (const conn of members) conn.room = undefined;
     this.members.clear();
     this.host = undefined;
     this.#line.dropAll();
+    for (const conn of members) this.#keepPending(conn);
   }
 
   /** The room is forgotten by this process. */
@@ -253,6 +267,17 @@ export class Room implements RoomListener {
   }
 
   // ---- inside ----
+
+  /**
+   * Keeps for a device that dropped the routed frames its connection had queued and never
+   * written (a receiver that stopped reading, closed with 1013 or gone): in order, before
+   * anything routed to it from now on.
+   */
+  #keepPending(conn: Connection): void {
+    for (const frame of takePending(conn)) {
+      if (isRouted(frame)) this.#line.sendTo(conn.deviceKey, frame);
+    }
+  }
 
   /** Takes a connection out of the room; false when it is not in it (replaced, or gone). */
   #remove(conn: Connection): boolean {
@@ -344,13 +369,11 @@ export class Room implements RoomListener {
     this.#line.broadcast(frame);
   }
 
-  /** Sends to a connection here; one that stopped reading is closed (1013) and kept for. */
+  /**
+   * Sends to a connection here; one that stopped reading queues it, within the bounds of
+   * `outbound.ts` (past them it is closed with 1013 and kept for).
+   */
   #deliver(receiver: Connection, data: Buffer): void {
     sendData(receiver, data);
-    if (receiver.socket.bufferedAmount > this.#context.maxBufferedBytes && !receiver.done) {
-      this.#context.metrics.slowReceivers++;
-      closeWith(receiver, TryAgainLater);
-      receiver.socket.terminate();
-    }
   }
 }

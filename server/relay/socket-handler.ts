@@ -1,12 +1,18 @@
 import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
-import { AuthFailed, JoinTimeout, UnsupportedData } from '../../protocol/relay-codes.ts';
+import {
+  AuthFailed,
+  JoinTimeout,
+  TryAgainLater,
+  UnsupportedData,
+} from '../../protocol/relay-codes.ts';
 import type { JoinFrame } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
-import { type Connection, createConnection, type RelaySocket, sendData } from './connection.ts';
+import { type Connection, createConnection, type RelaySocket } from './connection.ts';
 import { type JoinCheck, joinRefusals, refuseJoin } from './join-check.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
+import { createOutbound, release, sendData } from './outbound.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
 import { createTokenBucket } from './rate-limit.ts';
 import type { Rooms } from './rooms.ts';
@@ -21,8 +27,10 @@ export interface SocketHandlerOptions {
   rateBurst: number;
   /** A connection outside any room is closed with 4008 after this long. */
   joinTimeoutMs: number;
-  /** Above this many unsent bytes a sender gets no `rate_limited` frames, only silence. */
-  maxBufferedBytes: number;
+  /** `relay.maxQueuedBytes`: unsent bytes one receiver may have before it is closed (1013). */
+  maxQueuedBytes: number;
+  /** `relay.maxMemoryBytes`: unsent bytes of all receivers together (see `outbound.ts`). */
+  maxMemoryBytes: number;
 }
 
 /**
@@ -56,6 +64,17 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
   const { rooms, metrics, logger, check } = options;
   const connections = new Set<Connection>();
   let nextId = 1;
+  // A receiver past the bounds on unsent frames: it becomes absent (what it had queued is kept
+  // for it, like everything routed to it from now on) and is closed with 1013.
+  const outbound = createOutbound(options.maxQueuedBytes, options.maxMemoryBytes, (conn) => {
+    metrics.slowReceivers++;
+    logger.info(
+      { connection: conn.id, room: conn.room?.id, device: conn.deviceKey || undefined },
+      'receiver too slow: closed (1013), buffered for',
+    );
+    rooms.drop(conn);
+    closeWith(conn, TryAgainLater);
+  });
 
   function armJoinTimer(conn: Connection): void {
     clearJoinTimer(conn);
@@ -103,7 +122,8 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     }
     if (!conn.bucket.take()) {
       metrics.rateLimited++;
-      if (conn.socket.bufferedAmount < options.maxBufferedBytes) {
+      // a sender that does not read its own socket gets no error frames, only silence
+      if (conn.pending === undefined) {
         sendError(conn, metrics, 'rate_limited', 'too many messages: this one was dropped');
       }
       return;
@@ -169,6 +189,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     clearJoinTimer(conn);
     connections.delete(conn);
     rooms.drop(conn);
+    release(conn);
   }
 
   return {
@@ -180,6 +201,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         socket,
         stream,
         createTokenBucket(options.ratePerSecond, options.rateBurst),
+        outbound,
       );
       socket.conn = conn;
       connections.add(conn);

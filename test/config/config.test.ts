@@ -222,6 +222,30 @@ describe('relay.conf and loading', () => {
     );
   });
 
+  it('reads the memory and connection bounds of relay.conf, and refuses bounds that cannot hold a message', () => {
+    const defaults = loadConfig(dir(), {}).relay;
+    expect(defaults).toMatchObject({
+      maxQueuedBytes: 4 * 1024 * 1024,
+      maxMemoryBytes: 512 * 1024 * 1024,
+      maxUnjoinedPerAddress: 32,
+    });
+    const d = dir();
+    writeFileSync(
+      join(d, 'relay.conf'),
+      'relay.maxQueuedBytes=2097152\nRELAY_MAX_MEMORY_BYTES=67108864\nrelay.maxUnjoinedPerAddress=4\n',
+    );
+    expect(loadConfig(d, {}).relay).toMatchObject({
+      maxQueuedBytes: 2_097_152,
+      maxMemoryBytes: 67_108_864,
+      maxUnjoinedPerAddress: 4,
+    });
+    writeFileSync(join(d, 'relay.conf'), 'relay.maxQueuedBytes=1000\nrelay.maxMemoryBytes=999\n');
+    expect(problemOf(() => loadConfig(d, {})).split('\n')).toEqual([
+      'relay.conf:1: relay.maxQueuedBytes: must be at least message.maxBytes (1048576): a receiver must be able to hold one message',
+      'relay.conf:2: relay.maxMemoryBytes: must be at least relay.maxQueuedBytes (1000)',
+    ]);
+  });
+
   it('reports an unreadable file by name', () => {
     const d = dir();
     mkdirSync(join(d, 'auth.conf'));

@@ -9,6 +9,7 @@ import { type MessageBuffer, openMessageBuffer } from '../../server/relay/buffer
 import { type Connection, createConnection } from '../../server/relay/connection.ts';
 import { createLocalBroker } from '../../server/relay/local-broker.ts';
 import { createMetrics } from '../../server/relay/metrics.ts';
+import { createOutbound } from '../../server/relay/outbound.ts';
 import { createTokenBucket } from '../../server/relay/rate-limit.ts';
 import type { Room } from '../../server/relay/room.ts';
 import { createRooms } from '../../server/relay/rooms.ts';
@@ -42,6 +43,7 @@ function recordingConnection(id: number): { conn: Connection; sent: unknown[] } 
     socket as unknown as WebSocket,
     stream as unknown as Duplex,
     createTokenBucket(1_000, 1_000),
+    createOutbound(1_000_000, 1_000_000, () => {}),
   );
   return { conn, sent };
 }
@@ -68,7 +70,6 @@ describe('relay fan-out', () => {
       metrics,
       logger,
       maxDevices: 64,
-      maxBufferedBytes: 1_000_000,
     });
     const members = [1, 2, 3, 4, 5].map(recordingConnection);
     for (const [i, { conn }] of members.entries()) {

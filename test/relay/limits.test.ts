@@ -211,7 +211,9 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
   });
 
   it('cuts a receiver that stops reading (1013) and buffers for it instead', async () => {
-    const { host, member } = await pair({ tuning: { maxBufferedBytes: 256 * 1024 } });
+    const { host, member } = await pair({
+      config: { maxQueuedBytes: 1024 * 1024, messageMaxBytes: 256 * 1024 },
+    });
     member.socket.pause();
     const chunk = 'z'.repeat(60_000);
     for (
