@@ -1,4 +1,4 @@
-import type { AdminOverview, AdminUser } from '../server/admin/types.ts';
+import type { AdminDevice, AdminOverview, AdminUser } from '../server/admin/types.ts';
 
 /** A failed admin API call: `status` 0 when the host could not be reached. */
 export class ApiError extends Error {
@@ -50,6 +50,9 @@ export function createAdminApi(token: string) {
     deleteUser: (userId: number) => call<void>('DELETE', `/users/${userId}`),
     revokeDevice: (deviceId: number) => call<void>('DELETE', `/devices/${deviceId}`),
     removeProject: (projectId: number) => call<void>('DELETE', `/projects/${projectId}`),
+    approvePairing: (code: string, email: string) =>
+      call<{ device: AdminDevice; user: AdminUser }>('POST', '/pairings/approve', { code, email }),
+    denyPairing: (code: string) => call<void>('POST', '/pairings/deny', { code }),
   };
 }
 

@@ -1,9 +1,10 @@
 import type { AdminOverview } from '../server/admin/types.ts';
 import { type AdminApi, ApiError, createAdminApi } from './api.ts';
+import { connectionView } from './connection-view.ts';
 import { byId, replaceKeepingFocus } from './dom.ts';
+import { createPairingsPanel, normalizePairCode, type PairingActions } from './pairings-view.ts';
 import { forgetToken, resolveToken, storeToken } from './token.ts';
 import {
-  connectionView,
   devicesView,
   pendingView,
   projectsView,
@@ -11,6 +12,7 @@ import {
   usersView,
   type ViewActions,
 } from './views.ts';
+import { updateTimes } from './widgets.ts';
 
 /** How often the page asks for fresh data (new magic links, devices connecting). */
 const pollIntervalMs = 2_000;
@@ -19,6 +21,22 @@ const live = byId('live');
 const alertBox = byId('alert');
 const main = byId('main');
 const tokenForm = byId<HTMLFormElement>('token-form');
+
+/** The pairing code of `#pair=<code>` (the approve URL a pairing device shows), if any. */
+function pairFromHash(): string | undefined {
+  const code = new URLSearchParams(location.hash.slice(1)).get('pair');
+  return code === null ? undefined : (normalizePairCode(code) ?? code);
+}
+
+/** Read before the token is taken out of the address bar. */
+let wantedPair = pairFromHash();
+
+/** A status line: a success in green, an error in red (`kind`), '' clears it. */
+function say(id: string, text: string, kind: 'ok' | 'error' = 'ok'): void {
+  const el = byId(id);
+  el.textContent = text;
+  el.classList.toggle('error-text', kind === 'error');
+}
 
 /** Shows an error above the page; '' hides it. */
 function showAlert(message: string): void {
@@ -51,6 +69,9 @@ function confirmAction(title: string, message: string, confirmLabel: string): Pr
 function start(api: AdminApi): void {
   const seen = new Map<string, string>();
   const editingUsers = new Set<number>();
+  let latest: AdminOverview | undefined;
+  /** The `#pair=` code already scrolled to (or reported missing), so it happens once. */
+  let shownPair: string | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
 
@@ -85,8 +106,10 @@ function start(api: AdminApi): void {
         () => api.setSubscription(user.id, tier, expiresAt),
         `Could not change the tier of ${user.email}`,
       );
-      byId('users-status').textContent =
-        `Saved: ${user.email} is now ${tier}${expiresAt ? ` until ${expiresAt.slice(0, 10)}` : ''}.`;
+      say(
+        'users-status',
+        `Saved: ${user.email} is now ${tier}${expiresAt ? ` until ${expiresAt.slice(0, 10)}` : ''}.`,
+      );
       editingUsers.delete(user.id);
       seen.delete('users');
       await refresh();
@@ -128,13 +151,67 @@ function start(api: AdminApi): void {
     },
   };
 
+  const failure = (err: unknown) =>
+    err instanceof Error ? err.message : 'the request failed (see the host log)';
+  const pairingActions: PairingActions = {
+    async approve(pairing, email) {
+      try {
+        const { device, user } = await api.approvePairing(pairing.code, email);
+        say(
+          'pairings-status',
+          `Approved ${pairing.code}: “${device.deviceName}” is now a device of ${user.email}; it signs in by itself within a few seconds.`,
+        );
+      } catch (err: unknown) {
+        say('pairings-status', `Could not approve ${pairing.code}: ${failure(err)}`, 'error');
+        throw err;
+      } finally {
+        await refresh();
+      }
+    },
+    async deny(pairing) {
+      try {
+        await api.denyPairing(pairing.code);
+        say('pairings-status', `Denied ${pairing.code}: “${pairing.deviceName}” was not added.`);
+      } catch (err: unknown) {
+        say('pairings-status', `Could not deny ${pairing.code}: ${failure(err)}`, 'error');
+        throw err;
+      } finally {
+        await refresh();
+      }
+    },
+  };
+  const pairings = createPairingsPanel(
+    document.querySelector('#pairings .body') ?? main,
+    pairingActions,
+  );
+
+  /** Marks and scrolls to the pairing of `#pair=` once it is known whether it is waiting. */
+  function showWantedPair(card: HTMLElement | null): void {
+    if (wantedPair === undefined || shownPair === wantedPair) return;
+    shownPair = wantedPair;
+    if (card) {
+      card.scrollIntoView({ block: 'center' });
+      card.querySelector('select')?.focus({ preventScroll: true });
+      return;
+    }
+    say(
+      'pairings-status',
+      `No device with the code ${wantedPair} is waiting: it was approved, denied or has expired. Start the pairing again on the device.`,
+      'error',
+    );
+    byId('pairings').scrollIntoView();
+  }
+
   function render(data: AdminOverview): void {
+    latest = data;
+    showWantedPair(pairings.render(data.pairings, data.users, data.connection.authUrl, wantedPair));
     section('pending', data.pending, () => pendingView(data.pending));
     section('users', data.users, () => usersView(data.users, actions), editingUsers.size > 0);
     section('devices', data.devices, () => devicesView(data.devices, actions));
     section('projects', data.projects, () => projectsView(data.projects, actions));
     section('relay', data.relay, () => relayView(data.relay));
     section('connection', data.connection, () => connectionView(data.connection));
+    count('pairings', data.pairings.length);
     count('pending', data.pending.links.length);
     count('users', data.users.length);
     count('devices', data.devices.length);
@@ -147,6 +224,7 @@ function start(api: AdminApi): void {
       const data = await api.overview();
       main.hidden = false;
       render(data);
+      updateTimes();
       live.className = 'live ok';
       live.textContent = `Live · updated ${new Date().toLocaleTimeString()}`;
       if (alertBox.dataset.kind === 'connection') {
@@ -173,6 +251,13 @@ function start(api: AdminApi): void {
     await refresh();
     if (!stopped) timer = setTimeout(() => void loop(), pollIntervalMs);
   };
+  window.addEventListener('hashchange', () => {
+    const code = pairFromHash();
+    if (code === undefined) return;
+    wantedPair = code;
+    shownPair = undefined;
+    if (latest) render(latest);
+  });
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible' && !stopped) {
       clearTimeout(timer);
@@ -184,12 +269,19 @@ function start(api: AdminApi): void {
   const inviteEmail = byId<HTMLInputElement>('invite-email');
   inviteForm.onsubmit = (event) => {
     event.preventDefault();
-    const email = inviteEmail.value;
+    const email = inviteEmail.value.trim().toLowerCase();
+    const existed = latest?.users.some((u) => u.email === email) ?? false;
     void act(() => api.invite(email), `Could not invite ${email}`).then(
       () => {
         inviteEmail.value = '';
+        say(
+          'users-status',
+          existed
+            ? `${email} already has an account: nothing changed.`
+            : `Invited ${email}: the account exists now, so this address can sign in (or be chosen when approving a device).`,
+        );
       },
-      () => {},
+      (err: unknown) => say('users-status', `Could not invite ${email}: ${failure(err)}`, 'error'),
     );
   };
 

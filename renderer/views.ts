@@ -1,15 +1,14 @@
+import { projectLimits, type Tier, tiers } from '../protocol/tiers.ts';
 import type {
-  AdminConnection,
   AdminDevice,
   AdminPendingLinks,
   AdminProject,
   AdminRelay,
   AdminUser,
 } from '../server/admin/types.ts';
-import { copyText, h } from './dom.ts';
-import { dateInputValue, dateTime, expiryFromDateInput, relativeTime } from './format.ts';
-
-const tierNames = ['free', 'personal', 'pro', 'team'] as const;
+import { h } from './dom.ts';
+import { dateInputValue, expiryFromDateInput } from './format.ts';
+import { copyButton, empty, scrollingTable, time } from './widgets.ts';
 
 /** What the views ask the page to do; each resolves once done (or rejects with the error). */
 export interface ViewActions {
@@ -21,32 +20,12 @@ export interface ViewActions {
   editing(userId: number, dirty: boolean): void;
 }
 
-const empty = (text: string) => h('p', { class: 'empty' }, text);
-
-function time(iso: string): HTMLElement {
-  return h('time', { datetime: iso, title: dateTime(iso) }, relativeTime(iso));
-}
-
-/** A button that copies `text` and says so next to itself. */
-function copyButton(text: string, label: string, key: string): HTMLElement {
-  const status = h('span', { class: 'status-text', role: 'status' });
-  const button = h(
-    'button',
-    {
-      type: 'button',
-      'data-key': key,
-      onClick: () => {
-        void copyText(text).then((ok) => {
-          status.textContent = ok ? 'Copied' : 'Copy failed: select the text and copy it';
-          setTimeout(() => {
-            status.textContent = '';
-          }, 2_000);
-        });
-      },
-    },
-    label,
-  );
-  return h('span', { class: 'row-actions' }, button, status);
+/** "up to 1 project", "unlimited projects": what a tier allows, shown beside its selector. */
+export function tierLimitText(tier: Tier): string {
+  const limit = projectLimits[tier];
+  if (limit === null) return 'unlimited projects';
+  if (limit === 0) return 'no synced projects';
+  return `up to ${limit} project${limit === 1 ? '' : 's'}`;
 }
 
 export function pendingView(pending: AdminPendingLinks): Node {
@@ -60,9 +39,7 @@ export function pendingView(pending: AdminPendingLinks): Node {
       'No pending sign-ins. When someone asks for a login link, it appears here within a few seconds (development mode: no SMTP).',
     );
   }
-  return h(
-    'table',
-    {},
+  return scrollingTable(
     h(
       'thead',
       {},
@@ -117,8 +94,9 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
   const select = h(
     'select',
     { 'aria-label': `Tier of ${user.email}`, 'data-key': `tier-${user.id}`, name: 'tier' },
-    ...tierNames.map((t) => h('option', { value: t, selected: t === user.tier }, t)),
+    ...tiers.map((t) => h('option', { value: t, selected: t === user.tier }, t)),
   );
+  const limit = h('span', { class: 'tier-limit hint' }, tierLimitText(user.tier));
   const expiry = h('input', {
     type: 'date',
     'aria-label': `Expiry of ${user.email} (empty: never)`,
@@ -134,6 +112,7 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
   );
   const dirty = () => select.value !== user.tier || expiry.value !== dateInputValue(user.expiresAt);
   const onEdit = () => {
+    limit.textContent = tierLimitText(select.value as Tier);
     save.disabled = !dirty();
     actions.editing(user.id, dirty());
   };
@@ -160,6 +139,7 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
       },
     },
     select,
+    limit,
     expiry,
     save,
     message,
@@ -168,7 +148,21 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
   return h(
     'tr',
     { 'data-user': user.email },
-    h('td', {}, user.email),
+    h(
+      'td',
+      {},
+      user.email,
+      user.owner
+        ? h(
+            'span',
+            {
+              class: 'badge owner',
+              title: 'The owner of this host: the first user, or OWNER_EMAIL. Starts on tier pro.',
+            },
+            'owner',
+          )
+        : null,
+    ),
     h(
       'td',
       {},
@@ -206,9 +200,7 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
 export function usersView(users: AdminUser[], actions: ViewActions): Node {
   if (users.length === 0)
     return empty('No users yet. Users appear after their first sign-in, or invite one above.');
-  return h(
-    'table',
-    {},
+  return scrollingTable(
     h(
       'thead',
       {},
@@ -230,9 +222,7 @@ export function usersView(users: AdminUser[], actions: ViewActions): Node {
 export function devicesView(devices: AdminDevice[], actions: ViewActions): Node {
   if (devices.length === 0)
     return empty('No devices yet. A device appears when someone signs in from a client.');
-  return h(
-    'table',
-    {},
+  return scrollingTable(
     h(
       'thead',
       {},
@@ -293,9 +283,7 @@ export function projectsView(projects: AdminProject[], actions: ViewActions): No
       'No synced projects. A client registers a project when its user turns sync on (needs tier personal or above).',
     );
   }
-  return h(
-    'table',
-    {},
+  return scrollingTable(
     h(
       'thead',
       {},
@@ -378,9 +366,7 @@ export function relayView(relay: AdminRelay): Node {
   const rooms =
     relay.perRoom.length === 0
       ? empty('No device is connected right now.')
-      : h(
-          'table',
-          {},
+      : scrollingTable(
           h(
             'thead',
             {},
@@ -407,39 +393,4 @@ export function relayView(relay: AdminRelay): Node {
           ),
         );
   return h('div', {}, state, stats, rooms);
-}
-
-export function connectionView(connection: AdminConnection): Node {
-  const row = (label: string, value: string, key: string) =>
-    h(
-      'div',
-      { class: 'copy-row' },
-      h('label', { for: `conn-${key}` }, label),
-      h('input', { id: `conn-${key}`, class: 'mono', readonly: true, value }),
-      copyButton(value, 'Copy', `copy-${key}`),
-    );
-  const settings = JSON.stringify(
-    { syncAuthUrl: connection.authUrl, syncRelayUrl: connection.relayUrl },
-    null,
-    2,
-  );
-  return h(
-    'div',
-    {},
-    h(
-      'p',
-      { class: 'hint' },
-      'Enter these in a client, or let it find this host on the LAN (mDNS).',
-    ),
-    row('Auth URL', connection.authUrl, 'auth'),
-    row('Relay URL', connection.relayUrl, 'relay'),
-    connection.statusUrl ? row('Status', connection.statusUrl, 'status') : null,
-    h(
-      'div',
-      { class: 'copy-row' },
-      h('label', {}, 'All'),
-      copyButton(settings, 'Copy client settings', 'copy-all'),
-    ),
-    h('p', { class: 'hint' }, `sync-host ${connection.version}`),
-  );
 }

@@ -55,6 +55,8 @@ export interface Host {
   relay?: Relay;
   /** Whether the relay is stopped by pauseRelay (tray app) and may be resumed. */
   relayPaused: boolean;
+  /** Whether this host advertises itself on the LAN by mDNS (MDNS in auth.conf). */
+  mdns: boolean;
   /** Closes the relay (clients get 1001 and reconnect later); a no-op without a running relay. */
   pauseRelay(): Promise<void>;
   /** Starts the relay again on the same ports after pauseRelay. */
@@ -213,6 +215,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     urls,
     adminToken: generated.adminToken,
     relayPaused: false,
+    mdns: false,
     async pauseRelay() {
       const relay = host.relay;
       if (relay === undefined) return;
@@ -312,6 +315,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
           logger,
         });
         stops.push(() => advertisement.stop());
+        host.mdns = true;
       }
     }
   } catch (err: unknown) {

@@ -7,8 +7,8 @@ export const rendererSourceDir = fileURLToPath(new URL('../../renderer/', import
 /** Folder the bundled admin UI is written to and served from. */
 export const rendererDistDir = fileURLToPath(new URL('../../dist/renderer/', import.meta.url));
 
-/** Files the bundle consists of; index.html and app.css are copied, app.js is bundled. */
-export const rendererFiles = ['index.html', 'app.css', 'app.js'] as const;
+/** Files the bundle consists of; app.js is bundled, the others are copied. */
+export const rendererFiles = ['index.html', 'app.css', 'favicon.svg', 'app.js'] as const;
 
 function newestMtimeMs(dir: string): number {
   let newest = 0;
@@ -33,7 +33,7 @@ export function rendererBundleIsStale(
 
 /**
  * Bundles renderer/main.ts with esbuild into `distDir`/app.js and copies index.html and
- * app.css. Runs at host start when the bundle is stale (well under a second) or from `npm run build`.
+ * the other files. Runs at host start when the bundle is stale (well under a second) or from `npm run build`.
  */
 export async function buildRenderer(
   sourceDir = rendererSourceDir,
@@ -53,8 +53,9 @@ export async function buildRenderer(
     legalComments: 'none',
     logLevel: 'silent',
   });
-  copyFileSync(join(sourceDir, 'index.html'), join(distDir, 'index.html'));
-  copyFileSync(join(sourceDir, 'app.css'), join(distDir, 'app.css'));
+  for (const file of rendererFiles) {
+    if (file !== 'app.js') copyFileSync(join(sourceDir, file), join(distDir, file));
+  }
 }
 
 /** Builds the bundle when it is missing or stale (a fresh clone's first `npm start`). */

@@ -106,12 +106,13 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
       : [],
   });
   const connection = (): AdminConnection => {
-    const { urls } = options.host();
+    const { urls, mdns } = options.host();
     return {
       authUrl: urls.auth ?? '',
       relayUrl: urls.relay ?? '',
       statusUrl: urls.status ?? null,
       version,
+      mdns,
     };
   };
   const userId = (params: unknown): number => parseInput(idParams, params, 'id').id;

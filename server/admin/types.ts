@@ -86,6 +86,8 @@ export interface AdminConnection {
   relayUrl: string;
   statusUrl: string | null;
   version: string;
+  /** Whether the host advertises itself on the LAN (mDNS), so clients can find it by themselves. */
+  mdns: boolean;
 }
 
 /** `GET /admin/api/overview`: everything the UI shows, in one request. */

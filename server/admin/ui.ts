@@ -20,6 +20,7 @@ const types: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'app.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
 };
 
 export interface AdminUiOptions {
@@ -31,7 +32,7 @@ export interface AdminUiOptions {
 }
 
 /**
- * Serves the admin UI at /admin/ (index.html, app.js, app.css) with a strict CSP. The page reads
+ * Serves the admin UI at /admin/ (index.html, app.js, app.css, favicon.svg) with a strict CSP. The page reads
  * the admin token from the URL fragment, which browsers never send, so it is never in a request.
  */
 export function createAdminUiRouter(options: AdminUiOptions): Router {
@@ -52,7 +53,7 @@ export function createAdminUiRouter(options: AdminUiOptions): Router {
         );
 
   const router = Router();
-  router.get(['/index.html', '/app.js', '/app.css', '/'], async (req, res) => {
+  router.get(['/index.html', '/app.js', '/app.css', '/favicon.svg', '/'], async (req, res) => {
     // Relative asset URLs need the trailing slash; the fragment survives the redirect.
     if (req.originalUrl.split('?')[0] === '/admin') {
       res.redirect(301, '/admin/');

@@ -241,6 +241,7 @@ describe('devices, projects, pending links and relay', () => {
       authUrl: th.base,
       relayUrl: th.relayUrl,
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      mdns: false,
     });
     await th.host.pauseRelay();
     expect(((await th.admin('GET', '/relay')).body as Json).state).toBe('paused');

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumFlags, chromiumPath, hasBrowser, requireBrowser } from '../helpers/chromium.ts';
+import {
+  chromiumFlags,
+  chromiumPath,
+  hasBrowser,
+  requireBrowser,
+  screenshotsDir as screenshots,
+} from '../helpers/chromium.ts';
 import { joinRelay, registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
-
-/** docs/screenshots/ with UPDATE_SCREENSHOTS=1 (after a UI change), else a temp folder. */
-const screenshots =
-  process.env.UPDATE_SCREENSHOTS === '1'
-    ? join(import.meta.dirname, '..', '..', 'docs', 'screenshots')
-    : join(tmpdir(), 'sync-host-screenshots');
 
 if (!hasBrowser && requireBrowser) {
   describe('admin UI in Chromium', () => {
@@ -140,6 +140,8 @@ describe.skipIf(!hasBrowser)(title, () => {
     await page.locator('#projects').screenshot({ path: join(screenshots, 'projects.png') });
     await page.locator('#relay').screenshot({ path: join(screenshots, 'relay.png') });
     await page.locator('#connection').screenshot({ path: join(screenshots, 'connection.png') });
+    // From the top, so the sticky section links are where a reader expects them.
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(screenshots, 'dashboard.png'), fullPage: true });
 
     // Escape cancels: nothing is revoked.

@@ -89,6 +89,7 @@ export async function startAuth(
             urls: {},
             adminToken,
             relayPaused: false,
+            mdns: false,
             pauseRelay: async () => {},
             resumeRelay: async () => {},
             close: async () => {},

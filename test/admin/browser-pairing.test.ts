@@ -1,0 +1,336 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import QRCode from 'qrcode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { qrOptions } from '../../renderer/qr.ts';
+import {
+  chromiumPath,
+  hasBrowser,
+  launchChromium,
+  requireBrowser,
+  screenshotsDir,
+} from '../helpers/chromium.ts';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+
+if (!hasBrowser && requireBrowser) {
+  describe('admin UI pairing in Chromium', () => {
+    it(`needs ${chromiumPath} (REQUIRE_BROWSER=1)`, () => {
+      expect.fail(`${chromiumPath} is missing and REQUIRE_BROWSER=1 is set`);
+    });
+  });
+}
+
+interface Started {
+  pairingId: string;
+  code: string;
+  approveUrl: string;
+}
+
+const json = { 'Content-Type': 'application/json' };
+
+describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
+  let th: TestHost;
+  let browser: Browser;
+  let page: Page;
+  const cspViolations: string[] = [];
+  let ownerToken = '';
+
+  const startPairing = async (deviceName: string, platform: string): Promise<Started> => {
+    const res = await fetch(`${th.base}/auth/pair`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ deviceName, platform }),
+    });
+    expect(res.status).toBe(201);
+    return (await res.json()) as Started;
+  };
+  /** The device's poll, as a client makes it: every `interval` (2 s from the start), so 429s wait. */
+  const poll = async (pairingId: string) => {
+    let answer = { status: 0, body: {} as Record<string, unknown> };
+    await expect
+      .poll(
+        async () => {
+          const res = await fetch(`${th.base}/auth/pair/${pairingId}`);
+          answer = { status: res.status, body: (await res.json()) as Record<string, unknown> };
+          return answer.status;
+        },
+        { timeout: 10_000, interval: 500 },
+      )
+      .not.toBe(429);
+    return answer;
+  };
+  const card = (code: string) => page.locator(`#pairings .pair-card[data-code="${code}"]`);
+  const pairingsStatus = () => page.locator('#pairings-status').textContent();
+  /** Starts a pairing as a device would and waits for its card in the page. */
+  const waitingCard = async (deviceName: string, platform: string) => {
+    const started = await startPairing(deviceName, platform);
+    const c = card(started.code);
+    await c.waitFor({ timeout: 8_000 });
+    return { started, c };
+  };
+
+  beforeAll(async () => {
+    // No OWNER_EMAIL: the first user (approved below with a typed e-mail) is the owner.
+    th = await startTestHost({ auth: ['DEFAULT_TIER=free'] });
+    browser = await launchChromium();
+    const context = await browser.newContext({
+      viewport: { width: 1200, height: 860 },
+      colorScheme: 'light',
+    });
+    page = await context.newPage();
+    page.on('console', (msg) => {
+      if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
+    });
+    mkdirSync(screenshotsDir, { recursive: true });
+    await page.goto(th.host.urls.admin ?? '');
+    await page.locator('#live.ok').waitFor();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await th?.close();
+  });
+
+  it('shows a new pairing as it arrives: code, device, platform, address and age', async () => {
+    await expect
+      .poll(() => page.locator('#pairings .empty').textContent())
+      .toMatch(/No device is waiting/);
+    const started = await startPairing('Pixel 8', 'android');
+    const c = card(started.code);
+    await c.waitFor({ timeout: 8_000 });
+    expect(started.code).toMatch(/^[B-Z]{4}-[B-Z]{4}$/);
+    expect(await c.locator('.pair-code').textContent()).toBe(started.code);
+    const size = await c
+      .locator('.pair-code')
+      .evaluate((el) => Number.parseFloat(getComputedStyle(el).fontSize));
+    expect(size).toBeGreaterThanOrEqual(28);
+    const text = (await c.textContent()) ?? '';
+    expect(text).toContain('Pixel 8');
+    expect(text).toContain('android');
+    expect(text).toContain('127.0.0.1');
+    expect(await c.locator('time').first().textContent()).toMatch(/just now|\d+ s ago/);
+    expect(await page.locator('[data-count="pairings"]').textContent()).toBe('1');
+  });
+
+  it('approves with a typed e-mail: the device collects its token and the user is the owner', async () => {
+    const [pending] = (
+      (await th.admin('GET', '/pairings')).body as { pairings: Array<{ code: string }> }
+    ).pairings;
+    const started = await startPairing('Work laptop', 'linux');
+    const first = pending?.code ?? '';
+    const c = card(first);
+    // No user yet: the only choice is a new user, so the e-mail field is shown.
+    expect(await c.locator('select option').allTextContents()).toEqual([
+      'A new user (the first is the owner)',
+    ]);
+    await c.getByRole('textbox').fill('owner@example.com');
+    await c.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(pairingsStatus).toMatch(/^Approved [B-Z]{4}-[B-Z]{4}: “Pixel 8”/);
+    await c.waitFor({ state: 'detached' });
+    await card(started.code).waitFor();
+    const pairings = (await th.admin('GET', '/pairings')).body as { pairings: unknown[] };
+    expect(pairings.pairings).toHaveLength(1);
+    await page.screenshot({ path: join(screenshotsDir, 'pairing-1200.png') });
+    await expect.poll(() => page.locator('#users tr[data-user]').count()).toBe(1);
+
+    // The second pairing is approved for the owner, who is now the preselected choice.
+    const second = card(started.code);
+    expect(await second.locator('select').inputValue()).toBe('owner@example.com');
+    await second.getByRole('button', { name: 'Approve' }).click();
+    await second.waitFor({ state: 'detached' });
+    const answer = await poll(started.pairingId);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      status: 'approved',
+      device: { deviceName: 'Work laptop', platform: 'linux' },
+      user: { email: 'owner@example.com' },
+    });
+    ownerToken = String(answer.body.deviceToken);
+    expect(ownerToken.length).toBeGreaterThan(20);
+  });
+
+  it('marks the owner and shows the project limit of the chosen tier beside the selector', async () => {
+    const owner = page.locator('#users tr[data-user="owner@example.com"]');
+    expect(await owner.locator('.badge.owner').textContent()).toBe('owner');
+    expect(await owner.locator('.tier-limit').textContent()).toBe('unlimited projects');
+
+    await page.locator('#invite-email').fill('Bob@Example.com');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await expect
+      .poll(() => page.locator('#users-status').textContent())
+      .toMatch(/^Invited bob@example.com: the account exists now/);
+    const bob = page.locator('#users tr[data-user="bob@example.com"]');
+    await bob.waitFor();
+    expect(await bob.locator('.badge.owner').count()).toBe(0);
+    const tier = bob.getByRole('combobox', { name: 'Tier of bob@example.com' });
+    const limits: Record<string, string> = {};
+    for (const t of ['free', 'personal', 'pro', 'team', 'free']) {
+      await tier.selectOption(t);
+      limits[t] = (await bob.locator('.tier-limit').textContent()) ?? '';
+    }
+    expect(limits).toEqual({
+      free: 'no synced projects',
+      personal: 'up to 1 project',
+      pro: 'unlimited projects',
+      team: 'unlimited projects',
+    });
+  });
+
+  it('approves with an existing user picked from the list', async () => {
+    const { started, c } = await waitingCard('Bob tablet', 'ios');
+    await c.locator('select').selectOption('bob@example.com');
+    expect(await c.getByRole('textbox').isVisible()).toBe(false);
+    await c.getByRole('button', { name: 'Approve' }).click();
+    await expect
+      .poll(pairingsStatus)
+      .toBe(
+        `Approved ${started.code}: “Bob tablet” is now a device of bob@example.com; it signs in by itself within a few seconds.`,
+      );
+    const answer = await poll(started.pairingId);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ user: { email: 'bob@example.com' } });
+  });
+
+  it('denies: the device polls 403 pair_denied', async () => {
+    const { started, c } = await waitingCard('Unknown phone', 'android');
+    await c.getByRole('button', { name: 'Deny' }).click();
+    await expect
+      .poll(pairingsStatus)
+      .toBe(`Denied ${started.code}: “Unknown phone” was not added.`);
+    await c.waitFor({ state: 'detached' });
+    const answer = await poll(started.pairingId);
+    expect(answer.status).toBe(403);
+    expect(answer.body).toMatchObject({ error: { code: 'pair_denied' } });
+  });
+
+  it('shows why an approval failed', async () => {
+    const { started, c } = await waitingCard('Late laptop', 'linux');
+    // Denied elsewhere (another admin, the tray) while this page still shows it.
+    expect((await th.admin('POST', '/pairings/deny', { code: started.code })).status).toBe(204);
+    await c.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(pairingsStatus).toMatch(new RegExp(`^Could not approve ${started.code}: .+`));
+    expect(await page.locator('#pairings-status').getAttribute('class')).toContain('error-text');
+  });
+
+  it('opens the approve URL with that request highlighted and scrolled into view', async () => {
+    const others = [await startPairing('Desk PC', 'windows'), await startPairing('Mac', 'darwin')];
+    const wanted = await startPairing('Kitchen tablet', 'android');
+    const small = await page.context().newPage();
+    // Short enough that the cards do not all fit: the page has to scroll to the wanted one.
+    await small.setViewportSize({ width: 1200, height: 400 });
+    expect(wanted.approveUrl).toBe(`${th.base}/admin/#pair=${wanted.code}`);
+    // A fresh load with the token and the code (what the tray's "Pair a device" opens).
+    await small.goto(`${th.base}/admin/#token=${th.host.adminToken}&pair=${wanted.code}`);
+    const highlighted = (code: string) =>
+      small.locator(`.pair-card[data-code="${code}"]`).getAttribute('class');
+    await expect.poll(() => highlighted(wanted.code)).toContain('highlight');
+    const target = small.locator(`.pair-card[data-code="${wanted.code}"]`);
+    expect(await target.getAttribute('aria-current')).toBe('true');
+    for (const other of others) expect(await highlighted(other.code)).not.toContain('highlight');
+    await expect
+      .poll(() =>
+        target.evaluate((el) => {
+          const r = el.getBoundingClientRect();
+          return r.top >= 0 && r.bottom <= innerHeight;
+        }),
+      )
+      .toBe(true);
+    expect(await small.evaluate(() => scrollY)).toBeGreaterThan(0);
+
+    // The approve URL of another pairing in the open tab moves the mark to that one.
+    const [desk] = others;
+    await small.goto(desk?.approveUrl ?? '');
+    await expect.poll(() => highlighted(desk?.code ?? '')).toContain('highlight');
+    expect(await highlighted(wanted.code)).not.toContain('highlight');
+
+    // A code that is not waiting says so instead of showing nothing.
+    await small.goto(`${th.base}/admin/#pair=bcdf-ghjk`);
+    await expect
+      .poll(() => small.locator('#pairings-status').textContent())
+      .toMatch(/^No device with the code BCDF-GHJK is waiting/);
+    await small.close();
+    for (const p of [...others, wanted]) await th.admin('POST', '/pairings/deny', { code: p.code });
+  });
+
+  it('shows a QR code of the auth URL, drawn in the page under its CSP', async () => {
+    const img = page.locator('#connection img.qr');
+    await expect
+      .poll(() => img.evaluate((el: HTMLImageElement) => el.naturalWidth))
+      .toBeGreaterThan(0);
+    const expected = await QRCode.toString(th.base, qrOptions);
+    expect(await img.getAttribute('src')).toBe(
+      `data:image/svg+xml;charset=utf-8,${encodeURIComponent(expected)}`,
+    );
+    expect(await img.getAttribute('alt')).toBe(`QR code of the auth URL ${th.base}`);
+    expect(cspViolations).toEqual([]);
+  });
+
+  it('leaves out the mDNS sentence when mDNS is off', async () => {
+    const text = (await page.locator('#connection').textContent()) ?? '';
+    expect(text).toContain('Enter these in a client.');
+    expect(text).not.toMatch(/mDNS|on the LAN/);
+  });
+
+  it('serves a favicon the page links to', async () => {
+    const href = await page.locator('link[rel="icon"]').getAttribute('href');
+    const res = await fetch(new URL(href ?? '', `${th.base}/admin/`));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await res.text()).toMatch(/^<svg [^>]*viewBox="0 0 64 64"/);
+  });
+
+  describe('at 390 px wide', () => {
+    let phone: Page;
+
+    beforeAll(async () => {
+      // Something in every table: a device, a project, a pending sign-in, a waiting pairing.
+      await registerProject(th.base, ownerToken, 'notes');
+      await fetch(`${th.base}/auth/magic-link`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ email: 'carol.with.a.long.address@example.com' }),
+      });
+      const waiting = await startPairing('Phone of Carol', 'android');
+      const context = await browser.newContext({
+        viewport: { width: 390, height: 844 },
+        deviceScaleFactor: 2,
+        colorScheme: 'light',
+      });
+      phone = await context.newPage();
+      await phone.goto(th.host.urls.admin ?? '');
+      await phone.goto(waiting.approveUrl);
+      await phone.locator(`.pair-card[data-code="${waiting.code}"].highlight`).waitFor();
+      await phone.locator('#projects tr[data-project]').waitFor();
+      await phone.locator('#pending tr[data-email]').waitFor();
+    });
+
+    it('never scrolls the page sideways: wide tables scroll inside their card', async () => {
+      expect(
+        await phone.evaluate(() => document.scrollingElement?.scrollWidth),
+      ).toBeLessThanOrEqual(390);
+      const tables = await phone.locator('.table-scroll').count();
+      expect(tables).toBeGreaterThanOrEqual(4);
+      await phone.screenshot({ path: join(screenshotsDir, 'pairing-390.png') });
+      await phone.evaluate(() => window.scrollTo(0, 0));
+      await phone.screenshot({ path: join(screenshotsDir, 'narrow-full.png'), fullPage: true });
+    });
+
+    it('keeps the section links on screen after scrolling to the bottom', async () => {
+      await phone.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+      const nav = phone.getByRole('navigation', { name: 'Sections' });
+      const box = await nav.boundingBox();
+      expect(box?.y).toBeGreaterThanOrEqual(0);
+      expect(box?.y).toBeLessThan(844);
+      await nav.getByRole('link', { name: /Pair a device/ }).click();
+      await expect
+        .poll(() =>
+          phone.locator('#pairings h2').evaluate((el) => {
+            const r = el.getBoundingClientRect();
+            return r.top >= 0 && r.bottom <= innerHeight;
+          }),
+        )
+        .toBe(true);
+    });
+  });
+});
