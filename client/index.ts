@@ -22,6 +22,7 @@ export type {
   User,
 } from './auth-types.ts';
 export { type Backoff, type BackoffOptions, createBackoff } from './backoff.ts';
+export { deriveE2EKey, type E2EKey } from './e2e-key.ts';
 export { AuthServiceError, RelayError, SettingsError, SyncError } from './errors.ts';
 export { type PairOptions, pair } from './pairing.ts';
 export {
@@ -45,3 +46,9 @@ export {
   settingsSchema,
 } from './settings.ts';
 export { SyncClient, type SyncClientOptions } from './sync-client.ts';
+export {
+  createYjsProvider,
+  YjsProvider,
+  type YjsProviderEvents,
+  type YjsProviderOptions,
+} from './yjs-provider.ts';

@@ -39,6 +39,8 @@ export interface TestHost {
 export async function startTestHost(
   options: {
     auth?: string[];
+    /** relay.conf lines besides the ports (`buffer.seconds=5`). */
+    relay?: string[];
     failureLimit?: { points: number; seconds: number };
     ui?: false;
     /** Collects the host's JSON log lines (else logs are silent). */
@@ -52,7 +54,10 @@ export async function startTestHost(
     join(dir, 'auth.conf'),
     ['PORT=0', 'BIND=127.0.0.1', 'MDNS=off', ...(options.auth ?? [])].join('\n'),
   );
-  writeFileSync(join(dir, 'relay.conf'), 'ws.port=0\nstatus.port=0\n');
+  writeFileSync(
+    join(dir, 'relay.conf'),
+    ['ws.port=0', 'status.port=0', ...(options.relay ?? [])].join('\n'),
+  );
   const config = loadConfig(dir, {});
   const logs = options.logs;
   const logger = logs

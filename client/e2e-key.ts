@@ -1,0 +1,119 @@
+import { SyncError } from './errors.ts';
+
+/**
+ * End-to-end encryption of what a project's devices send each other: a passphrase typed on each
+ * device derives one AES-256-GCM key (WebCrypto PBKDF2-SHA-256, salted with the project's room
+ * id), and every message is sealed with a fresh random 96-bit nonce. The relay and its buffer
+ * only ever hold `nonce ‖ ciphertext ‖ tag`. WebCrypto is `globalThis.crypto.subtle` in browsers
+ * and in Node 20.
+ */
+
+/** PBKDF2 rounds: OWASP's figure for PBKDF2-HMAC-SHA-256. */
+export const defaultIterations = 600_000;
+const nonceBytes = 12;
+const encoder = new TextEncoder();
+
+/** A derived key: the AES-GCM key and a short check value that tells a wrong passphrase apart. */
+export interface E2EKey {
+  readonly key: CryptoKey;
+  /**
+   * 16 hex characters derived from the same passphrase and salt by a separate HKDF branch: a
+   * receiver whose value differs knows the sender typed another passphrase, without trying to
+   * decrypt. It reveals nothing the ciphertext does not (the passphrase is guessed offline
+   * against either at the same PBKDF2 cost).
+   */
+  readonly check: string;
+}
+
+function subtle(): SubtleCrypto {
+  const crypto = globalThis.crypto;
+  if (crypto?.subtle === undefined) {
+    throw new SyncError(
+      'no_webcrypto',
+      'encryption needs WebCrypto (a secure context in a browser, Node 20 or later)',
+    );
+  }
+  return crypto.subtle;
+}
+
+/**
+ * Derives the project key from `passphrase`, salted with `roomId` (the project's room: the same
+ * on every device of the user, different between projects), so one passphrase on two projects
+ * gives two unrelated keys. Throws `invalid_passphrase` for an empty passphrase.
+ */
+export async function deriveE2EKey(
+  passphrase: string,
+  roomId: string,
+  iterations = defaultIterations,
+): Promise<E2EKey> {
+  if (passphrase.length === 0) {
+    throw new SyncError('invalid_passphrase', 'the encryption passphrase must not be empty');
+  }
+  const webCrypto = subtle();
+  const material = await webCrypto.importKey('raw', encoder.encode(passphrase), 'PBKDF2', false, [
+    'deriveBits',
+  ]);
+  const master = await webCrypto.deriveBits(
+    {
+      name: 'PBKDF2',
+      hash: 'SHA-256',
+      salt: encoder.encode(`sync-host e2e v1 room ${roomId}`),
+      iterations,
+    },
+    material,
+    256,
+  );
+  const hkdf = await webCrypto.importKey('raw', master, 'HKDF', false, ['deriveKey', 'deriveBits']);
+  const branch = (info: string) => ({
+    name: 'HKDF',
+    hash: 'SHA-256',
+    salt: new Uint8Array(0),
+    info: encoder.encode(info),
+  });
+  const key = await webCrypto.deriveKey(
+    branch('sync-host e2e v1 aes-gcm'),
+    hkdf,
+    { name: 'AES-GCM', length: 256 },
+    false,
+    ['encrypt', 'decrypt'],
+  );
+  const checkBits = new Uint8Array(
+    await webCrypto.deriveBits(branch('sync-host e2e v1 key check'), hkdf, 64),
+  );
+  const check = [...checkBits].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+  return { key, check };
+}
+
+/** Encrypts `plain`: a random nonce followed by the AES-GCM ciphertext and tag. */
+export async function seal(key: E2EKey, plain: Uint8Array): Promise<Uint8Array> {
+  // Never a SharedArrayBuffer here: every message is built in an ordinary buffer.
+  const data = plain as Uint8Array<ArrayBuffer>;
+  const nonce = globalThis.crypto.getRandomValues(new Uint8Array(nonceBytes));
+  const sealed = new Uint8Array(
+    await subtle().encrypt({ name: 'AES-GCM', iv: nonce }, key.key, data),
+  );
+  const out = new Uint8Array(nonceBytes + sealed.length);
+  out.set(nonce);
+  out.set(sealed, nonceBytes);
+  return out;
+}
+
+/** Decrypts what `seal` made; undefined when it was not sealed with this key or was altered. */
+export async function open(
+  key: E2EKey,
+  sealed: Uint8Array<ArrayBuffer>,
+): Promise<Uint8Array | undefined> {
+  if (sealed.length < nonceBytes + 16) return undefined;
+  try {
+    const plain = await subtle().decrypt(
+      { name: 'AES-GCM', iv: sealed.subarray(0, nonceBytes) },
+      key.key,
+      sealed.subarray(nonceBytes),
+    );
+    return new Uint8Array(plain);
+  } catch (err: unknown) {
+    // WebCrypto reports a failed tag check as an OperationError, nothing more specific.
+    if (err instanceof Error && err.name === 'OperationError') return undefined;
+    throw err;
+  }
+}
