@@ -70,6 +70,8 @@ function start(api: AdminApi): void {
   const seen = new Map<string, string>();
   const editingUsers = new Set<number>();
   let latest: AdminOverview | undefined;
+  /** A section named in the URL (`#pairings`, what the tray opens) is scrolled to on first data. */
+  let sectionShown = false;
   /** The `#pair=` code already scrolled to (or reported missing), so it happens once. */
   let shownPair: string | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -225,6 +227,14 @@ function start(api: AdminApi): void {
       main.hidden = false;
       render(data);
       updateTimes();
+      if (!sectionShown) {
+        sectionShown = true;
+        // The page was hidden when the browser looked for the fragment's target.
+        const target = /^#[a-z]+$/.test(location.hash)
+          ? document.querySelector(location.hash)
+          : null;
+        if (target instanceof HTMLElement && wantedPair === undefined) target.scrollIntoView();
+      }
       live.className = 'live ok';
       live.textContent = `Live · updated ${new Date().toLocaleTimeString()}`;
       if (alertBox.dataset.kind === 'connection') {

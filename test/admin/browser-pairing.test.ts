@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { qrOptions } from '../../renderer/qr.ts';
@@ -28,6 +28,13 @@ interface Started {
 }
 
 const json = { 'Content-Type': 'application/json' };
+
+/** Whether the element is entirely inside the window's visible area. */
+const inView = (locator: Locator) =>
+  locator.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    return r.top >= 0 && r.bottom <= innerHeight;
+  });
 
 describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
   let th: TestHost;
@@ -228,14 +235,7 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
     const target = small.locator(`.pair-card[data-code="${wanted.code}"]`);
     expect(await target.getAttribute('aria-current')).toBe('true');
     for (const other of others) expect(await highlighted(other.code)).not.toContain('highlight');
-    await expect
-      .poll(() =>
-        target.evaluate((el) => {
-          const r = el.getBoundingClientRect();
-          return r.top >= 0 && r.bottom <= innerHeight;
-        }),
-      )
-      .toBe(true);
+    await expect.poll(() => inView(target)).toBe(true);
     expect(await small.evaluate(() => scrollY)).toBeGreaterThan(0);
 
     // The approve URL of another pairing in the open tab moves the mark to that one.
@@ -251,6 +251,16 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       .toMatch(/^No device with the code BCDF-GHJK is waiting/);
     await small.close();
     for (const p of [...others, wanted]) await th.admin('POST', '/pairings/deny', { code: p.code });
+  });
+
+  it('opens at the section the URL names (the tray opens #pairings), once the data is shown', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 400 } });
+    const token = th.host.adminToken;
+    await context.addInitScript((t) => sessionStorage.setItem('sync-host.adminToken', t), token);
+    const tab = await context.newPage();
+    await tab.goto(`${th.base}/admin/#connection`);
+    await expect.poll(() => inView(tab.locator('#connection h2'))).toBe(true);
+    await context.close();
   });
 
   it('shows a QR code of the auth URL, drawn in the page under its CSP', async () => {
@@ -323,14 +333,7 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       expect(box?.y).toBeGreaterThanOrEqual(0);
       expect(box?.y).toBeLessThan(844);
       await nav.getByRole('link', { name: /Pair a device/ }).click();
-      await expect
-        .poll(() =>
-          phone.locator('#pairings h2').evaluate((el) => {
-            const r = el.getBoundingClientRect();
-            return r.top >= 0 && r.bottom <= innerHeight;
-          }),
-        )
-        .toBe(true);
+      await expect.poll(() => inView(phone.locator('#pairings h2'))).toBe(true);
     });
   });
 });
