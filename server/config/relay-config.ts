@@ -79,9 +79,22 @@ function relaySchema(paths: RelayPaths) {
       positiveInt('a message count').default(10_000),
     ),
     /** Per-device cap on buffered bytes; the oldest are dropped beyond it. Default 16 MiB. */
+    bufferDeviceMaxBytes: relayKey(
+      'buffer.deviceMaxBytes',
+      positiveInt('a size in bytes').default(16 * 1024 * 1024),
+    ),
+    /**
+     * Bound of the buffered bytes of one user's rooms (each frame counted once, however many
+     * devices it is kept for); the user's oldest are dropped beyond it. Default 64 MiB.
+     */
+    bufferUserMaxBytes: relayKey(
+      'buffer.userMaxBytes',
+      positiveInt('a size in bytes').default(64 * 1024 * 1024),
+    ),
+    /** Bound of the whole buffer in bytes; the oldest are dropped beyond it. Default 256 MiB. */
     bufferMaxBytes: relayKey(
       'buffer.maxBytes',
-      positiveInt('a size in bytes').default(16 * 1024 * 1024),
+      positiveInt('a size in bytes').default(256 * 1024 * 1024),
     ),
     /**
      * Unsent bytes one receiver may have (queued by the relay and in its socket's write

@@ -88,6 +88,22 @@ export function openSyncSqlite(path: string): BetterSqlite3.Database {
   return openSqlJsSync(path, sqlJs) as unknown as BetterSqlite3.Database;
 }
 type Row = Record<string, unknown>;
+
+/**
+ * sql.js committed a transaction in memory but could not write the file (a full or read-only
+ * disk): the change is kept and written with the next successful write, or lost at a crash.
+ */
+export class SqliteImageWriteError extends Error {
+  /** The transaction took effect (in memory). */
+  readonly committedInMemory = true;
+  readonly code: string | undefined;
+  constructor(path: string, cause: unknown) {
+    const code = (cause as NodeJS.ErrnoException | null)?.code;
+    super(`cannot write ${path} (${code ?? String(cause)})`, { cause });
+    this.name = 'SqliteImageWriteError';
+    this.code = code;
+  }
+}
 type Param = number | string | Uint8Array | null;
 
 const toParams = (args: unknown[]): Param[] =>
@@ -121,8 +137,9 @@ function openSqlJsSync(path: string, SQL: SqlJs) {
       run(...args: unknown[]) {
         db.run(sql, toParams(args));
         const changes = db.getRowsModified();
+        const lastInsertRowid = Number(db.exec('SELECT last_insert_rowid()')[0]?.values[0]?.[0]);
         persist();
-        return { changes, lastInsertRowid: 0 };
+        return { changes, lastInsertRowid };
       },
       get: (...args: unknown[]) => shape(rows(sql, args)[0]),
       all: (...args: unknown[]) => rows(sql, args).map(shape),
@@ -145,17 +162,24 @@ function openSqlJsSync(path: string, SQL: SqlJs) {
         const savepoint = `sp${depth}`;
         db.exec(depth === 0 ? 'BEGIN' : `SAVEPOINT ${savepoint}`);
         depth++;
+        let result: R;
         try {
-          const result = fn(...args);
-          depth--;
-          db.exec(depth === 0 ? 'COMMIT' : `RELEASE ${savepoint}`);
-          persist();
-          return result;
+          result = fn(...args);
         } catch (err: unknown) {
           depth--;
           db.exec(depth === 0 ? 'ROLLBACK' : `ROLLBACK TO ${savepoint}; RELEASE ${savepoint}`);
           throw err;
         }
+        depth--;
+        db.exec(depth === 0 ? 'COMMIT' : `RELEASE ${savepoint}`);
+        try {
+          persist();
+        } catch (err: unknown) {
+          // The change is committed in memory and goes to the file with the next write that
+          // succeeds (or is lost at a crash): the caller learns that the file write failed.
+          throw new SqliteImageWriteError(path, err);
+        }
+        return result;
       };
     },
     close() {

@@ -5,6 +5,7 @@ import {
   openSync,
   readFileSync,
   renameSync,
+  rmSync,
   statSync,
   writeSync,
 } from 'node:fs';
@@ -44,9 +45,13 @@ export function writeSqliteImage(path: string, image: Uint8Array): void {
   try {
     writeSync(fd, image);
     fsyncSync(fd);
-  } finally {
+  } catch (err: unknown) {
+    // A partial image on a full disk would keep holding the space the next write needs.
     closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
   }
+  closeSync(fd);
   renameSync(tmp, path);
 }
 

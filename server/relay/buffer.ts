@@ -1,122 +1,17 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { openSyncSqlite } from '../db/sqlite-engine.ts';
+import { statSync } from 'node:fs';
+import { createFrameStore } from './buffer-frames.ts';
+import { openBufferStore, reclaimSpace } from './buffer-store.ts';
+import type { AbsentDevice, BufferEvents, BufferLimits, MessageBuffer } from './buffer-types.ts';
 
-/**
- * A device that disconnected without `leave`: while `droppedAt + window` is ahead, every frame
- * addressed to it is stored. The broker keeps this object; the buffer updates its counters.
- */
-export interface AbsentDevice {
-  readonly room: string;
-  readonly device: string;
-  /** Clock time (ms) of the drop. */
-  readonly droppedAt: number;
-  /** Frames stored (committed or queued). */
-  messages: number;
-  bytes: number;
-  /** Some frames were dropped by the per-device cap. */
-  gap: boolean;
-}
-
-export interface BufferLimits {
-  /** `buffer.seconds` in ms. */
-  windowMs: number;
-  /** `buffer.maxMessages`: per device, oldest dropped beyond it. */
-  maxMessages: number;
-  /** `buffer.maxBytes`: per device, oldest dropped beyond it. */
-  maxBytes: number;
-  /** How long the relay remembers that a device's window expired (so its next join says gap). */
-  expiredRetentionMs: number;
-}
+export type { AbsentDevice, BufferEvents, BufferLimits, MessageBuffer } from './buffer-types.ts';
 
 type Op =
-  | { kind: 'message'; entry: AbsentDevice; frame: string; bytes: number }
+  | { kind: 'message'; entries: AbsentDevice[]; frame: string; bytes: number }
   | { kind: 'absent'; entry: AbsentDevice }
   | { kind: 'expire'; room: string; device: string; at: number }
   | { kind: 'forget'; room: string; device: string }
   | { kind: 'forgetDevice'; device: string }
   | { kind: 'revoke'; device: string; revokedAt: number };
-
-export interface BufferEvents {
-  /** Frames dropped because a device's window expired. */
-  droppedExpired(count: number): void;
-  /** Frames dropped because a device reached its cap. */
-  droppedCap(count: number): void;
-  /** A write transaction committed. */
-  flushed(): void;
-  /** A write transaction failed; its frames are lost. */
-  failed(err: unknown, lostFrames: number): void;
-  /** The health check could not read the database. */
-  unhealthy(err: unknown): void;
-}
-
-/** The durable buffer: SQLite (WAL), writes queued and committed in one transaction per tick. */
-export interface MessageBuffer {
-  /**
-   * Absent devices of the previous run. Devices still recorded as present (the relay was killed)
-   * become absent now; devices whose window already passed are expired.
-   */
-  restore(now: number): AbsentDevice[];
-  /** Device ids revoked earlier, with the Unix second of revocation. */
-  revoked(): Map<string, number>;
-  /** Records that a device dropped without leave. */
-  markAbsent(entry: AbsentDevice): void;
-  /** Stores a frame for an absent device (committed on the next flush). */
-  append(entry: AbsentDevice, frame: string, bytes: number): void;
-  /** The window of an absent device passed: its frames are dropped, its next join gets `gap`. */
-  expire(entry: AbsentDevice, now: number): void;
-  /** A device left cleanly: nothing is kept for it in that room. */
-  forget(room: string, device: string): void;
-  /** A device was revoked: nothing is kept for it anywhere, and its tokens stay refused. */
-  revoke(device: string, revokedAt: number): void;
-  /**
-   * A device joins: commits the queue, then in one transaction reads its stored frames, hands
-   * them to `deliver` in order (always called, maybe with none), deletes them and records the
-   * device as present. A crash before the commit delivers them again on the next join; after
-   * it, never again.
-   */
-  takeOver(
-    room: string,
-    device: string,
-    now: number,
-    deliver: (frames: string[], gap: boolean) => void,
-  ): void;
-  /** Commits the queue now. */
-  flush(): void;
-  /** Forgets expired devices older than the retention. */
-  purge(now: number): void;
-  /** Frames committed to SQLite. */
-  readonly stored: number;
-  /** Frames queued for the next commit. */
-  readonly pending: number;
-  /** Whether the database answers a query; a failure is reported to `events.unhealthy`. */
-  healthy(): boolean;
-  /** Commits the queue and closes the database. */
-  close(): void;
-}
-
-const schema = `
-CREATE TABLE IF NOT EXISTS roomDevices (
-  room TEXT NOT NULL,
-  device TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('present', 'absent', 'expired')),
-  since INTEGER NOT NULL,
-  gap INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (room, device)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS bufferedMessages (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  room TEXT NOT NULL,
-  device TEXT NOT NULL,
-  frame TEXT NOT NULL,
-  bytes INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS bufferedMessagesByDevice ON bufferedMessages (room, device, id);
-CREATE TABLE IF NOT EXISTS revokedDevices (
-  device TEXT PRIMARY KEY,
-  revokedAt INTEGER NOT NULL
-) WITHOUT ROWID;
-`;
 
 interface DeviceRow {
   state: 'present' | 'absent' | 'expired';
@@ -129,24 +24,24 @@ interface AbsentRow {
   device: string;
   since: number;
   gap: number;
-  messages: number;
-  bytes: number;
 }
 
-/** Opens (and creates) the buffer database at `path`. */
+const keyOf = (room: string, device: string) => `${room}\n${device}`;
+
+/** Opens (and creates, or migrates) the buffer database at `path`. */
 export function openMessageBuffer(
   path: string,
   limits: BufferLimits,
   events: BufferEvents,
 ): MessageBuffer {
-  mkdirSync(dirname(path), { recursive: true });
-  // better-sqlite3, or sql.js when its addon cannot load here (chosen at start).
-  const db = openSyncSqlite(path);
-  db.pragma('journal_mode = WAL');
-  // WAL + NORMAL: a commit survives a process crash (kill -9); only a power loss can lose the
-  // last commits. No fsync per transaction.
-  db.pragma('synchronous = NORMAL');
-  db.exec(schema);
+  const { db, notes } = openBufferStore(path);
+  if (notes.migrated !== undefined || notes.vacuumFailed !== undefined) events.opened(notes);
+  /** The absent devices known to this run, to count what they lose to a bound. */
+  const entries = new Map<string, AbsentDevice>();
+  /** Frames lost to a bound in the transaction under way, reported once it commits. */
+  const lostInTransaction = { user: 0, buffer: 0 };
+  /** Rows were deleted since the last reclaim. */
+  let freed = false;
 
   const upsertDevice = db.prepare<[string, string, string, number, number]>(
     `INSERT INTO roomDevices (room, device, state, since, gap) VALUES (?, ?, ?, ?, ?)
@@ -162,57 +57,54 @@ export function openMessageBuffer(
     'DELETE FROM roomDevices WHERE room = ? AND device = ?',
   );
   const deleteDeviceEverywhere = db.prepare<[string]>('DELETE FROM roomDevices WHERE device = ?');
-  const insertMessage = db.prepare<[string, string, string, number]>(
-    'INSERT INTO bufferedMessages (room, device, frame, bytes) VALUES (?, ?, ?, ?)',
-  );
-  const selectFrames = db
-    .prepare<[string, string], string>(
-      'SELECT frame FROM bufferedMessages WHERE room = ? AND device = ? ORDER BY id',
-    )
-    .pluck();
-  const selectSizes = db.prepare<[string, string], { id: number; bytes: number }>(
-    'SELECT id, bytes FROM bufferedMessages WHERE room = ? AND device = ? ORDER BY id',
-  );
-  const deleteMessages = db.prepare<[string, string]>(
-    'DELETE FROM bufferedMessages WHERE room = ? AND device = ?',
-  );
-  const deleteMessagesUpTo = db.prepare<[string, string, number]>(
-    'DELETE FROM bufferedMessages WHERE room = ? AND device = ? AND id <= ?',
-  );
-  const deleteMessagesEverywhere = db.prepare<[string]>(
-    'DELETE FROM bufferedMessages WHERE device = ?',
-  );
   const insertRevoked = db.prepare<[string, number]>(
     `INSERT INTO revokedDevices (device, revokedAt) VALUES (?, ?)
      ON CONFLICT (device) DO UPDATE SET revokedAt = excluded.revokedAt`,
   );
+  const probe = db.prepare<[number]>(
+    'INSERT INTO bufferProbe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at',
+  );
   const ping = db.prepare('SELECT 1');
 
-  let stored = (db.prepare('SELECT count(*) AS n FROM bufferedMessages').get() as { n: number }).n;
+  const frames = createFrameStore(
+    db,
+    { maxBytes: limits.maxBytes, userMaxBytes: limits.userMaxBytes },
+    (scope, room, device, bytes) => {
+      lostInTransaction[scope]++;
+      freed = true;
+      setGap.run(room, device);
+      const entry = entries.get(keyOf(room, device));
+      if (entry === undefined) return;
+      entry.messages--;
+      entry.bytes -= bytes;
+      entry.gap = true;
+    },
+  );
+
   let queue: Op[] = [];
   let pendingFrames = 0;
   let flushScheduled = false;
   let closed = false;
+  /** The last write failed; cleared by the next one that succeeds. */
+  let writeFailed = false;
 
-  /** Drops the oldest frames of a device until it is within both caps. */
+  /** Drops the oldest frames of a device until it is within both per-device caps. */
   function trim(entry: AbsentDevice): void {
     let excessMessages = entry.messages - limits.maxMessages;
-    let excessBytes = entry.bytes - limits.maxBytes;
+    let excessBytes = entry.bytes - limits.deviceMaxBytes;
     if (excessMessages <= 0 && excessBytes <= 0) return;
     let lastId = -1;
-    let dropped = 0;
     let droppedBytes = 0;
-    for (const row of selectSizes.iterate(entry.room, entry.device)) {
+    for (const row of frames.referencesOf(entry.room, entry.device)) {
       if (excessMessages <= 0 && excessBytes <= 0) break;
       lastId = row.id;
-      dropped++;
       droppedBytes += row.bytes;
       excessMessages--;
       excessBytes -= row.bytes;
     }
-    if (dropped === 0) return;
-    deleteMessagesUpTo.run(entry.room, entry.device, lastId);
-    stored -= dropped;
+    if (lastId < 0) return;
+    const dropped = frames.release(entry.room, entry.device, lastId);
+    freed = true;
     entry.messages -= dropped;
     entry.bytes -= droppedBytes;
     entry.gap = true;
@@ -220,15 +112,24 @@ export function openMessageBuffer(
     events.droppedCap(dropped);
   }
 
+  function dropExpired(room: string, device: string): void {
+    const dropped = frames.release(room, device);
+    if (dropped > 0) {
+      freed = true;
+      events.droppedExpired(dropped);
+    }
+  }
+
   const commit = db.transaction((ops: Op[]) => {
     const overCap = new Set<AbsentDevice>();
     for (const op of ops) {
       switch (op.kind) {
         case 'message':
-          insertMessage.run(op.entry.room, op.entry.device, op.frame, op.bytes);
-          stored++;
-          if (op.entry.messages > limits.maxMessages || op.entry.bytes > limits.maxBytes) {
-            overCap.add(op.entry);
+          frames.insert(op.frame, op.bytes, op.entries);
+          for (const entry of op.entries) {
+            if (entry.messages > limits.maxMessages || entry.bytes > limits.deviceMaxBytes) {
+              overCap.add(entry);
+            }
           }
           break;
         case 'absent':
@@ -240,19 +141,16 @@ export function openMessageBuffer(
             op.entry.gap ? 1 : 0,
           );
           break;
-        case 'expire': {
-          const dropped = deleteMessages.run(op.room, op.device).changes;
-          stored -= dropped;
-          if (dropped > 0) events.droppedExpired(dropped);
+        case 'expire':
+          dropExpired(op.room, op.device);
           upsertDevice.run(op.room, op.device, 'expired', op.at, 1);
           break;
-        }
         case 'forget':
-          stored -= deleteMessages.run(op.room, op.device).changes;
+          freed = frames.release(op.room, op.device) > 0 || freed;
           deleteDevice.run(op.room, op.device);
           break;
         case 'forgetDevice':
-          stored -= deleteMessagesEverywhere.run(op.device).changes;
+          freed = frames.releaseEverywhere(op.device) > 0 || freed;
           deleteDeviceEverywhere.run(op.device);
           break;
         case 'revoke':
@@ -263,20 +161,76 @@ export function openMessageBuffer(
     for (const entry of overCap) trim(entry);
   });
 
+  /** Runs a write transaction; a failure marks the buffer unhealthy until a write succeeds. */
+  function write(ops: Op[]): unknown {
+    lostInTransaction.user = 0;
+    lostInTransaction.buffer = 0;
+    try {
+      commit(ops);
+    } catch (err: unknown) {
+      if ((err as { committedInMemory?: boolean }).committedInMemory === true) {
+        // sql.js: applied in memory, written to the file with the next write that succeeds.
+        reportBound();
+        markFailed(err, 0);
+        return undefined;
+      }
+      return err;
+    }
+    reportBound();
+    events.flushed();
+    if (writeFailed) {
+      writeFailed = false;
+      events.recovered();
+    }
+    return undefined;
+  }
+
+  function reportBound(): void {
+    if (lostInTransaction.user > 0) events.droppedBound('user', lostInTransaction.user);
+    if (lostInTransaction.buffer > 0) events.droppedBound('buffer', lostInTransaction.buffer);
+  }
+
+  function markFailed(err: unknown, lost: number): void {
+    writeFailed = true;
+    events.failed(err, lost);
+  }
+
+  /**
+   * A rolled-back batch: its frames are lost (counted, `gap` for their devices); what else it
+   * held (absent marks, expiries, revocations) is tried again at once.
+   */
+  function recoverFrom(err: unknown, ops: Op[]): void {
+    let lost = 0;
+    const touched = new Set<AbsentDevice>();
+    for (const op of ops) {
+      if (op.kind !== 'message') continue;
+      for (const entry of op.entries) {
+        lost++;
+        entry.gap = true;
+        touched.add(entry);
+      }
+    }
+    frames.load();
+    for (const entry of touched) {
+      const kept = frames.referencesOf(entry.room, entry.device);
+      entry.messages = kept.length;
+      entry.bytes = kept.reduce((sum, row) => sum + row.bytes, 0);
+    }
+    markFailed(err, lost);
+    const rest: Op[] = ops.filter((op) => op.kind !== 'message');
+    for (const entry of touched) rest.push({ kind: 'absent', entry });
+    if (rest.length > 0 && write(rest) !== undefined) frames.load();
+  }
+
   function flush(): void {
     flushScheduled = false;
     if (queue.length === 0 || closed) return;
     const ops = queue;
-    const frames = pendingFrames;
     queue = [];
     pendingFrames = 0;
-    try {
-      commit(ops);
-      events.flushed();
-    } catch (err: unknown) {
-      // The relay keeps routing live traffic; only these buffered frames are lost.
-      events.failed(err, frames);
-    }
+    // The relay keeps routing live traffic; a failed batch is counted and reported.
+    const err = write(ops);
+    if (err !== undefined) recoverFrom(err, ops);
   }
 
   function enqueue(op: Op): void {
@@ -296,21 +250,24 @@ export function openMessageBuffer(
       deliver: (frames: string[], gap: boolean) => void,
     ): void => {
       const row = selectDevice.get(room, device);
-      let frames: string[] = [];
-      let gap = false;
+      const remembered = entries.get(keyOf(room, device))?.gap === true;
+      let texts: string[] = [];
+      let gap = remembered;
       if (row !== undefined && row.state === 'absent' && now < row.since + limits.windowMs) {
-        frames = selectFrames.all(room, device);
-        gap = row.gap === 1;
+        texts = frames.textsOf(room, device);
+        gap ||= row.gap === 1;
       } else if (row !== undefined && row.state !== 'present') {
         // The window passed (maybe while the relay was down): whatever was kept is dropped.
         gap = true;
-        const dropped = deleteMessages.run(room, device).changes;
-        stored -= dropped;
-        if (dropped > 0) events.droppedExpired(dropped);
+        dropExpired(room, device);
       }
-      deliver(frames, gap);
-      if (frames.length > 0) stored -= deleteMessages.run(room, device).changes;
+      deliver(texts, gap);
+      if (texts.length > 0) {
+        frames.release(room, device);
+        freed = true;
+      }
       upsertDevice.run(room, device, 'present', now, 0);
+      entries.delete(keyOf(room, device));
     },
   );
 
@@ -326,29 +283,27 @@ export function openMessageBuffer(
           )
           .all(now - limits.windowMs);
         for (const row of expired) {
-          const dropped = deleteMessages.run(row.room, row.device).changes;
-          stored -= dropped;
-          if (dropped > 0) events.droppedExpired(dropped);
+          dropExpired(row.room, row.device);
           upsertDevice.run(row.room, row.device, 'expired', now, 1);
         }
         const rows = db
           .prepare<[], AbsentRow>(
-            `SELECT d.room, d.device, d.since, d.gap,
-                    count(m.id) AS messages, coalesce(sum(m.bytes), 0) AS bytes
-             FROM roomDevices d LEFT JOIN bufferedMessages m ON m.room = d.room AND m.device = d.device
-             WHERE d.state = 'absent' GROUP BY d.room, d.device`,
+            "SELECT room, device, since, gap FROM roomDevices WHERE state = 'absent'",
           )
           .all();
-        return rows.map(
-          (row): AbsentDevice => ({
+        return rows.map((row): AbsentDevice => {
+          const kept = frames.referencesOf(row.room, row.device);
+          const entry: AbsentDevice = {
             room: row.room,
             device: row.device,
             droppedAt: row.since,
-            messages: row.messages,
-            bytes: row.bytes,
+            messages: kept.length,
+            bytes: kept.reduce((sum, ref) => sum + ref.bytes, 0),
             gap: row.gap === 1,
-          }),
-        );
+          };
+          entries.set(keyOf(row.room, row.device), entry);
+          return entry;
+        });
       })();
     },
     revoked() {
@@ -360,21 +315,28 @@ export function openMessageBuffer(
       return new Map(rows.map((row) => [row.device, row.revokedAt]));
     },
     markAbsent(entry) {
+      entries.set(keyOf(entry.room, entry.device), entry);
       enqueue({ kind: 'absent', entry });
     },
-    append(entry, frame, bytes) {
-      entry.messages++;
-      entry.bytes += bytes;
-      pendingFrames++;
-      enqueue({ kind: 'message', entry, frame, bytes });
+    append(targets, frame, bytes) {
+      if (targets.length === 0) return;
+      for (const entry of targets) {
+        entry.messages++;
+        entry.bytes += bytes;
+      }
+      pendingFrames += targets.length;
+      enqueue({ kind: 'message', entries: targets, frame, bytes });
     },
     expire(entry, now) {
+      entries.delete(keyOf(entry.room, entry.device));
       enqueue({ kind: 'expire', room: entry.room, device: entry.device, at: now });
     },
     forget(room, device) {
+      entries.delete(keyOf(room, device));
       enqueue({ kind: 'forget', room, device });
     },
     revoke(device, revokedAt) {
+      for (const [key, entry] of entries) if (entry.device === device) entries.delete(key);
       enqueue({ kind: 'forgetDevice', device });
       enqueue({ kind: 'revoke', device, revokedAt });
     },
@@ -389,17 +351,34 @@ export function openMessageBuffer(
       db.prepare("DELETE FROM roomDevices WHERE state = 'expired' AND since < ?").run(
         now - limits.expiredRetentionMs,
       );
+      if (!freed) return;
+      reclaimSpace(db);
+      freed = false;
     },
     get stored() {
-      return stored;
+      return frames.stored;
     },
     get pending() {
       return pendingFrames;
+    },
+    get bytes() {
+      return frames.bytes;
+    },
+    fileBytes() {
+      let size = 0;
+      for (const file of [path, `${path}-wal`])
+        size += statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+      return size;
     },
     healthy() {
       if (closed) return false;
       try {
         ping.get();
+        if (writeFailed) {
+          probe.run(Date.now());
+          writeFailed = false;
+          events.recovered();
+        }
         return true;
       } catch (err: unknown) {
         events.unhealthy(err);

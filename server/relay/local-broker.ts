@@ -119,24 +119,24 @@ export function createLocalBroker(options: LocalBrokerOptions): Broker {
     sendTo(device: string, frame: Buffer): boolean {
       const entry = this.kept(device, now());
       if (entry === undefined) return false;
-      buffer.append(entry, frame.toString('utf8'), frame.length);
+      buffer.append([entry], frame.toString('utf8'), frame.length);
       metrics.messagesBuffered++;
       return true;
     }
 
     broadcast(frame: Buffer): void {
       if (this.absent.size === 0) return;
-      const text = frame.toString('utf8');
       const at = now();
+      const kept: AbsentDevice[] = [];
       // deleting the current entry (an expired one) while iterating a Map is safe
       for (const entry of this.absent.values()) {
-        if (at < entry.droppedAt + bufferWindowMs) {
-          buffer.append(entry, text, frame.length);
-          metrics.messagesBuffered++;
-        } else {
-          this.expire(entry, at);
-        }
+        if (at < entry.droppedAt + bufferWindowMs) kept.push(entry);
+        else this.expire(entry, at);
       }
+      if (kept.length === 0) return;
+      // stored once, referenced by each absent device
+      buffer.append(kept, frame.toString('utf8'), frame.length);
+      metrics.messagesBuffered += kept.length;
     }
 
     dropAll(): void {

@@ -12,8 +12,16 @@ export interface RelayMetrics {
   bufferDelivered: number;
   /** Buffered frames dropped because the window expired. */
   bufferDroppedExpired: number;
-  /** Buffered frames dropped because a device reached `buffer.maxMessages` / `buffer.maxBytes`. */
+  /** Buffered frames dropped because a device reached `buffer.maxMessages` / `buffer.deviceMaxBytes`. */
   bufferDroppedCap: number;
+  /** Buffered frames (one per device) dropped to keep a user's rooms within `buffer.userMaxBytes`. */
+  bufferDroppedUserBound: number;
+  /** Buffered frames (one per device) dropped to keep the buffer within `buffer.maxBytes`. */
+  bufferDroppedBufferBound: number;
+  /** Frames for absent devices lost because their write transaction failed (a full disk). */
+  bufferDroppedWriteFailed: number;
+  /** Buffer write transactions that failed. */
+  bufferWriteFailures: number;
   /** SQLite transactions that wrote buffered frames. */
   bufferFlushes: number;
   rateLimited: number;
@@ -37,6 +45,10 @@ export function createMetrics(): RelayMetrics {
     bufferDelivered: 0,
     bufferDroppedExpired: 0,
     bufferDroppedCap: 0,
+    bufferDroppedUserBound: 0,
+    bufferDroppedBufferBound: 0,
+    bufferDroppedWriteFailed: 0,
+    bufferWriteFailures: 0,
     bufferFlushes: 0,
     rateLimited: 0,
     heartbeatTimeouts: 0,
@@ -60,6 +72,10 @@ export interface RelayGauges {
   bufferedStored: number;
   /** Frames queued for the next buffer transaction. */
   bufferedPending: number;
+  /** Bytes counted against `buffer.maxBytes`. */
+  bufferBytes: number;
+  /** relay.db and its WAL on disk. */
+  bufferFileBytes: number;
   absentDevices: number;
 }
 
@@ -128,6 +144,30 @@ export function renderMetrics(metrics: RelayMetrics, gauges: RelayGauges): strin
     '# TYPE relay_messages_dropped_total counter',
     `relay_messages_dropped_total{reason="expired"} ${metrics.bufferDroppedExpired}`,
     `relay_messages_dropped_total{reason="cap"} ${metrics.bufferDroppedCap}`,
+    `relay_messages_dropped_total{reason="user_bound"} ${metrics.bufferDroppedUserBound}`,
+    `relay_messages_dropped_total{reason="buffer_bound"} ${metrics.bufferDroppedBufferBound}`,
+    `relay_messages_dropped_total{reason="write_failed"} ${metrics.bufferDroppedWriteFailed}`,
+  );
+  line(
+    out,
+    'relay_buffer_write_failures_total',
+    'counter',
+    'Buffer write transactions that failed (the relay is unhealthy until one succeeds).',
+    metrics.bufferWriteFailures,
+  );
+  line(
+    out,
+    'relay_buffer_bytes',
+    'gauge',
+    'Bytes counted against buffer.maxBytes.',
+    gauges.bufferBytes,
+  );
+  line(
+    out,
+    'relay_buffer_file_bytes',
+    'gauge',
+    'Size of the buffer database and its WAL.',
+    gauges.bufferFileBytes,
   );
   line(
     out,

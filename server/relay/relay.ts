@@ -133,12 +133,15 @@ export function createRelay(options: RelayOptions): Relay {
   const repeat = options.repeat ?? repeatEvery;
   const tuning: RelayTuning = { ...defaultTuning, ...options.tuning };
   const metrics = createMetrics();
+  let bufferFailing = false;
   const bufferWindowMs = config.bufferSeconds * secondMs;
   const buffer = openMessageBuffer(
     config.sqlitePath,
     {
       windowMs: bufferWindowMs,
       maxMessages: config.bufferMaxMessages,
+      deviceMaxBytes: config.bufferDeviceMaxBytes,
+      userMaxBytes: config.bufferUserMaxBytes,
       maxBytes: config.bufferMaxBytes,
       expiredRetentionMs: tuning.expiredRetentionMs,
     },
@@ -149,14 +152,39 @@ export function createRelay(options: RelayOptions): Relay {
       droppedCap: (count) => {
         metrics.bufferDroppedCap += count;
       },
+      droppedBound: (scope, count) => {
+        if (scope === 'user') metrics.bufferDroppedUserBound += count;
+        else metrics.bufferDroppedBufferBound += count;
+      },
       flushed: () => {
         metrics.bufferFlushes++;
       },
       failed: (err, lost) => {
-        logger.error({ err, lost }, 'buffer write failed; these buffered messages are lost');
+        metrics.bufferWriteFailures++;
+        metrics.bufferDroppedWriteFailed += lost;
+        // One line when the failures start; the metrics count every one after it.
+        if (!bufferFailing)
+          logger.error(
+            { err, lost },
+            'buffer write failed (dropped, with gap for their devices): the relay reports itself unhealthy until a write succeeds',
+          );
+        bufferFailing = true;
+      },
+      recovered: () => {
+        bufferFailing = false;
+        logger.info('buffer writes succeed again');
       },
       unhealthy: (err) => {
-        logger.error({ err }, 'buffer database unreadable: the relay reports itself unhealthy');
+        logger.error({ err }, 'buffer database unusable: the relay reports itself unhealthy');
+      },
+      opened: ({ migrated, vacuumFailed }) => {
+        if (migrated !== undefined)
+          logger.info({ migrated }, 'buffer database migrated: each kept frame stored once');
+        if (vacuumFailed !== undefined)
+          logger.warn(
+            { err: vacuumFailed },
+            'buffer database could not be vacuumed once: it keeps its size until a later start',
+          );
       },
     },
   );
@@ -220,6 +248,8 @@ export function createRelay(options: RelayOptions): Relay {
           rooms: rooms.active(),
           bufferedStored: buffer.stored,
           bufferedPending: buffer.pending,
+          bufferBytes: buffer.bytes,
+          bufferFileBytes: buffer.fileBytes(),
           absentDevices: broker.absentDevices(),
         }) + (broker.describe?.().metrics ?? ''),
       extra: () => broker.describe?.().health ?? {},

@@ -50,7 +50,7 @@ describe('relay killed with -9 while buffering under load', () => {
       'rate.perSecond': 100_000,
       'rate.burst': 100_000,
       'buffer.maxMessages': 1_000_000,
-      'buffer.maxBytes': 1_000_000_000,
+      'buffer.deviceMaxBytes': 1_000_000_000,
     });
     const room = createRoomId(1, secret);
     const relay = await startHostProcess(['relay'], dir);

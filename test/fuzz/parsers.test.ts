@@ -53,6 +53,8 @@ const relayKeys = [
   'buffer.seconds',
   'buffer.maxMessages',
   'buffer.maxBytes',
+  'buffer.userMaxBytes',
+  'buffer.deviceMaxBytes',
   'auth.tokenSignature',
   'bind',
 ];

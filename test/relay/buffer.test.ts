@@ -147,8 +147,8 @@ describe.each(['native', 'wasm'] as const)(
       expect(metrics).toContain('relay_messages_dropped_total{reason="cap"} 3');
     });
 
-    it('keeps at most buffer.maxBytes per device, dropping the oldest', async () => {
-      const { room, host } = await memberDropped({ config: { bufferMaxBytes: 1_000 } });
+    it('keeps at most buffer.deviceMaxBytes per device, dropping the oldest', async () => {
+      const { room, host } = await memberDropped({ config: { bufferDeviceMaxBytes: 1_000 } });
       for (let n = 1; n <= 10; n++) host.send({ to: 2, payload: { n, pad: 'x'.repeat(200) } });
       await host.sync();
       const { client, joined } = await rejoin(room);

@@ -53,8 +53,24 @@ describe('relay fan-out', () => {
     dir = mkdtempSync(join(tmpdir(), 'relay-fanout-'));
     buffer = openMessageBuffer(
       join(dir, 'relay.db'),
-      { windowMs: 60_000, maxMessages: 100, maxBytes: 1_000_000, expiredRetentionMs: 1_000 },
-      { droppedExpired() {}, droppedCap() {}, flushed() {}, failed() {}, unhealthy() {} },
+      {
+        windowMs: 60_000,
+        maxMessages: 100,
+        deviceMaxBytes: 1_000_000,
+        userMaxBytes: 1_000_000,
+        maxBytes: 1_000_000,
+        expiredRetentionMs: 1_000,
+      },
+      {
+        droppedExpired() {},
+        droppedCap() {},
+        droppedBound() {},
+        flushed() {},
+        failed() {},
+        recovered() {},
+        unhealthy() {},
+        opened() {},
+      },
     );
     const metrics = createMetrics();
     const logger = createLogger('silent');
