@@ -9,11 +9,17 @@ export interface Mailer {
   close(): void;
 }
 
-/** Development mode: prints the exact line of the seed spec on stdout. */
+/**
+ * Development mode: prints the token line of the seed spec on stdout, then the link itself, so a
+ * person at the host's terminal opens it (and presses its button) instead of copying a token.
+ */
 export function createDevMailer(print: (line: string) => void): Mailer {
   return {
     devMode: true,
-    sendLoginLink: async (email, token) => print(`[dev] Magic link token for ${email}: ${token}`),
+    sendLoginLink: async (email, token, link) => {
+      print(`[dev] Magic link token for ${email}: ${token}`);
+      print(`[dev] Sign-in link for ${email}: ${link}`);
+    },
     close: () => {},
   };
 }

@@ -1,40 +1,13 @@
-import { cpSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { writeConf } from '../helpers/configs.ts';
 import type { startHostProcess } from '../helpers/host-process.ts';
 import { processScope } from '../helpers/process-scope.ts';
+import { treeWithoutNativeSqlite } from '../helpers/program-copy.ts';
 
-const root = resolve(import.meta.dirname, '../..');
 const secret = 'no-native-sqlite-secret-0123456789';
 const { tempDir, start, connect, stopAll } = processScope('sync-host-wasm-');
-
-/**
- * A copy of the program whose node_modules holds every installed package except better-sqlite3,
- * as after an `npm install` that could not build the optional addon. The sources are copied (a
- * symlinked file would resolve its imports from the real node_modules); packages are symlinked.
- */
-function treeWithoutNativeSqlite(): string {
-  const tree = tempDir('sync-host-no-addon-');
-  for (const part of [
-    'bin',
-    'cli',
-    'server',
-    'client',
-    'protocol',
-    'renderer',
-    'package.json',
-    'tsconfig.json',
-  ])
-    cpSync(join(root, part), join(tree, part), { recursive: true });
-  mkdirSync(join(tree, 'node_modules'));
-  for (const name of readdirSync(join(root, 'node_modules'))) {
-    if (name === 'better-sqlite3' || name === '.bin') continue;
-    symlinkSync(join(root, 'node_modules', name), join(tree, 'node_modules', name));
-  }
-  return tree;
-}
 
 const token = (deviceId: number) =>
   signDeviceToken(
@@ -106,7 +79,7 @@ describe('the embedded databases without the native SQLite addon', () => {
   }, 90_000);
 
   it('a tree where better-sqlite3 is not installed runs --headless (one warning) and auth, buffering across a restart', async () => {
-    const tree = treeWithoutNativeSqlite();
+    const tree = treeWithoutNativeSqlite(tempDir('sync-host-no-addon-'));
     const launcher = join(tree, 'bin', 'sync-host');
     const dir = tempDir('sync-host-no-addon-data-');
     writeConf(dir, 'auth.conf', { PORT: 0, MDNS: 'off', BIND: '127.0.0.1', AUTH_SECRET: secret });
