@@ -94,7 +94,7 @@ function pairingCard(pairing: AdminPairing, actions: PairingActions): Card {
       facts('Platform', pairing.platform),
       facts('Address', h('span', { class: 'mono' }, pairing.clientAddress)),
       facts('Asked', time(pairing.createdAt), ' · expires ', time(pairing.expiresAt)),
-      pairing.email ? facts('Asks to join as', pairing.email) : null,
+      pairing.email ? facts('For user', pairing.email) : null,
     ),
     form,
   );

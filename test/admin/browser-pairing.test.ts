@@ -250,6 +250,18 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       .poll(() => small.locator('#pairings-status').textContent())
       .toMatch(/^No device with the code BCDF-GHJK is waiting/);
     await small.close();
+
+    // A browser without the admin token (a phone that scanned the approve URL's QR code) asks
+    // for it, then shows the request.
+    const stranger = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const tab = await stranger.newPage();
+    await tab.goto(wanted.approveUrl);
+    await tab.getByLabel('Admin token').fill(th.host.adminToken);
+    await tab.keyboard.press('Enter');
+    await expect
+      .poll(() => tab.locator(`.pair-card[data-code="${wanted.code}"]`).getAttribute('class'))
+      .toContain('highlight');
+    await stranger.close();
     for (const p of [...others, wanted]) await th.admin('POST', '/pairings/deny', { code: p.code });
   });
 
