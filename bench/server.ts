@@ -28,6 +28,8 @@ async function startRelay(): Promise<BenchServer> {
       secret: benchSecret,
       ratePerSecond: 1_000_000,
       rateBurst: 1_000_000,
+      // the load generator opens its connections from one address, many at a time
+      maxUnjoinedPerAddress: 1_000_000,
     }),
     secret: benchSecret,
     logger: createLogger('silent'),

@@ -77,6 +77,10 @@ export interface RelayGauges {
   /** relay.db and its WAL on disk. */
   bufferFileBytes: number;
   absentDevices: number;
+  /** Bytes not yet sent to receivers that are behind (`relay.maxMemoryBytes` bounds it). */
+  unsentBytes: number;
+  /** Connections refused for `relay.maxUnjoinedPerAddress`, since the start. */
+  unjoinedRefused: number;
 }
 
 function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number) {
@@ -205,6 +209,20 @@ export function renderMetrics(metrics: RelayMetrics, gauges: RelayGauges): strin
     'counter',
     'Connections closed for not reading.',
     metrics.slowReceivers,
+  );
+  line(
+    out,
+    'relay_unsent_bytes',
+    'gauge',
+    'Bytes not yet sent to receivers that are behind.',
+    gauges.unsentBytes,
+  );
+  line(
+    out,
+    'relay_unjoined_refused_total',
+    'counter',
+    'Connections refused (429): too many unjoined from one address.',
+    gauges.unjoinedRefused,
   );
   out.push(
     '# HELP relay_errors_total Error frames sent, by code.',

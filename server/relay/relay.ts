@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
@@ -17,6 +17,7 @@ import { createRooms, type RoomStatus } from './rooms.ts';
 import { createShards, defaultShardCount } from './shards.ts';
 import { createSocketHandler } from './socket-handler.ts';
 import { createStatusServer } from './status.ts';
+import { createUnjoinedLimit } from './unjoined.ts';
 
 /**
  * Timings the protocol fixes and internal sizes that relay.conf does not expose; only tests and
@@ -205,6 +206,7 @@ export function createRelay(options: RelayOptions): Relay {
     logger,
     maxDevices: config.roomMaxDevices,
   });
+  const unjoined = createUnjoinedLimit(config.maxUnjoinedPerAddress);
   const sockets = createSocketHandler({
     rooms,
     metrics,
@@ -215,6 +217,7 @@ export function createRelay(options: RelayOptions): Relay {
     joinTimeoutMs: tuning.joinTimeoutMs,
     maxQueuedBytes: config.maxQueuedBytes,
     maxMemoryBytes: config.maxMemoryBytes,
+    joined: (stream) => unjoined.joined(stream),
   });
   const wss = new WebSocketServer({
     noServer: true,
@@ -224,13 +227,22 @@ export function createRelay(options: RelayOptions): Relay {
     WebSocket: RelaySocket,
   });
   const requestLimits = slowClientLimits(tuning.requestTimeoutMs, tuning.requestTimeoutMs);
-  const wsServer = createServer(requestLimits, (_req, res) => {
+  const wsServer = createServer(requestLimits, (req, res) => {
+    if (unjoined.isRefused(req.socket)) {
+      req.socket.destroy();
+      return;
+    }
     res.writeHead(426, { 'content-type': 'text/plain; charset=utf-8', upgrade: 'websocket' });
     res.end('This is the sync-host relay: connect with a WebSocket client.\n');
   });
   let closing = false;
+  wsServer.on('connection', (socket: Socket) => {
+    if (!unjoined.admit(socket)) {
+      logger.debug({ address: socket.remoteAddress }, 'connection refused: too many unjoined');
+    }
+  });
   wsServer.on('upgrade', (req, socket, head) => {
-    if (closing) {
+    if (closing || unjoined.isRefused(socket)) {
       socket.destroy();
       return;
     }
@@ -251,6 +263,8 @@ export function createRelay(options: RelayOptions): Relay {
           bufferBytes: buffer.bytes,
           bufferFileBytes: buffer.fileBytes(),
           absentDevices: broker.absentDevices(),
+          unsentBytes: sockets.unsentBytes(),
+          unjoinedRefused: unjoined.refused,
         }) + (broker.describe?.().metrics ?? ''),
       extra: () => broker.describe?.().health ?? {},
     },

@@ -31,6 +31,8 @@ export interface SocketHandlerOptions {
   maxQueuedBytes: number;
   /** `relay.maxMemoryBytes`: unsent bytes of all receivers together (see `outbound.ts`). */
   maxMemoryBytes: number;
+  /** A connection joined a room for the first time (`stream` is its TCP stream). */
+  joined?: (stream: Duplex) => void;
 }
 
 /**
@@ -48,6 +50,8 @@ export interface SocketHandler {
    * them by default): closes those that did not answer the previous ping, pings the rest.
    */
   heartbeat(slice?: number, slices?: number): void;
+  /** Bytes not yet sent to receivers that are behind. */
+  unsentBytes(): number;
 }
 
 const pongFrame = Buffer.from('{"type":"pong"}');
@@ -106,7 +110,9 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
       return;
     }
     rooms.join(conn, frame);
-    if (conn.room !== undefined) clearJoinTimer(conn);
+    if (conn.room === undefined) return;
+    clearJoinTimer(conn);
+    options.joined?.(conn.stream);
   }
 
   function notJoined(conn: Connection): void {
@@ -210,6 +216,10 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
       socket.on('pong', onPong);
       socket.on('error', onError);
       socket.on('close', onClose);
+    },
+
+    unsentBytes() {
+      return outbound.queuedBytes + outbound.socketBytes;
     },
 
     heartbeat(slice = 0, slices = 1) {

@@ -37,11 +37,24 @@ export interface HostProcess {
 export async function startHostProcess(
   args: string[],
   dir: string,
-  options: { launcher?: string; env?: Record<string, string> } = {},
+  options: {
+    launcher?: string;
+    env?: Record<string, string>;
+    /** A command that runs node for it, e.g. `['prlimit', '--nofile=400']` (a descriptor limit). */
+    wrapper?: string[];
+  } = {},
 ): Promise<HostProcess> {
+  const [command, ...wrapperArgs] = options.wrapper ?? [process.execPath];
   const child = spawn(
-    process.execPath,
-    [options.launcher ?? launcher, ...args, '--config-dir', dir],
+    command as string,
+    [
+      ...wrapperArgs,
+      ...(options.wrapper ? [process.execPath] : []),
+      options.launcher ?? launcher,
+      ...args,
+      '--config-dir',
+      dir,
+    ],
     {
       cwd: dir,
       env: { ...process.env, LOG_LEVEL: 'warn', ...options.env },

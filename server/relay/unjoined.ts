@@ -1,0 +1,86 @@
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+/**
+ * The limit on open connections per client address that have not joined a room
+ * (`relay.maxUnjoinedPerAddress`): counted from the TCP accept (the upgrade request may still be
+ * arriving) until the first join or the close. Beyond it a new connection from that address is
+ * answered `429` at once and closed, so that half-open upgrades from one address cannot take the
+ * descriptors the relay needs for everyone else. The address is the socket's peer address.
+ */
+export interface UnjoinedLimit {
+  /** A TCP connection was accepted: counted, or refused (429) when its address is at the limit. */
+  admit(socket: Socket): boolean;
+  /** The connection joined a room: it no longer counts. */
+  joined(stream: Duplex): void;
+  /** Connections refused since the start. */
+  readonly refused: number;
+}
+
+/** How long a refused connection may take to close after its 429 before it is cut. */
+const refusedLingerMs = 1_000;
+
+const refusal = (limit: number) => {
+  const body = `too many connections from this address waiting to join (relay.maxUnjoinedPerAddress = ${limit}); retry later\n`;
+  return (
+    'HTTP/1.1 429 Too Many Requests\r\n' +
+    'Content-Type: text/plain; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Retry-After: 10\r\n' +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+};
+
+export function createUnjoinedLimit(limit: number): UnjoinedLimit & {
+  /** Whether a socket was refused (its request, if it arrives, is not served). */
+  isRefused(socket: Duplex): boolean;
+} {
+  const counts = new Map<string, number>();
+  const counted = new WeakMap<Duplex, string>();
+  const refusedSockets = new WeakSet<Duplex>();
+  const response = refusal(limit);
+  let refused = 0;
+
+  function release(stream: Duplex): void {
+    const address = counted.get(stream);
+    if (address === undefined) return;
+    counted.delete(stream);
+    const left = (counts.get(address) ?? 1) - 1;
+    if (left <= 0) counts.delete(address);
+    else counts.set(address, left);
+  }
+
+  return {
+    get refused() {
+      return refused;
+    },
+
+    admit(socket) {
+      const address = socket.remoteAddress ?? '';
+      const open = counts.get(address) ?? 0;
+      if (open >= limit) {
+        refused++;
+        refusedSockets.add(socket);
+        // the answer, then the close once the client closes its side (a client that reads
+        // nothing is cut after a second: it must not keep the descriptor)
+        socket.end(response);
+        setTimeout(() => socket.destroy(), refusedLingerMs).unref();
+        socket.on('error', () => {});
+        return false;
+      }
+      counts.set(address, open + 1);
+      counted.set(socket, address);
+      socket.once('close', () => release(socket));
+      return true;
+    },
+
+    joined(stream) {
+      release(stream);
+    },
+
+    isRefused(socket) {
+      return refusedSockets.has(socket);
+    },
+  };
+}
