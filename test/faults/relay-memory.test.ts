@@ -65,7 +65,7 @@ describe('relay memory under paused receivers (relay.maxMemoryBytes)', () => {
       bind: '127.0.0.1',
       'rate.perSecond': 100_000,
       'rate.burst': 100_000,
-      'buffer.maxBytes': 64 * mebibyte,
+      'buffer.deviceMaxBytes': 64 * mebibyte,
       'relay.maxQueuedBytes': maxMemoryMiB * mebibyte,
       'relay.maxMemoryBytes': maxMemoryMiB * mebibyte,
     });
