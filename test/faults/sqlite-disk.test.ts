@@ -1,6 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +5,7 @@ import { createAuthServer } from '../../server/auth/index.ts';
 import { type AuthHarness, startAuth } from '../helpers/auth-harness.ts';
 import { captureLogger } from '../helpers/capture.ts';
 import { dbTargets } from '../helpers/databases.ts';
+import { mountDisk, tmpfsUnavailable } from '../helpers/tmpfs.ts';
 
 /**
  * The embedded database on a disk that fills up or turns read-only under the running service.
@@ -15,57 +13,7 @@ import { dbTargets } from '../helpers/databases.ts';
  */
 const targets = (await dbTargets()).filter((t) => t.name === 'sqlite' || t.name === 'sqlite-wasm');
 
-function mountable(): string | undefined {
-  const probe = mkdtempSync(join(tmpdir(), 'synchost-mount-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', probe], { stdio: 'ignore' });
-    execFileSync('umount', [probe], { stdio: 'ignore' });
-    return undefined;
-  } catch {
-    return 'cannot mount a tmpfs here (needs root)';
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
-}
-const skip = mountable();
-
-interface Disk {
-  dir: string;
-  fill(): void;
-  free(): void;
-  readOnly(on: boolean): void;
-  unmount(): void;
-}
-
-function mountDisk(sizeKiB: number): Disk {
-  const dir = mkdtempSync(join(tmpdir(), 'synchost-disk-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeKiB}k`, 'tmpfs', dir]);
-  const filler = join(dir, 'filler');
-  return {
-    dir,
-    fill() {
-      const fd = openSync(filler, 'w');
-      const chunk = Buffer.alloc(4096, 1);
-      try {
-        for (;;) writeSync(fd, chunk);
-      } catch (err: unknown) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-      } finally {
-        closeSync(fd);
-      }
-    },
-    free() {
-      rmSync(filler, { force: true });
-    },
-    readOnly(on) {
-      execFileSync('mount', ['-o', `remount,${on ? 'ro' : 'rw'}`, dir]);
-    },
-    unmount() {
-      execFileSync('umount', ['-l', dir]);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+const skip = tmpfsUnavailable();
 
 /** Writes of several kinds; every answer must be a success or 503 `unavailable`. */
 async function writes(h: AuthHarness, token: string, tag: string): Promise<number[]> {
