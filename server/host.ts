@@ -17,6 +17,8 @@ import { advertise } from './discovery/advertise.ts';
 import { ListenError } from './http-listen.ts';
 import { lanAddress } from './lan.ts';
 import type { Logger } from './log.ts';
+import { createAuthDirectory, followAuthFeed } from './relay/auth-feed.ts';
+import type { DeviceDirectory } from './relay/device-check.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
 import { version } from './version.ts';
 
@@ -152,6 +154,35 @@ function relaySecret(options: HostOptions, authSecret: string): string {
 }
 
 /**
+ * How deleted devices reach this relay, said at start: without a way (co-hosting, `auth.url` or
+ * `cluster.nats`) a deleted device keeps its relay access, and djb2 tokens, which anyone holding
+ * one can forge, are refused as a configuration mistake.
+ */
+function warnAboutRevocation(mode: HostMode, relay: RelayConfig, logger: Logger): void {
+  const path = mode === 'headless' || relay.authUrl !== undefined || relay.clusterNats.length > 0;
+  if (!path && relay.tokenSignature === 'djb2') {
+    throw new ConfigError(
+      'relay.conf',
+      undefined,
+      'auth.tokenSignature',
+      'djb2 tokens can be forged, so the relay accepts them only when it learns of deleted devices: set auth.url (the auth service URL) or cluster.nats',
+    );
+  }
+  if (!path) {
+    logger.warn(
+      'relay: no revocation path (auth.url or cluster.nats in relay.conf): deleted devices keep relay access',
+    );
+  } else if (relay.tokenSignature === 'djb2') {
+    const checked = mode === 'headless' || relay.authUrl !== undefined;
+    logger.warn(
+      checked
+        ? 'relay: djb2 device tokens are forgeable; joins are checked against the auth service’s devices, but prefer hmac-sha256 unless old clients need djb2'
+        : 'relay: djb2 device tokens are forgeable and only deleted devices are refused (cluster.nats); set auth.url too, or prefer hmac-sha256',
+    );
+  }
+}
+
+/**
  * Starts the services of a mode: auth + relay (`headless`), or one of them. Creates the data
  * folder with its secret and admin token on first start. `close()` stops everything.
  */
@@ -177,6 +208,29 @@ export async function startHost(options: HostOptions): Promise<Host> {
   if (mode === 'headless' && !relayConfig.explicit.has('bind')) relayConfig.bind = config.auth.bind;
   // Devices deleted while the relay is paused: replayed into the relay when it resumes.
   const revokedWhilePaused = new Set<number>();
+  const applyRevocation = (deviceId: number, revokedAt?: number) => {
+    if (host.relay) host.relay.revokeDevice(deviceId, revokedAt);
+    else if (host.relayPaused) revokedWhilePaused.add(deviceId);
+  };
+  // Co-hosted, joins are checked against the auth database once it is open (until then, and
+  // while it is unreachable, the cache and the signature decide).
+  let authService: AuthService | undefined;
+  const devices: DeviceDirectory | undefined =
+    mode === 'headless'
+      ? {
+          lookup: (deviceId) =>
+            authService === undefined
+              ? Promise.reject(new Error('the auth database is not open yet'))
+              : authService.relayDevice(deviceId),
+        }
+      : relayConfig.authUrl === undefined
+        ? undefined
+        : createAuthDirectory({
+            url: relayConfig.authUrl,
+            secret: relaySecret(options, secret),
+            logger,
+            now: options.now,
+          });
   const startRelay = async (ports?: { wsPort: number; statusPort: number }) => {
     let relay: Relay;
     try {
@@ -185,6 +239,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         secret: relaySecret(options, secret),
         logger,
         now: options.now,
+        devices,
         broker:
           relayConfig.clusterNats.length > 0
             ? createClusterBroker({
@@ -248,15 +303,29 @@ export async function startHost(options: HostOptions): Promise<Host> {
         host.relayPaused = false;
         await host.relay?.close();
       });
+      warnAboutRevocation(mode, relayConfig, logger);
       if (relayConfig.clusterNats.length > 0) {
         stops.push(
           applyDeviceRevocations(
             relayConfig.clusterNats,
-            ({ deviceId, revokedAt }) => {
-              if (host.relay) host.relay.revokeDevice(deviceId, revokedAt);
-              else if (host.relayPaused) revokedWhilePaused.add(deviceId);
-            },
+            ({ deviceId, revokedAt }) => applyRevocation(deviceId, revokedAt),
             logger,
+          ),
+        );
+      }
+      if (mode === 'relay' && relayConfig.authUrl !== undefined) {
+        stops.push(
+          followAuthFeed(
+            {
+              url: relayConfig.authUrl,
+              secret: relaySecret(options, secret),
+              logger,
+              now: options.now,
+            },
+            {
+              revokeDevice: applyRevocation,
+              forgetDevices: () => host.relay?.forgetDevices(),
+            },
           ),
         );
       }
@@ -281,6 +350,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       });
       stops.push(() => auth.close());
       host.auth = auth;
+      authService = auth.service;
       if (config.auth.clusterNats.length > 0) {
         stops.push(
           publishDeviceRevocations(
@@ -299,10 +369,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       urls.relay = relayUrl;
       urls.admin = `${baseUrl}/admin/#token=${generated.adminToken}`;
       if (mode === 'headless') {
-        auth.service.onDeviceRevoked((deviceId) => {
-          if (host.relay) host.relay.revokeDevice(deviceId);
-          else if (host.relayPaused) revokedWhilePaused.add(deviceId);
-        });
+        auth.service.onDeviceRevoked((deviceId) => applyRevocation(deviceId));
       }
       // The wait for an unreachable database ends early when the start is aborted.
       await unlessAborted(auth.ready, options.signal).catch((err: unknown) => {

@@ -62,3 +62,31 @@ export function verifyRoomId(roomId: unknown, secret: string): number | undefine
     ? Number(parts.user)
     : undefined;
 }
+
+/** What a relay's credential signs, so that it can never pass for a device token or room id. */
+const relayCredentialPurpose = 'sync-host relay feed';
+/** How far a relay credential's time may be from the auth service's clock, in seconds. */
+export const relayCredentialSkewSeconds = 300;
+const relayCredentialShape = /^relay\.(\d{1,12})\.([0-9a-f]{64})$/;
+
+/**
+ * The bearer a relay sends to the auth service's relay feed: `relay.<unix s>.<HMAC-SHA256 of
+ * "sync-host relay feed:<unix s>" keyed by the shared secret>`. Made fresh for each request; a
+ * copy seen on the wire is good for a few minutes only.
+ */
+export function signRelayCredential(secret: string, nowSeconds: number): string {
+  return `relay.${nowSeconds}.${hmacHex(secret, `${relayCredentialPurpose}:${nowSeconds}`)}`;
+}
+
+/** Whether `credential` was made with `secret` within the allowed clock skew (constant-time). */
+export function verifyRelayCredential(
+  credential: string | undefined,
+  secret: string,
+  nowSeconds: number,
+): boolean {
+  const match = relayCredentialShape.exec(credential ?? '');
+  if (match === null || secret === '') return false;
+  const [, time, mac] = match as unknown as [string, string, string];
+  if (Math.abs(Number(time) - nowSeconds) > relayCredentialSkewSeconds) return false;
+  return safeEqual(mac, hmacHex(secret, `${relayCredentialPurpose}:${time}`));
+}

@@ -121,7 +121,7 @@ export function createPairingService(deps: PairingDeps) {
     for (const stale of await listUnclaimedExpired(db, new Date(now()))) {
       if (!(await transitionPairing(db, stale.id, 'approved', 'expired'))) continue;
       if (stale.deviceId !== null && stale.userId !== null) {
-        await deleteDevice(db, stale.deviceId, stale.userId);
+        await deleteDevice(db, stale.deviceId, stale.userId, new Date(now()));
         deps.notifyRevoked(stale.deviceId, stale.userId);
       }
       logger.info({ code: formatCode(stale.code) }, 'pairing approved but never collected');
@@ -180,7 +180,7 @@ export function createPairingService(deps: PairingDeps) {
     });
     if (!won) {
       // Denied, approved or expired in the meantime: the device must not stay.
-      await deleteDevice(db, created.device.id, user.id);
+      await deleteDevice(db, created.device.id, user.id, new Date(now()));
       deps.notifyRevoked(created.device.id, user.id);
       throw notFound('pairing code');
     }

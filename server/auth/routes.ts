@@ -2,6 +2,7 @@ import type { Express, Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 import { addPairingRoutes } from './pairing-routes.ts';
+import { addRelayFeedRoutes } from './relay-feed-routes.ts';
 import { bearer, clientOf } from './request.ts';
 import {
   deviceInputSchema,
@@ -102,4 +103,5 @@ export function addAuthRoutes(app: Express, service: AuthService, guards: AuthRo
   });
 
   addPairingRoutes(app, service, { ready, body, authed, caller });
+  addRelayFeedRoutes(app, service, ready);
 }

@@ -5,7 +5,7 @@ import {
   createDevice,
   type Device,
   deleteDevice,
-  deviceIdsOf,
+  deviceDigest,
   deviceOwner,
   findDeviceForAuth,
   listDevices,
@@ -18,6 +18,7 @@ import {
   releaseMagicLink,
 } from '../db/magic-links.ts';
 import { deleteProject, listProjects, type Project, registerProject } from '../db/projects.ts';
+import { latestRevocation, type RevocationEvent, revocationsSince } from '../db/revocations.ts';
 import {
   deleteUser,
   findOrCreateUser,
@@ -28,7 +29,12 @@ import {
 } from '../db/users.ts';
 import { randomHex, safeEqual, sha256Hex } from '../hashing.ts';
 import type { Logger } from '../log.ts';
-import { createRoomId, signDeviceToken, verifyDeviceToken } from '../tokens.ts';
+import {
+  createRoomId,
+  signDeviceToken,
+  verifyDeviceToken,
+  verifyRelayCredential,
+} from '../tokens.ts';
 import { AppError, notFound, unauthorized, unavailable } from './errors.ts';
 import { signLoginJwt, verifyLoginJwt } from './jwt.ts';
 import type { Mailer } from './mail.ts';
@@ -209,7 +215,8 @@ export function createAuthService(options: AuthServiceOptions) {
    */
   async function removeDevice(id: number, userId: number | undefined): Promise<number | undefined> {
     const owner = userId ?? (await deviceOwner(db, id));
-    if (owner === undefined || !(await deleteDevice(db, id, userId))) return undefined;
+    if (owner === undefined || !(await deleteDevice(db, id, userId, new Date(now()))))
+      return undefined;
     notifyRevoked(id, owner);
     return owner;
   }
@@ -455,10 +462,30 @@ export function createAuthService(options: AuthServiceOptions) {
      * Resolves with the number of devices revoked, or undefined when there is no such user.
      */
     async deleteUser(id: number): Promise<number | undefined> {
-      const deviceIds = await deviceIdsOf(db, id);
-      if (!(await deleteUser(db, id))) return undefined;
+      const deviceIds = await deleteUser(db, id, new Date(now()));
+      if (deviceIds === undefined) return undefined;
       for (const deviceId of deviceIds) notifyRevoked(deviceId, id);
       return deviceIds.length;
+    },
+
+    /** Whether `credential` is a relay's, made with the shared secret (the relay feed's bearer). */
+    isRelayCredential(credential: string | undefined): boolean {
+      return verifyRelayCredential(credential, settings.secret, Math.floor(now() / 1000));
+    },
+
+    /** The owner and stored token digest of a device, for a relay's join check; undefined when deleted or never issued. */
+    relayDevice(deviceId: number): Promise<{ userId: number; tokenDigest: string } | undefined> {
+      return deviceDigest(db, deviceId);
+    },
+
+    /** Up to `limit` device deletions after sequence number `since` (the relays' feed). */
+    revocationsSince(since: number, limit: number): Promise<RevocationEvent[]> {
+      return revocationsSince(db, since, limit);
+    },
+
+    /** The sequence number of the latest device deletion (0: none yet). */
+    latestRevocation(): Promise<number> {
+      return latestRevocation(db);
     },
 
     onDeviceRevoked(listener: (deviceId: number, userId: number) => void): () => void {

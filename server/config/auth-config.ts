@@ -5,6 +5,7 @@ import { tiers } from '../../protocol/tiers.ts';
 import {
   bindSchema,
   commaListSchema,
+  httpUrl,
   logLevelSchema,
   natsUrlsSchema,
   portSchema,
@@ -33,11 +34,6 @@ function isAddressOrCidr(value: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
-const httpUrl = z
-  .string()
-  .trim()
-  .refine((v) => /^https?:\/\/[^\s/]+/.test(v), { error: 'must be an http:// or https:// URL' })
-  .transform((v) => v.replace(/\/+$/, ''));
 const wsUrl = z
   .string()
   .trim()

@@ -70,3 +70,10 @@ export const natsUrlsSchema = commaListSchema(
     error: 'must be NATS server URLs, comma-separated (nats://host:4222)',
   }),
 );
+
+/** An http:// or https:// URL, without trailing slashes. */
+export const httpUrl = z
+  .string()
+  .trim()
+  .refine((v) => /^https?:\/\/[^\s/]+/.test(v), { error: 'must be an http:// or https:// URL' })
+  .transform((v) => v.replace(/\/+$/, ''));

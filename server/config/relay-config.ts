@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import {
   bindSchema,
+  httpUrl,
   logLevelSchema,
   natsUrlsSchema,
   portSchema,
@@ -58,6 +59,12 @@ function relaySchema(paths: RelayPaths) {
     statusPort: relayKey('status.port', portSchema.default(8444)),
     /** Listen address of both ports. Default 0.0.0.0. */
     bind: relayKey('bind', bindSchema.default('0.0.0.0')),
+    /**
+     * URL of the auth service (`http://host:8080`), for a relay running as its own process: it
+     * checks joins against the auth service's devices and follows its feed of deleted devices.
+     * undefined: no such check (co-hosted, the relay reads the auth database itself).
+     */
+    authUrl: relayKey('auth.url', httpUrl.optional()),
     /** Device-token signature: hmac-sha256 (default) or djb2. */
     tokenSignature: relayKey('auth.tokenSignature', tokenSignatureSchema.default('hmac-sha256')),
     /** Token-bucket refill rate per connection, messages per second. Default 200. */

@@ -1,6 +1,7 @@
 import { randomHex, sha256Hex } from '../hashing.ts';
 import type { Db } from './connect.ts';
 import { insertReturningId } from './insert.ts';
+import { recordRevocations, unixSeconds } from './revocations.ts';
 import { type DeviceRow, toIso } from './schema.ts';
 import { toUser, type User } from './users.ts';
 
@@ -137,24 +138,39 @@ export async function deviceOwner(db: Db, deviceId: number): Promise<number | un
   return row === undefined ? undefined : Number(row.userId);
 }
 
-/** The ids of a user's devices (each revoked when the user is deleted). */
-export async function deviceIdsOf(db: Db, userId: number): Promise<number[]> {
-  const rows = await db.kysely
+/** What a relay checks a device token against: the owner and the stored token digest. */
+export async function deviceDigest(
+  db: Db,
+  deviceId: number,
+): Promise<{ userId: number; tokenDigest: string } | undefined> {
+  const row = await db.kysely
     .selectFrom('devices')
-    .select('id')
-    .where('userId', '=', userId)
-    .execute();
-  return rows.map((row) => Number(row.id));
+    .select(['userId', 'token'])
+    .where('id', '=', deviceId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : { userId: Number(row.userId), tokenDigest: row.token };
 }
 
-/** Deletes a device; `userId` limits it to that user's devices (undefined: administrator). */
+/**
+ * Deletes a device and records its revocation (the relays' feed) in one transaction; `userId`
+ * limits it to that user's devices (undefined: administrator). `now` is the time of deletion.
+ */
 export async function deleteDevice(
   db: Db,
   id: number,
   userId: number | undefined,
+  now: Date,
 ): Promise<boolean> {
-  let query = db.kysely.deleteFrom('devices').where('id', '=', id);
-  if (userId !== undefined) query = query.where('userId', '=', userId);
-  const result = await query.executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+  return db.kysely.transaction().execute(async (trx) => {
+    let query = trx.deleteFrom('devices').where('id', '=', id);
+    if (userId !== undefined) query = query.where('userId', '=', userId);
+    const owner =
+      userId ??
+      (await trx.selectFrom('devices').select('userId').where('id', '=', id).executeTakeFirst())
+        ?.userId;
+    const result = await query.executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0 || owner === undefined) return false;
+    await recordRevocations(trx, [{ deviceId: id, userId: Number(owner) }], unixSeconds(now));
+    return true;
+  });
 }

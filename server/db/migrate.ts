@@ -5,6 +5,7 @@ import * as initial from './migrations/001-initial.ts';
 import { columnTypes } from './migrations/001-initial.ts';
 import * as pairings from './migrations/002-pairings.ts';
 import * as exactCollation from './migrations/003-exact-collation.ts';
+import * as revocations from './migrations/004-revocations.ts';
 
 interface Migration {
   version: number;
@@ -20,6 +21,7 @@ export const migrations: readonly Migration[] = [
   { version: 1, name: 'initial', up: initial.up },
   { version: 2, name: 'pairings', up: pairings.up },
   { version: 3, name: 'exact-collation', up: exactCollation.up },
+  { version: 4, name: 'revocations', up: revocations.up },
 ];
 
 /** Creates or upgrades the schema with `list` (default: every migration); returns the versions it applied. */

@@ -80,6 +80,16 @@ export interface PairingsTable {
   expiresAt: DbDate;
 }
 
+/** A deleted device, in order of deletion: what relays of their own process follow. */
+export interface RevocationsTable {
+  /** The feed's sequence number. */
+  id: Generated<number>;
+  deviceId: number;
+  userId: number;
+  /** Unix second of the deletion. */
+  revokedAt: ColumnType<number | string | bigint, number, number>;
+}
+
 export interface SchemaVersionTable {
   version: number;
   name: string;
@@ -93,6 +103,7 @@ export interface Database {
   projects: ProjectsTable;
   subscriptions: SubscriptionsTable;
   pairings: PairingsTable;
+  revocations: RevocationsTable;
   schemaVersion: SchemaVersionTable;
 }
 

@@ -1,6 +1,7 @@
 import type { Tier } from '../../protocol/tiers.ts';
 import type { Db } from './connect.ts';
 import { insertReturningId, isUniqueViolation } from './insert.ts';
+import { recordRevocations, unixSeconds } from './revocations.ts';
 import { type SubscriptionRow, toIso, type UserRow } from './schema.ts';
 
 /** A user as the API shows it. */
@@ -127,7 +128,26 @@ export async function setSubscription(
   }
 }
 
-export async function deleteUser(db: Db, userId: number): Promise<boolean> {
-  const result = await db.kysely.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+/**
+ * Deletes a user (devices, projects and subscription go with it) and records the revocation of
+ * each device, in one transaction. Resolves with the ids of the devices revoked, or undefined
+ * when there is no such user.
+ */
+export async function deleteUser(db: Db, userId: number, now: Date): Promise<number[] | undefined> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const devices = await trx
+      .selectFrom('devices')
+      .select('id')
+      .where('userId', '=', userId)
+      .execute();
+    const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) return undefined;
+    const deviceIds = devices.map((row) => Number(row.id));
+    await recordRevocations(
+      trx,
+      deviceIds.map((deviceId) => ({ deviceId, userId })),
+      unixSeconds(now),
+    );
+    return deviceIds;
+  });
 }

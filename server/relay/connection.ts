@@ -42,6 +42,11 @@ export interface Connection {
   socketBytes: number;
   /** Unsent bytes allowed beyond `relay.maxQueuedBytes` while a join's replay is written out. */
   allowanceBytes: number;
+  /**
+   * Frames that arrived while the join was being checked with the auth side (the socket is
+   * paused meanwhile); handled in order once the check answers. Undefined outside such a check.
+   */
+  held: Array<{ data: import('ws').RawData; isBinary: boolean }> | undefined;
 }
 
 /**
@@ -80,5 +85,6 @@ export function createConnection(
     pendingBytes: 0,
     socketBytes: 0,
     allowanceBytes: 0,
+    held: undefined,
   };
 }

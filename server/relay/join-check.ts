@@ -1,6 +1,8 @@
+import type { DeviceTokenClaims } from '../../protocol/device-token.ts';
 import { deviceKey, type JoinFrame } from '../../protocol/relay-frames.ts';
 import type { TokenSignature } from '../config/common.ts';
 import { verifyDeviceToken, verifyRoomId } from '../tokens.ts';
+import type { DeviceCheck } from './device-check.ts';
 
 /** Why a join was refused; every reason is reported to the client as `auth_failed`. */
 export const joinRefusals = {
@@ -8,6 +10,7 @@ export const joinRefusals = {
   deviceMismatch: 'device does not match the device id of the token',
   foreignRoom: 'the room id is not valid or belongs to another user',
   revoked: 'the device was revoked',
+  unknownDevice: 'the token was not issued by the auth service, or its device was deleted',
 } as const;
 
 export type JoinRefusal = keyof typeof joinRefusals;
@@ -18,6 +21,8 @@ export interface JoinCheck {
   signature: TokenSignature;
   /** Device key → Unix second of revocation: tokens issued up to then are refused. */
   revoked: ReadonlyMap<string, number>;
+  /** The auth side's record of each device (stored token digest); undefined: signatures alone. */
+  devices?: DeviceCheck | undefined;
 }
 
 /**
@@ -26,12 +31,36 @@ export interface JoinCheck {
  * Undefined when the join may proceed.
  */
 export function refuseJoin(frame: JoinFrame, check: JoinCheck): JoinRefusal | undefined {
+  return refuseSigned(frame, check)?.refusal;
+}
+
+function refuseSigned(
+  frame: JoinFrame,
+  check: JoinCheck,
+): { refusal: JoinRefusal | undefined; claims?: DeviceTokenClaims } | undefined {
   if (check.secret === '') return undefined;
   const claims = verifyDeviceToken(frame.token, check.secret, check.signature);
-  if (claims === undefined) return 'badToken';
-  if (deviceKey(frame.device) !== String(claims.deviceId)) return 'deviceMismatch';
-  if (verifyRoomId(frame.room, check.secret) !== claims.userId) return 'foreignRoom';
+  if (claims === undefined) return { refusal: 'badToken' };
+  if (deviceKey(frame.device) !== String(claims.deviceId)) return { refusal: 'deviceMismatch' };
+  if (verifyRoomId(frame.room, check.secret) !== claims.userId) return { refusal: 'foreignRoom' };
   const revokedAt = check.revoked.get(String(claims.deviceId));
-  if (revokedAt !== undefined && claims.issuedAt <= revokedAt) return 'revoked';
-  return undefined;
+  if (revokedAt !== undefined && claims.issuedAt <= revokedAt) return { refusal: 'revoked' };
+  return { refusal: undefined, claims };
+}
+
+/**
+ * `refuseJoin`, then the token against the auth side's record of its device (when the relay has
+ * one): a token whose signature passes but that was never issued, or whose device was deleted,
+ * is refused whatever the signature scheme. Answers at once when the device is cached, else
+ * with a promise; after waiting, the local checks run again (a revocation may have come meanwhile).
+ */
+export function checkJoin(
+  frame: JoinFrame,
+  check: JoinCheck,
+): JoinRefusal | undefined | Promise<JoinRefusal | undefined> {
+  const signed = refuseSigned(frame, check);
+  if (signed?.claims === undefined || check.devices === undefined) return signed?.refusal;
+  const issued = check.devices.verify(signed.claims, frame.token as string);
+  if (typeof issued === 'boolean') return issued ? undefined : 'unknownDevice';
+  return issued.then((ok) => (ok ? refuseJoin(frame, check) : 'unknownDevice'));
 }

@@ -9,6 +9,7 @@ import type { Logger } from '../log.ts';
 import type { Broker } from './broker.ts';
 import { openMessageBuffer } from './buffer.ts';
 import { RelaySocket } from './connection.ts';
+import { createDeviceCheck, type DeviceDirectory } from './device-check.ts';
 import { createLocalBroker } from './local-broker.ts';
 import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
 import { closeWith } from './protocol-errors.ts';
@@ -72,6 +73,12 @@ export interface RelayOptions {
    * one on the SQLite buffer.
    */
   broker?: Broker;
+  /**
+   * The auth side's record of devices (co-hosted: the auth database; on its own: the auth
+   * service's relay feed). Set, a join's token must be the one stored for its device; unset,
+   * signatures alone decide.
+   */
+  devices?: DeviceDirectory;
 }
 
 /** The relay's periodic tasks. */
@@ -102,6 +109,8 @@ export interface Relay {
    * tokens issued up to `revokedAt` (Unix seconds; default now).
    */
   revokeDevice(deviceId: number, revokedAt?: number): void;
+  /** Forgets every device looked up at the auth side (its database was replaced). */
+  forgetDevices(): void;
   status(): RelayStatus;
   /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
   readonly metrics: Readonly<RelayMetrics>;
@@ -192,6 +201,7 @@ export function createRelay(options: RelayOptions): Relay {
   const broker =
     options.broker ?? createLocalBroker({ buffer, metrics, logger, now, bufferWindowMs });
   const revoked = buffer.revoked();
+  const devices = options.devices && createDeviceCheck(options.devices, logger);
 
   if (secret === '') {
     logger.warn(
@@ -211,7 +221,7 @@ export function createRelay(options: RelayOptions): Relay {
     rooms,
     metrics,
     logger,
-    check: { secret, signature: config.tokenSignature, revoked },
+    check: { secret, signature: config.tokenSignature, revoked, devices },
     ratePerSecond: config.ratePerSecond,
     rateBurst: config.rateBurst,
     joinTimeoutMs: tuning.joinTimeoutMs,
@@ -338,10 +348,19 @@ export function createRelay(options: RelayOptions): Relay {
 
     revokeDevice(deviceId, revokedAt = Math.floor(now() / secondMs)) {
       const device = String(deviceId);
-      revoked.set(device, revokedAt);
-      broker.revoke(device, revokedAt);
+      devices?.forget(deviceId);
+      // Told again (a relay following the feed from its start): only open connections matter.
+      const known = revoked.get(device) === revokedAt;
+      if (!known) {
+        revoked.set(device, revokedAt);
+        broker.revoke(device, revokedAt);
+      }
       rooms.revoke(device);
-      logger.info({ device }, 'device revoked at the relay');
+      if (!known) logger.info({ device }, 'device revoked at the relay');
+    },
+
+    forgetDevices() {
+      devices?.forgetAll();
     },
 
     status() {

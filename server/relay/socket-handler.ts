@@ -9,7 +9,7 @@ import {
 import type { JoinFrame } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import { type Connection, createConnection, type RelaySocket } from './connection.ts';
-import { type JoinCheck, joinRefusals, refuseJoin } from './join-check.ts';
+import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { createOutbound, release, sendData } from './outbound.ts';
@@ -95,24 +95,47 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     conn.joinTimer = undefined;
   }
 
-  /** The first frame that counts: a join, validated here before its room sees it. */
+  function refuse(conn: Connection, frame: JoinFrame, refusal: JoinRefusal): void {
+    metrics.authFailures++;
+    logger.info({ room: frame.room, device: frame.device, refusal }, 'join refused');
+    sendError(conn, metrics, 'auth_failed', joinRefusals[refusal]);
+    closeWith(conn, AuthFailed);
+  }
+
+  function admit(conn: Connection, frame: JoinFrame): void {
+    rooms.join(conn, frame);
+    if (conn.room === undefined) return;
+    clearJoinTimer(conn);
+    options.joined?.(conn.stream);
+  }
+
+  /**
+   * The first frame that counts: a join, validated here before its room sees it. When the
+   * device must be looked up at the auth side, the socket is paused and the frames that came
+   * with the join are held until the answer, then handled in order.
+   */
   function connectionOnJoin(conn: Connection, frame: JoinFrame): void {
     if (conn.room !== undefined) {
       sendError(conn, metrics, 'already_joined', `already joined room ${conn.room.id}`);
       return;
     }
-    const refusal = refuseJoin(frame, check);
-    if (refusal !== undefined) {
-      metrics.authFailures++;
-      logger.info({ room: frame.room, device: frame.device, refusal }, 'join refused');
-      sendError(conn, metrics, 'auth_failed', joinRefusals[refusal]);
-      closeWith(conn, AuthFailed);
+    const verdict = checkJoin(frame, check);
+    if (!(verdict instanceof Promise)) {
+      if (verdict === undefined) admit(conn, frame);
+      else refuse(conn, frame, verdict);
       return;
     }
-    rooms.join(conn, frame);
-    if (conn.room === undefined) return;
-    clearJoinTimer(conn);
-    options.joined?.(conn.stream);
+    conn.held = [];
+    conn.socket.pause();
+    void verdict.then((refusal) => {
+      const held = conn.held ?? [];
+      conn.held = undefined;
+      if (conn.done || conn.socket.readyState !== conn.socket.OPEN) return;
+      if (refusal === undefined) admit(conn, frame);
+      else refuse(conn, frame, refusal);
+      for (const { data, isBinary } of held) connectionOnMessage(conn, data, isBinary);
+      conn.socket.resume();
+    });
   }
 
   function notJoined(conn: Connection): void {
@@ -121,6 +144,10 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
 
   function connectionOnMessage(conn: Connection, data: RawData, isBinary: boolean): void {
     if (conn.done) return;
+    if (conn.held !== undefined) {
+      conn.held.push({ data, isBinary });
+      return;
+    }
     conn.alive = true;
     if (isBinary) {
       closeWith(conn, UnsupportedData);

@@ -1,0 +1,109 @@
+import type { Express, Request, RequestHandler, Response } from 'express';
+import { z } from 'zod';
+import type { RevocationEvent } from '../db/revocations.ts';
+import { notFound, unauthorized } from './errors.ts';
+import { bearer } from './request.ts';
+import { idSchema, parseInput } from './schemas.ts';
+import type { AuthService } from './service.ts';
+
+/** Revocations per answer; a relay that is further behind asks again at once. */
+export const feedPageSize = 500;
+/** The longest a feed request is held open when there is nothing new. */
+export const feedMaxWaitMs = 25_000;
+/**
+ * While a feed request waits, the database is asked again this often, for deletions made by
+ * another auth process on the same database (this process's own wake the request at once).
+ */
+const feedRecheckMs = 2_000;
+
+const feedQuery = z.object({
+  since: z.coerce
+    .number({ error: 'must be a sequence number' })
+    .int({ error: 'must be a sequence number' })
+    .min(0, { error: 'must be a sequence number' })
+    .max(Number.MAX_SAFE_INTEGER, { error: 'must be a sequence number' }),
+  waitMs: z.coerce
+    .number({ error: 'must be a number of milliseconds' })
+    .int({ error: 'must be a number of milliseconds' })
+    .min(0, { error: 'must be a number of milliseconds' })
+    .max(feedMaxWaitMs, { error: `must be at most ${feedMaxWaitMs}` })
+    .default(0),
+});
+
+/** Resolves after `ms`, at the next local revocation, or when the client went away. */
+function nextRevocation(service: AuthService, res: Response, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stopListening();
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const stopListening = service.onDeviceRevoked(done);
+    res.once('close', done);
+  });
+}
+
+/** Revocations after `since`, waiting up to `waitMs` for one when there is none yet. */
+async function revocationsAfter(
+  service: AuthService,
+  res: Response,
+  since: number,
+  waitMs: number,
+): Promise<RevocationEvent[]> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const events = await service.revocationsSince(since, feedPageSize);
+    const left = deadline - Date.now();
+    if (events.length > 0 || left <= 0 || res.closed) return events;
+    await nextRevocation(service, res, Math.min(left, feedRecheckMs));
+  }
+}
+
+/**
+ * The feed a relay running as its own process follows (`auth.url` in relay.conf), under
+ * `/relay/`, authenticated with a credential made from the shared secret (never a device token):
+ *
+ * - `GET /relay/revocations?since=N&waitMs=W`: device deletions after sequence number N, oldest
+ *   first, `{"revocations":[{"seq","deviceId","userId","revokedAt"}],"next":M,"reset":bool}`. With
+ *   none yet the answer waits up to W ms (long poll) for one. `next` is the cursor to ask with
+ *   next; `reset` is true when N is beyond the latest deletion (a database restored or replaced):
+ *   the list then starts from the beginning and the relay forgets what it cached.
+ * - `GET /relay/devices/:id`: `{"device":{"id","userId","tokenDigest"}}` of a device that exists,
+ *   404 for one that was deleted or never issued: what the relay checks a join against.
+ */
+export function addRelayFeedRoutes(
+  app: Express,
+  service: AuthService,
+  ready: RequestHandler,
+): void {
+  const relayOnly = (req: Request, _res: Response, next: () => void) => {
+    if (!service.isRelayCredential(bearer(req))) {
+      throw unauthorized('missing or invalid relay credential');
+    }
+    next();
+  };
+
+  app.get('/relay/revocations', relayOnly, ready, async (req, res) => {
+    const { since, waitMs } = parseInput(feedQuery, req.query, 'query');
+    let reset = false;
+    let events = await service.revocationsSince(since, feedPageSize);
+    if (events.length === 0 && since > 0 && (await service.latestRevocation()) < since) {
+      reset = true;
+      events = await service.revocationsSince(0, feedPageSize);
+    }
+    if (events.length === 0 && !reset) events = await revocationsAfter(service, res, since, waitMs);
+    if (res.closed) return;
+    res.set('Cache-Control', 'no-store');
+    res.json({ revocations: events, next: events.at(-1)?.seq ?? (reset ? 0 : since), reset });
+  });
+
+  app.get('/relay/devices/:id', relayOnly, ready, async (req, res) => {
+    const id = parseInput(idSchema, req.params.id, 'id');
+    const device = await service.relayDevice(id);
+    if (device === undefined) throw notFound('device');
+    res.set('Cache-Control', 'no-store');
+    res.json({ device: { id, ...device } });
+  });
+}

@@ -1,0 +1,59 @@
+import type { Kysely } from 'kysely';
+import type { Db } from './connect.ts';
+import type { Database } from './schema.ts';
+
+/** One deleted device, as the revocation feed hands it to relays. */
+export interface RevocationEvent {
+  /** Sequence number: increases with every deletion, never reused. */
+  seq: number;
+  deviceId: number;
+  userId: number;
+  /** Unix second of the deletion. */
+  revokedAt: number;
+}
+
+/** A time as the Unix second the feed carries. */
+export const unixSeconds = (at: Date): number => Math.floor(at.getTime() / 1000);
+
+/** Records the deletion of `devices` at `revokedAt` (Unix seconds), inside the caller's transaction. */
+export async function recordRevocations(
+  trx: Kysely<Database>,
+  devices: readonly { deviceId: number; userId: number }[],
+  revokedAt: number,
+): Promise<void> {
+  if (devices.length === 0) return;
+  await trx
+    .insertInto('revocations')
+    .values(devices.map(({ deviceId, userId }) => ({ deviceId, userId, revokedAt })))
+    .execute();
+}
+
+/** Up to `limit` revocations after sequence number `since`, oldest first. */
+export async function revocationsSince(
+  db: Db,
+  since: number,
+  limit: number,
+): Promise<RevocationEvent[]> {
+  const rows = await db.kysely
+    .selectFrom('revocations')
+    .select(['id', 'deviceId', 'userId', 'revokedAt'])
+    .where('id', '>', since)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    seq: Number(row.id),
+    deviceId: Number(row.deviceId),
+    userId: Number(row.userId),
+    revokedAt: Number(row.revokedAt),
+  }));
+}
+
+/** The sequence number of the latest revocation; 0 when there is none. */
+export async function latestRevocation(db: Db): Promise<number> {
+  const row = await db.kysely
+    .selectFrom('revocations')
+    .select((eb) => eb.fn.max('id').as('latest'))
+    .executeTakeFirst();
+  return Number(row?.latest ?? 0);
+}

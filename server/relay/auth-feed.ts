@@ -1,0 +1,151 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import type { Logger } from '../log.ts';
+import { signRelayCredential } from '../tokens.ts';
+import type { DeviceDirectory } from './device-check.ts';
+
+/**
+ * A relay running as its own process and the auth service (`auth.url` in relay.conf): device
+ * lookups for join checks, and the feed of deleted devices. Every request carries a credential
+ * made from the shared secret and the current time (`signRelayCredential`).
+ */
+export interface AuthFeedOptions {
+  /** The auth service's URL, without a trailing slash. */
+  url: string;
+  secret: string;
+  logger: Logger;
+  now?: () => number;
+  /** Longest wait of one feed request at the auth service (long poll). Default 20 s. */
+  waitMs?: number;
+  /** Pause before asking again after a failed request. Default 1 s. */
+  retryMs?: number;
+  /** A device lookup not answered within this time counts as unreachable. Default 3 s. */
+  lookupTimeoutMs?: number;
+}
+
+const revocationSchema = z.object({
+  seq: z.number().int().positive(),
+  deviceId: z.number().int().positive(),
+  revokedAt: z.number().int().nonnegative(),
+});
+const feedAnswer = z.object({
+  revocations: z.array(revocationSchema),
+  next: z.number().int().nonnegative(),
+  reset: z.boolean(),
+});
+const deviceAnswer = z.object({
+  device: z.object({
+    userId: z.number().int().positive(),
+    tokenDigest: z.string().regex(/^[0-9a-f]{64}$/),
+  }),
+});
+
+function authorization(options: AuthFeedOptions): { authorization: string } {
+  const seconds = Math.floor((options.now ?? Date.now)() / 1000);
+  return { authorization: `Bearer ${signRelayCredential(options.secret, seconds)}` };
+}
+
+/** Why an answer of the auth service is no answer, in one line. */
+function refusal(status: number): Error {
+  return new Error(
+    status === 401
+      ? 'the auth service refused the relay credential: auth.secret differs from its AUTH_SECRET'
+      : `the auth service answered ${status}`,
+  );
+}
+
+/** Devices looked up at the auth service: undefined for a 404, a rejection when it cannot answer. */
+export function createAuthDirectory(options: AuthFeedOptions): DeviceDirectory {
+  const timeoutMs = options.lookupTimeoutMs ?? 3_000;
+  return {
+    async lookup(deviceId) {
+      const res = await fetch(`${options.url}/relay/devices/${deviceId}`, {
+        headers: authorization(options),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return undefined;
+      }
+      if (!res.ok) {
+        await res.body?.cancel();
+        throw refusal(res.status);
+      }
+      return deviceAnswer.parse(await res.json()).device;
+    },
+  };
+}
+
+/** What the feed does to the relay. */
+export interface FeedTarget {
+  /** Closes the device's connections with 4003 and refuses its tokens issued up to `revokedAt`. */
+  revokeDevice(deviceId: number, revokedAt: number): void;
+  /** The auth database was replaced: forget the devices looked up so far. */
+  forgetDevices(): void;
+}
+
+/**
+ * Follows the auth service's feed of deleted devices from its beginning, then from the last
+ * one seen: a long poll that the auth service answers at once when a device is deleted, so an
+ * idle relay sends one request per `waitMs`. After a failure it asks again every `retryMs` from
+ * where it stopped, so no deletion is missed. Returns the stop function.
+ */
+export function followAuthFeed(options: AuthFeedOptions, target: FeedTarget): () => Promise<void> {
+  const { logger } = options;
+  const waitMs = options.waitMs ?? 20_000;
+  const retryMs = options.retryMs ?? 1_000;
+  const stopping = new AbortController();
+  let since = 0;
+  let failing = false;
+  let caughtUp = false;
+
+  async function once(): Promise<void> {
+    const res = await fetch(`${options.url}/relay/revocations?since=${since}&waitMs=${waitMs}`, {
+      headers: authorization(options),
+      signal: AbortSignal.any([stopping.signal, AbortSignal.timeout(waitMs + 10_000)]),
+    });
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw refusal(res.status);
+    }
+    const answer = feedAnswer.parse(await res.json());
+    if (answer.reset) {
+      logger.warn('relay: the auth service has a new database; following its revocations afresh');
+      target.forgetDevices();
+    }
+    for (const { deviceId, revokedAt } of answer.revocations) {
+      target.revokeDevice(deviceId, revokedAt);
+    }
+    since = answer.next;
+    if (failing) logger.info('relay: following the auth service’s revocations again');
+    else if (!caughtUp && answer.revocations.length === 0) {
+      logger.info({ authUrl: options.url }, 'relay: following the auth service’s revocations');
+    }
+    if (answer.revocations.length === 0) caughtUp = true;
+    failing = false;
+  }
+
+  async function loop(): Promise<void> {
+    while (!stopping.signal.aborted) {
+      try {
+        await once();
+      } catch (err: unknown) {
+        if (stopping.signal.aborted) return;
+        if (!failing) {
+          logger.warn(
+            { err: err instanceof Error ? err.message : String(err), authUrl: options.url },
+            'relay: cannot follow the auth service’s revocations; retrying',
+          );
+        }
+        failing = true;
+        await sleep(retryMs, undefined, { signal: stopping.signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  const running = loop();
+  return async () => {
+    stopping.abort();
+    await running;
+  };
+}
