@@ -9,6 +9,7 @@ export const clientCommands: ReadonlySet<string> = new Set([
   'subscription',
   'send',
   'listen',
+  'sync',
 ]);
 
 /** Whether `argv` (without node and the script) starts with a client subcommand. */

@@ -9,6 +9,7 @@ import { parseSettings } from '../settings.ts';
 import { CredentialStore, configDir } from './credentials.ts';
 import { type CliIo, processIo, readLine } from './io.ts';
 import { loginByPairing, signInWithToken } from './login.ts';
+import { runFolderSync, statePath } from './sync-command.ts';
 
 export const clientUsage = `Client commands:
   sync-host login --auth URL [--device-name N] [--platform P]
@@ -31,6 +32,10 @@ export const clientUsage = `Client commands:
   sync-host send <projectKey> <to> <json>
       join the project's room, send {"to","payload"} (to: host, broadcast or a device id), exit
   sync-host listen <projectKey>         print each message for this device as one JSON line
+  sync-host sync <projectKey> <dir> [--encrypt]
+      keep the text files of <dir> in step with the project's other devices (Yjs documents;
+      binary files and files over 1 MiB are skipped); --encrypt reads a passphrase from stdin
+      and encrypts end to end (every device must use the same)
 
 Options: --auth URL (needed when several auth services are stored), --relay URL (default: the
 auth service's /.well-known/sync-host), --timeout SECONDS (send: default 10).
@@ -56,6 +61,7 @@ function parse(argv: string[]) {
       token: { type: 'string' },
       jwt: { type: 'boolean' },
       timeout: { type: 'string' },
+      encrypt: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -165,6 +171,8 @@ async function dispatch(command: string, ctx: Context): Promise<number> {
       return send(ctx);
     case 'listen':
       return listen(ctx);
+    case 'sync':
+      return syncFolder(ctx);
     default:
       throw new UsageError(`unknown client command "${command}"`);
   }
@@ -322,14 +330,46 @@ async function findProject(auth: AuthClient, key: string): Promise<Project> {
 
 /** Joins the project's room as this device. */
 async function openRoom(ctx: Context, projectKey: string): Promise<RelayConnection> {
-  const { auth, credential } = await signedIn(ctx);
+  return (await openRoomOf(ctx, projectKey)).connection;
+}
+
+async function openRoomOf(ctx: Context, projectKey: string) {
+  const { auth, credential, authUrl } = await signedIn(ctx);
   const project = await findProject(auth, projectKey);
-  return createRelayConnection({
+  const connection = createRelayConnection({
     url: await relayUrl(ctx, auth),
     room: project.roomId,
     device: String(credential.deviceId),
     token: credential.deviceToken,
     WebSocket,
+  });
+  return { connection, authUrl };
+}
+
+/** Resolves at SIGINT or SIGTERM. */
+function stopSignal(): Promise<'stopped'> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('stopped'));
+    process.once('SIGTERM', () => resolve('stopped'));
+  });
+}
+
+async function syncFolder(ctx: Context): Promise<number> {
+  expectArgs(ctx, 2, '<projectKey> <dir>');
+  const [projectKey, dir] = ctx.args as [string, string];
+  let passphrase: string | undefined;
+  if (ctx.flags.encrypt) {
+    passphrase = await readLine(ctx.io, 'Encryption passphrase (the same on every device): ');
+    if (passphrase === undefined) throw new UsageError('--encrypt needs a passphrase on stdin');
+  }
+  const { connection, authUrl } = await openRoomOf(ctx, projectKey);
+  return runFolderSync({
+    io: ctx.io,
+    connection,
+    dir,
+    state: statePath(ctx.store.dir, authUrl, projectKey, dir),
+    passphrase,
+    stopped: stopSignal(),
   });
 }
 
@@ -402,10 +442,7 @@ async function listen(ctx: Context): Promise<number> {
   connection.connect().catch(() => {
     // The close event reports why.
   });
-  const stopped = new Promise<'stopped'>((resolve) => {
-    process.once('SIGINT', () => resolve('stopped'));
-    process.once('SIGTERM', () => resolve('stopped'));
-  });
+  const stopped = stopSignal();
   const outcome = await Promise.race([stopped, ended]);
   if (outcome === 'stopped') {
     // No leave: the relay keeps buffering for this device, the next listen prints it first.

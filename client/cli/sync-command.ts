@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import { type FSWatcher, mkdirSync, readFileSync, renameSync, watch, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import * as Y from 'yjs';
+import { fromBase64, toBase64 } from '../base64.ts';
+import type { SyncError } from '../errors.ts';
+import type { RelayConnection } from '../relay-connection.ts';
+import { createYjsProvider } from '../yjs-provider.ts';
+import { type Base, FolderSync } from './folder-sync.ts';
+import type { CliIo } from './io.ts';
+
+/** A rescan besides the watcher's events, for changes `fs.watch` did not report. */
+const rescanMs = 2_000;
+/** Quiet time after a folder event before the scan (editors write in several steps). */
+const settleMs = 50;
+const saveDelayMs = 300;
+
+interface SavedState {
+  version: 1;
+  update: string;
+  base: Base;
+}
+
+/** The local state file of one folder and project, in the credentials' folder. */
+export function statePath(configDir: string, authUrl: string, projectKey: string, dir: string) {
+  const id = createHash('sha256')
+    .update(`${authUrl}\n${projectKey}\n${resolve(dir)}`)
+    .digest('hex');
+  return join(configDir, 'sync-state', `${id.slice(0, 24)}.json`);
+}
+
+function loadState(path: string, doc: Y.Doc): Base | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const saved = JSON.parse(text) as SavedState;
+  const update = fromBase64(saved.update);
+  if (saved.version !== 1 || update === undefined) return undefined;
+  Y.applyUpdate(doc, update, 'state');
+  return saved.base;
+}
+
+function saveState(path: string, doc: Y.Doc, base: Base): void {
+  mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 });
+  const state: SavedState = { version: 1, update: toBase64(Y.encodeStateAsUpdate(doc)), base };
+  writeFileSync(`${path}.tmp`, JSON.stringify(state), { mode: 0o600 });
+  renameSync(`${path}.tmp`, path);
+}
+
+/**
+ * `sync-host sync`: keeps `dir` in step with the project's other devices until `stopped`
+ * resolves (then saves the state and leaves without `leave`, so the relay buffers meanwhile).
+ * Progress on stdout, one line per file and per change of peers; problems on stderr.
+ */
+export async function runFolderSync(options: {
+  io: CliIo;
+  connection: RelayConnection;
+  dir: string;
+  state: string;
+  passphrase: string | undefined;
+  stopped: Promise<unknown>;
+}): Promise<number> {
+  const { io, connection, dir, state, passphrase } = options;
+  const out = (line: string) => io.stdout.write(`${line}\n`);
+  const problem = (line: string) => io.stderr.write(`${line}\n`);
+  mkdirSync(dir, { recursive: true });
+  const doc = new Y.Doc();
+  const saved = loadState(state, doc);
+  const provider = await createYjsProvider({ connection, doc, name: 'folder', passphrase });
+  const folder = new FolderSync(dir, doc, saved ?? {}, (line) =>
+    line.startsWith('skipped') ? problem(line) : out(line),
+  );
+  provider.on('error', (error) => problem(`problem: ${error.message}`));
+  provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
+  provider.on('synced', (synced) => out(synced ? 'in sync' : 'offline; reconnecting'));
+
+  let saveTimer: ReturnType<typeof setTimeout> | undefined;
+  const save = () => {
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(() => saveState(state, doc, folder.base), saveDelayMs);
+  };
+  doc.on('update', save);
+
+  const ended = new Promise<SyncError | undefined>((resolveEnd) => {
+    connection.on('close', (info) => resolveEnd(info.error));
+  });
+  connection.connect().catch(() => {
+    // The close event reports why.
+  });
+  // The first start waits for the room, so that files other devices have are known first.
+  if (saved === undefined) await Promise.race([provider.whenSynced(), ended]);
+  folder.scan();
+  out(`watching ${resolve(dir)}`);
+
+  let scanTimer: ReturnType<typeof setTimeout> | undefined;
+  const scanSoon = () => {
+    clearTimeout(scanTimer);
+    scanTimer = setTimeout(() => folder.scan(), settleMs);
+  };
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(dir, { recursive: true }, scanSoon);
+  } catch (err: unknown) {
+    problem(
+      `not watching ${dir} (${err instanceof Error ? err.message : String(err)}); rescanning every 2 s`,
+    );
+  }
+  const rescan = setInterval(() => folder.scan(), rescanMs);
+  try {
+    const outcome = await Promise.race([options.stopped.then(() => 'stopped' as const), ended]);
+    if (outcome !== 'stopped' && outcome !== undefined) throw outcome;
+    folder.scan();
+    await Promise.race([provider.flush(), new Promise((r) => setTimeout(r, 2_000))]);
+    return 0;
+  } finally {
+    watcher?.close();
+    clearInterval(rescan);
+    clearTimeout(scanTimer);
+    clearTimeout(saveTimer);
+    saveState(state, doc, folder.base);
+    provider.destroy();
+    if (connection.state !== 'closed') await connection.close({ leave: false });
+  }
+}

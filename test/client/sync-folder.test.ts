@@ -1,0 +1,140 @@
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCliRunner } from '../helpers/cli-process.ts';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { eventually } from '../helpers/wait.ts';
+
+const { spawnCli, cli, killAll } = createCliRunner();
+const temps: string[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sync-folder-'));
+  temps.push(dir);
+  return dir;
+}
+
+/** Every file under `dir` (dot files left out) by relative path, with its text. */
+function listing(dir: string, leaveOut: string[] = []): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || entry.name.startsWith('.')) continue;
+    const path = relative(dir, join(entry.parentPath, entry.name));
+    if (!leaveOut.includes(path)) files[path] = readFileSync(join(dir, path), 'utf8');
+  }
+  return files;
+}
+
+/** Waits until both folders hold the same text files; resolves with them. */
+function sameFolders(one: string, two: string, leaveOut: string[]) {
+  return eventually(
+    () => {
+      const a = listing(one, leaveOut);
+      const b = listing(two, leaveOut);
+      return JSON.stringify(a) === JSON.stringify(b) ? a : undefined;
+    },
+    'the two folders alike',
+    20_000,
+  );
+}
+
+describe('sync-host sync: two processes keep two folders in step', () => {
+  let th: TestHost;
+  const config = { one: '', two: '' };
+  const folder = { one: '', two: '' };
+
+  beforeAll(async () => {
+    th = await startTestHost({ ui: false });
+    const one = await th.signIn('folder@example.org', 'one');
+    const two = await th.signIn('folder@example.org', 'two');
+    await registerProject(th.base, one.deviceToken, 'shared');
+    config.one = tempDir();
+    config.two = tempDir();
+    folder.one = tempDir();
+    folder.two = tempDir();
+    for (const [dir, token] of [
+      [config.one, one.deviceToken],
+      [config.two, two.deviceToken],
+    ] as const) {
+      expect((await cli(['login', '--auth', th.base, '--token', token], dir)).code).toBe(0);
+    }
+  });
+
+  afterAll(async () => {
+    killAll();
+    await th?.close();
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (which: 'one' | 'two') =>
+    spawnCli(['sync', 'shared', folder[which], '--relay', th.relayUrl], config[which]);
+
+  it('converges on concurrent edits, renames and deletes, and after a restart', async () => {
+    writeFileSync(join(folder.one, 'a.txt'), 'alpha\n');
+    writeFileSync(join(folder.one, 'b.txt'), 'bravo\n');
+    writeFileSync(join(folder.one, 'd.txt'), 'delta\n');
+    writeFileSync(join(folder.one, 'image.bin'), Buffer.from([0x89, 0x50, 0x00, 0x01]));
+    writeFileSync(join(folder.one, 'huge.txt'), 'x'.repeat(1_048_577));
+    const skipped = ['image.bin', 'huge.txt'];
+    const one = start('one');
+    await eventually(() => one.out.stdout.includes('watching'), 'one watching', 15_000);
+    expect(one.out.stderr).toContain('skipped image.bin: binary');
+    expect(one.out.stderr).toContain('skipped huge.txt: larger than 1048576 bytes');
+    let two = start('two');
+    await eventually(() => two.out.stdout.includes('watching'), 'two watching', 15_000);
+    expect(await sameFolders(folder.one, folder.two, skipped)).toEqual({
+      'a.txt': 'alpha\n',
+      'b.txt': 'bravo\n',
+      'd.txt': 'delta\n',
+    });
+
+    // Both sides at once: an edit of the same file each, a rename here, a delete and a new
+    // file in a new folder there.
+    writeFileSync(join(folder.one, 'a.txt'), 'alpha\nfrom one\n');
+    writeFileSync(join(folder.two, 'a.txt'), 'from two\nalpha\n');
+    renameSync(join(folder.one, 'b.txt'), join(folder.one, 'c.txt'));
+    rmSync(join(folder.two, 'd.txt'));
+    mkdirSync(join(folder.two, 'sub'));
+    writeFileSync(join(folder.two, 'sub', 'e.txt'), 'echo\n');
+    expect(await sameFolders(folder.one, folder.two, skipped)).toEqual({
+      'a.txt': 'from two\nalpha\nfrom one\n',
+      'c.txt': 'bravo\n',
+      'sub/e.txt': 'echo\n',
+    });
+
+    // Two stops; both sides edit; two starts again and sends only what changed meanwhile.
+    two.child.kill('SIGTERM');
+    expect(await two.exited).toBe(0);
+    writeFileSync(
+      join(folder.one, 'a.txt'),
+      'from two\nalpha\nfrom one\none while two was stopped\n',
+    );
+    writeFileSync(join(folder.two, 'c.txt'), 'bravo\ntwo while stopped\n');
+    writeFileSync(join(folder.two, 'f.txt'), 'foxtrot\n');
+    await eventually(() => one.out.stdout.includes('sent a.txt\n'), 'one sent its edit');
+    two = start('two');
+    expect(await sameFolders(folder.one, folder.two, skipped)).toEqual({
+      'a.txt': 'from two\nalpha\nfrom one\none while two was stopped\n',
+      'c.txt': 'bravo\ntwo while stopped\n',
+      'f.txt': 'foxtrot\n',
+      'sub/e.txt': 'echo\n',
+    });
+    // The restart sent only what changed while it was stopped (its state file knew the rest).
+    expect(two.out.stdout).not.toContain('sent a.txt');
+    expect(two.out.stdout).not.toContain('sent sub/e.txt');
+    expect(two.out.stdout).toContain('sent f.txt (new)');
+    one.child.kill('SIGTERM');
+    two.child.kill('SIGTERM');
+    expect(await one.exited).toBe(0);
+    expect(await two.exited).toBe(0);
+  }, 90_000);
+});
