@@ -3,6 +3,7 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../log.ts';
 import { jsonBody, maxBodyBytes } from './body.ts';
 import { AppError, unavailable } from './errors.ts';
+import { sendPage, welcomePage } from './html.ts';
 import { addAuthRoutes } from './routes.ts';
 import type { AuthService } from './service.ts';
 
@@ -109,8 +110,8 @@ const corsForApi: RequestHandler = (req, res, next) => {
   res.status(204).end();
 };
 
-/** Paths whose GET only reads, so HEAD may run it: health, discovery, the admin UI's files. */
-const headSafePaths = /^\/(?:health$|\.well-known\/sync-host$|admin(?:\/(?!api(?:\/|$))|$))/;
+/** Paths whose GET only reads, so HEAD may run it: `/`, health, discovery, the admin UI's files. */
+const headSafePaths = /^\/(?:$|health$|\.well-known\/sync-host$|admin(?:\/(?!api(?:\/|$))|$))/;
 
 /**
  * HEAD changes nothing anywhere. Express would answer HEAD with the GET handler (which may use
@@ -131,7 +132,7 @@ const headChangesNothing: RequestHandler = (req, res, next) => {
   throw new AppError('not_found', `no route HEAD ${req.path}; use GET`);
 };
 
-/** The auth HTTP application: /health, /.well-known/sync-host, /auth/*, JSON errors. */
+/** The auth HTTP application: /, /health, /.well-known/sync-host, /auth/*, JSON errors. */
 export function createAuthApp(options: AuthAppOptions): Express {
   const { service, logger } = options;
   const app = express();
@@ -164,6 +165,11 @@ export function createAuthApp(options: AuthAppOptions): Express {
 
   app.get('/.well-known/sync-host', (_req, res) => {
     res.json(options.discovery());
+  });
+
+  // The auth URL opened in a browser (a phone that scanned the admin UI's QR code, say).
+  app.get('/', (_req, res) => {
+    sendPage(res, 200, welcomePage(options.discovery().authUrl));
   });
 
   addAuthRoutes(app, service, {

@@ -94,12 +94,28 @@ document.getElementById('copy').addEventListener('click', async () => {
   return page(title, `<p>${escapeHtml(message)}</p>${secretBlock}`);
 }
 
+/**
+ * What a browser gets at the auth URL itself (`GET /`), which is what the admin UI's QR code
+ * holds: where this host is and how a device gets in. Nothing secret, nothing that changes.
+ */
+export function welcomePage(authUrl: string): string {
+  const url = escapeHtml(authUrl);
+  return page(
+    'This is a sync-host',
+    `<p>This address is the host's sign-in service: <code>${url}</code>.</p>
+<p>To add a device, install sync-host on it and run</p>
+<pre>sync-host login --auth ${url}</pre>
+<p>It shows a code. Approve the code in the admin UI on the host's machine (Pair a device) or,
+from a device that is already signed in, with <code>sync-host pair approve &lt;code&gt;</code>.</p>`,
+  );
+}
+
 function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(title)} · sync-host</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#222}
-textarea{width:100%;font:14px monospace}button{font:inherit;padding:.3rem 1rem}</style></head>
+textarea{width:100%;font:14px monospace}pre{overflow-x:auto;background:#f4f4f4;padding:.5rem}button{font:inherit;padding:.3rem 1rem}</style></head>
 <body><h1>${escapeHtml(title)}</h1>${body}</body></html>
 `;
 }

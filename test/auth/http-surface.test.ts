@@ -246,3 +246,18 @@ describe('discovery', () => {
     expect(info.smtp).toBe(false);
   });
 });
+
+describe('the auth URL in a browser', () => {
+  it('says what the host is and how a device gets in, under the page CSP; HEAD as GET', async () => {
+    const a = await start();
+    const res = await a.request('GET', '/', { headers: { accept: 'text/html' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(res.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
+    const html = await res.text();
+    expect(html).toContain(`sync-host login --auth ${a.url}`);
+    expect(html).toContain('sync-host pair approve');
+    expect((await a.request('HEAD', '/')).status).toBe(200);
+    expect((await a.request('POST', '/', { body: {} })).status).toBe(404);
+  });
+});

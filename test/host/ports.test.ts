@@ -41,7 +41,8 @@ function runHost(dir: string): Promise<{ code: number | null; stdout: string; st
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
     });
-    const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    // generous: on a loaded machine a host takes several seconds just to start
+    const kill = setTimeout(() => child.kill('SIGKILL'), 50_000);
     child.on('exit', (code, signal) => {
       clearTimeout(kill);
       resolve({ code, stdout: signal ? `${stdout}[killed by ${signal}]` : stdout, stderr });
@@ -71,9 +72,9 @@ describe('a port already in use', () => {
     },
   ];
   for (const c of cases) {
-    it.concurrent(`exits 2 with one line naming ${c.name} and the setting to change`, async ({
-      onTestFinished,
-    }) => {
+    it.concurrent(`exits 2 with one line naming ${c.name} and the setting to change`, {
+      timeout: 60_000,
+    }, async ({ onTestFinished }) => {
       const port = await occupyPort(onTestFinished);
       const dir = tempDir(onTestFinished);
       writeFileSync(
