@@ -1,8 +1,15 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TokenSignature } from '../../server/config/common.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
+import { type DbTarget, dbTargets } from '../helpers/databases.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { freePort } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const secret = 'cohosted-revocation-secret-0123456789abcdef';
 
@@ -95,3 +102,93 @@ describe('a co-hosted relay checks joins against the auth database', () => {
     expect(sender.frames.filter((frame) => frame.type === 'error')).toEqual([]);
   });
 });
+
+const postgres = (await dbTargets()).find((target) => target.name === 'postgres');
+
+describe.skipIf(postgres?.skip !== undefined)(
+  `a co-hosted relay while the auth database is unreachable${postgres?.skip ? ` (skipped: ${postgres.skip})` : ''}`,
+  () => {
+    const clients: RelayClient[] = [];
+    const cleanups: Array<() => Promise<void>> = [];
+    afterEach(async () => {
+      for (const client of clients.splice(0)) client.terminate();
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    });
+
+    it('lets the cache and the signature decide, keeps revoked devices out, and checks again once it is back', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sync-host-outage-'));
+      const db = await (postgres as DbTarget).create(dir);
+      cleanups.push(async () => {
+        await db.drop();
+        rmSync(dir, { recursive: true, force: true });
+      });
+      const proxy = await startTcpProxy('127.0.0.1', 5432);
+      cleanups.push(() => proxy.close());
+      const config = db.config as { database: string };
+      const port = await freePort();
+      const h = await startTestHost({
+        auth: [
+          `PORT=${port}`,
+          `AUTH_BASE_URL=http://127.0.0.1:${port}`,
+          `AUTH_SECRET=${secret}`,
+          'DB_DRIVER=postgres',
+          'DB_HOST=127.0.0.1',
+          `DB_PORT=${proxy.port}`,
+          'DB_USER=postgres',
+          'DB_PASS=',
+          `DB_NAME=${config.database}`,
+        ],
+        ui: false,
+      });
+      cleanups.push(() => h.close());
+      const joinAs = async (room: string, deviceId: number, token: string) => {
+        const client = new RelayClient(h.relayUrl);
+        clients.push(client);
+        return client.join(room, deviceId, token);
+      };
+      const known = await h.signIn('outage@example.com', 'known');
+      const unseen = await h.signIn('outage@example.com', 'unseen');
+      const deleted = await h.signIn('outage@example.com', 'deleted');
+      const room = createRoomId(known.userId, secret);
+      expect(await joinAs(room, known.deviceId, known.deviceToken)).toMatchObject({
+        type: 'joined',
+      });
+      const removed = await fetch(`${h.base}/auth/device/${deleted.deviceId}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${known.deviceToken}` },
+      });
+      expect(removed.status).toBe(204);
+      const neverIssued = signDeviceToken(
+        { userId: known.userId, deviceId: known.deviceId, issuedAt: 1 },
+        secret,
+        'hmac-sha256',
+      );
+
+      await proxy.cut();
+      expect(await joinAs(room, known.deviceId, known.deviceToken)).toMatchObject({
+        type: 'joined',
+      });
+      expect(await joinAs(room, known.deviceId, neverIssued)).toMatchObject({
+        code: 'auth_failed',
+      });
+      expect(await joinAs(room, unseen.deviceId, unseen.deviceToken)).toMatchObject({
+        type: 'joined',
+      });
+      expect(await joinAs(room, deleted.deviceId, deleted.deviceToken)).toMatchObject({
+        code: 'auth_failed',
+      });
+
+      await proxy.restore();
+      const forged = signDeviceToken(
+        { userId: known.userId, deviceId: unseen.deviceId + 1000, issuedAt: 1 },
+        secret,
+        'hmac-sha256',
+      );
+      await eventually(
+        async () => (await joinAs(room, unseen.deviceId + 1000, forged)).code === 'auth_failed',
+        'the relay to check devices against the database again',
+        10_000,
+      );
+    });
+  },
+);
