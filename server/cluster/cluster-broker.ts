@@ -9,6 +9,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import type { Broker, DepartureReason, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
+import { Handover, type Origin, positionEveryMs } from './handover.ts';
 import { openNatsLink } from './nats-link.ts';
 import { watchNodes } from './node-liveness.ts';
 import {
@@ -71,8 +72,11 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
   let jsm: JetStreamManager | undefined;
   let rosterLoaded = false;
   let nodeSeq = 0;
+  /** Publications not yet answered by NATS. */
+  const inFlight = new Set<Promise<void>>();
   const counters = { published: 0, publishFailures: 0, received: 0, replayed: 0 };
   const liveness = watchNodes(link, node, logger, now);
+  const handover = new Handover(node, replicas, rosterRetentionMs, logger);
 
   function rosterOf(hash: string): RoomRoster {
     let roster = rosters.get(hash);
@@ -89,7 +93,12 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     const line = lines.get(hash);
     if (change === undefined || line === undefined) return;
     const listener = line.listener;
-    if (change.moved !== undefined && change.moved.from === node && entry.node !== node) {
+    if (
+      change.moved !== undefined &&
+      change.moved.from === node &&
+      entry.node !== node &&
+      line.local.has(device)
+    ) {
       line.local.delete(device);
       listener.replaced(device);
     }
@@ -141,7 +150,30 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     followRoster(nc).catch((err: unknown) => {
       logger.error({ err: String(err) }, 'cluster: cannot follow the roster');
     });
+    handover.connected(nc, release).catch((err: unknown) => {
+      logger.error({ err: String(err) }, 'cluster: cannot open the positions bucket');
+    });
   });
+
+  /**
+   * Another node takes a device of this node over: its connection here is closed (4009) and
+   * the answer says up to where the room's stream and this node's own publications reached it.
+   */
+  function release(hash: string, device: string): { cursor: number; nodeSeq: number } | null {
+    const line = lines.get(hash);
+    const local = line?.local.get(device);
+    if (line === undefined || local === undefined || local.pending) return null;
+    line.local.delete(device);
+    line.listener.replaced(device);
+    return { cursor: Math.max(line.cursor, local.upto), nodeSeq };
+  }
+
+  /** Records the position of each room with devices here, so a kill -9 of this node loses nothing. */
+  const positions = setInterval(() => {
+    if (!link.connected) return;
+    for (const line of lines.values()) line.recordPosition();
+  }, positionEveryMs);
+  positions.unref();
 
   /** Devices of nodes that stopped beating are absent: whichever node notices first records it. */
   function markDeadNodes(): void {
@@ -171,6 +203,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     readonly local = new Map<string, LocalDevice>();
     /** The last stream sequence this node took from the room's stream. */
     cursor = 0;
+    /** The last `cursor` recorded in NATS. */
+    #recorded = 0;
     readonly ready: Promise<void>;
     #stop: (() => void) | undefined;
     #released = false;
@@ -192,6 +226,17 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       this.cursor = bounds.last;
       if (this.#released) return;
       this.#stop = await followStream(js, this.roomId, bounds.last + 1, (f) => this.#take(f));
+    }
+
+    recordPosition(): void {
+      const cursor = this.cursor;
+      if (this.local.size === 0 || cursor <= this.#recorded) return;
+      handover
+        .record(this.hash, cursor)
+        .then(() => {
+          if (cursor > this.#recorded) this.#recorded = cursor;
+        })
+        .catch(() => {});
     }
 
     get #roster(): RoomRoster {
@@ -248,6 +293,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
       const before = this.#roster.devices.get(key);
       const wasPresent = before?.entry.state === 'present';
+      const origin = await this.#origin(key, before?.entry);
       await write(this.hash, key, {
         id: device,
         node,
@@ -259,21 +305,32 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       });
       const bounds = await streamBounds(jsm, this.roomId);
       local.upto = bounds.last;
+      if (origin === undefined) return { frames: [], gap: false };
       const entry = before?.entry;
-      if (entry === undefined || entry.state !== 'absent') return { frames: [], gap: false };
-      if (entry.cursor < 0 || now() >= entry.droppedAt + bufferWindowMs) {
-        return { frames: [], gap: bounds.last > Math.max(entry.cursor, 0) };
+      if (entry?.state === 'absent' && now() >= entry.droppedAt + bufferWindowMs) {
+        return { frames: [], gap: origin.lost || bounds.last > origin.cursor };
       }
-      const gap = bounds.first > entry.cursor + 1 && bounds.last >= bounds.first;
-      const from = Math.max(entry.cursor, bounds.first - 1);
+      const aged = bounds.first > origin.cursor + 1 && bounds.last >= bounds.first;
+      const from = Math.max(origin.cursor, bounds.first - 1);
       const range = await readRange(js, this.roomId, from, bounds.last);
       const frames: string[] = [];
       for (const f of range) {
         if (f.to !== key && (f.to !== '*' || f.from === key)) continue;
-        if (f.node === entry.node && f.nodeSeq <= entry.nodeSeq) continue;
+        // a broadcast of its old node reached it there directly
+        if (f.node === origin.node && f.to === '*' && f.nodeSeq <= origin.nodeSeq) continue;
         frames.push(f.frame.toString('utf8'));
       }
-      return { frames, gap };
+      return { frames, gap: origin.lost || aged };
+    }
+
+    /** Where the replay of a device joining here starts; undefined for nothing to replay. */
+    async #origin(key: string, entry: RosterEntry | undefined): Promise<Origin | undefined> {
+      if (entry === undefined || entry.state === 'left') return undefined;
+      if (entry.state === 'present') {
+        return entry.node === node ? undefined : handover.release(entry.node, this.hash, key);
+      }
+      if (entry.cursor < 0) return handover.lostOn(entry.node, this.hash);
+      return { cursor: entry.cursor, node: entry.node, nodeSeq: entry.nodeSeq, lost: false };
     }
 
     depart(device: string, reason: DepartureReason): void {
@@ -325,7 +382,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
 
     #publish(to: string, frame: Buffer): void {
       const message = { to, from: '', node, nodeSeq: ++nodeSeq, frame };
-      void this.ready
+      const published: Promise<void> = this.ready
         .then(() => {
           if (js === undefined) throw new Error('not connected to NATS');
           return publishFrame(js, this.roomId, { ...message, from: senderOf(frame) });
@@ -336,7 +393,9 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
         .catch((err: unknown) => {
           counters.publishFailures++;
           logger.warn({ err: String(err), room: this.roomId }, 'cluster: frame not published');
-        });
+        })
+        .finally(() => inFlight.delete(published));
+      inFlight.add(published);
     }
 
     #take(f: StreamFrame): void {
@@ -398,6 +457,11 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       return count;
     },
 
+    settled() {
+      if (inFlight.size === 0) return undefined;
+      return Promise.allSettled([...inFlight]).then(() => undefined);
+    },
+
     accepting() {
       return link.connected && rosterLoaded;
     },
@@ -434,6 +498,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
 
     async close() {
       clearInterval(deadNodeCheck);
+      clearInterval(positions);
+      handover.stop();
       for (const line of [...lines.values()]) line.release();
       await liveness.stop();
       await link.close();

@@ -31,6 +31,12 @@ export interface Broker {
    * closed with 1013 and the client retries later. Absent: always true.
    */
   accepting?(): boolean;
+  /**
+   * Resolves once every frame handed to the broker so far is stored (a cluster broker: NATS
+   * acknowledged its publication, or refused it); undefined when nothing is in flight. The relay
+   * answers a `ping` only then, so a `pong` confirms that what was sent before the ping is kept.
+   */
+  settled?(): Promise<void> | undefined;
   /** What `/health` adds (the cluster's state), and extra `/metrics` lines. Absent: nothing. */
   describe?(): { health: Record<string, unknown>; metrics: string };
   /** Shutdown, after the rooms dropped everything: releases what the broker holds. */

@@ -228,6 +228,7 @@ export function createRelay(options: RelayOptions): Relay {
     maxQueuedBytes: config.maxQueuedBytes,
     maxMemoryBytes: config.maxMemoryBytes,
     joined: (stream) => unjoined.joined(stream),
+    settled: broker.settled?.bind(broker),
   });
   const wss = new WebSocketServer({
     noServer: true,

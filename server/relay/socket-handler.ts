@@ -33,6 +33,8 @@ export interface SocketHandlerOptions {
   maxMemoryBytes: number;
   /** A connection joined a room for the first time (`stream` is its TCP stream). */
   joined?: (stream: Duplex) => void;
+  /** What a `pong` waits for: the frames handed beyond this process being stored (the broker's). */
+  settled?: () => Promise<void> | undefined;
 }
 
 /**
@@ -174,9 +176,12 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         if (conn.room === undefined) notJoined(conn);
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
-      case 'ping':
-        sendData(conn, pongFrame);
+      case 'ping': {
+        const settled = options.settled?.();
+        if (settled === undefined) sendData(conn, pongFrame);
+        else void settled.then(() => sendData(conn, pongFrame));
         return;
+      }
       case 'join':
         connectionOnJoin(conn, frame);
         return;
