@@ -99,7 +99,7 @@ const deleteDevice = (authUrl: string, by: Device, deviceId: number) =>
 
 describe('a relay running as its own process, with auth.url', () => {
   it(
-    'closes a device deleted at the auth service with 4003 within 5 s and refuses its old token',
+    'closes a device deleted at the auth service with 4003 within 5 s and refuses its old token, also on a relay started afterwards',
     slow,
     async () => {
       const auth = await startAuth(scope.tempDir());
@@ -116,6 +116,11 @@ describe('a relay running as its own process, with auth.url', () => {
       // the other device of the user stays
       await stays.sync();
       expect(stays.closeInfo).toBeUndefined();
+
+      // A relay started afresh after the deletion (empty relay.db) refuses the old token too.
+      const fresh = await startRelay(auth.url);
+      await refused(fresh.url, room, doomed.deviceId, doomed.deviceToken);
+      await joined(fresh.url, room, keeper);
     },
   );
 
