@@ -15,8 +15,8 @@ export function referenceCost(room: string, device: string): number {
 /** Bytes a frame row counts for the bounds besides its text. */
 const frameOverhead = 32;
 
+/** One frame kept for a device: its id (which gives the order) and its bytes. */
 export interface StoredReference {
-  id: number;
   frame: number;
   bytes: number;
 }
@@ -48,17 +48,17 @@ export function createFrameStore(
     'INSERT INTO bufferedMessages (room, device, frame) VALUES (?, ?, ?)',
   );
   const selectReferences = db.prepare<[string, string], StoredReference>(
-    `SELECT m.id, m.frame, f.bytes FROM bufferedMessages m JOIN bufferedFrames f ON f.id = m.frame
-     WHERE m.room = ? AND m.device = ? ORDER BY m.id`,
+    `SELECT m.frame, f.bytes FROM bufferedMessages m JOIN bufferedFrames f ON f.id = m.frame
+     WHERE m.room = ? AND m.device = ? ORDER BY m.frame`,
   );
   const selectTexts = db
     .prepare<[string, string], string>(
       `SELECT f.frame FROM bufferedMessages m JOIN bufferedFrames f ON f.id = m.frame
-       WHERE m.room = ? AND m.device = ? ORDER BY m.id`,
+       WHERE m.room = ? AND m.device = ? ORDER BY m.frame`,
     )
     .pluck();
   const deleteReferencesUpTo = db.prepare<[string, string, number]>(
-    'DELETE FROM bufferedMessages WHERE room = ? AND device = ? AND id <= ?',
+    'DELETE FROM bufferedMessages WHERE room = ? AND device = ? AND frame <= ?',
   );
   const deleteOrphan = db.prepare<[number, number]>(
     'DELETE FROM bufferedFrames WHERE id = ? AND NOT EXISTS (SELECT 1 FROM bufferedMessages WHERE frame = ?)',
@@ -156,11 +156,11 @@ export function createFrameStore(
     textsOf: (room: string, device: string): string[] => selectTexts.all(room, device),
 
     /**
-     * Deletes a device's references up to id `upTo` (every one when undefined) and the frames
+     * Deletes a device's references up to frame id `upTo` (every one when undefined) and the frames
      * that no device references any more. Returns how many references went.
      */
     release(room: string, device: string, upTo = Number.MAX_SAFE_INTEGER): number {
-      const references = selectReferences.all(room, device).filter((r) => r.id <= upTo);
+      const references = selectReferences.all(room, device).filter((r) => r.frame <= upTo);
       if (references.length === 0) return 0;
       deleteReferencesUpTo.run(room, device, upTo);
       let freed = references.length * referenceCost(room, device);

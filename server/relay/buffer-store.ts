@@ -6,7 +6,7 @@ import { openSyncSqlite } from '../db/sqlite-engine.ts';
 /**
  * relay.db's layout, version 2. A routed frame kept for absent devices is stored once in
  * `bufferedFrames` (with the user of its room, for the per-user bound) and referenced by one
- * `bufferedMessages` row per absent device, whose id gives the delivery order. Version 1 (before
+ * `bufferedMessages` row per absent device (frame ids grow, so they give the delivery order). Version 1 (before
  * the bounds) stored the frame in every `bufferedMessages` row; `openBufferStore` migrates it.
  */
 const schemaVersion = 2;
@@ -21,19 +21,18 @@ CREATE TABLE IF NOT EXISTS roomDevices (
   PRIMARY KEY (room, device)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bufferedFrames (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  id INTEGER PRIMARY KEY,
   user TEXT NOT NULL,
   frame TEXT NOT NULL,
   bytes INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS bufferedFramesByUser ON bufferedFrames (user, id);
 CREATE TABLE IF NOT EXISTS bufferedMessages (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
   room TEXT NOT NULL,
   device TEXT NOT NULL,
-  frame INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS bufferedMessagesByDevice ON bufferedMessages (room, device, id);
+  frame INTEGER NOT NULL,
+  PRIMARY KEY (room, device, frame)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS bufferedMessagesByFrame ON bufferedMessages (frame);
 CREATE TABLE IF NOT EXISTS revokedDevices (
   device TEXT PRIMARY KEY,
@@ -84,8 +83,8 @@ function migrateFromVersion1(db: BetterSqlite3.Database): number {
     db.exec(`
       INSERT INTO bufferedFrames (id, user, frame, bytes)
         SELECT id, ${userOfRoomSql}, frame, bytes FROM bufferedMessagesVersion1;
-      INSERT INTO bufferedMessages (id, room, device, frame)
-        SELECT id, room, device, id FROM bufferedMessagesVersion1;
+      INSERT INTO bufferedMessages (room, device, frame)
+        SELECT room, device, id FROM bufferedMessagesVersion1;
       DROP TABLE bufferedMessagesVersion1;
     `);
     const moved = Number(scalar(db, 'SELECT count(*) FROM bufferedMessages'));

@@ -97,7 +97,7 @@ export function openMessageBuffer(
     let droppedBytes = 0;
     for (const row of frames.referencesOf(entry.room, entry.device)) {
       if (excessMessages <= 0 && excessBytes <= 0) break;
-      lastId = row.id;
+      lastId = row.frame;
       droppedBytes += row.bytes;
       excessMessages--;
       excessBytes -= row.bytes;
