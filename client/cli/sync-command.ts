@@ -90,8 +90,10 @@ export async function runFolderSync(options: {
   connection.connect().catch(() => {
     // The close event reports why.
   });
-  // The first start waits for the room, so that files other devices have are known first.
-  if (saved === undefined) await Promise.race([provider.whenSynced(), ended]);
+  const stopped = options.stopped.then(() => 'stopped' as const);
+  // The first start waits for the room, so that files other devices have are known first (a
+  // device whose passphrase the others refuse waits here, saying so, until it is stopped).
+  if (saved === undefined) await Promise.race([provider.whenSynced(), ended, stopped]);
   folder.scan();
   out(`watching ${resolve(dir)}`);
 
@@ -110,7 +112,7 @@ export async function runFolderSync(options: {
   }
   const rescan = setInterval(() => folder.scan(), rescanMs);
   try {
-    const outcome = await Promise.race([options.stopped.then(() => 'stopped' as const), ended]);
+    const outcome = await Promise.race([stopped, ended]);
     if (outcome !== 'stopped' && outcome !== undefined) throw outcome;
     folder.scan();
     await Promise.race([provider.flush(), new Promise((r) => setTimeout(r, 2_000))]);

@@ -136,4 +136,46 @@ describe('sync-host sync: two processes keep two folders in step', () => {
     expect(await one.exited).toBe(0);
     expect(await two.exited).toBe(0);
   }, 90_000);
+
+  it('with --encrypt, syncs between devices with the passphrase and refuses one with another', async () => {
+    const third = await th.signIn('folder@example.org', 'three');
+    const configThree = tempDir();
+    expect(
+      (await cli(['login', '--auth', th.base, '--token', third.deviceToken], configThree)).code,
+    ).toBe(0);
+    const dirs = { one: tempDir(), two: tempDir(), three: tempDir() };
+    const configs = { one: config.one, two: config.two, three: configThree };
+    writeFileSync(join(dirs.one, 'diary.txt'), 'dear diary\n');
+    const startEncrypted = (which: 'one' | 'two' | 'three') => {
+      const run = spawnCli(
+        ['sync', 'shared', dirs[which], '--relay', th.relayUrl, '--encrypt'],
+        configs[which],
+      );
+      run.child.stdin.write(which === 'three' ? 'not the passphrase\n' : 'the passphrase\n');
+      return run;
+    };
+    const one = startEncrypted('one');
+    const two = startEncrypted('two');
+    await eventually(
+      () => listing(dirs.two)['diary.txt'] === 'dear diary\n',
+      'the diary at two',
+      20_000,
+    );
+    // Three joins a room whose devices all refuse its passphrase: it never syncs, says why,
+    // and still stops cleanly.
+    const three = startEncrypted('three');
+    const runs = [one, two, three];
+    await eventually(
+      () => three.out.stderr.includes('uses another passphrase'),
+      'the refusal at three',
+      20_000,
+    );
+    await eventually(
+      () => (one.out.stderr + two.out.stderr).includes('uses another passphrase'),
+      'the refusal at one or two',
+    );
+    expect(listing(dirs.three)).toEqual({});
+    for (const run of runs) run.child.kill('SIGTERM');
+    for (const run of runs) expect(await run.exited).toBe(0);
+  }, 90_000);
 });
