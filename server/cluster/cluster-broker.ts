@@ -50,6 +50,11 @@ interface LocalDevice {
   upto: number;
 }
 
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Tries to open a room's stream (about 30 s in all) before its joins fail. */
+const openAttempts = 20;
+
 /** Roster entries are kept a day, so a device that comes back late learns of its `gap`. */
 const rosterRetentionMs = 24 * 60 * 60 * 1000;
 
@@ -75,7 +80,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
   /** Publications not yet answered by NATS. */
   const inFlight = new Set<Promise<void>>();
   const counters = { published: 0, publishFailures: 0, received: 0, replayed: 0 };
-  const liveness = watchNodes(link, node, logger, now);
+  const liveness = watchNodes(link, node, logger, now, replicas);
   const handover = new Handover(node, replicas, rosterRetentionMs, logger);
 
   function rosterOf(hash: string): RoomRoster {
@@ -119,31 +124,63 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     return revision;
   }
 
+  let watchingRoster = false;
+  let closed = false;
+
+  /**
+   * Opens the roster bucket (again until JetStream answers: a NATS cluster may still be electing
+   * its leaders) and follows it; a watch that ends (a NATS server lost) is started again.
+   */
   async function followRoster(nc: NatsConnection): Promise<void> {
-    js = jetstream(nc);
-    jsm = await jetstreamManager(nc);
-    const bucket = await new Kvm(nc).create(rosterBucket, {
-      history: 1,
-      ttl: rosterRetentionMs,
-      replicas,
-    });
-    kv = bucket;
-    if (rosterLoaded) return;
-    const initial = (await bucket.status()).values;
-    let received = 0;
-    if (initial === 0) rosterLoaded = true;
-    const entries = await bucket.watch();
-    for await (const e of entries) {
-      const key = parseRosterKey(e.key);
-      if (key !== undefined && e.operation === 'PUT') {
-        try {
-          applyEntry(key[0], key[1], JSON.parse(e.string()) as RosterEntry, e.revision);
-        } catch (err: unknown) {
-          logger.warn({ err: String(err), key: e.key }, 'cluster: unreadable roster entry');
-        }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        js = jetstream(nc);
+        jsm = await jetstreamManager(nc);
+        kv = await new Kvm(nc).create(rosterBucket, {
+          history: 1,
+          ttl: rosterRetentionMs,
+          replicas,
+        });
+        break;
+      } catch (err: unknown) {
+        if (closed || nc.isClosed()) throw err;
+        logger.warn({ err: String(err), attempt }, 'cluster: roster bucket not ready, again');
+        await pause(500 * Math.min(attempt, 4));
       }
-      if (++received >= initial) rosterLoaded = true;
     }
+    if (watchingRoster) return;
+    watchingRoster = true;
+    try {
+      while (!closed && !nc.isClosed()) {
+        await watchRoster(kv);
+        if (!closed) await pause(500);
+      }
+    } finally {
+      watchingRoster = false;
+    }
+  }
+
+  /** Applies every roster entry until the watch ends; the first one marks the roster loaded. */
+  async function watchRoster(bucket: KV): Promise<void> {
+    try {
+      const initial = rosterLoaded ? 0 : (await bucket.status()).values;
+      let received = 0;
+      if (initial === 0) rosterLoaded = true;
+      for await (const e of await bucket.watch()) {
+        const key = parseRosterKey(e.key);
+        if (key !== undefined && e.operation === 'PUT') {
+          try {
+            applyEntry(key[0], key[1], JSON.parse(e.string()) as RosterEntry, e.revision);
+          } catch (err: unknown) {
+            logger.warn({ err: String(err), key: e.key }, 'cluster: unreadable roster entry');
+          }
+        }
+        if (++received >= initial) rosterLoaded = true;
+      }
+    } catch (err: unknown) {
+      logger.warn({ err: String(err) }, 'cluster: roster watch failed');
+    }
+    if (!closed) logger.warn('cluster: following the roster again');
   }
 
   link.onConnected((nc) => {
@@ -220,12 +257,29 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       });
     }
 
+    /** Opens the room's stream, again until it works (JetStream may not be ready yet). */
     async #start(): Promise<void> {
-      if (js === undefined || jsm === undefined) throw new Error('not connected to NATS');
-      const bounds = await ensureStream(jsm, this.roomId, bufferWindowMs, replicas);
-      this.cursor = bounds.last;
-      if (this.#released) return;
-      this.#stop = await followStream(js, this.roomId, bounds.last + 1, (f) => this.#take(f));
+      for (let attempt = 0; ; attempt++) {
+        try {
+          if (js === undefined || jsm === undefined) throw new Error('not connected to NATS');
+          const bounds = await ensureStream(jsm, this.roomId, bufferWindowMs, replicas);
+          this.cursor = bounds.last;
+          break;
+        } catch (err: unknown) {
+          if (this.#released || attempt >= openAttempts) throw err;
+          await pause(250 * Math.min(attempt + 1, 8));
+        }
+      }
+      if (this.#released || js === undefined) return;
+      this.#stop = followStream(
+        js,
+        this.roomId,
+        this.cursor + 1,
+        (f) => this.#take(f),
+        (err) => {
+          logger.warn({ err: String(err), room: this.roomId }, 'cluster: following the room again');
+        },
+      );
     }
 
     recordPosition(): void {
@@ -467,7 +521,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     },
 
     describe() {
-      const nats = link.connected ? 'connected' : 'disconnected';
+      // connected: joins are taken (the roster is loaded)
+      const nats = link.connected && rosterLoaded ? 'connected' : 'disconnected';
       return {
         health: { cluster: { node, nats, nodes: liveness.count() } },
         metrics: [
@@ -497,6 +552,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     },
 
     async close() {
+      closed = true;
       clearInterval(deadNodeCheck);
       clearInterval(positions);
       handover.stop();

@@ -64,6 +64,8 @@ export function openNatsLink(urls: readonly string[], name: string, logger: Logg
     try {
       const nc = await connect({
         servers: [...urls],
+        // the first server of the list that answers: an operator lists the nearest first
+        noRandomize: true,
         name,
         maxReconnectAttempts: -1,
         reconnectTimeWait: retryMs,

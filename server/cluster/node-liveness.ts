@@ -1,4 +1,5 @@
 import { type KV, Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import type { NatsLink } from './nats-link.ts';
 
@@ -23,6 +24,7 @@ export function watchNodes(
   self: string,
   logger: Logger,
   now: () => number,
+  replicas: number,
 ): NodeLiveness {
   const lastSeen = new Map<string, number>();
   let watchingSince: number | undefined;
@@ -36,9 +38,16 @@ export function watchNodes(
   }, beatMs);
   beat.unref();
 
-  link.onConnected((nc) => {
+  let stopped = false;
+  /** Follows the heartbeats; again a second after a failure (a NATS cluster electing leaders). */
+  function follow(nc: NatsConnection): void {
     void (async () => {
-      const kv = await new Kvm(nc).create(nodesBucket, { history: 1, ttl: 10 * deadAfterMs });
+      const kv = await new Kvm(nc).create(nodesBucket, {
+        history: 1,
+        ttl: 10 * deadAfterMs,
+        // on a NATS cluster the heartbeats must outlive the loss of a server, like the roster
+        replicas,
+      });
       bucket = kv;
       await kv.put(key, String(now()));
       if (watchingSince !== undefined) return;
@@ -47,12 +56,14 @@ export function watchNodes(
         if (e.operation !== 'PUT') continue;
         lastSeen.set(Buffer.from(e.key, 'hex').toString('utf8'), now());
       }
-      watchingSince = undefined;
+      throw new Error('the heartbeat watch ended');
     })().catch((err: unknown) => {
       watchingSince = undefined;
       logger.warn({ err: String(err) }, 'cluster: cannot follow node heartbeats');
+      if (!stopped && !nc.isClosed()) setTimeout(() => follow(nc), 1_000).unref();
     });
-  });
+  }
+  link.onConnected(follow);
 
   function alive(node: string): boolean {
     if (node === self) return true;
@@ -72,6 +83,7 @@ export function watchNodes(
       return count;
     },
     async stop() {
+      stopped = true;
       clearInterval(beat);
       if (bucket !== undefined && link.connected) await bucket.delete(key).catch(() => {});
     },

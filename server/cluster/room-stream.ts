@@ -110,25 +110,49 @@ function decode(m: JsMsg): StreamFrame {
   };
 }
 
+/** Wait before following a room's stream again after its consumer ended or failed. */
+const refollowMs = 500;
+
 /**
- * Follows the room's stream from `startSeq` (an ordered consumer: in order, each once, resumed
- * by the client after a reconnect). Returns its stop function.
+ * Follows the room's stream from `startSeq` (an ordered consumer: in order, each once). When the
+ * consumer ends or cannot be made (NATS failover, a server of a NATS cluster lost, JetStream not
+ * ready yet), it is made again from the next sequence after a short wait. Returns its stop.
  */
-export async function followStream(
+export function followStream(
   js: JetStreamClient,
   roomId: string,
   startSeq: number,
   onFrame: (frame: StreamFrame) => void,
-): Promise<() => void> {
-  const consumer = await js.consumers.get(streamOf(roomId).stream, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: Math.max(1, startSeq),
-  });
-  const messages = await consumer.consume();
+  onError: (err: unknown) => void,
+): () => void {
+  let next = Math.max(1, startSeq);
+  let stopped = false;
+  let messages: { close(): Promise<unknown> } | undefined;
   void (async () => {
-    for await (const m of messages) onFrame(decode(m));
-  })().catch(() => {});
-  return () => void messages.close();
+    while (!stopped) {
+      try {
+        const consumer = await js.consumers.get(streamOf(roomId).stream, {
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: next,
+        });
+        const iterator = await consumer.consume();
+        messages = iterator;
+        if (stopped) break;
+        for await (const m of iterator) {
+          next = m.seq + 1;
+          onFrame(decode(m));
+        }
+      } catch (err: unknown) {
+        if (!stopped) onError(err);
+      }
+      if (!stopped) await new Promise((resolve) => setTimeout(resolve, refollowMs));
+    }
+    await messages?.close();
+  })();
+  return () => {
+    stopped = true;
+    void messages?.close();
+  };
 }
 
 /** Reads the frames with sequence in (`after`, `upto`] in order. */

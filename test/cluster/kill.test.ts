@@ -7,7 +7,8 @@ import { createRoomId } from '../../server/tokens.ts';
 import { natsSkipReason } from '../helpers/nats-server.ts';
 import type { Frame, RelayClient } from '../helpers/relay-client.ts';
 import { eventually } from '../helpers/wait.ts';
-import { clusterSecret, deviceToken, type RelayNode, useCluster } from './processes.ts';
+import { useCluster } from './fixture.ts';
+import { clusterSecret, deviceToken, type RelayNode } from './processes.ts';
 
 const skip = natsSkipReason();
 const count = 300;

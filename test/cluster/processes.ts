@@ -1,14 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
 import type { SignedIn } from '../../client/auth-types.ts';
 import { signDeviceToken } from '../../server/tokens.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
-import { type NatsServer, startNatsServer } from '../helpers/nats-server.ts';
-import { RelayClient } from '../helpers/relay-client.ts';
 import { eventually } from '../helpers/wait.ts';
 
 /** Starting a process takes long on a loaded 2-core machine; a cluster test starts several. */
@@ -56,9 +53,26 @@ export class ClusterProcesses {
       'cluster.node': node,
       ...extra,
     });
-    const process = await startHostProcess(['relay'], dir);
+    const process = await startHostProcess(['relay'], dir, {
+      env: { LOG_LEVEL: globalThis.process.env.CLUSTER_LOG_LEVEL ?? 'warn' },
+    });
     this.processes.push(process);
-    return { process, url: await urlOf(process, 'relay'), status: await urlOf(process, 'status') };
+    const started = {
+      process,
+      url: await urlOf(process, 'relay'),
+      status: await urlOf(process, 'status'),
+    };
+    await eventually(
+      async () => {
+        const health = await fetch(`${started.status}/health`).then((r) => r.json());
+        return (
+          (health as { cluster?: { nats?: string } }).cluster?.nats === 'connected' || undefined
+        );
+      },
+      `${node} taking joins`,
+      startDeadlineMs,
+    );
+    return started;
   }
 
   /** `count` relay nodes `node-1`... started side by side. */
@@ -106,42 +120,6 @@ export class ClusterProcesses {
     await Promise.all(this.processes.splice(0).map((p) => p.stop('SIGKILL').catch(() => null)));
     for (const dir of this.dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** A nats-server and relay nodes started for one test file, with the clients its tests open. */
-export interface ClusterFixture {
-  readonly nats: NatsServer;
-  readonly nodes: RelayNode[];
-  /** A client of `node`, terminated after the file. */
-  client(node: RelayNode): RelayClient;
-}
-
-/** Starts (beforeAll) a nats-server and `count` relay nodes; stops everything after the file. */
-export function useCluster(count: number, extra: Record<string, string | number>): ClusterFixture {
-  const processes = new ClusterProcesses();
-  const clients: RelayClient[] = [];
-  const fixture = {
-    nats: undefined as unknown as NatsServer,
-    nodes: [] as RelayNode[],
-    client(node: RelayNode) {
-      const client = new RelayClient(node.url);
-      clients.push(client);
-      return client;
-    },
-  };
-  beforeAll(
-    async () => {
-      fixture.nats = await startNatsServer();
-      fixture.nodes = await processes.relayNodes(fixture.nats.url, count, extra);
-    },
-    30_000 + count * 30_000,
-  );
-  afterAll(async () => {
-    for (const client of clients) client.terminate();
-    await processes.dispose();
-    await fixture.nats?.dispose();
-  });
-  return fixture;
 }
 
 export interface RelayNode {
