@@ -4,6 +4,9 @@
  * and rejoin at random, and the auth API serves logins and project registrations. At the end
  * every message sent to a present or briefly absent device must have arrived exactly once, in
  * order. Prints throughput, p99 latency, errors and the host's peak RSS. SOAK_SECONDS (120).
+ * Abusive clients from another address run in the first room meanwhile (`soak-abusers.ts`: a
+ * receiver that stops reading, a flooder past the rate limit, junk frames, unfinished upgrade
+ * requests): the normal devices must lose nothing all the same.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -13,6 +16,7 @@ import { WebSocket } from 'ws';
 import { createRoomId, signDeviceToken } from '../server/tokens.ts';
 import { writeConf } from '../test/helpers/configs.ts';
 import { startHostProcess } from '../test/helpers/host-process.ts';
+import { startAbusers } from './soak-abusers.ts';
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 120);
 const rooms = 250;
@@ -25,6 +29,7 @@ writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
 const host = await startHostProcess(['--headless'], dir);
 const authUrl = await host.url('auth');
 const relayUrl = await host.url('relay');
+const statusUrl = await host.url('status');
 const secret = readFileSync(join(dir, 'data', 'secret'), 'utf8').trim();
 const pid = host.child.pid ?? 0;
 let peakRssKiB = 0;
@@ -46,6 +51,10 @@ interface Device {
   last: Map<number, number>;
   first: Map<number, number>;
   received: number;
+  /** Its client address: the devices of a room share one, as behind a home router. */
+  address: string;
+  /** Being dropped by this run (its close is not an error). */
+  dropping: boolean;
 }
 const errors: string[] = [];
 let duplicates = 0;
@@ -74,13 +83,18 @@ for (let r = 0; r < rooms; r++) {
       last: new Map(),
       first: new Map(),
       received: 0,
+      address: `127.1.${r >> 8}.${(r & 255) + 1}`,
+      dropping: false,
     });
   }
 }
 
+let running = false;
+let finished = false;
+
 function connectDevice(device: Device): Promise<void> {
   return new Promise((resolve) => {
-    const socket = new WebSocket(relayUrl);
+    const socket = new WebSocket(relayUrl, { localAddress: device.address });
     device.socket = socket;
     socket.on('open', () =>
       socket.send(
@@ -101,7 +115,8 @@ function connectDevice(device: Device): Promise<void> {
         return;
       }
       if (frame.type === 'error') errors.push(`relay error ${frame.code}`);
-      if (frame.type !== undefined || frame.payload === undefined) return;
+      // an abuser's flood has no sequence number: not one of the soak's messages
+      if (frame.type !== undefined || typeof frame.payload?.n !== 'number') return;
       const from = Number(frame.from);
       const { n, t } = frame.payload;
       const last = device.last.get(from);
@@ -113,8 +128,13 @@ function connectDevice(device: Device): Promise<void> {
       delivered++;
       if (t >= device.joinedAt) latencies.push(Date.now() - t);
     });
-    socket.on('close', () => {
+    socket.on('close', (code) => {
       device.joined = false;
+      if (finished || device.dropping) return;
+      // closed by the relay (or refused), not by this run: an error, and back again as a
+      // client library would; a join still awaited completes with the new connection
+      errors.push(`closed by the relay: ${code}`);
+      setTimeout(() => void connectDevice(device).then(resolve), 500);
     });
     socket.on('error', (err) => errors.push(`socket ${err.message}`));
   });
@@ -125,10 +145,12 @@ async function dropAndRejoin(device: Device): Promise<void> {
   const socket = device.socket;
   if (!socket || !device.joined) return;
   device.joined = false;
+  device.dropping = true;
   await new Promise<void>((resolve) => {
     socket.once('close', () => resolve());
     socket.close();
   });
+  device.dropping = false;
   await new Promise((resolve) => setTimeout(resolve, 500 + Math.random() * 2_500));
   await connectDevice(device);
 }
@@ -210,7 +232,17 @@ for (let i = 0; i < devices.length; i += 50)
   await Promise.all(devices.slice(i, i + 50).map(connectDevice));
 console.log(`${devices.length} devices joined in ${rooms} rooms after ${Date.now() - started} ms`);
 
-let running = true;
+const abusers = startAbusers({
+  relayUrl,
+  secret,
+  room: devices[0]?.room as string,
+  user: devices[0]?.user as number,
+  address: '127.0.0.66',
+  halfOpenAddress: '127.0.0.67',
+  ratePerSecond: 200,
+});
+
+running = true;
 let sent = 0;
 const sendTimer = setInterval(() => {
   for (const device of devices) {
@@ -239,6 +271,10 @@ await new Promise((resolve) => setTimeout(resolve, seconds * 1_000));
 running = false;
 clearInterval(sendTimer);
 clearInterval(dropTimer);
+const relayMetrics = (await (await fetch(`${statusUrl}/metrics`)).text())
+  .split('\n')
+  .filter((l) => /^relay_(slow_receivers|unjoined_refused|rate_limited|unsent)/.test(l));
+abusers.stop();
 await Promise.all(drops);
 await Promise.all(authLoops);
 const loadMs = Date.now() - loadStart;
@@ -290,11 +326,13 @@ console.log(
       errors: errors.length,
       firstErrors: errors.slice(0, 5),
       hostPeakRssMiB: Math.round(peakRssKiB / 1024),
+      abusers: { ...abusers.report(), relayMetrics },
     },
     null,
     2,
   ),
 );
+finished = true;
 for (const d of devices) d.socket?.terminate();
 await host.stop('SIGTERM', 10_000);
 rmSync(dir, { recursive: true, force: true });
