@@ -7,14 +7,12 @@
  */
 import { connect, type Socket } from 'node:net';
 import { WebSocket } from 'ws';
-import { signDeviceToken } from '../server/tokens.ts';
 
 export interface AbuserOptions {
   relayUrl: string;
-  secret: string;
-  /** The room and its user: the abusers join it as devices of that user. */
+  /** The room they join, and three devices of its user issued by the auth service. */
   room: string;
-  user: number;
+  devices: Array<{ id: number; token: string }>;
   /** Their client address (any of 127/8 on Linux). */
   address: string;
   /** The address of the unfinished upgrade requests (they fill its limit of unjoined). */
@@ -39,7 +37,7 @@ const junkFrames = [
 ];
 
 export function startAbusers(options: AbuserOptions): Abusers {
-  const { relayUrl, secret, room, user, address } = options;
+  const { relayUrl, room, address } = options;
   const closes = new Map<string, number>();
   const errorFrames = new Map<string, number>();
   const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
@@ -52,15 +50,11 @@ export function startAbusers(options: AbuserOptions): Abusers {
   let floodSent = 0;
 
   /** A device of the room that joins, runs `joinedThen` once joined, and joins again after a close. */
-  function device(name: string, id: number, joinedThen: (socket: WebSocket) => void): void {
+  function device(name: string, which: number, joinedThen: (socket: WebSocket) => void): void {
     if (!running) return;
+    const { id, token } = options.devices[which] as { id: number; token: string };
     const socket = new WebSocket(relayUrl, { localAddress: address });
     sockets.add(socket);
-    const token = signDeviceToken(
-      { userId: user, deviceId: id, issuedAt: Math.floor(Date.now() / 1000) },
-      secret,
-      'hmac-sha256',
-    );
     socket.on('open', () => socket.send(JSON.stringify({ type: 'join', room, device: id, token })));
     socket.on('message', (data) => {
       const frame = JSON.parse(String(data)) as { type?: string; code?: string };
@@ -71,12 +65,13 @@ export function startAbusers(options: AbuserOptions): Abusers {
     socket.on('close', (code) => {
       sockets.delete(socket);
       count(closes, `${name} ${code}`);
-      timers.push(setTimeout(() => device(name, id, joinedThen), 1_000));
+      timers.push(setTimeout(() => device(name, which, joinedThen), 1_000));
     });
   }
 
   // stops reading once joined: the relay closes it with 1013 and buffers for it
-  device('paused', 900_001, (socket) => {
+  const pausedId = options.devices[0]?.id as number;
+  device('paused', 0, (socket) => {
     socket.pause();
     // reads again after a while: the close (1013) it finds makes it join and stop again
     timers.push(setTimeout(() => socket.resume(), 10_000));
@@ -84,7 +79,7 @@ export function startAbusers(options: AbuserOptions): Abusers {
   // a tenth above the rate limit, all the time: small broadcasts, and 16 KiB messages to the
   // paused receiver (so that it is past relay.maxQueuedBytes within seconds)
   const padding = 'f'.repeat(16_384);
-  device('flooder', 900_002, (socket) => {
+  device('flooder', 1, (socket) => {
     const started = Date.now();
     let sentHere = 0;
     const timer = setInterval(() => {
@@ -96,13 +91,15 @@ export function startAbusers(options: AbuserOptions): Abusers {
       const due = Math.floor(((Date.now() - started) * options.ratePerSecond * 1.1) / 1_000);
       for (; sentHere < due; sentHere++) {
         const payload = floodSent % 2 === 0 ? { flood: floodSent } : { flood: floodSent, padding };
-        socket.send(JSON.stringify({ to: floodSent++ % 2 === 0 ? 'broadcast' : 900_001, payload }));
+        socket.send(
+          JSON.stringify({ to: floodSent++ % 2 === 0 ? 'broadcast' : pausedId, payload }),
+        );
       }
     }, 10);
     timers.push(timer);
   });
   // junk frames, then a binary frame (closed with 1003), then again
-  device('junk', 900_003, (socket) => {
+  device('junk', 2, (socket) => {
     let sent = 0;
     const timer = setInterval(() => {
       if (socket.readyState !== socket.OPEN) {

@@ -13,7 +13,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { createRoomId, signDeviceToken } from '../server/tokens.ts';
+import { createRoomId } from '../server/tokens.ts';
 import { writeConf } from '../test/helpers/configs.ts';
 import { startHostProcess } from '../test/helpers/host-process.ts';
 import { startAbusers } from './soak-abusers.ts';
@@ -62,32 +62,6 @@ let outOfOrder = 0;
 let delivered = 0;
 const latencies: number[] = [];
 const devices: Device[] = [];
-for (let r = 0; r < rooms; r++) {
-  const user = r + 1;
-  const room = createRoomId(user, secret);
-  for (let d = 0; d < perRoom; d++) {
-    const id = r * perRoom + d + 1;
-    const token = signDeviceToken(
-      { userId: user, deviceId: id, issuedAt: Math.floor(Date.now() / 1000) },
-      secret,
-      'hmac-sha256',
-    );
-    devices.push({
-      user,
-      id,
-      room,
-      token,
-      joined: false,
-      joinedAt: 0,
-      seq: 0,
-      last: new Map(),
-      first: new Map(),
-      received: 0,
-      address: `127.1.${r >> 8}.${(r & 255) + 1}`,
-      dropping: false,
-    });
-  }
-}
 
 let running = false;
 let finished = false;
@@ -197,21 +171,10 @@ async function authCycle(): Promise<void> {
   const i = authSeq++;
   const address = `127.0.${1 + (Math.floor(i / 4) % 250)}.${1 + (i % 4)}`;
   const email = `soak${i}@example.com`;
-  const before = host.stdout.length;
-  const sent = await http('POST', '/auth/magic-link', address, { email });
-  if (sent.status !== 200) throw new Error(`magic-link ${sent.status}`);
-  const prefix = `[dev] Magic link token for ${email}: `;
-  const until = Date.now() + 5_000;
-  const printed = () => host.stdout.slice(before).find((l) => l.startsWith(prefix));
-  let line = printed();
-  while (line === undefined) {
-    if (Date.now() > until) throw new Error('no magic link printed');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    line = printed();
-  }
+  const link = await magicLinkToken(email, address);
   const verified = await http(
     'GET',
-    `/auth/verify?token=${line.slice(prefix.length).trim()}&deviceName=soak&platform=linux`,
+    `/auth/verify?token=${link}&deviceName=soak&platform=linux`,
     address,
   );
   if (verified.status !== 200) throw new Error(`verify ${verified.status}`);
@@ -227,6 +190,87 @@ async function authCycle(): Promise<void> {
   authOps += 3;
 }
 
+/** Asks for a magic link and reads it from the host's output (dev mode prints it). */
+async function magicLinkToken(email: string, address: string): Promise<string> {
+  const before = host.stdout.length;
+  const sent = await http('POST', '/auth/magic-link', address, { email });
+  if (sent.status !== 200) throw new Error(`magic-link ${sent.status}`);
+  const prefix = `[dev] Magic link token for ${email}: `;
+  const until = Date.now() + 10_000;
+  const printed = () => host.stdout.slice(before).find((l) => l.startsWith(prefix));
+  let line = printed();
+  while (line === undefined) {
+    if (Date.now() > until) throw new Error('no magic link printed');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    line = printed();
+  }
+  return line.slice(prefix.length).trim();
+}
+
+/**
+ * `count` devices of one user, issued by the auth service (the relay refuses tokens it did not
+ * issue): a login without a device gives a JWT, each device is then `POST /auth/devices`.
+ */
+async function issueDevices(
+  email: string,
+  address: string,
+  count: number,
+): Promise<{ user: number; issued: Array<{ id: number; token: string }> }> {
+  const verified = await http(
+    'GET',
+    `/auth/verify?token=${await magicLinkToken(email, address)}`,
+    address,
+  );
+  if (verified.status !== 200) throw new Error(`verify ${verified.status} ${verified.text}`);
+  const { jwt, user } = JSON.parse(verified.text) as { jwt: string; user: { id: number } };
+  const issued: Array<{ id: number; token: string }> = [];
+  for (let i = 0; i < count; i++) {
+    const made = await http(
+      'POST',
+      '/auth/devices',
+      address,
+      { deviceName: `soak ${i}`, platform: 'linux' },
+      jwt,
+    );
+    if (made.status !== 201) throw new Error(`device ${made.status} ${made.text}`);
+    const { deviceToken, device } = JSON.parse(made.text) as {
+      deviceToken: string;
+      device: { id: number };
+    };
+    issued.push({ id: device.id, token: deviceToken });
+  }
+  return { user: user.id, issued };
+}
+
+const issuing = Date.now();
+for (let r0 = 0; r0 < rooms; r0 += 10) {
+  await Promise.all(
+    Array.from({ length: Math.min(10, rooms - r0) }, async (_, k) => {
+      const r = r0 + k;
+      const address = `127.1.${r >> 8}.${(r & 255) + 1}`;
+      const { user, issued } = await issueDevices(`room${r}@soak.example`, address, perRoom);
+      const room = createRoomId(user, secret);
+      for (const { id, token } of issued) {
+        devices.push({
+          user,
+          id,
+          room,
+          token,
+          joined: false,
+          joinedAt: 0,
+          seq: 0,
+          last: new Map(),
+          first: new Map(),
+          received: 0,
+          address,
+          dropping: false,
+        });
+      }
+    }),
+  );
+}
+console.log(`${devices.length} devices issued by the auth service in ${Date.now() - issuing} ms`);
+
 const started = Date.now();
 for (let i = 0; i < devices.length; i += 50)
   await Promise.all(devices.slice(i, i + 50).map(connectDevice));
@@ -234,9 +278,8 @@ console.log(`${devices.length} devices joined in ${rooms} rooms after ${Date.now
 
 const abusers = startAbusers({
   relayUrl,
-  secret,
   room: devices[0]?.room as string,
-  user: devices[0]?.user as number,
+  devices: (await issueDevices('room0@soak.example', '127.0.0.66', 3)).issued,
   address: '127.0.0.66',
   halfOpenAddress: '127.0.0.67',
   ratePerSecond: 200,
