@@ -43,7 +43,7 @@ await describeEachDatabase('auth API: schema', { limits: roomyLimits }, (h) => {
     ]);
     expect(columns('subscriptions')).toEqual(['createdAt', 'expiresAt', 'id', 'tier', 'userId']);
     const versions = await db.selectFrom('schemaVersion').select('version').execute();
-    expect(versions.map((v) => v.version)).toEqual([1, 2, 3]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4]);
   });
 
   it('stores SHA-256 digests of device and link tokens, never the tokens', async () => {
