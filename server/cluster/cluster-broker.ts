@@ -160,6 +160,19 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     }
   }
 
+  /** The positions bucket and the release answers, again until JetStream answers. */
+  async function openPositions(nc: NatsConnection): Promise<void> {
+    for (let attempt = 1; !closed && !nc.isClosed(); attempt++) {
+      try {
+        await handover.connected(nc, release);
+        return;
+      } catch (err: unknown) {
+        logger.warn({ err: String(err), attempt }, 'cluster: positions bucket not ready, again');
+        await pause(500 * Math.min(attempt, 4));
+      }
+    }
+  }
+
   /** Applies every roster entry until the watch ends; the first one marks the roster loaded. */
   async function watchRoster(bucket: KV): Promise<void> {
     try {
@@ -187,9 +200,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     followRoster(nc).catch((err: unknown) => {
       logger.error({ err: String(err) }, 'cluster: cannot follow the roster');
     });
-    handover.connected(nc, release).catch((err: unknown) => {
-      logger.error({ err: String(err) }, 'cluster: cannot open the positions bucket');
-    });
+    void openPositions(nc);
   });
 
   /**

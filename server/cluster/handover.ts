@@ -50,12 +50,16 @@ export class Handover {
 
   /** On each (re)connect: the positions bucket, and the answer to release requests. */
   async connected(nc: NatsConnection, release: Release): Promise<void> {
+    if (this.#nc !== nc) this.#answer(nc, release);
     this.#positions = await new Kvm(nc).create(positionsBucket, {
       history: 1,
       ttl: this.ttlMs,
       replicas: this.replicas,
     });
-    if (this.#nc === nc) return;
+  }
+
+  /** Answers release requests from now on (before the bucket: a node that answers is alive). */
+  #answer(nc: NatsConnection, release: Release): void {
     this.#nc = nc;
     this.#subscription = nc.subscribe(releaseSubject(this.node), {
       callback: (err, msg) => {
