@@ -206,6 +206,10 @@ export async function startHost(options: HostOptions): Promise<Host> {
   }
   // BIND is the listen address of every port unless relay.conf sets its own.
   if (mode === 'headless' && !relayConfig.explicit.has('bind')) relayConfig.bind = config.auth.bind;
+  // TRUST_PROXY names the proxies in front of every port unless relay.conf names its own.
+  if (mode === 'headless' && !relayConfig.explicit.has('trustProxy')) {
+    relayConfig.trustProxy = config.auth.trustProxy;
+  }
   // Devices deleted while the relay is paused: replayed into the relay when it resumes.
   const revokedWhilePaused = new Set<number>();
   const applyRevocation = (deviceId: number, revokedAt?: number) => {

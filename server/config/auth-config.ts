@@ -1,10 +1,8 @@
-import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { tiers } from '../../protocol/tiers.ts';
 import {
   bindSchema,
-  commaListSchema,
   httpUrl,
   logLevelSchema,
   natsUrlsSchema,
@@ -12,6 +10,7 @@ import {
   positiveInt,
   switchSchema,
   tokenSignatureSchema,
+  trustProxySchema,
 } from './common.ts';
 import type { ConfEntry } from './conf-file.ts';
 import {
@@ -24,15 +23,6 @@ import {
 } from './keys.ts';
 
 const dbDrivers = ['sqlite', 'postgres', 'mysql'] as const;
-
-/** An IPv4/IPv6 address, optionally with a /prefix length that fits it. */
-function isAddressOrCidr(value: string): boolean {
-  const [address = '', prefix, extra] = value.split('/');
-  const family = isIP(address);
-  if (family === 0 || extra !== undefined) return false;
-  if (prefix === undefined) return true;
-  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
-}
 
 const wsUrl = z
   .string()
@@ -156,15 +146,7 @@ const authKeys = {
    * Comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For gives the
    * client address (rate limits, logs). Default empty: no proxy is trusted.
    */
-  trustProxy: configKey(
-    commaListSchema(
-      z.string().refine(isAddressOrCidr, {
-        error: 'must list IP addresses or CIDRs (e.g. 127.0.0.1, 10.0.0.0/8), comma-separated',
-      }),
-    ).default([]),
-    'TRUST_PROXY',
-    'trust.proxy',
-  ),
+  trustProxy: configKey(trustProxySchema, 'TRUST_PROXY', 'trust.proxy'),
   logLevel: configKey(logLevelSchema.default('info'), 'LOG_LEVEL', 'log.level'),
   /** NATS server URLs, comma-separated: device revocations are published there for every relay node. */
   clusterNats: configKey(natsUrlsSchema.default([]), 'CLUSTER_NATS', 'cluster.nats'),

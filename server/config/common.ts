@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /** A TCP port, 1–65535 (0 is accepted so tests can ask for an ephemeral port). */
@@ -77,3 +78,22 @@ export const httpUrl = z
   .trim()
   .refine((v) => /^https?:\/\/[^\s/]+/.test(v), { error: 'must be an http:// or https:// URL' })
   .transform((v) => v.replace(/\/+$/, ''));
+
+/** An IPv4/IPv6 address, optionally with a /prefix length that fits it. */
+function isAddressOrCidr(value: string): boolean {
+  const [address = '', prefix, extra] = value.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * Reverse proxies whose X-Forwarded-For gives the client address (rate limits, per-address
+ * limits, logs): addresses or CIDRs, comma-separated. Empty: no proxy is trusted.
+ */
+export const trustProxySchema = commaListSchema(
+  z.string().refine(isAddressOrCidr, {
+    error: 'must list IP addresses or CIDRs (e.g. 127.0.0.1, 10.0.0.0/8), comma-separated',
+  }),
+).default([]);

@@ -8,6 +8,7 @@ import {
   portSchema,
   positiveInt,
   tokenSignatureSchema,
+  trustProxySchema,
 } from './common.ts';
 import { type ConfEntry, ConfigError } from './conf-file.ts';
 import {
@@ -127,6 +128,11 @@ function relaySchema(paths: RelayPaths) {
       'relay.maxUnjoinedPerAddress',
       positiveInt('a connection count').default(32),
     ),
+    /**
+     * Reverse proxies whose X-Forwarded-For gives a WebSocket client's address (for
+     * `relay.maxUnjoinedPerAddress`). Default empty; co-hosted, auth.conf's TRUST_PROXY.
+     */
+    trustProxy: relayKey('trust.proxy', trustProxySchema),
     /** Log level of the relay alone (`sync-host relay`). Default info. */
     logLevel: relayKey('log.level', logLevelSchema.default('info')),
     /** NATS server URLs, comma-separated; set, the relay runs as one node of a cluster. */

@@ -216,7 +216,7 @@ export function createRelay(options: RelayOptions): Relay {
     logger,
     maxDevices: config.roomMaxDevices,
   });
-  const unjoined = createUnjoinedLimit(config.maxUnjoinedPerAddress);
+  const unjoined = createUnjoinedLimit(config.maxUnjoinedPerAddress, config.trustProxy);
   const sockets = createSocketHandler({
     rooms,
     metrics,
@@ -255,6 +255,10 @@ export function createRelay(options: RelayOptions): Relay {
   wsServer.on('upgrade', (req, socket, head) => {
     if (closing || unjoined.isRefused(socket)) {
       socket.destroy();
+      return;
+    }
+    if (!unjoined.admitRequest(req, socket)) {
+      logger.debug({ address: req.socket.remoteAddress }, 'connection refused: too many unjoined');
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => sockets.accept(ws, socket));

@@ -246,6 +246,17 @@ describe('relay.conf and loading', () => {
     ]);
   });
 
+  it('reads trust.proxy of relay.conf (empty by default) and names a bad entry', () => {
+    expect(loadConfig(dir(), {}).relay.trustProxy).toEqual([]);
+    const d = dir();
+    writeFileSync(join(d, 'relay.conf'), 'trust.proxy = 127.0.0.1, 10.0.0.0/8\n');
+    expect(loadConfig(d, {}).relay.trustProxy).toEqual(['127.0.0.1', '10.0.0.0/8']);
+    writeFileSync(join(d, 'relay.conf'), 'trust.proxy=10.0.0.0/33\n');
+    expect(problemOf(() => loadConfig(d, {}))).toMatch(
+      /^relay\.conf:1: trust\.proxy: must list IP addresses or CIDRs/,
+    );
+  });
+
   it('reports an unreadable file by name', () => {
     const d = dir();
     mkdirSync(join(d, 'auth.conf'));

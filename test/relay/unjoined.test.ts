@@ -26,9 +26,13 @@ async function halfOpen(port: number): Promise<Socket> {
 }
 
 /** The HTTP status a WebSocket upgrade from `localAddress` is answered with (101: accepted). */
-function upgradeStatus(url: string, localAddress: string): Promise<number> {
+function upgradeStatus(
+  url: string,
+  localAddress: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, { localAddress });
+    const socket = new WebSocket(url, { localAddress, headers });
     socket.on('open', () => {
       socket.terminate();
       resolve(101);
@@ -41,8 +45,11 @@ function upgradeStatus(url: string, localAddress: string): Promise<number> {
   });
 }
 
-async function client(localAddress: string): Promise<RelayClient> {
-  const relayClient = new RelayClient(harness.wsUrl, { ws: { localAddress } });
+async function client(
+  localAddress: string,
+  headers: Record<string, string> = {},
+): Promise<RelayClient> {
+  const relayClient = new RelayClient(harness.wsUrl, { ws: { localAddress, headers } });
   clients.push(relayClient);
   await relayClient.opened;
   return relayClient;
@@ -74,5 +81,26 @@ describe('connections that have not joined (relay.maxUnjoinedPerAddress)', () =>
     expect(await upgradeStatus(harness.wsUrl, '127.0.0.1')).toBe(101);
     const metrics = await (await fetch(`${harness.statusUrl}/metrics`)).text();
     expect(metrics).toContain('relay_unjoined_refused_total 1');
+  });
+
+  it('counts the clients behind a trusted proxy (TRUST_PROXY) by their forwarded address', async () => {
+    harness = await startRelayHarness({
+      config: { maxUnjoinedPerAddress: 2, trustProxy: ['127.0.0.5'] },
+    });
+    const viaProxy = (client: string) => ({ 'X-Forwarded-For': client });
+    // two clients behind the proxy hold their address's two places
+    await client('127.0.0.5', viaProxy('203.0.113.7'));
+    await client('127.0.0.5', viaProxy('203.0.113.7'));
+    expect(await upgradeStatus(harness.wsUrl, '127.0.0.5', viaProxy('203.0.113.7'))).toBe(429);
+    // a made-up entry further left does not change who the proxy says is connecting
+    expect(
+      await upgradeStatus(harness.wsUrl, '127.0.0.5', viaProxy('198.51.100.1, 203.0.113.7')),
+    ).toBe(429);
+    // another client behind the same proxy is not locked out
+    expect(await upgradeStatus(harness.wsUrl, '127.0.0.5', viaProxy('203.0.113.8'))).toBe(101);
+    // X-Forwarded-For from an address that is not a trusted proxy is ignored
+    await client('127.0.0.6', viaProxy('192.0.2.1'));
+    await client('127.0.0.6', viaProxy('192.0.2.2'));
+    expect(await upgradeStatus(harness.wsUrl, '127.0.0.6', viaProxy('192.0.2.3'))).toBe(429);
   });
 });
