@@ -1,9 +1,38 @@
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
-import type { DeviceId } from '../../protocol/relay-frames.ts';
-import type { Outbound } from './outbound.ts';
+import type { DeviceId, RouteTarget } from '../../protocol/relay-frames.ts';
 import type { TokenBucket } from './rate-limit.ts';
-import type { Room } from './room.ts';
+
+/**
+ * What a connection and the room directory use of the room it joined (`Room` in room.ts, which
+ * implements it): declared here so that this record imports neither the room nor the writer.
+ */
+export interface JoinedRoom {
+  readonly id: string;
+  /** Nobody of the room is connected here: the room can be forgotten. */
+  readonly idle: boolean;
+  routeBytes(conn: Connection, to: RouteTarget, data: Buffer, toEnd: number): void;
+  route(conn: Connection, to: RouteTarget, payload: Record<string, unknown>, data: Buffer): void;
+  leave(conn: Connection): void;
+  drop(conn: Connection): void;
+  close(): void;
+}
+
+/** The relay's bounds on unsent frames, shared by its connections (kept by `outbound.ts`). */
+export interface Outbound {
+  /** `relay.maxQueuedBytes`: unsent bytes one receiver may have. */
+  readonly maxQueuedBytes: number;
+  /** `relay.maxMemoryBytes`: unsent bytes of every receiver together. */
+  readonly maxMemoryBytes: number;
+  /** Bytes in the queues of the connections that are behind. */
+  queuedBytes: number;
+  /** Bytes in the write buffers of the sockets of connections that are behind, as last seen. */
+  socketBytes: number;
+  /** Connections whose socket did not take everything (their queue is `pending`). */
+  readonly behind: Set<Connection>;
+  /** Closes a receiver past a bound (1013) and keeps its queued frames for it. */
+  readonly cut: (conn: Connection) => void;
+}
 
 /** One WebSocket and what the relay knows about it. */
 export interface Connection {
@@ -17,7 +46,7 @@ export interface Connection {
   /** Armed and cleared by the socket handler alone: the time left to join. */
   joinTimer: NodeJS.Timeout | undefined;
   /** The joined room; undefined before join and after leave. */
-  room: Room | undefined;
+  room: JoinedRoom | undefined;
   /** The key of `deviceId` (its decimal string) once joined: what rooms and the broker know it by. */
   deviceKey: string;
   /** The device id as the client wrote it in its join, echoed in frames about it. */

@@ -1,4 +1,4 @@
-import type { Connection } from './connection.ts';
+import type { Connection, Outbound } from './connection.ts';
 
 /**
  * What the relay writes to its receivers, and the bounds on what it holds unsent.
@@ -13,20 +13,6 @@ import type { Connection } from './connection.ts';
  * buffer; past `maxQueuedBytes` for one receiver, or `maxMemoryBytes` for the whole relay, the
  * receivers with the most unsent bytes are closed at the end of the turn.
  */
-export interface Outbound {
-  /** `relay.maxQueuedBytes`: unsent bytes one receiver may have. */
-  readonly maxQueuedBytes: number;
-  /** `relay.maxMemoryBytes`: unsent bytes of every receiver together. */
-  readonly maxMemoryBytes: number;
-  /** Bytes in the queues of the connections that are behind. */
-  queuedBytes: number;
-  /** Bytes in the write buffers of the sockets of connections that are behind, as last seen. */
-  socketBytes: number;
-  /** Connections whose socket did not take everything (their queue is `pending`). */
-  readonly behind: Set<Connection>;
-  /** Closes a receiver past a bound (1013) and keeps its queued frames for it. */
-  readonly cut: (conn: Connection) => void;
-}
 
 /** The bounds of one relay; `cut` closes a receiver past them (see `Outbound`). */
 export function createOutbound(

@@ -10,7 +10,7 @@ import {
 } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import type { Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
-import type { Connection } from './connection.ts';
+import type { Connection, JoinedRoom } from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { sendControl, sendData, takePending } from './outbound.ts';
 import { payloadSpan } from './payload-span.ts';
@@ -48,7 +48,7 @@ function isClosing(conn: Connection): boolean {
  * frames to them, and routing: every routed frame is built once and delivered to the connections
  * here, the rest handed to the broker (devices elsewhere or absent, see `broker.ts`).
  */
-export class Room implements RoomListener {
+export class Room implements RoomListener, JoinedRoom {
   readonly id: string;
   /** `id` as JSON text, spliced into routed and presence frames. */
   readonly idJson: string;

@@ -1,6 +1,6 @@
 import { TryAgainLater } from '../../protocol/relay-codes.ts';
 import type { JoinFrame } from '../../protocol/relay-frames.ts';
-import type { Connection } from './connection.ts';
+import type { Connection, JoinedRoom } from './connection.ts';
 import { closeWith } from './protocol-errors.ts';
 import { Room, type RoomContext } from './room.ts';
 import type { Shards } from './shards.ts';
@@ -33,7 +33,7 @@ export interface Rooms {
 }
 
 export function createRooms(shards: Shards<Room>, context: RoomContext): Rooms {
-  function forgetIfIdle(room: Room): void {
+  function forgetIfIdle(room: JoinedRoom): void {
     if (!room.idle) return;
     shards.delete(room.id);
     room.close();
