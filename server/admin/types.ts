@@ -1,4 +1,5 @@
 import type { Tier } from '../../protocol/tiers.ts';
+import type { PendingPairing } from '../auth/pairing.ts';
 
 /**
  * Shapes the admin API answers with. The renderer imports these as types only, so the UI and
@@ -53,17 +54,7 @@ export interface AdminPendingLink {
 }
 
 /** A device waiting for approval (`GET /admin/api/pairings`), oldest first. */
-export interface AdminPairing {
-  /** `XXXX-XXXX`, as the device shows it. */
-  code: string;
-  deviceName: string;
-  platform: string;
-  /** The address the device asked to join as, if it gave one. */
-  email: string | null;
-  clientAddress: string;
-  createdAt: string;
-  expiresAt: string;
-}
+export type AdminPairing = PendingPairing;
 
 /** `GET /admin/api/pending-links`: `devMode` is false when SMTP is configured (then no links). */
 export interface AdminPendingLinks {

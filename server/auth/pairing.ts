@@ -66,9 +66,11 @@ export type PollAnswer =
 
 /** A pending pairing as the admin API lists it. */
 export interface PendingPairing {
+  /** `XXXX-XXXX`, as the device shows it. */
   code: string;
   deviceName: string;
   platform: string;
+  /** The address the device asked to join as, if it gave one. */
   email: string | null;
   clientAddress: string;
   createdAt: string;
