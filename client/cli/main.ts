@@ -7,7 +7,7 @@ import { AuthServiceError, SettingsError, SyncError } from '../errors.ts';
 import { createRelayConnection, type RelayConnection } from '../relay-connection.ts';
 import { parseSettings } from '../settings.ts';
 import { CredentialStore, configDir } from './credentials.ts';
-import { type CliIo, processIo, readLine } from './io.ts';
+import { type CliIo, processIo, readLine, readSecret } from './io.ts';
 import { loginByPairing, signInWithToken } from './login.ts';
 import { runFolderSync, statePath } from './sync-command.ts';
 
@@ -359,7 +359,10 @@ async function syncFolder(ctx: Context): Promise<number> {
   const [projectKey, dir] = ctx.args as [string, string];
   let passphrase: string | undefined;
   if (ctx.flags.encrypt) {
-    passphrase = await readLine(ctx.io, 'Encryption passphrase (the same on every device): ');
+    passphrase = await readSecret(
+      ctx.io,
+      'Encryption passphrase (the same on every device, not shown): ',
+    );
     if (passphrase === undefined) throw new UsageError('--encrypt needs a passphrase on stdin');
   }
   const { connection, authUrl } = await openRoomOf(ctx, projectKey);
