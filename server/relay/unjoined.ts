@@ -72,14 +72,20 @@ export function createUnjoinedLimit(
     }
     counts.set(address, open + 1);
     counted.set(stream, address);
-    stream.once('close', () => release(stream));
+    stream.on('close', releaseOnClose);
     return true;
+  }
+
+  /** One listener for every counted socket (`this`), removed at join: nothing kept per joined one. */
+  function releaseOnClose(this: Duplex): void {
+    release(this);
   }
 
   function release(stream: Duplex): void {
     const address = counted.get(stream);
     if (address === undefined) return;
     counted.delete(stream);
+    stream.off('close', releaseOnClose);
     const left = (counts.get(address) ?? 1) - 1;
     if (left <= 0) counts.delete(address);
     else counts.set(address, left);
