@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { createRoomId, signDeviceToken } from '../server/tokens.ts';
-import { writeConf } from '../test/helpers/configs.ts';
+import { writeLoopbackRelayConf } from '../test/helpers/configs.ts';
 import { startHostProcess } from '../test/helpers/host-process.ts';
 
 const seconds = Number(process.env.FLOOD_SECONDS ?? 5.3);
@@ -26,12 +26,7 @@ const devices = 64;
 const mib = 1024 * 1024;
 
 const dir = mkdtempSync(join(tmpdir(), 'buffer-flood-'));
-writeConf(dir, 'relay.conf', {
-  'auth.secret': secret,
-  'sqlite.path': './relay.db',
-  'ws.port': 0,
-  'status.port': 0,
-  bind: '127.0.0.1',
+writeLoopbackRelayConf(dir, secret, {
   'log.level': 'warn',
 });
 const relay = await startHostProcess(['relay'], dir);

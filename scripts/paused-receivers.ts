@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRoomId, signDeviceToken } from '../server/tokens.ts';
-import { writeConf } from '../test/helpers/configs.ts';
+import { writeLoopbackRelayConf } from '../test/helpers/configs.ts';
 import { startHostProcess } from '../test/helpers/host-process.ts';
 import { RelayClient } from '../test/helpers/relay-client.ts';
 
@@ -18,12 +18,7 @@ const receiversCount = Number(process.env.RECEIVERS ?? 16);
 const mibEach = Number(process.env.MIB_EACH ?? 64);
 const secret = 'paused-receivers-secret-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'paused-receivers-'));
-writeConf(dir, 'relay.conf', {
-  'auth.secret': secret,
-  'sqlite.path': './relay.db',
-  'ws.port': 0,
-  'status.port': 0,
-  bind: '127.0.0.1',
+writeLoopbackRelayConf(dir, secret, {
   'rate.perSecond': 100_000,
   'rate.burst': 100_000,
 });

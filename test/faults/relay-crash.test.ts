@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { writeConf } from '../helpers/configs.ts';
+import { writeLoopbackRelayConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -41,12 +41,7 @@ describe('relay killed with -9 while buffering under load', () => {
   it('delivers every message it had committed exactly once, in order, and the file passes integrity_check', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relay-crash-'));
     dirs.push(dir);
-    writeConf(dir, 'relay.conf', {
-      'auth.secret': secret,
-      'sqlite.path': './relay.db',
-      'ws.port': 0,
-      'status.port': 0,
-      bind: '127.0.0.1',
+    writeLoopbackRelayConf(dir, secret, {
       'rate.perSecond': 100_000,
       'rate.burst': 100_000,
       'buffer.maxMessages': 1_000_000,

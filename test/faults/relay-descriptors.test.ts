@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { writeConf } from '../helpers/configs.ts';
+import { writeLoopbackRelayConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -25,13 +25,7 @@ afterAll(async () => {
 
 describe('upgrade slowloris under a descriptor limit', () => {
   it('370 unfinished upgrade requests from one address do not keep a client of another address out', async () => {
-    writeConf(dir, 'relay.conf', {
-      'auth.secret': secret,
-      'sqlite.path': './relay.db',
-      'ws.port': 0,
-      'status.port': 0,
-      bind: '127.0.0.1',
-    });
+    writeLoopbackRelayConf(dir, secret);
     // the relay alone, allowed 400 descriptors; relay.maxUnjoinedPerAddress at its default (32)
     relay = await startHostProcess(['relay'], dir, { wrapper: ['prlimit', '--nofile=400:400'] });
     const url = new URL(await relay.url('relay'));

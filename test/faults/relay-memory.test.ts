@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { writeConf } from '../helpers/configs.ts';
+import { writeLoopbackRelayConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 
@@ -57,12 +57,7 @@ const numbers = (client: RelayClient) =>
 describe('relay memory under paused receivers (relay.maxMemoryBytes)', () => {
   it('keeps the relay process within the bound, closes the slowest with 1013, and loses nothing', async () => {
     const maxMemoryMiB = 32;
-    writeConf(dir, 'relay.conf', {
-      'auth.secret': secret,
-      'sqlite.path': './relay.db',
-      'ws.port': 0,
-      'status.port': 0,
-      bind: '127.0.0.1',
+    writeLoopbackRelayConf(dir, secret, {
       'rate.perSecond': 100_000,
       'rate.burst': 100_000,
       'buffer.deviceMaxBytes': 64 * mebibyte,

@@ -18,6 +18,21 @@ export function writeConf(dir: string, name: 'auth.conf' | 'relay.conf', values:
 }
 
 /**
+ * Writes the relay.conf of a relay process on loopback: `secret`, relay.db in `dir`, ephemeral
+ * ports, and `extra` keys besides.
+ */
+export function writeLoopbackRelayConf(dir: string, secret: string, extra: ConfValues = {}) {
+  writeConf(dir, 'relay.conf', {
+    'auth.secret': secret,
+    'sqlite.path': './relay.db',
+    'ws.port': 0,
+    'status.port': 0,
+    bind: '127.0.0.1',
+    ...extra,
+  });
+}
+
+/**
  * Writes auth.conf and relay.conf into `dir` and reads them back with the real loader (no
  * environment), so that tests and the bench run on the configuration a user's files produce,
  * defaults included.

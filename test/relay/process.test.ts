@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { writeConf } from '../helpers/configs.ts';
+import { writeConf, writeLoopbackRelayConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { processScope } from '../helpers/process-scope.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -29,13 +29,7 @@ async function committed(statusUrl: string, count: number): Promise<void> {
 describe('relay process: bin/sync-host relay', () => {
   function relayDir(): string {
     const dir = tempDir();
-    writeConf(dir, 'relay.conf', {
-      'auth.secret': secret,
-      'sqlite.path': './relay.db',
-      'ws.port': 0,
-      'status.port': 0,
-      bind: '127.0.0.1',
-    });
+    writeLoopbackRelayConf(dir, secret);
     return dir;
   }
 
