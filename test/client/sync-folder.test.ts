@@ -23,13 +23,23 @@ function tempDir(): string {
   return dir;
 }
 
-/** Every file under `dir` (dot files left out) by relative path, with its text. */
-function listing(dir: string, leaveOut: string[] = []): Record<string, string> {
+/**
+ * Every file under `dir` (dot files left out) by relative path, with its text. The sync process
+ * may rename or delete a file between the directory read and the file read: then undefined (not
+ * settled; the next poll reads again).
+ */
+function listing(dir: string, leaveOut: string[] = []): Record<string, string> | undefined {
   const files: Record<string, string> = {};
   for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile() || entry.name.startsWith('.')) continue;
     const path = relative(dir, join(entry.parentPath, entry.name));
-    if (!leaveOut.includes(path)) files[path] = readFileSync(join(dir, path), 'utf8');
+    if (leaveOut.includes(path)) continue;
+    try {
+      files[path] = readFileSync(join(dir, path), 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return undefined;
+    }
   }
   return files;
 }
@@ -40,7 +50,7 @@ function sameFolders(one: string, two: string, leaveOut: string[]) {
     () => {
       const a = listing(one, leaveOut);
       const b = listing(two, leaveOut);
-      return JSON.stringify(a) === JSON.stringify(b) ? a : undefined;
+      return a !== undefined && JSON.stringify(a) === JSON.stringify(b) ? a : undefined;
     },
     'the two folders alike',
     20_000,
@@ -157,7 +167,7 @@ describe('sync-host sync: two processes keep two folders in step', () => {
     const one = startEncrypted('one');
     const two = startEncrypted('two');
     await eventually(
-      () => listing(dirs.two)['diary.txt'] === 'dear diary\n',
+      () => listing(dirs.two)?.['diary.txt'] === 'dear diary\n',
       'the diary at two',
       20_000,
     );
