@@ -63,7 +63,7 @@ describe.skipIf(skip !== undefined)(
     // Not reliable yet: after the kill, routing between all three nodes does not always come back
     // within 60 s (one node's room stream consumer seems to stall while the stream's leader
     // moves); see "Limits of this version" in docs/cluster.md. Run it by hand with `.skip` off.
-    it.skip('keeps routing and replaying when the NATS server of one relay node is killed', {
+    it.skip('keeps routing and replaying when the NATS server of one relay node is killed (skipped: routing between all three nodes does not always come back within 60 s; issue 15)', {
       timeout: 120_000,
     }, async () => {
       const a = await join(nodes[0]!, 1);
