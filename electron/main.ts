@@ -175,7 +175,6 @@ function startTrayApp(): void {
         notify(`${notice.code}: ${err instanceof Error ? err.message : String(err)}`),
     );
   };
-  let lastWatchError = '';
   const pairingWatch = createPairingWatch({
     api: adminApi,
     onNew: (notice) => {
@@ -198,12 +197,12 @@ function startTrayApp(): void {
       notices.get(code)?.close();
       notices.delete(code);
     },
-    onError: (err) => {
-      // One line per new kind of failure, not one every interval while the database is down.
-      const message = err instanceof Error ? err.message : String(err);
-      if (message !== lastWatchError) logger.warn({ err: message }, 'tray: cannot list pairings');
-      lastWatchError = message;
-    },
+    // the watch tells a failure once per run, not every interval while the database is down
+    onError: (err) =>
+      logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'tray: cannot list pairings',
+      ),
   });
 
   const perform = (action: TrayAction): void => {

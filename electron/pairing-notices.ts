@@ -102,7 +102,10 @@ export interface PairingWatchOptions {
   onNew(notice: PairingNotice): void;
   /** A pairing announced before that is no longer pending (its notification can go). */
   onGone(code: string): void;
-  /** A failed look (host stopping, database down); the watch keeps going. */
+  /**
+   * A failed look of the timer (host stopping, database down); the watch keeps going. Told once
+   * per run of the same failure: again when the failure changes or after a look that worked.
+   */
   onError(err: unknown): void;
   intervalMs?: number;
 }
@@ -115,6 +118,8 @@ export function createPairingWatch(options: PairingWatchOptions) {
   const announced = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  /** The message of the failure told last, while failures follow each other. */
+  let failing: string | undefined;
 
   async function poll(): Promise<void> {
     const pending = await options.api.pairings();
@@ -137,8 +142,11 @@ export function createPairingWatch(options: PairingWatchOptions) {
   const loop = async (): Promise<void> => {
     try {
       await poll();
+      failing = undefined;
     } catch (err: unknown) {
-      options.onError(err);
+      const message = err instanceof Error ? err.message : String(err);
+      if (message !== failing) options.onError(err);
+      failing = message;
     }
     if (stopped) return;
     timer = setTimeout(() => void loop(), options.intervalMs ?? pairingWatchIntervalMs);

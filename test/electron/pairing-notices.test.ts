@@ -1,5 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { AdminApiError, createTrayAdminApi } from '../../electron/admin-client.ts';
+import {
+  AdminApiError,
+  createTrayAdminApi,
+  type TrayAdminApi,
+} from '../../electron/admin-client.ts';
 import {
   createPairingWatch,
   type PairingNotice,
@@ -56,6 +60,17 @@ function trayOf(host: TestHost) {
   });
   const deps = { api, openDashboard: (fragment: string) => opened.push(fragment) };
   return { api, watch, shown, gone, errors, opened, deps };
+}
+
+/** Counts the watch's looks (calls of the pairings list), each still a real request. */
+function countLooks(api: TrayAdminApi): { count: number } {
+  const looks = { count: 0 };
+  const pairings = api.pairings.bind(api);
+  api.pairings = () => {
+    looks.count++;
+    return pairings();
+  };
+  return looks;
 }
 
 describe('tray notifications of pairing requests, against a real host', () => {
@@ -155,6 +170,7 @@ describe('tray notifications of pairing requests, against a real host', () => {
     offset.ms = 0;
     th = await startTestHost({ ui: false, now: hostClock });
     const tray = trayOf(th);
+    const looks = countLooks(tray.api);
     tray.watch.start();
     try {
       const phone = await requestPairing(th.base, 'phone');
@@ -166,11 +182,52 @@ describe('tray notifications of pairing requests, against a real host', () => {
       const error = await eventually(() => tray.errors[0], 'an error from the watch', 10_000);
       expect(error).toBeInstanceOf(AdminApiError);
       expect(error).toMatchObject({ code: 'unreachable' });
-      // Still looking: the errors keep coming, one per interval, and nothing is announced.
-      await eventually(() => tray.errors.length >= 3, 'more looks after the failure', 10_000);
+      // Still looking, one look per interval, the same failure told once; nothing is announced.
+      const failed = looks.count;
+      await eventually(() => looks.count >= failed + 3, 'more looks after the failure', 10_000);
+      expect(tray.errors).toHaveLength(1);
       expect(tray.shown).toHaveLength(1);
     } finally {
       tray.watch.stop();
+    }
+  });
+
+  it('tells a failing look once per run of failures: again after a look that worked', async () => {
+    th = await startTestHost({ ui: false });
+    const host = th;
+    const token = { value: 'f'.repeat(64) };
+    const api = createTrayAdminApi(
+      () => host.base,
+      () => token.value,
+    );
+    const shown: PairingNotice[] = [];
+    const errors: unknown[] = [];
+    const watch = createPairingWatch({
+      api,
+      onNew: (n) => shown.push(n),
+      onGone: () => {},
+      onError: (err) => errors.push(err),
+      intervalMs: 20,
+    });
+    await requestPairing(th.base, 'laptop');
+    const looks = countLooks(api);
+    watch.start();
+    try {
+      await eventually(() => (looks.count >= 5 ? true : undefined), 'five failed looks');
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatchObject({ status: 401 });
+
+      token.value = host.host.adminToken;
+      await eventually(() => (shown.length === 1 ? true : undefined), 'a look that worked');
+      token.value = 'e'.repeat(64);
+      const after = looks.count;
+      await eventually(
+        () => (looks.count >= after + 5 ? true : undefined),
+        'five more failed looks',
+      );
+      expect(errors).toHaveLength(2);
+    } finally {
+      watch.stop();
     }
   });
 
