@@ -51,8 +51,8 @@ async function start(): Promise<YjsProvider> {
   });
   const show = () =>
     setStatus(
-      `${provider.synced ? 'in sync' : 'connecting…'} · device ${ids.deviceId} · other devices: ${
-        provider.peers.join(', ') || 'none'
+      `${provider.synced ? 'in sync' : 'connecting…'} · device ${ids.deviceId} · also here: ${
+        provider.peers.map((peer) => `device ${peer}`).join(', ') || 'no other device'
       }${provider.encrypted ? ' · end-to-end encrypted' : ''}`,
     );
   provider.on('synced', show);

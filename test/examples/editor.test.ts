@@ -105,7 +105,11 @@ describe.skipIf(!hasBrowser && !requireBrowser)(title, () => {
     }
     // The other device's cursor, drawn by y-codemirror.next from the awareness states.
     await one.locator('.cm-ySelectionCaret').first().waitFor({ timeout: 10_000 });
-    await expect(one.locator('#status').innerText()).resolves.toContain('in sync');
+    // the status names the other page's device, by its id
+    const [, other] = room.devices;
+    await expect(one.locator('#status').innerText()).resolves.toMatch(
+      new RegExp(`in sync · device \\d+ · also here: device ${other?.deviceId}$`),
+    );
     mkdirSync(screenshotsDir, { recursive: true });
     await one.screenshot({ path: join(screenshotsDir, 'editor-example.png') });
   }, 60_000);
