@@ -1,0 +1,54 @@
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Origin } from './handover.ts';
+import type { RoomLineContext } from './line-context.ts';
+import { readRange } from './room-stream.ts';
+import type { RosterEntry } from './roster.ts';
+
+/**
+ * Where the replay of a device joining on this node starts; undefined for nothing to replay (new,
+ * left, or already present here). A device present on another node is released by that node.
+ */
+export async function originOf(
+  context: Pick<RoomLineContext, 'node' | 'handover'>,
+  hash: string,
+  key: string,
+  entry: RosterEntry | undefined,
+): Promise<Origin | undefined> {
+  if (entry === undefined || entry.state === 'left') return undefined;
+  const { node, handover } = context;
+  if (entry.state === 'present') {
+    return entry.node === node ? undefined : handover.release(entry.node, hash, key);
+  }
+  if (entry.cursor < 0) return handover.lostOn(entry.node, hash);
+  return { cursor: entry.cursor, node: entry.node, nodeSeq: entry.nodeSeq, lost: false };
+}
+
+/**
+ * What the device `key` gets on its join, from its `origin` up to `bounds.last` of the room's
+ * stream: the frames addressed to it (or broadcast by others, unless its old node delivered them
+ * directly), and whether some are missing (`gap`: aged out, its node died, or back too late).
+ */
+export async function replayOf(
+  js: JetStreamClient,
+  roomId: string,
+  key: string,
+  origin: Origin,
+  entry: RosterEntry | undefined,
+  bounds: { first: number; last: number },
+  context: Pick<RoomLineContext, 'now' | 'bufferWindowMs'>,
+): Promise<{ frames: string[]; gap: boolean }> {
+  if (entry?.state === 'absent' && context.now() >= entry.droppedAt + context.bufferWindowMs) {
+    return { frames: [], gap: origin.lost || bounds.last > origin.cursor };
+  }
+  const aged = bounds.first > origin.cursor + 1 && bounds.last >= bounds.first;
+  const from = Math.max(origin.cursor, bounds.first - 1);
+  const range = await readRange(js, roomId, from, bounds.last);
+  const frames: string[] = [];
+  for (const f of range) {
+    if (f.to !== key && (f.to !== '*' || f.from === key)) continue;
+    // a broadcast of its old node reached it there directly
+    if (f.node === origin.node && f.to === '*' && f.nodeSeq <= origin.nodeSeq) continue;
+    frames.push(f.frame.toString('utf8'));
+  }
+  return { frames, gap: origin.lost || aged };
+}

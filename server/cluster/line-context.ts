@@ -1,0 +1,41 @@
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { Logger } from '../log.ts';
+import type { Handover } from './handover.ts';
+import type { RoomRoster, RosterEntry } from './roster.ts';
+
+/** The broker's counters, as `/metrics` shows them. */
+export interface ClusterCounters {
+  published: number;
+  publishFailures: number;
+  received: number;
+  replayed: number;
+}
+
+/** What a room's line shares with the rest of its node's broker. */
+export interface RoomLineContext {
+  /** This node's name. */
+  readonly node: string;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** `buffer.seconds` in ms: the retention of the room's stream. */
+  readonly bufferWindowMs: number;
+  /** Replicas of the room's stream. */
+  readonly replicas: number;
+  /** The JetStream handles, undefined while not connected. */
+  js(): JetStreamClient | undefined;
+  jsm(): JetStreamManager | undefined;
+  readonly handover: Handover;
+  /** The cluster's roster of a room (this node's copy). */
+  rosterOf(hash: string): RoomRoster;
+  /** Applies a roster entry here at once (revision 0), before NATS answered its write. */
+  applyEntry(hash: string, device: string, entry: RosterEntry, revision: number): void;
+  /** Writes a roster entry to NATS, and applies it. */
+  write(hash: string, device: string, entry: RosterEntry): Promise<number>;
+  readonly counters: ClusterCounters;
+  /** This node's publication counter (every line's publications count on it). */
+  readonly publications: { count: number };
+  /** Publications not yet answered by NATS. */
+  readonly inFlight: Set<Promise<void>>;
+  /** The line is no longer held (its broker forgets it). */
+  released(hash: string): void;
+}

@@ -1,0 +1,280 @@
+import { setTimeout as pause } from 'node:timers/promises';
+import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
+import type { DepartureReason, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
+import { originOf, replayOf } from './join-replay.ts';
+import type { RoomLineContext } from './line-context.ts';
+import {
+  ensureStream,
+  followStream,
+  publishFrame,
+  type StreamFrame,
+  senderOf,
+  streamBounds,
+} from './room-stream.ts';
+import type { RoomRoster, RosterEntry } from './roster.ts';
+
+/** A device of this node in a held room. */
+interface LocalDevice {
+  /** Its join is being registered and its replay read: frames from the stream wait. */
+  pending: boolean;
+  queue: StreamFrame[];
+  /** Frames up to this stream sequence reached it by its replay (or predate its join). */
+  upto: number;
+}
+
+/** Tries to open a room's stream (about 30 s in all) before its joins fail. */
+const openAttempts = 20;
+
+/**
+ * One room held by this node: its devices here, its place in the room's stream (followed in
+ * order; frames for its devices delivered, the rest skipped), the joins with their replay, and
+ * the publication of what its devices send to devices elsewhere or absent.
+ */
+export class ClusterRoomLine implements RoomLine {
+  readonly local = new Map<string, LocalDevice>();
+  /** The last stream sequence this node took from the room's stream. */
+  cursor = 0;
+  /** The last `cursor` recorded in NATS. */
+  #recorded = 0;
+  readonly ready: Promise<void>;
+  #stop: (() => void) | undefined;
+  #released = false;
+
+  constructor(
+    private readonly context: RoomLineContext,
+    readonly roomId: string,
+    readonly hash: string,
+    readonly listener: RoomListener,
+  ) {
+    this.ready = this.#start();
+    this.ready.catch((err: unknown) => {
+      context.logger.error(
+        { err: String(err), room: roomId },
+        'cluster: cannot open the room stream',
+      );
+    });
+  }
+
+  /** Opens the room's stream, again until it works (JetStream may not be ready yet). */
+  async #start(): Promise<void> {
+    const { context } = this;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const jsm = context.jsm();
+        if (jsm === undefined) throw new Error('not connected to NATS');
+        const bounds = await ensureStream(
+          jsm,
+          this.roomId,
+          context.bufferWindowMs,
+          context.replicas,
+        );
+        this.cursor = bounds.last;
+        break;
+      } catch (err: unknown) {
+        if (this.#released || attempt >= openAttempts) throw err;
+        await pause(250 * Math.min(attempt + 1, 8));
+      }
+    }
+    const js = context.js();
+    if (this.#released || js === undefined) return;
+    this.#stop = followStream(
+      js,
+      this.roomId,
+      this.cursor + 1,
+      (f) => this.#take(f),
+      (err) => {
+        context.logger.warn(
+          { err: String(err), room: this.roomId },
+          'cluster: following the room again',
+        );
+      },
+    );
+  }
+
+  recordPosition(): void {
+    const cursor = this.cursor;
+    if (this.local.size === 0 || cursor <= this.#recorded) return;
+    this.context.handover
+      .record(this.hash, cursor)
+      .then(() => {
+        if (cursor > this.#recorded) this.#recorded = cursor;
+      })
+      .catch(() => {});
+  }
+
+  get #roster(): RoomRoster {
+    return this.context.rosterOf(this.hash);
+  }
+
+  get size(): number {
+    let count = 0;
+    for (const stored of this.#roster.devices.values()) {
+      if (stored.entry.state === 'present') count++;
+    }
+    return count;
+  }
+
+  get hostKey(): string | undefined {
+    return this.#roster.hostKey();
+  }
+
+  idOf(device: string): DeviceId | undefined {
+    const stored = this.#roster.devices.get(device);
+    return stored?.entry.state === 'present' ? stored.entry.id : undefined;
+  }
+
+  devices(): DeviceId[] {
+    return this.#roster.present().map(([, stored]) => stored.entry.id);
+  }
+
+  join(device: DeviceId, replay: Replay): void {
+    const key = deviceKey(device);
+    const local: LocalDevice = { pending: true, queue: [], upto: 0 };
+    this.local.set(key, local);
+    this.#join(key, device, local)
+      .then(({ frames, gap }) => {
+        replay(frames, gap);
+        this.context.counters.replayed += frames.length;
+      })
+      .catch((err: unknown) => {
+        this.context.logger.error(
+          { err: String(err), room: this.roomId, device: key },
+          'cluster: join',
+        );
+        replay([], true);
+      })
+      .finally(() => {
+        local.pending = false;
+        for (const f of local.queue) if (f.seq > local.upto) this.listener.deliver(f.frame, key);
+        local.queue = [];
+      });
+  }
+
+  async #join(
+    key: string,
+    device: DeviceId,
+    local: LocalDevice,
+  ): Promise<{ frames: string[]; gap: boolean }> {
+    const { context } = this;
+    await this.ready;
+    const js = context.js();
+    const jsm = context.jsm();
+    if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
+    const before = this.#roster.devices.get(key);
+    const wasPresent = before?.entry.state === 'present';
+    const origin = await originOf(context, this.hash, key, before?.entry);
+    await context.write(this.hash, key, {
+      id: device,
+      node: context.node,
+      state: 'present',
+      order: wasPresent ? before.order : 0,
+      cursor: 0,
+      nodeSeq: 0,
+      droppedAt: 0,
+    });
+    const bounds = await streamBounds(jsm, this.roomId);
+    local.upto = bounds.last;
+    if (origin === undefined) return { frames: [], gap: false };
+    return replayOf(js, this.roomId, key, origin, before?.entry, bounds, context);
+  }
+
+  depart(device: string, reason: DepartureReason): void {
+    const stored = this.#roster.devices.get(device);
+    this.local.delete(device);
+    if (stored === undefined || stored.entry.state !== 'present') return;
+    const entry: RosterEntry =
+      reason === 'disconnect'
+        ? {
+            ...stored.entry,
+            state: 'absent',
+            order: stored.order,
+            cursor: this.cursor,
+            nodeSeq: this.context.publications.count,
+            droppedAt: this.context.now(),
+          }
+        : { ...stored.entry, state: 'left', reason, order: stored.order };
+    // heard here at once, and by the other nodes through the roster
+    this.context.applyEntry(this.hash, device, entry, 0);
+    this.context.write(this.hash, device, entry).catch((err: unknown) => {
+      this.context.logger.warn({ err: String(err), device }, 'cluster: departure not recorded');
+    });
+  }
+
+  /** Whether a device elsewhere or kept for can receive; true also for a broadcast's `*`. */
+  #reaches(stored: { entry: RosterEntry } | undefined, at: number): boolean {
+    if (stored === undefined) return false;
+    const { entry } = stored;
+    if (entry.state === 'present') return true;
+    return entry.state === 'absent' && at < entry.droppedAt + this.context.bufferWindowMs;
+  }
+
+  sendTo(device: string, frame: Buffer): boolean {
+    if (!this.#reaches(this.#roster.devices.get(device), this.context.now())) return false;
+    this.#publish(device, frame);
+    return true;
+  }
+
+  broadcast(frame: Buffer): void {
+    const at = this.context.now();
+    for (const [device, stored] of this.#roster.devices) {
+      if (this.local.has(device)) continue;
+      if (this.#reaches(stored, at)) {
+        this.#publish('*', frame);
+        return;
+      }
+    }
+  }
+
+  #publish(to: string, frame: Buffer): void {
+    const { context } = this;
+    const { counters, inFlight } = context;
+    const nodeSeq = ++context.publications.count;
+    const message = { to, from: '', node: context.node, nodeSeq, frame };
+    const published: Promise<void> = this.ready
+      .then(() => {
+        const js = context.js();
+        if (js === undefined) throw new Error('not connected to NATS');
+        return publishFrame(js, this.roomId, { ...message, from: senderOf(frame) });
+      })
+      .then(() => {
+        counters.published++;
+      })
+      .catch((err: unknown) => {
+        counters.publishFailures++;
+        context.logger.warn(
+          { err: String(err), room: this.roomId },
+          'cluster: frame not published',
+        );
+      })
+      .finally(() => inFlight.delete(published));
+    inFlight.add(published);
+  }
+
+  #take(f: StreamFrame): void {
+    if (f.seq > this.cursor) this.cursor = f.seq;
+    if (f.node === this.context.node) return;
+    this.context.counters.received++;
+    if (f.to !== '*') {
+      this.#to(f.to, f);
+      return;
+    }
+    for (const device of this.local.keys()) if (device !== f.from) this.#to(device, f);
+  }
+
+  #to(device: string, f: StreamFrame): void {
+    const local = this.local.get(device);
+    if (local === undefined) return;
+    if (local.pending) local.queue.push(f);
+    else if (f.seq > local.upto) this.listener.deliver(f.frame, device);
+  }
+
+  dropAll(): void {
+    for (const device of [...this.local.keys()]) this.depart(device, 'disconnect');
+  }
+
+  release(): void {
+    this.#released = true;
+    this.#stop?.();
+    this.context.released(this.hash);
+  }
+}
