@@ -1,8 +1,9 @@
 import type { Express, Request, RequestHandler } from 'express';
 import { z } from 'zod';
+import type { Caller } from './device-service.ts';
 import { clientOf } from './request.ts';
 import { deviceInputSchema, emailSchema, parseInput } from './schemas.ts';
-import type { AuthService, Caller } from './service.ts';
+import type { AuthService } from './service.ts';
 
 const pairBody = deviceInputSchema.extend({ email: emailSchema.optional() });
 /** A code as typed: validated loosely here, an unknown or malformed one is 404 (and counted). */

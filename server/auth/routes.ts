@@ -1,5 +1,6 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
+import type { Caller } from './device-service.ts';
 import { AppError } from './errors.ts';
 import { addPairingRoutes } from './pairing-routes.ts';
 import { addRelayFeedRoutes } from './relay-feed-routes.ts';
@@ -12,7 +13,7 @@ import {
   rawString,
   text,
 } from './schemas.ts';
-import type { AuthService, Caller } from './service.ts';
+import type { AuthService } from './service.ts';
 import { addVerifyRoutes } from './verify-routes.ts';
 
 const loginQuery = z.object({ email: emailSchema });
