@@ -3,8 +3,9 @@
  * `@socket.io/redis-streams-adapter` on a Redis server, with connection state recovery on (the
  * adapter's way to give a reconnecting client what it missed). Same events as socket-io.ts:
  * `join` ({room, device}, acknowledged), `m` (to, payload) broadcast to the rest of the room as
- * `{from, to, room, payload}`. Run as `tsx socket-io-cluster.ts <redis url>`; prints
- * `listening <port>`.
+ * `{from, to, room, payload}`. Run as `tsx socket-io-cluster.ts <redis url> [max disconnection
+ * ms, 60000]`; prints `listening <port>`. The adapter's other options are its defaults (one
+ * stream for the whole deployment, `maxLen` 10,000 entries).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,7 +26,10 @@ const io = new Server(http, {
   serveClient: false,
   perMessageDeflate: false,
   adapter: createAdapter(redis),
-  connectionStateRecovery: { maxDisconnectionDuration: 60_000, skipMiddlewares: true },
+  connectionStateRecovery: {
+    maxDisconnectionDuration: Number(process.argv[3] ?? 60_000),
+    skipMiddlewares: true,
+  },
 });
 io.on('connection', (socket) => {
   socket.on('join', (join: Joined, ack: (answer: { type: string }) => void) => {

@@ -36,11 +36,15 @@ export class ClusterProcesses {
     return dir;
   }
 
-  /** `bin/sync-host relay` as one cluster node on loopback with ephemeral ports. */
+  /**
+   * `bin/sync-host relay` as one cluster node on loopback with ephemeral ports; `nodeArgs` are
+   * options for node itself (a benchmark's `--cpu-prof`).
+   */
   async relayNode(
     nats: string,
     node: string,
     extra: Record<string, string | number> = {},
+    nodeArgs: string[] = [],
   ): Promise<RelayNode> {
     const dir = this.dir();
     writeConf(dir, 'relay.conf', {
@@ -55,6 +59,7 @@ export class ClusterProcesses {
     });
     const process = await startHostProcess(['relay'], dir, {
       env: { LOG_LEVEL: globalThis.process.env.CLUSTER_LOG_LEVEL ?? 'warn' },
+      nodeArgs,
     });
     this.processes.push(process);
     const started = {
@@ -80,9 +85,10 @@ export class ClusterProcesses {
     nats: string,
     count: number,
     extra: Record<string, string | number> = {},
+    nodeArgs: string[] = [],
   ): Promise<RelayNode[]> {
     const names = Array.from({ length: count }, (_, i) => `node-${i + 1}`);
-    return Promise.all(names.map((name) => this.relayNode(nats, name, extra)));
+    return Promise.all(names.map((name) => this.relayNode(nats, name, extra, nodeArgs)));
   }
 
   /** `bin/sync-host auth` on SQLite publishing revocations to `nats`. */

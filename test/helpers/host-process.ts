@@ -42,6 +42,8 @@ export async function startHostProcess(
     env?: Record<string, string>;
     /** A command that runs node for it, e.g. `['prlimit', '--nofile=400']` (a descriptor limit). */
     wrapper?: string[];
+    /** Options for node itself, e.g. `--cpu-prof` (not allowed in NODE_OPTIONS). */
+    nodeArgs?: string[];
   } = {},
 ): Promise<HostProcess> {
   const [command, ...wrapperArgs] = options.wrapper ?? [process.execPath];
@@ -50,6 +52,7 @@ export async function startHostProcess(
     [
       ...wrapperArgs,
       ...(options.wrapper ? [process.execPath] : []),
+      ...(options.nodeArgs ?? []),
       options.launcher ?? launcher,
       ...args,
       '--config-dir',
