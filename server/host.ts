@@ -4,7 +4,7 @@ import { type AuthServer, createAuthServer } from './auth/index.ts';
 import type { AuthLimits } from './auth/rate-limits.ts';
 import type { AuthService } from './auth/service.ts';
 import { createClusterBroker } from './cluster/cluster-broker.ts';
-import { applyDeviceRevocations, publishDeviceRevocations } from './cluster/revocation-wiring.ts';
+import { publishDeviceRevocations } from './cluster/revocation-wiring.ts';
 import type { DbConfig } from './config/auth-config.ts';
 import { ConfigError } from './config/conf-file.ts';
 import type { LoadedConfig } from './config/load.ts';
@@ -17,9 +17,13 @@ import { advertise } from './discovery/advertise.ts';
 import { ListenError } from './http-listen.ts';
 import { lanAddress } from './lan.ts';
 import type { Logger } from './log.ts';
-import { createAuthDirectory, followAuthFeed } from './relay/auth-feed.ts';
-import type { DeviceDirectory } from './relay/device-check.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
+import {
+  followRevocationPaths,
+  type RevocationPathOptions,
+  relayDeviceDirectory,
+  warnAboutRevocation,
+} from './revocation-paths.ts';
 import { version } from './version.ts';
 
 export type HostMode = 'headless' | 'auth' | 'relay';
@@ -154,35 +158,6 @@ function relaySecret(options: HostOptions, authSecret: string): string {
 }
 
 /**
- * How deleted devices reach this relay, said at start: without a way (co-hosting, `auth.url` or
- * `cluster.nats`) a deleted device keeps its relay access, and djb2 tokens, which anyone holding
- * one can forge, are refused as a configuration mistake.
- */
-function warnAboutRevocation(mode: HostMode, relay: RelayConfig, logger: Logger): void {
-  const path = mode === 'headless' || relay.authUrl !== undefined || relay.clusterNats.length > 0;
-  if (!path && relay.tokenSignature === 'djb2') {
-    throw new ConfigError(
-      'relay.conf',
-      undefined,
-      'auth.tokenSignature',
-      'djb2 tokens can be forged, so the relay accepts them only when it learns of deleted devices: set auth.url (the auth service URL) or cluster.nats',
-    );
-  }
-  if (!path) {
-    logger.warn(
-      'relay: no revocation path (auth.url or cluster.nats in relay.conf): deleted devices keep relay access',
-    );
-  } else if (relay.tokenSignature === 'djb2') {
-    const checked = mode === 'headless' || relay.authUrl !== undefined;
-    logger.warn(
-      checked
-        ? 'relay: djb2 device tokens are forgeable; joins are checked against the auth service’s devices, but prefer hmac-sha256 unless old clients need djb2'
-        : 'relay: djb2 device tokens are forgeable and only deleted devices are refused (cluster.nats); set auth.url too, or prefer hmac-sha256',
-    );
-  }
-}
-
-/**
  * Starts the services of a mode: auth + relay (`headless`), or one of them. Creates the data
  * folder with its secret and admin token on first start. `close()` stops everything.
  */
@@ -219,28 +194,22 @@ export async function startHost(options: HostOptions): Promise<Host> {
   // Co-hosted, joins are checked against the auth database once it is open (until then, and
   // while it is unreachable, the cache and the signature decide).
   let authService: AuthService | undefined;
-  const devices: DeviceDirectory | undefined =
-    mode === 'headless'
-      ? {
-          lookup: (deviceId) =>
-            authService === undefined
-              ? Promise.reject(new Error('the auth database is not open yet'))
-              : authService.relayDevice(deviceId),
-        }
-      : relayConfig.authUrl === undefined
-        ? undefined
-        : createAuthDirectory({
-            url: relayConfig.authUrl,
-            secret: relaySecret(options, secret),
-            logger,
-            now: options.now,
-          });
+  const paths: RevocationPathOptions = {
+    mode,
+    relay: relayConfig,
+    // Asked once (it warns when relay.conf's secret differs); an auth process has no relay.
+    secret: mode === 'auth' ? secret : relaySecret(options, secret),
+    logger,
+    now: options.now,
+    authService: () => authService,
+  };
+  const devices = relayDeviceDirectory(paths);
   const startRelay = async (ports?: { wsPort: number; statusPort: number }) => {
     let relay: Relay;
     try {
       relay = createRelay({
         config: ports ? { ...relayConfig, ...ports } : relayConfig,
-        secret: relaySecret(options, secret),
+        secret: paths.secret,
         logger,
         now: options.now,
         devices,
@@ -308,31 +277,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
         await host.relay?.close();
       });
       warnAboutRevocation(mode, relayConfig, logger);
-      if (relayConfig.clusterNats.length > 0) {
-        stops.push(
-          applyDeviceRevocations(
-            relayConfig.clusterNats,
-            ({ deviceId, revokedAt }) => applyRevocation(deviceId, revokedAt),
-            logger,
-          ),
-        );
-      }
-      if (mode === 'relay' && relayConfig.authUrl !== undefined) {
-        stops.push(
-          followAuthFeed(
-            {
-              url: relayConfig.authUrl,
-              secret: relaySecret(options, secret),
-              logger,
-              now: options.now,
-            },
-            {
-              revokeDevice: applyRevocation,
-              forgetDevices: () => host.relay?.forgetDevices(),
-            },
-          ),
-        );
-      }
+      stops.push(
+        ...followRevocationPaths(paths, {
+          revokeDevice: applyRevocation,
+          recheckDevices: async () => host.relay?.recheckDevices(),
+        }),
+      );
       const ports = await startRelay();
       const relayLan = lanAddress(relayConfig.bind);
       urls.relay = `ws://${relayLan}:${ports.wsPort}`;

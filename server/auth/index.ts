@@ -11,8 +11,9 @@ import { closeServer, listen, slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import { version } from '../version.ts';
 import { createAuthApp } from './app.ts';
-import { type LinkPurge, startLinkPurge } from './link-purge.ts';
+import { startLinkPurge } from './link-purge.ts';
 import { createDevMailer, createSmtpMailer } from './mail.ts';
+import { type Purge, startRevocationPrune } from './purges.ts';
 import type { AuthLimits } from './rate-limits.ts';
 import { type AuthService, createAuthService } from './service.ts';
 
@@ -168,11 +169,16 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     }
   })();
 
-  // Expired links are deleted once the schema is in place (a failed start is reported elsewhere).
-  let linkPurge: LinkPurge | undefined;
+  // Expired links and old revocations are deleted once the schema is in place (a failed start
+  // is reported elsewhere).
+  const purges: Purge[] = [];
   ready.then(
     () => {
-      if (!closed) linkPurge = startLinkPurge({ db, logger, now: options.now ?? Date.now });
+      if (closed) return;
+      const purgeOptions = { db, logger, now: options.now ?? Date.now };
+      purges.push(startLinkPurge(purgeOptions), startRevocationPrune(purgeOptions));
+      // Once at start too: a process restarted more often than the interval still purges.
+      for (const purge of purges) void purge.run();
     },
     () => {},
   );
@@ -216,7 +222,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     async close() {
       closed = true;
       closing.abort();
-      linkPurge?.stop();
+      for (const purge of purges) purge.stop();
       await closeServer(server);
       mailer.close();
       await ready.catch(() => {});

@@ -68,8 +68,10 @@ async function revocationsAfter(
  * - `GET /relay/revocations?since=N&waitMs=W`: device deletions after sequence number N, oldest
  *   first, `{"revocations":[{"seq","deviceId","userId","revokedAt"}],"next":M,"reset":bool}`. With
  *   none yet the answer waits up to W ms (long poll) for one. `next` is the cursor to ask with
- *   next; `reset` is true when N is beyond the latest deletion (a database restored or replaced):
- *   the list then starts from the beginning and the relay forgets what it cached.
+ *   next. `reset` is true when the relay may have missed deletions: N is beyond the latest one
+ *   (a database restored or replaced; the list then starts from the beginning), or below the
+ *   oldest one still kept (older ones were pruned, see `revocationRetentionMs`). The relay then
+ *   checks its connected and cached devices again.
  * - `GET /relay/devices/:id`: `{"device":{"id","userId","tokenDigest"}}` of a device that exists,
  *   404 for one that was deleted or never issued: what the relay checks a join against.
  */
@@ -87,16 +89,17 @@ export function addRelayFeedRoutes(
 
   app.get('/relay/revocations', relayOnly, ready, async (req, res) => {
     const { since, waitMs } = parseInput(feedQuery, req.query, 'query');
-    let reset = false;
+    // The rows first, the bounds after: a prune in between then flags a reset rather than
+    // hiding the rows it deleted.
     let events = await service.revocationsSince(since, feedPageSize);
-    if (events.length === 0 && since > 0 && (await service.latestRevocation()) < since) {
-      reset = true;
-      events = await service.revocationsSince(0, feedPageSize);
-    }
+    const { oldest, latest } = await service.revocationBounds();
+    const replaced = since > latest;
+    const reset = replaced || since < oldest - 1;
+    if (replaced) events = await service.revocationsSince(0, feedPageSize);
     if (events.length === 0 && !reset) events = await revocationsAfter(service, res, since, waitMs);
     if (res.closed) return;
     res.set('Cache-Control', 'no-store');
-    res.json({ revocations: events, next: events.at(-1)?.seq ?? (reset ? 0 : since), reset });
+    res.json({ revocations: events, next: events.at(-1)?.seq ?? (replaced ? 0 : since), reset });
   });
 
   app.get('/relay/devices/:id', relayOnly, ready, async (req, res) => {

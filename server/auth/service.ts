@@ -1,7 +1,7 @@
 import type { Db } from '../db/connect.ts';
 import { type Device, deviceDigest } from '../db/devices.ts';
 import { consumeMagicLink, releaseMagicLink } from '../db/magic-links.ts';
-import { latestRevocation, type RevocationEvent, revocationsSince } from '../db/revocations.ts';
+import { type RevocationEvent, revocationBounds, revocationsSince } from '../db/revocations.ts';
 import { deleteUser, findOrCreateUser, type User } from '../db/users.ts';
 import type { Logger } from '../log.ts';
 import { verifyRelayCredential } from '../tokens.ts';
@@ -191,9 +191,9 @@ export function createAuthService(options: AuthServiceOptions) {
       return revocationsSince(db, since, limit);
     },
 
-    /** The sequence number of the latest device deletion (0: none yet). */
-    latestRevocation(): Promise<number> {
-      return latestRevocation(db);
+    /** The sequence numbers of the oldest and latest device deletion still recorded (0: none). */
+    revocationBounds(): Promise<{ oldest: number; latest: number }> {
+      return revocationBounds(db);
     },
 
     /** 200 when a trivial query answers, else throws `unavailable`. */

@@ -49,11 +49,32 @@ export async function revocationsSince(
   }));
 }
 
-/** The sequence number of the latest revocation; 0 when there is none. */
-export async function latestRevocation(db: Db): Promise<number> {
+/**
+ * The sequence numbers of the oldest and the latest revocation still recorded; both 0 when
+ * there is none. A relay whose cursor is below `oldest - 1` may have missed pruned rows.
+ */
+export async function revocationBounds(db: Db): Promise<{ oldest: number; latest: number }> {
   const row = await db.kysely
     .selectFrom('revocations')
-    .select((eb) => eb.fn.max('id').as('latest'))
+    .select((eb) => [eb.fn.min('id').as('oldest'), eb.fn.max('id').as('latest')])
     .executeTakeFirst();
-  return Number(row?.latest ?? 0);
+  return { oldest: Number(row?.oldest ?? 0), latest: Number(row?.latest ?? 0) };
+}
+
+/**
+ * Deletes the revocations recorded before `before` (Unix seconds), except the latest one: it
+ * stays so that the feed still tells a cursor of a replaced database (beyond the latest) from
+ * one of this database, and so that no driver hands out a sequence number again. Resolves with
+ * the number of rows deleted.
+ */
+export async function pruneRevocations(db: Db, before: number): Promise<number> {
+  // Read first: MariaDB refuses a DELETE whose subquery reads the table it deletes from.
+  const { latest } = await revocationBounds(db);
+  if (latest === 0) return 0;
+  const result = await db.kysely
+    .deleteFrom('revocations')
+    .where('revokedAt', '<', before)
+    .where('id', '<', latest)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

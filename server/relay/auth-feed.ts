@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
 import { signRelayCredential } from '../tokens.ts';
@@ -80,22 +80,38 @@ export function createAuthDirectory(options: AuthFeedOptions): DeviceDirectory {
 export interface FeedTarget {
   /** Closes the device's connections with 4003 and refuses its tokens issued up to `revokedAt`. */
   revokeDevice(deviceId: number, revokedAt: number): void;
-  /** The auth database was replaced: forget the devices looked up so far. */
-  forgetDevices(): void;
+  /**
+   * The feed was reset (the auth database was replaced, or deletions past the relay's cursor
+   * were pruned): check the connected and cached devices again. Rejects when that cannot be done
+   * now; the feed then asks again from the same cursor.
+   */
+  recheckDevices(): Promise<void>;
+}
+
+/** Where the feed resumes after a restart (see `feed-cursor.ts`). */
+export interface CursorStore {
+  read(): number;
+  write(since: number): void;
 }
 
 /**
- * Follows the auth service's feed of deleted devices from its beginning, then from the last
- * one seen: a long poll that the auth service answers at once when a device is deleted, so an
- * idle relay sends one request per `waitMs`. After a failure it asks again every `retryMs` from
- * where it stopped, so no deletion is missed. Returns the stop function.
+ * Follows the auth service's feed of deleted devices from the saved cursor (its beginning
+ * without one), then from the last one seen: a long poll that the auth service answers at once
+ * when a device is deleted, so an idle relay sends one request per `waitMs`. After a failure it
+ * asks again every `retryMs` from where it stopped, so no deletion is missed. The cursor is saved
+ * after the revocations it covers were handed to the relay. Returns the stop function.
  */
-export function followAuthFeed(options: AuthFeedOptions, target: FeedTarget): () => Promise<void> {
+export function followAuthFeed(
+  options: AuthFeedOptions,
+  target: FeedTarget,
+  cursor?: CursorStore,
+): () => Promise<void> {
   const { logger } = options;
   const waitMs = options.waitMs ?? 20_000;
   const retryMs = options.retryMs ?? 1_000;
   const stopping = new AbortController();
-  let since = 0;
+  let since = cursor?.read() ?? 0;
+  if (since > 0) logger.info({ since }, 'relay: resuming the auth service’s revocations');
   let failing = false;
   let caughtUp = false;
 
@@ -109,14 +125,19 @@ export function followAuthFeed(options: AuthFeedOptions, target: FeedTarget): ()
       throw refusal(res.status);
     }
     const answer = feedAnswer.parse(await res.json());
-    if (answer.reset) {
-      logger.warn('relay: the auth service has a new database; following its revocations afresh');
-      target.forgetDevices();
-    }
     for (const { deviceId, revokedAt } of answer.revocations) {
       target.revokeDevice(deviceId, revokedAt);
     }
+    if (answer.reset) {
+      logger[since === 0 ? 'info' : 'warn'](
+        { since },
+        'relay: the auth service’s revocations do not reach back to this cursor (database replaced, or older ones pruned); checking connected devices again',
+      );
+      await target.recheckDevices();
+    }
     since = answer.next;
+    // After relay.db took the revocations above (its writes are queued for the next turn).
+    if (cursor !== undefined) await setImmediate().then(() => cursor.write(since));
     if (failing) logger.info('relay: following the auth service’s revocations again');
     else if (!caughtUp && answer.revocations.length === 0) {
       logger.info({ authUrl: options.url }, 'relay: following the auth service’s revocations');

@@ -31,7 +31,15 @@ export interface DeviceCheck {
   forget(deviceId: number): void;
   /** Drops every device from the cache (the auth database was replaced). */
   forgetAll(): void;
+  /**
+   * Forgets every cached device, then looks `deviceIds` up again (a few at a time): resolves
+   * with those that no longer exist, rejects when the auth side cannot answer for one.
+   */
+  recheck(deviceIds: Iterable<number>): Promise<number[]>;
 }
+
+/** Lookups in flight at once during a recheck. */
+const recheckConcurrency = 8;
 
 /** Devices remembered at most; the oldest entry goes first beyond it. */
 const defaultMaxEntries = 50_000;
@@ -103,6 +111,18 @@ export function createDeviceCheck(
     forgetAll() {
       generation++;
       known.clear();
+    },
+    async recheck(deviceIds) {
+      this.forgetAll();
+      const queue = [...new Set(deviceIds)];
+      const gone: number[] = [];
+      const worker = async () => {
+        for (let id = queue.pop(); id !== undefined; id = queue.pop()) {
+          if ((await lookup(id)) === undefined) gone.push(id);
+        }
+      };
+      await Promise.all(Array.from({ length: recheckConcurrency }, worker));
+      return gone;
     },
   };
 }

@@ -109,8 +109,12 @@ export interface Relay {
    * tokens issued up to `revokedAt` (Unix seconds; default now).
    */
   revokeDevice(deviceId: number, revokedAt?: number): void;
-  /** Forgets every device looked up at the auth side (its database was replaced). */
-  forgetDevices(): void;
+  /**
+   * The auth side may have deleted devices that this relay was not told of (its feed was reset):
+   * forgets the devices looked up so far and looks the connected ones up again, revoking those
+   * that are gone. Rejects when the auth side cannot answer (the caller asks again later).
+   */
+  recheckDevices(): Promise<void>;
   status(): RelayStatus;
   /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
   readonly metrics: Readonly<RelayMetrics>;
@@ -364,8 +368,11 @@ export function createRelay(options: RelayOptions): Relay {
       if (!known) logger.info({ device }, 'device revoked at the relay');
     },
 
-    forgetDevices() {
-      devices?.forgetAll();
+    async recheckDevices() {
+      if (devices === undefined) return;
+      const connected = rooms.status().flatMap((room) => room.devices.map(Number));
+      const gone = await devices.recheck(connected.filter(Number.isSafeInteger));
+      for (const deviceId of gone) this.revokeDevice(deviceId);
     },
 
     status() {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startRevocationPrune } from '../../server/auth/purges.ts';
 import { openDatabase } from '../../server/db/connect.ts';
 import { createDevice, deleteDevice } from '../../server/db/devices.ts';
 import { migrate, migrations } from '../../server/db/migrate.ts';
@@ -118,5 +119,51 @@ await describeEachDatabase('the relay feed', { admin: true }, (h) => {
     const replaced = await feed(`since=${after.next + 1000}`);
     expect(replaced.reset).toBe(true);
     expect(replaced.revocations.map((r) => r.deviceId)).toEqual([two.device.id, other.device.id]);
+  });
+
+  it('prunes deletions older than 7 days but the latest, and flags a cursor older than the oldest kept', async () => {
+    const day = 24 * 60 * 60_000;
+    const deleteUserOf = async (email: string) => {
+      const signed = await h.signIn(email, 'only');
+      const res = await fetch(`${h.url}/admin/api/users/${signed.user.id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${adminToken}` },
+      });
+      expect(res.status).toBeLessThan(300);
+      return signed.device.id;
+    };
+    const start = await feed('since=0');
+    const first = await deleteUserOf('old-1@example.com');
+    const second = await deleteUserOf('old-2@example.com');
+    const old = await feed(`since=${start.next}`);
+    expect(old.revocations.map((r) => r.deviceId)).toEqual([first, second]);
+    const [seqFirst, seqSecond] = old.revocations.map((r) => r.seq) as [number, number];
+    h.clock.advance(8 * day);
+    const third = await deleteUserOf('new@example.com');
+    const { logger } = captureLogger();
+    const prune = startRevocationPrune({ db: h.server.db, logger, now: () => h.clock.now });
+    try {
+      // Every row of this database from before the 8 days goes; the latest stays.
+      expect(await prune.run()).toBeGreaterThanOrEqual(2);
+      const behind = await feed(`since=${seqFirst}`);
+      expect(behind.reset).toBe(true);
+      expect(behind.revocations.map((r) => r.deviceId)).toEqual([third]);
+      // A cursor on the last pruned row missed nothing.
+      const onEdge = await feed(`since=${seqSecond}`);
+      expect(onEdge.reset).toBe(false);
+      expect(onEdge.revocations.map((r) => r.deviceId)).toEqual([third]);
+      // Later, the latest row alone is kept: a relay at it is not told to reset, nor is one
+      // beyond it told anything but reset.
+      h.clock.advance(8 * day);
+      expect(await prune.run()).toBe(0);
+      expect(await feed(`since=${onEdge.next}`)).toEqual({
+        revocations: [],
+        next: onEdge.next,
+        reset: false,
+      });
+      expect((await feed(`since=${onEdge.next + 1}`)).reset).toBe(true);
+    } finally {
+      prune.stop();
+    }
   });
 });
