@@ -6,8 +6,10 @@ import { fromBase64, toBase64 } from '../base64.ts';
 import type { SyncError } from '../errors.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import { createYjsProvider } from '../yjs-provider.ts';
+import { type Context, expectArgs, UsageError } from './context.ts';
 import { type Base, FolderSync } from './folder-sync.ts';
-import type { CliIo } from './io.ts';
+import { type CliIo, readSecret } from './io.ts';
+import { openRoomOf, stopSignal } from './project-room.ts';
 
 /** A rescan besides the watcher's events, for changes `fs.watch` did not report. */
 const rescanMs = 2_000;
@@ -126,4 +128,27 @@ export async function runFolderSync(options: {
     provider.destroy();
     if (connection.state !== 'closed') await connection.close({ leave: false });
   }
+}
+
+/** `sync <projectKey> <dir> [--encrypt]`: the passphrase from stdin, then runFolderSync. */
+export async function syncFolder(ctx: Context): Promise<number> {
+  expectArgs(ctx, 2, '<projectKey> <dir>');
+  const [projectKey, dir] = ctx.args as [string, string];
+  let passphrase: string | undefined;
+  if (ctx.flags.encrypt) {
+    passphrase = await readSecret(
+      ctx.io,
+      'Encryption passphrase (the same on every device, not shown): ',
+    );
+    if (passphrase === undefined) throw new UsageError('--encrypt needs a passphrase on stdin');
+  }
+  const { connection, authUrl } = await openRoomOf(ctx, projectKey);
+  return runFolderSync({
+    io: ctx.io,
+    connection,
+    dir,
+    state: statePath(ctx.store.dir, authUrl, projectKey, dir),
+    passphrase,
+    stopped: stopSignal(),
+  });
 }

@@ -1,0 +1,48 @@
+import { type Context, expectArgs, printJson, signedIn, UsageError } from './context.ts';
+import { findProject } from './project-room.ts';
+
+/** `devices` (list, JSON) and `devices remove <id>`. */
+export async function devicesCommand(ctx: Context): Promise<number> {
+  if (ctx.args[0] === 'remove') {
+    ctx.args.shift();
+    expectArgs(ctx, 1, '<id>');
+    const id = Number(ctx.args[0]);
+    if (!Number.isSafeInteger(id) || id <= 0) throw new UsageError('<id> must be a device id');
+    await (await signedIn(ctx)).auth.deleteDevice(id);
+    ctx.io.stderr.write(`Device ${id} removed.\n`);
+    return 0;
+  }
+  expectArgs(ctx, 0, '');
+  return printJson(ctx, await (await signedIn(ctx)).auth.devices());
+}
+
+/** `projects`: the synced projects (JSON). */
+export async function projectsCommand(ctx: Context): Promise<number> {
+  expectArgs(ctx, 0, '');
+  return printJson(ctx, await (await signedIn(ctx)).auth.projects());
+}
+
+/** `subscription`: tier, effective tier, expiry and project limit (JSON). */
+export async function subscriptionCommand(ctx: Context): Promise<number> {
+  expectArgs(ctx, 0, '');
+  return printJson(ctx, await (await signedIn(ctx)).auth.subscription());
+}
+
+/** `project add <key> <name>` (idempotent, prints the project) and `project remove <key>`. */
+export async function projectCommand(ctx: Context): Promise<number> {
+  if (ctx.args[0] === 'remove') {
+    ctx.args.shift();
+    expectArgs(ctx, 1, '<key>');
+    const { auth } = await signedIn(ctx);
+    await auth.deleteProject((await findProject(auth, ctx.args[0]!)).id);
+    ctx.io.stderr.write(`Project "${ctx.args[0]}" removed.\n`);
+    return 0;
+  }
+  if (ctx.args[0] !== 'add')
+    throw new UsageError('expected: project add <key> <name> or project remove <key>');
+  ctx.args.shift();
+  expectArgs(ctx, 2, '<key> <name>');
+  const { auth } = await signedIn(ctx);
+  const { project } = await auth.registerProject(ctx.args[0]!, ctx.args[1]!);
+  return printJson(ctx, project);
+}

@@ -1,0 +1,90 @@
+import { hostname } from 'node:os';
+import { createAuthClient } from '../auth-client.ts';
+import type { SignedIn } from '../auth-types.ts';
+import { AuthServiceError, SyncError } from '../errors.ts';
+import { authUrlOf, type Context, expectArgs, signedIn, UsageError } from './context.ts';
+import { readLine } from './io.ts';
+import { loginByPairing, signInWithToken } from './login.ts';
+
+/** `login [<email>]`: signs this device in (token, e-mailed link or pairing) and stores it. */
+export async function login(ctx: Context): Promise<number> {
+  if (ctx.args.length > 1) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
+  if (ctx.flags.auth === undefined) throw new UsageError('--auth URL is required');
+  const email = ctx.args[0];
+  const authUrl = authUrlOf(ctx.flags.auth);
+  const auth = createAuthClient({ authUrl });
+  const device = {
+    deviceName: ctx.flags['device-name'] ?? hostname(),
+    platform: ctx.flags.platform ?? process.platform,
+  };
+  let signed: SignedIn;
+  if (ctx.flags.token !== undefined) {
+    signed = await signInWithToken(auth, ctx.flags.token, device, ctx.flags.jwt ? 'jwt' : 'device');
+  } else if (email === undefined || (await auth.hostInfo()).smtp === false) {
+    if (email !== undefined) {
+      ctx.io.stderr.write(
+        `This host sends no e-mail (no SMTP): pairing instead. The host prints a sign-in link for ${email}; open it, paste it here, or approve the code below.\n`,
+      );
+    }
+    signed = await loginByPairing(ctx.io, auth, { ...device, email });
+  } else {
+    const variant = ctx.flags.jwt ? 'jwt' : 'device';
+    await auth.requestLogin(email, variant);
+    ctx.io.stderr.write(`A login link was sent to ${email}.\n`);
+    const token = await readLine(ctx.io, 'Paste the token or the whole link from the e-mail: ');
+    if (token === undefined) {
+      throw new SyncError('no_token', 'no token or link was given on standard input');
+    }
+    signed = await auth.signIn(token, device, variant);
+  }
+  if (email !== undefined && signed.user.email !== email.trim().toLowerCase()) {
+    ctx.io.stderr.write(`note: the sign-in was for ${signed.user.email}\n`);
+  }
+  ctx.store.save(authUrl, {
+    email: signed.user.email,
+    userId: signed.user.id,
+    deviceId: signed.device.id,
+    deviceName: signed.device.deviceName,
+    deviceToken: signed.deviceToken,
+    savedAt: new Date().toISOString(),
+  });
+  ctx.io.stdout.write(
+    `Signed in as ${signed.user.email} on ${authUrl}: device ${signed.device.id} "${signed.device.deviceName}" (credentials in ${ctx.store.path})\n`,
+  );
+  return 0;
+}
+
+/** Removes this device at the host (its token stops working) and forgets the credential. */
+export async function logout(ctx: Context): Promise<number> {
+  expectArgs(ctx, 0, '');
+  const { auth, authUrl, credential } = await signedIn(ctx);
+  try {
+    await auth.deleteDevice(credential.deviceId);
+  } catch (err: unknown) {
+    // Already removed elsewhere: forgetting it here is all that is left to do.
+    if (!(err instanceof AuthServiceError) || (err.status !== 401 && err.status !== 404)) throw err;
+  }
+  ctx.store.remove(authUrl);
+  ctx.io.stderr.write(`Signed out of ${authUrl}: device ${credential.deviceId} removed.\n`);
+  return 0;
+}
+
+/** `pair approve <code>` / `pair deny <code>` from a signed-in device. */
+export async function pairCommand(ctx: Context): Promise<number> {
+  const action = ctx.args.shift();
+  if (action !== 'approve' && action !== 'deny')
+    throw new UsageError('expected: pair approve <code> or pair deny <code>');
+  expectArgs(ctx, 1, '<code>');
+  const { auth, credential } = await signedIn(ctx);
+  const code = ctx.args[0]!;
+  if (action === 'deny') {
+    await auth.denyPairing(code);
+    ctx.io.stderr.write(`Denied: the device showing ${code} was refused.\n`);
+    return 0;
+  }
+  const device = await auth.approvePairing(code);
+  ctx.io.stderr.write(
+    `Approved: device ${device.id} "${device.deviceName}" (${device.platform}) joined ${credential.email}.\n`,
+  );
+  return 0;
+}

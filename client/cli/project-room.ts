@@ -1,0 +1,51 @@
+import { WebSocket } from 'ws';
+import type { AuthClient } from '../auth-client.ts';
+import type { Project } from '../auth-types.ts';
+import { SettingsError, SyncError } from '../errors.ts';
+import { createRelayConnection } from '../relay-connection.ts';
+import { parseSettings } from '../settings.ts';
+import { type Context, errorLine, signedIn, UsageError } from './context.ts';
+
+async function relayUrl(ctx: Context, auth: AuthClient): Promise<string> {
+  const url = ctx.flags.relay ?? (await auth.hostInfo()).relayUrl;
+  try {
+    return parseSettings({ syncRelayUrl: url }).syncRelayUrl;
+  } catch (err: unknown) {
+    if (err instanceof SettingsError) throw new UsageError(`relay URL ${errorLine(err)}`);
+    throw err;
+  }
+}
+
+/** The caller's project of a key, else `not_found` saying how to register it. */
+export async function findProject(auth: AuthClient, key: string): Promise<Project> {
+  const project = (await auth.projects()).find((p) => p.projectKey === key);
+  if (project === undefined) {
+    throw new SyncError(
+      'not_found',
+      `no project with key "${key}": register it with sync-host project add "${key}" <name>`,
+    );
+  }
+  return project;
+}
+
+/** A relay connection to the project's room as this device (not connected yet). */
+export async function openRoomOf(ctx: Context, projectKey: string) {
+  const { auth, credential, authUrl } = await signedIn(ctx);
+  const project = await findProject(auth, projectKey);
+  const connection = createRelayConnection({
+    url: await relayUrl(ctx, auth),
+    room: project.roomId,
+    device: String(credential.deviceId),
+    token: credential.deviceToken,
+    WebSocket,
+  });
+  return { connection, authUrl };
+}
+
+/** Resolves at SIGINT or SIGTERM. */
+export function stopSignal(): Promise<'stopped'> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('stopped'));
+    process.once('SIGTERM', () => resolve('stopped'));
+  });
+}
