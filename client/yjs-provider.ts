@@ -1,25 +1,19 @@
-import * as decoding from 'lib0/decoding';
-import * as encoding from 'lib0/encoding';
-import {
-  Awareness,
-  applyAwarenessUpdate,
-  encodeAwarenessUpdate,
-  removeAwarenessStates,
-} from 'y-protocols/awareness';
-import * as sync from 'y-protocols/sync';
+import { Awareness, removeAwarenessStates } from 'y-protocols/awareness';
 import * as Y from 'yjs';
-import { deriveE2EKey, type E2EKey, open } from './e2e-key.ts';
+import { deriveE2EKey, type E2EKey } from './e2e-key.ts';
 import { Emitter } from './emitter.ts';
 import { SyncError } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
 import type { JoinedFrame, PresenceFrame, RoutedMessage } from './relay-frames.ts';
-import { encodePayloads, isYjsPayload, pieceBytes, Reassembler } from './yjs-wire.ts';
-
-/** The first varUint of every provider message, as in y-websocket. */
-const messageSync = 0;
-const messageAwareness = 1;
-/** Unconfirmed messages on the connection past which the provider waits before sending more. */
-const maxUnconfirmed = 200;
+import {
+  applyMessage,
+  awarenessMessage,
+  RemoteOrigin,
+  step1Message,
+  updateMessage,
+} from './yjs-messages.ts';
+import { YjsOutbox } from './yjs-outbox.ts';
+import { isYjsPayload, Reassembler, unseal } from './yjs-wire.ts';
 
 export interface YjsProviderOptions {
   /** The room's connection; the provider listens to it and never connects or closes it. */
@@ -72,7 +66,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   readonly encrypted: boolean;
   private readonly key: E2EKey | undefined;
   private readonly ownsAwareness: boolean;
-  private readonly chunkBytes: number;
+  private readonly outbox: YjsOutbox;
   private readonly reassembler = new Reassembler();
   /** Awareness client ids seen from each device, removed when the device leaves. */
   private readonly clientsByDevice = new Map<string, Set<number>>();
@@ -80,10 +74,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   private readonly reported = new Set<string>();
   private readonly stops: (() => void)[] = [];
   private inbound: Promise<void> = Promise.resolve();
-  private outbound: Promise<void> = Promise.resolve();
   private isSynced = false;
-  private messageCount = 0;
-  private readonly sessionId = Math.random().toString(36).slice(2, 10);
   private destroyed = false;
 
   /** Use `createYjsProvider`, which derives the key first. */
@@ -96,14 +87,12 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.awareness = options.awareness ?? new Awareness(this.doc);
     this.key = key;
     this.encrypted = key !== undefined;
-    const maxMessageBytes = options.maxMessageBytes ?? 1_048_576;
-    this.chunkBytes = pieceBytes(maxMessageBytes, this.name);
-    if (this.chunkBytes < 3) {
-      throw new SyncError(
-        'invalid_options',
-        `maxMessageBytes ${maxMessageBytes} leaves no room for data in a relay frame`,
-      );
-    }
+    this.outbox = new YjsOutbox(this.connection, {
+      doc: this.name,
+      key,
+      maxMessageBytes: options.maxMessageBytes ?? 1_048_576,
+      onError: (error) => this.emit('error', error),
+    });
     const connection = this.connection;
     this.doc.on('update', this.docOnUpdate);
     this.awareness.on('update', this.awarenessOnUpdate);
@@ -144,9 +133,8 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   }
 
   /** Resolves once every message handed to the connection so far has reached the relay. */
-  async flush(): Promise<void> {
-    await this.outbound;
-    await this.connection.flush();
+  flush(): Promise<void> {
+    return this.outbox.flush();
   }
 
   /**
@@ -165,10 +153,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
 
   private readonly docOnUpdate = (update: Uint8Array, origin: unknown): void => {
     if (origin === this || this.connection.state !== 'joined') return; // a rejoin resyncs
-    const encoder = encoding.createEncoder();
-    encoding.writeVarUint(encoder, messageSync);
-    sync.writeUpdate(encoder, update);
-    this.send('broadcast', encoding.toUint8Array(encoder));
+    this.send('broadcast', updateMessage(update));
   };
 
   private readonly awarenessOnUpdate = (
@@ -189,7 +174,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     if (origin === 'presence' || this.connection.state !== 'joined') return;
     const changed = [...added, ...updated, ...removed];
     if (!changed.includes(this.doc.clientID) && origin !== 'destroy') return;
-    this.send('broadcast', this.awarenessMessage(changed));
+    this.send('broadcast', awarenessMessage(this.awareness, changed));
   };
 
   private connectionOnJoined(frame: JoinedFrame): void {
@@ -203,9 +188,9 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
       if (!present.has(device)) this.deviceLeft(device);
     }
     this.reported.clear();
-    this.send('broadcast', this.step1());
+    this.send('broadcast', step1Message(this.doc));
     if (this.awareness.getLocalState() !== null) {
-      this.send('broadcast', this.awarenessMessage([this.doc.clientID]));
+      this.send('broadcast', awarenessMessage(this.awareness, [this.doc.clientID]));
     }
     this.emit('peers', this.peers);
     if (this.peers.length === 0) this.setSynced(true);
@@ -215,7 +200,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     if (frame.state === 'joined') {
       // The newcomer broadcasts its step 1; it needs this device's cursor.
       if (this.awareness.getLocalState() !== null) {
-        this.send(frame.device, this.awarenessMessage([this.doc.clientID]));
+        this.send(frame.device, awarenessMessage(this.awareness, [this.doc.clientID]));
       }
     } else {
       this.deviceLeft(frame.device);
@@ -244,54 +229,11 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
       );
       return;
     }
-    const { bytes, check } = assembled;
     this.inbound = this.inbound.then(async () => {
-      const body = await this.unseal(from, bytes, check);
-      if (body !== undefined && !this.destroyed) this.apply(from, message.to === 'broadcast', body);
+      const opened = await unseal(this.key, this.name, from, assembled);
+      if ('refused' in opened) this.report(opened.refused, from, opened.message);
+      else if (!this.destroyed) this.apply(from, message.to === 'broadcast', opened.body);
     });
-  }
-
-  /** The plain message, or undefined (reported) when it cannot be trusted. */
-  private async unseal(
-    from: string,
-    bytes: Uint8Array<ArrayBuffer>,
-    check: string | undefined,
-  ): Promise<Uint8Array | undefined> {
-    const key = this.key;
-    if (key === undefined) {
-      if (check === undefined) return bytes;
-      this.report(
-        'encrypted',
-        from,
-        `device ${from} encrypts document "${this.name}": open it with the passphrase to read its messages`,
-      );
-      return undefined;
-    }
-    if (check === undefined) {
-      this.report(
-        'not_encrypted',
-        from,
-        `device ${from} sent an unencrypted message to encrypted document "${this.name}"; it was dropped`,
-      );
-      return undefined;
-    }
-    if (check !== key.check) {
-      this.report(
-        'wrong_passphrase',
-        from,
-        `device ${from} uses another passphrase for document "${this.name}"; its messages are dropped`,
-      );
-      return undefined;
-    }
-    const plain = await open(key, bytes);
-    if (plain === undefined) {
-      this.report(
-        'decrypt_failed',
-        from,
-        `a message from device ${from} failed its integrity check; it was dropped`,
-      );
-    }
-    return plain;
   }
 
   /**
@@ -301,26 +243,16 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
    */
   private apply(from: string, broadcast: boolean, body: Uint8Array): void {
     try {
-      const decoder = decoding.createDecoder(body);
-      const type = decoding.readVarUint(decoder);
-      if (type === messageAwareness) {
-        applyAwarenessUpdate(
-          this.awareness,
-          decoding.readVarUint8Array(decoder),
-          new RemoteOrigin(from),
-        );
-        return;
-      }
-      if (type !== messageSync) throw new Error(`unknown message type ${type}`);
-      const reply = encoding.createEncoder();
-      encoding.writeVarUint(reply, messageSync);
-      const syncType = sync.readSyncMessage(decoder, reply, this.doc, this, (err: Error) => {
-        throw err;
+      const applied = applyMessage(body, {
+        doc: this.doc,
+        awareness: this.awareness,
+        origin: this,
+        from,
       });
-      if (syncType === sync.messageYjsSyncStep1) {
-        this.send(from, encoding.toUint8Array(reply));
-        if (broadcast) this.send(from, this.step1());
-      } else if (syncType === sync.messageYjsSyncStep2) {
+      if (applied.kind === 'step1') {
+        this.send(from, applied.reply);
+        if (broadcast) this.send(from, step1Message(this.doc));
+      } else if (applied.kind === 'step2') {
         this.setSynced(true);
       }
     } catch (err: unknown) {
@@ -332,43 +264,8 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     }
   }
 
-  private step1(): Uint8Array {
-    const encoder = encoding.createEncoder();
-    encoding.writeVarUint(encoder, messageSync);
-    sync.writeSyncStep1(encoder, this.doc);
-    return encoding.toUint8Array(encoder);
-  }
-
-  private awarenessMessage(clients: number[]): Uint8Array {
-    const encoder = encoding.createEncoder();
-    encoding.writeVarUint(encoder, messageAwareness);
-    encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(this.awareness, clients));
-    return encoding.toUint8Array(encoder);
-  }
-
-  /** Seals, cuts and sends, in order, waiting for the relay when many are unconfirmed. */
   private send(to: string, body: Uint8Array): void {
-    this.messageCount += 1;
-    const id = `${this.sessionId}.${this.messageCount}`;
-    this.outbound = this.outbound.then(async () => {
-      try {
-        const payloads = await encodePayloads(body, {
-          doc: this.name,
-          key: this.key,
-          chunkBytes: this.chunkBytes,
-          id,
-        });
-        for (const payload of payloads) {
-          if (this.connection.queued >= maxUnconfirmed) await this.connection.flush();
-          this.connection.send(to, payload);
-        }
-      } catch (err: unknown) {
-        // After close() nothing more can be sent, and nothing needs to be.
-        if (err instanceof SyncError && err.code === 'closed') return;
-        const error = err instanceof SyncError ? err : new SyncError('send_failed', String(err));
-        this.emit('error', error);
-      }
-    });
+    this.outbox.send(to, body);
   }
 
   private setSynced(synced: boolean): void {
@@ -383,11 +280,6 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.reported.add(key);
     this.emit('error', new SyncError(code, message));
   }
-}
-
-/** The origin of awareness changes that came from another device. */
-class RemoteOrigin {
-  constructor(readonly device: string) {}
 }
 
 /**

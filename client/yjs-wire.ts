@@ -1,5 +1,5 @@
 import { fromBase64, toBase64 } from './base64.ts';
-import { type E2EKey, seal } from './e2e-key.ts';
+import { type E2EKey, open, seal } from './e2e-key.ts';
 
 /**
  * How the Yjs provider's binary messages travel as relay payloads (JSON objects):
@@ -55,6 +55,48 @@ export async function encodePayloads(
     payloads.push({ y: 1, doc, ...check, m: id, i, n, d });
   }
   return payloads;
+}
+
+/** The plain bytes of a whole message, or why they cannot be trusted (an error code and line). */
+export type Unsealed = { body: Uint8Array } | { refused: string; message: string };
+
+/**
+ * Opens a whole message from device `from` with this device's key (undefined: not encrypted).
+ * A message sealed with another passphrase, or encrypted where this device is not (and the
+ * other way round), or one that fails its integrity check is refused.
+ */
+export async function unseal(
+  key: E2EKey | undefined,
+  doc: string,
+  from: string,
+  message: { bytes: Uint8Array<ArrayBuffer>; check: string | undefined },
+): Promise<Unsealed> {
+  const { bytes, check } = message;
+  if (key === undefined) {
+    if (check === undefined) return { body: bytes };
+    return {
+      refused: 'encrypted',
+      message: `device ${from} encrypts document "${doc}": open it with the passphrase to read its messages`,
+    };
+  }
+  if (check === undefined) {
+    return {
+      refused: 'not_encrypted',
+      message: `device ${from} sent an unencrypted message to encrypted document "${doc}"; it was dropped`,
+    };
+  }
+  if (check !== key.check) {
+    return {
+      refused: 'wrong_passphrase',
+      message: `device ${from} uses another passphrase for document "${doc}"; its messages are dropped`,
+    };
+  }
+  const plain = await open(key, bytes);
+  if (plain !== undefined) return { body: plain };
+  return {
+    refused: 'decrypt_failed',
+    message: `a message from device ${from} failed its integrity check; it was dropped`,
+  };
 }
 
 /** Whether a relay payload is a provider message (of any document). */
