@@ -1,6 +1,6 @@
 import { sha256Hex } from '../hashing.ts';
 import type { Db } from './connect.ts';
-import { type PairingRow, toIso } from './schema.ts';
+import { type PairingRow, type PairingsTable, toIso } from './schema.ts';
 
 export type PairingStatus = 'pending' | 'approved' | 'denied' | 'claimed' | 'expired';
 
@@ -42,18 +42,14 @@ const toPairing = (row: PairingRow): Pairing => ({
   expiresAt: toIso(row.expiresAt),
 });
 
-export interface NewPairing {
-  pairingId: string;
-  code: string;
-  deviceName: string;
-  platform: string;
-  email: string | null;
-  clientAddress: string;
-  /** The magic link's token (stored as its digest), when an e-mail was given. */
-  linkToken: string | null;
-  createdAt: Date;
-  expiresAt: Date;
-}
+/**
+ * A pairing to store: the columns of a new row, except that `pairingId` and `linkToken` (null
+ * when no e-mail was given) are in clear here and stored as their digests.
+ */
+export type NewPairing = Pick<
+  PairingsTable,
+  'pairingId' | 'code' | 'deviceName' | 'platform' | 'email' | 'clientAddress' | 'linkToken'
+> & { createdAt: Date; expiresAt: Date };
 
 /** Stores a pending pairing; the pairingId and link token as SHA-256 digests. */
 export async function createPairing(db: Db, input: NewPairing): Promise<void> {
