@@ -3,8 +3,10 @@
  * (each once), what the notification says, and what Approve and Deny do. main.ts turns a
  * `PairingNotice` into a native notification and calls `runPairingChoice` from its buttons.
  */
+
+import { AdminApiError } from '../renderer/admin-call.ts';
 import type { AdminPairing, AdminUser } from '../server/admin/types.ts';
-import { AdminApiError, type TrayAdminApi } from './admin-client.ts';
+import type { TrayAdminApi } from './admin-client.ts';
 
 /** How often the tray asks the host for pending pairings: the pairing poll interval. */
 export const pairingWatchIntervalMs = 2_000;

@@ -1,46 +1,14 @@
 import type { AdminDevice, AdminOverview, AdminUser } from '../server/admin/types.ts';
-
-/** A failed admin API call: `status` 0 when the host could not be reached. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
+import { createAdminCall } from './admin-call.ts';
 
 /** The admin API as the UI uses it; the token goes in the Authorization header only. */
 export function createAdminApi(token: string) {
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    let res: Response;
-    try {
-      res = await fetch(`/admin/api${path}`, {
-        method,
-        headers: {
-          Authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        cache: 'no-store',
-      });
-    } catch {
-      throw new ApiError(0, 'unreachable', 'Cannot reach the sync host. Is it still running?');
-    }
-    if (res.status === 204) return undefined as T;
-    const data: unknown = await res.json().catch(() => undefined);
-    if (!res.ok) {
-      const error = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
-      throw new ApiError(
-        res.status,
-        error?.code ?? 'error',
-        error?.message ?? `request failed (${res.status})`,
-      );
-    }
-    return data as T;
-  }
+  const call = createAdminCall({
+    base: () => '',
+    token: () => token,
+    unreachable: () => 'Cannot reach the sync host. Is it still running?',
+    init: { cache: 'no-store' },
+  });
 
   return {
     overview: () => call<AdminOverview>('GET', '/overview'),

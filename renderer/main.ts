@@ -1,5 +1,6 @@
 import type { AdminOverview } from '../server/admin/types.ts';
-import { type AdminApi, ApiError, createAdminApi } from './api.ts';
+import { AdminApiError } from './admin-call.ts';
+import { type AdminApi, createAdminApi } from './api.ts';
 import { connectionView } from './connection-view.ts';
 import { byId, replaceKeepingFocus } from './dom.ts';
 import { createPairingsPanel, normalizePairCode, type PairingActions } from './pairings-view.ts';
@@ -243,7 +244,7 @@ function start(api: AdminApi): void {
       }
     } catch (err: unknown) {
       live.className = 'live bad';
-      if (err instanceof ApiError && err.status === 401) {
+      if (err instanceof AdminApiError && err.status === 401) {
         stopped = true;
         forgetToken();
         askForToken(

@@ -1,14 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  AdminApiError,
-  createTrayAdminApi,
-  type TrayAdminApi,
-} from '../../electron/admin-client.ts';
+import { createTrayAdminApi, type TrayAdminApi } from '../../electron/admin-client.ts';
 import {
   createPairingWatch,
   type PairingNotice,
   runPairingChoice,
 } from '../../electron/pairing-notices.ts';
+import { AdminApiError } from '../../renderer/admin-call.ts';
 import type { AdminDevice } from '../../server/admin/types.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
 import { eventually } from '../helpers/wait.ts';
