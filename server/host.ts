@@ -19,9 +19,8 @@ import { lanAddress } from './lan.ts';
 import type { Logger } from './log.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
 import {
-  followRevocationPaths,
   type RevocationPathOptions,
-  relayDeviceDirectory,
+  revocationPaths,
   warnAboutRevocation,
 } from './revocation-paths.ts';
 import { version } from './version.ts';
@@ -203,7 +202,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     now: options.now,
     authService: () => authService,
   };
-  const devices = relayDeviceDirectory(paths);
+  const revocation = revocationPaths(paths);
+  const devices = revocation.devices;
   const startRelay = async (ports?: { wsPort: number; statusPort: number }) => {
     let relay: Relay;
     try {
@@ -278,7 +278,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       });
       warnAboutRevocation(mode, relayConfig, logger);
       stops.push(
-        ...followRevocationPaths(paths, {
+        ...revocation.follow({
           revokeDevice: applyRevocation,
           recheckDevices: async () => host.relay?.recheckDevices(),
         }),
@@ -307,12 +307,13 @@ export async function startHost(options: HostOptions): Promise<Host> {
       authService = auth.service;
       if (config.auth.clusterNats.length > 0) {
         stops.push(
-          publishDeviceRevocations(
-            config.auth.clusterNats,
-            (listener) => auth.service.onDeviceRevoked(listener),
-            options.now ?? Date.now,
+          publishDeviceRevocations(config.auth.clusterNats, {
+            onDeviceRevoked: (listener) => auth.service.onDeviceRevoked(listener),
+            relayDevice: (deviceId) => auth.service.relayDevice(deviceId),
+            secret,
             logger,
-          ),
+            now: options.now ?? Date.now,
+          }),
         );
       }
       const port = await auth.listen();

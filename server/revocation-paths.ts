@@ -1,5 +1,8 @@
 import type { AuthService } from './auth/service.ts';
+import { createNatsDeviceDirectory } from './cluster/device-checks.ts';
+import { type NatsLink, openNatsLink } from './cluster/nats-link.ts';
 import { applyDeviceRevocations } from './cluster/revocation-wiring.ts';
+import type { Revocation } from './cluster/revocations.ts';
 import { ConfigError } from './config/conf-file.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import type { Logger } from './log.ts';
@@ -29,11 +32,10 @@ export function warnAboutRevocation(mode: Mode, relay: RelayConfig, logger: Logg
       'relay: no revocation path (auth.url or cluster.nats in relay.conf): deleted devices keep relay access',
     );
   } else if (relay.tokenSignature === 'djb2') {
-    const checked = mode === 'headless' || relay.authUrl !== undefined;
     logger.warn(
-      checked
+      mode === 'headless' || relay.authUrl !== undefined
         ? 'relay: djb2 device tokens are forgeable; joins are checked against the auth service’s devices, but prefer hmac-sha256 unless old clients need djb2'
-        : 'relay: djb2 device tokens are forgeable and only deleted devices are refused (cluster.nats); set auth.url too, or prefer hmac-sha256',
+        : 'relay: djb2 device tokens are forgeable; joins are checked against the auth processes over NATS (CLUSTER_NATS in their auth.conf; while none answers, signatures decide), but prefer hmac-sha256 unless old clients need djb2',
     );
   }
 }
@@ -49,14 +51,28 @@ export interface RevocationPathOptions {
   authService: () => AuthService | undefined;
 }
 
+/** A relay's ways of learning of deleted devices, opened by `followRevocationPaths`. */
+export interface RevocationPaths {
+  /** Where joins are checked; undefined: signatures alone. */
+  devices: DeviceDirectory | undefined;
+  /**
+   * Starts following the revocation paths of the relay (`cluster.nats`, and for a relay of its
+   * own process the `auth.url` feed with its cursor beside relay.db); returns their stop functions.
+   */
+  follow(target: FeedTarget): Array<() => Promise<void>>;
+}
+
 /**
- * Where joins are checked: the auth database co-hosted, the auth service with `auth.url`;
- * undefined (signatures alone) otherwise.
+ * The revocation paths of a relay. Joins are checked against the auth database co-hosted, the
+ * auth service with `auth.url`, or the auth processes over NATS with `cluster.nats` alone.
  */
-export function relayDeviceDirectory(options: RevocationPathOptions): DeviceDirectory | undefined {
-  const { mode, relay } = options;
+export function revocationPaths(options: RevocationPathOptions): RevocationPaths {
+  const { mode, relay, logger } = options;
+  const common = { secret: options.secret, logger, now: options.now ?? Date.now };
+  let natsLink: NatsLink | undefined;
+  let devices: DeviceDirectory | undefined;
   if (mode === 'headless') {
-    return {
+    devices = {
       lookup(deviceId) {
         const service = options.authService();
         return service === undefined
@@ -64,42 +80,32 @@ export function relayDeviceDirectory(options: RevocationPathOptions): DeviceDire
           : service.relayDevice(deviceId);
       },
     };
+  } else if (relay.authUrl !== undefined) {
+    devices = createAuthDirectory({ ...common, url: relay.authUrl });
+  } else if (relay.clusterNats.length > 0) {
+    devices = createNatsDeviceDirectory(() => natsLink, common);
   }
-  if (relay.authUrl === undefined) return undefined;
-  return createAuthDirectory({ ...authFeedOptions(options), url: relay.authUrl });
-}
-
-function authFeedOptions(options: RevocationPathOptions) {
-  return { secret: options.secret, logger: options.logger, now: options.now };
-}
-
-/**
- * Starts following the revocation paths of a relay of its own process (`cluster.nats`, the
- * `auth.url` feed with its cursor beside relay.db); returns their stop functions.
- */
-export function followRevocationPaths(
-  options: RevocationPathOptions,
-  target: FeedTarget,
-): Array<() => Promise<void>> {
-  const { mode, relay, logger } = options;
-  const stops: Array<() => Promise<void>> = [];
-  if (relay.clusterNats.length > 0) {
-    stops.push(
-      applyDeviceRevocations(
-        relay.clusterNats,
-        ({ deviceId, revokedAt }) => target.revokeDevice(deviceId, revokedAt),
-        logger,
-      ),
-    );
-  }
-  if (mode === 'relay' && relay.authUrl !== undefined) {
-    stops.push(
-      followAuthFeed(
-        { ...authFeedOptions(options), url: relay.authUrl },
-        target,
-        openFeedCursor(relay.sqlitePath, relay.authUrl, logger),
-      ),
-    );
-  }
-  return stops;
+  return {
+    devices,
+    follow(target) {
+      const stops: Array<() => Promise<void>> = [];
+      if (relay.clusterNats.length > 0) {
+        const link = openNatsLink(relay.clusterNats, 'sync-host relay revocations', logger);
+        natsLink = link;
+        const apply = ({ deviceId, revokedAt }: Revocation) =>
+          target.revokeDevice(deviceId, revokedAt);
+        stops.push(applyDeviceRevocations(link, apply, logger), () => link.close());
+      }
+      if (mode === 'relay' && relay.authUrl !== undefined) {
+        stops.push(
+          followAuthFeed(
+            { ...common, url: relay.authUrl },
+            target,
+            openFeedCursor(relay.sqlitePath, relay.authUrl, logger),
+          ),
+        );
+      }
+      return stops;
+    },
+  };
 }

@@ -1,35 +1,49 @@
 import type { Logger } from '../log.ts';
-import { openNatsLink } from './nats-link.ts';
+import type { DeviceRecord } from '../relay/device-check.ts';
+import { answerDeviceChecks, type DeviceCheckOptions } from './device-checks.ts';
+import { type NatsLink, openNatsLink } from './nats-link.ts';
 import { createRevocationPublisher, followRevocations, type Revocation } from './revocations.ts';
 
 /** Something that closes a device's connections (the running relay, or a queue while paused). */
 export type ApplyRevocation = (revocation: Revocation) => void;
 
-/** An auth process publishes every device deletion to NATS; returns the stop function. */
-export function publishDeviceRevocations(
-  urls: readonly string[],
-  onDeviceRevoked: (listener: (deviceId: number) => void) => unknown,
-  now: () => number,
-  logger: Logger,
-): () => Promise<void> {
-  const link = openNatsLink(urls, 'sync-host auth', logger);
-  const publisher = createRevocationPublisher(link, logger);
-  onDeviceRevoked((deviceId) =>
-    publisher.publish({ deviceId, revokedAt: Math.floor(now() / 1000) }),
-  );
-  return () => link.close();
+/** What an auth process with `CLUSTER_NATS` offers the cluster nodes. */
+export interface AuthOnNats extends DeviceCheckOptions {
+  onDeviceRevoked: (listener: (deviceId: number) => void) => unknown;
+  /** The device's record for a join check (the auth database); undefined when gone. */
+  relayDevice: (deviceId: number) => Promise<DeviceRecord | undefined>;
 }
 
-/** A relay process applies every revocation published on NATS; returns the stop function. */
-export function applyDeviceRevocations(
+/**
+ * An auth process publishes every device deletion to NATS and answers the nodes' device checks;
+ * returns the stop function.
+ */
+export function publishDeviceRevocations(
   urls: readonly string[],
+  auth: AuthOnNats,
+): () => Promise<void> {
+  const { logger, now } = auth;
+  const link = openNatsLink(urls, 'sync-host auth', logger);
+  const publisher = createRevocationPublisher(link, logger);
+  auth.onDeviceRevoked((deviceId) =>
+    publisher.publish({ deviceId, revokedAt: Math.floor(now() / 1000) }),
+  );
+  const checks = answerDeviceChecks(link, auth.relayDevice, auth);
+  return async () => {
+    checks.stop();
+    await link.close();
+  };
+}
+
+/**
+ * A relay process applies every revocation published on NATS through `link` (opened by the
+ * caller, who closes it); returns the stop function.
+ */
+export function applyDeviceRevocations(
+  link: NatsLink,
   apply: ApplyRevocation,
   logger: Logger,
 ): () => Promise<void> {
-  const link = openNatsLink(urls, 'sync-host relay revocations', logger);
   const follower = followRevocations(link, apply, logger);
-  return async () => {
-    follower.stop();
-    await link.close();
-  };
+  return async () => follower.stop();
 }

@@ -91,8 +91,11 @@ export class ClusterProcesses {
     return Promise.all(names.map((name) => this.relayNode(nats, name, extra, nodeArgs)));
   }
 
-  /** `bin/sync-host auth` on SQLite publishing revocations to `nats`. */
-  async authProcess(nats: string): Promise<AuthProcess> {
+  /** `bin/sync-host auth` on SQLite publishing revocations to `nats` (auth.conf keys `extra` besides). */
+  async authProcess(
+    nats: string,
+    extra: Record<string, string | number> = {},
+  ): Promise<AuthProcess> {
     const dir = this.dir();
     writeConf(dir, 'auth.conf', {
       PORT: 0,
@@ -100,6 +103,7 @@ export class ClusterProcesses {
       MDNS: 'off',
       AUTH_SECRET: clusterSecret,
       CLUSTER_NATS: nats,
+      ...extra,
     });
     const process = await startHostProcess(['auth'], dir);
     this.processes.push(process);

@@ -2,8 +2,10 @@ import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
+import { deviceCheckSubject } from '../../server/cluster/device-checks.ts';
 import { revocationBucket } from '../../server/cluster/revocations.ts';
-import { createRoomId } from '../../server/tokens.ts';
+import { sha256Hex } from '../../server/hashing.ts';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
@@ -18,12 +20,16 @@ describe.skipIf(skip !== undefined)(
     const processes = new ClusterProcesses();
     const clients: RelayClient[] = [];
     let nats: NatsServer | undefined;
+    // Its own NATS server: every auth process on one NATS answers device checks, so they must
+    // share one database, which the first test's does not.
+    let djb2Nats: NatsServer | undefined;
     let proxy: TcpProxy | undefined;
     afterAll(async () => {
       for (const client of clients) client.terminate();
       await processes.dispose();
       await proxy?.close();
       await nats?.dispose();
+      await djb2Nats?.dispose();
     });
 
     async function joined(url: string, room: string, device: number, token: string) {
@@ -90,6 +96,70 @@ describe.skipIf(skip !== undefined)(
           code: 'auth_failed',
         });
       }
+    });
+
+    it('checks joins against the auth processes over NATS: a forged djb2 token of an existing device is refused, and so is an answer without the secret', {
+      timeout: 90_000,
+    }, async () => {
+      djb2Nats = await startNatsServer();
+      const natsUrl = djb2Nats.url;
+      const [auth, node] = await Promise.all([
+        processes.authProcess(natsUrl, { TOKEN_SIGNATURE: 'djb2' }),
+        processes.relayNode(natsUrl, 'node-djb2', { 'auth.tokenSignature': 'djb2' }),
+      ]);
+      const victim = await auth.signIn('victim@example.org', 'victim');
+      const spare = await auth.signIn('victim@example.org', 'spare');
+      const room = createRoomId(victim.user.id, clusterSecret);
+      // What someone who recovered the djb2 key state from one token can sign.
+      const forge = (deviceId: number) =>
+        signDeviceToken(
+          { userId: victim.user.id, deviceId, issuedAt: Math.floor(Date.now() / 1000) + 1 },
+          clusterSecret,
+          'djb2',
+        );
+      const refused = async (deviceId: number, token: string) => {
+        const client = new RelayClient(node.url);
+        clients.push(client);
+        expect(await client.join(room, deviceId, token)).toMatchObject({
+          type: 'error',
+          code: 'auth_failed',
+        });
+        expect((await client.waitClosed()).code).toBe(4001);
+      };
+
+      await refused(victim.device.id, forge(victim.device.id));
+      await refused(spare.device.id + 1000, forge(spare.device.id + 1000));
+      await joined(node.url, room, victim.device.id, victim.deviceToken);
+
+      // The auth process is gone; a NATS client without the secret answers in its place with
+      // the digest of a forged token: refused. It was asked with the relay credential.
+      await auth.process.stop('SIGKILL');
+      const impostor = await connect({ servers: natsUrl });
+      const forged = forge(spare.device.id);
+      const requests: unknown[] = [];
+      impostor.subscribe(deviceCheckSubject, {
+        callback: (_err, msg) => {
+          requests.push(msg.json());
+          msg.respond(
+            JSON.stringify({
+              device: { userId: victim.user.id, tokenDigest: sha256Hex(forged) },
+              mac: '0'.repeat(64),
+            }),
+          );
+        },
+      });
+      await impostor.flush();
+      await refused(spare.device.id, forged);
+      expect(requests).toMatchObject([
+        {
+          deviceId: spare.device.id,
+          credential: expect.stringMatching(/^relay\.\d+\.[0-9a-f]{64}$/),
+        },
+      ]);
+      // With nobody answering, signatures decide (as with auth.url while the auth service is
+      // unreachable): the spare device's own token joins.
+      await impostor.close();
+      await joined(node.url, room, spare.device.id, spare.deviceToken);
     });
   },
 );

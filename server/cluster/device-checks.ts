@@ -1,0 +1,165 @@
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { z } from 'zod';
+import { hmacHex, randomHex, safeEqual } from '../hashing.ts';
+import type { Logger } from '../log.ts';
+import type { DeviceDirectory, DeviceRecord } from '../relay/device-check.ts';
+import { signRelayCredential, verifyRelayCredential } from '../tokens.ts';
+import type { NatsLink } from './nats-link.ts';
+
+/**
+ * The join check of cluster nodes over NATS: a relay node asks, every auth process with
+ * `CLUSTER_NATS` answers what `GET /relay/devices/:id` answers. Each auth process answers (no
+ * queue group), the first answer counts, so a NATS client that takes requests and stays silent
+ * cannot hold them back.
+ *
+ * Both ways carry an HMAC of the shared secret, although NATS is meant to be private: the answer
+ * decides who may join, so a NATS client without the secret can neither ask for device records
+ * (the request carries the relay credential of the `auth.url` feed) nor answer in the auth
+ * service's place (the answer's MAC covers the request's nonce, the device id and the record).
+ */
+export const deviceCheckSubject = 'sync-host.devices.check';
+
+const macPurpose = 'sync-host device check';
+
+const requestSchema = z.object({
+  deviceId: z.number().int().positive(),
+  nonce: z.string().regex(/^[0-9a-f]{32}$/),
+  credential: z.string(),
+});
+const recordSchema = z.object({
+  userId: z.number().int().positive(),
+  tokenDigest: z.string().regex(/^[0-9a-f]{64}$/),
+});
+const answerSchema = z.object({
+  /** The record; null for a device deleted or never issued. */
+  device: recordSchema.nullable().optional(),
+  /** Set instead of `device` when the auth database cannot answer now. */
+  error: z.literal('unavailable').optional(),
+  mac: z.string(),
+});
+
+type Outcome = { device: DeviceRecord | null } | { error: 'unavailable' };
+
+function answerMac(secret: string, nonce: string, deviceId: number, outcome: Outcome): string {
+  const what =
+    'error' in outcome
+      ? 'unavailable'
+      : outcome.device === null
+        ? 'none'
+        : `${outcome.device.userId}:${outcome.device.tokenDigest}`;
+  return hmacHex(secret, `${macPurpose}:${nonce}:${deviceId}:${what}`);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface DeviceCheckOptions {
+  secret: string;
+  logger: Logger;
+  now: () => number;
+}
+
+/**
+ * The auth side: answers device checks on every connection of `link` with `lookup` (the auth
+ * database). Requests without a valid relay credential get no answer.
+ */
+export function answerDeviceChecks(
+  link: NatsLink,
+  lookup: (deviceId: number) => Promise<DeviceRecord | undefined>,
+  options: DeviceCheckOptions,
+): { stop(): void } {
+  const { secret, logger } = options;
+  let subscription: Subscription | undefined;
+  let subscribed: NatsConnection | undefined;
+
+  async function answer(data: string, respond: (text: string) => void): Promise<void> {
+    const request = requestSchema.safeParse(parseJson(data));
+    if (!request.success) return;
+    const { deviceId, nonce, credential } = request.data;
+    if (!verifyRelayCredential(credential, secret, Math.floor(options.now() / 1000))) {
+      logger.warn('cluster: a device check with an invalid relay credential was not answered');
+      return;
+    }
+    let outcome: Outcome;
+    try {
+      outcome = { device: (await lookup(deviceId)) ?? null };
+    } catch (err: unknown) {
+      logger.warn({ err: String(err) }, 'cluster: a device check found the database unavailable');
+      outcome = { error: 'unavailable' };
+    }
+    respond(JSON.stringify({ ...outcome, mac: answerMac(secret, nonce, deviceId, outcome) }));
+  }
+
+  // A reconnect keeps the connection object and its subscriptions: subscribe once per object.
+  link.onConnected((nc) => {
+    if (subscribed === nc) return;
+    subscribed = nc;
+    subscription = nc.subscribe(deviceCheckSubject, {
+      callback: (err, msg) => {
+        if (err !== null) return;
+        void answer(msg.string(), (text) => msg.respond(text));
+      },
+    });
+  });
+  return {
+    stop() {
+      subscription?.unsubscribe();
+    },
+  };
+}
+
+/**
+ * The relay side: devices looked up over NATS. Resolves undefined for a device the auth service
+ * says is gone, and for an answer without a valid MAC (someone else answered: refused, and said
+ * once); rejects when no auth process answers within `timeoutMs` or the database is unavailable,
+ * as the `auth.url` lookup does when the auth service is unreachable.
+ */
+export function createNatsDeviceDirectory(
+  link: () => NatsLink | undefined,
+  options: DeviceCheckOptions & { timeoutMs?: number },
+): DeviceDirectory {
+  const { secret, logger } = options;
+  const timeoutMs = options.timeoutMs ?? 3_000;
+  let forgedSaid = false;
+  return {
+    async lookup(deviceId) {
+      const nc = link()?.connection;
+      if (nc === undefined || link()?.connected !== true) throw new Error('NATS is not connected');
+      const nonce = randomHex(16);
+      const credential = signRelayCredential(secret, Math.floor(options.now() / 1000));
+      const msg = await nc.request(
+        deviceCheckSubject,
+        JSON.stringify({ deviceId, nonce, credential }),
+        { timeout: timeoutMs },
+      );
+      const answer = answerSchema.safeParse(parseJson(msg.string()));
+      const outcome: Outcome | undefined = !answer.success
+        ? undefined
+        : answer.data.error !== undefined
+          ? { error: answer.data.error }
+          : answer.data.device !== undefined
+            ? { device: answer.data.device }
+            : undefined;
+      if (
+        outcome === undefined ||
+        !answer.success ||
+        !safeEqual(answer.data.mac, answerMac(secret, nonce, deviceId, outcome))
+      ) {
+        if (!forgedSaid) {
+          logger.warn(
+            'cluster: a device check was answered without the shared secret’s MAC (another NATS client, or auth.secret differs from AUTH_SECRET); the join is refused',
+          );
+        }
+        forgedSaid = true;
+        return undefined;
+      }
+      if ('error' in outcome) throw new Error('the auth service’s database is unavailable');
+      return outcome.device ?? undefined;
+    },
+  };
+}
