@@ -7,6 +7,7 @@ import { Handover, positionEveryMs } from './handover.ts';
 import type { ClusterCounters, RoomLineContext } from './line-context.ts';
 import { openNatsLink } from './nats-link.ts';
 import { watchNodes } from './node-liveness.ts';
+import { Publications } from './publications.ts';
 import { ClusterRoomLine } from './room-line.ts';
 import { type RosterEntry, roomHash } from './roster.ts';
 import { createRosterMirror, rosterRetentionMs } from './roster-mirror.ts';
@@ -35,9 +36,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
   const replicas = options.urls.length >= 3 ? 3 : 1;
   const link = openNatsLink(options.urls, `sync-host relay ${node}`, logger);
   const lines = new Map<string, ClusterRoomLine>();
-  const inFlight = new Set<Promise<void>>();
   const counters: ClusterCounters = { published: 0, publishFailures: 0, received: 0, replayed: 0 };
-  const publications = { count: 0 };
+  const publications = new Publications(counters, logger, now);
   const liveness = watchNodes(link, node, logger, now, replicas);
   const handover = new Handover(node, replicas, rosterRetentionMs, logger);
   const mirror = createRosterMirror({
@@ -57,6 +57,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     now,
     bufferWindowMs,
     replicas,
+    connection: () => link.connection,
     js: () => mirror.js,
     jsm: () => mirror.jsm,
     handover,
@@ -65,7 +66,6 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     write: mirror.write,
     counters,
     publications,
-    inFlight,
     released: (hash) => lines.delete(hash),
   };
 
@@ -142,10 +142,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       return count;
     },
 
-    settled() {
-      if (inFlight.size === 0) return undefined;
-      return Promise.allSettled([...inFlight]).then(() => undefined);
-    },
+    settled: () => publications.settled(),
 
     accepting() {
       return link.connected && mirror.loaded;
@@ -167,6 +164,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       clearInterval(deadNodeCheck);
       clearInterval(positions);
       handover.stop();
+      publications.stop();
       for (const line of [...lines.values()]) line.release();
       await liveness.stop();
       await link.close();

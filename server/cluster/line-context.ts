@@ -1,6 +1,8 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import type { Handover } from './handover.ts';
+import type { Publications } from './publications.ts';
 import type { RoomRoster, RosterEntry } from './roster.ts';
 
 /** The broker's counters, as `/metrics` shows them. */
@@ -21,6 +23,8 @@ export interface RoomLineContext {
   readonly bufferWindowMs: number;
   /** Replicas of the room's stream. */
   readonly replicas: number;
+  /** The connection to NATS, undefined before the first connect. */
+  connection(): NatsConnection | undefined;
   /** The JetStream handles, undefined while not connected. */
   js(): JetStreamClient | undefined;
   jsm(): JetStreamManager | undefined;
@@ -32,10 +36,8 @@ export interface RoomLineContext {
   /** Writes a roster entry to NATS, and applies it. */
   write(hash: string, device: string, entry: RosterEntry): Promise<number>;
   readonly counters: ClusterCounters;
-  /** This node's publication counter (every line's publications count on it). */
-  readonly publications: { count: number };
-  /** Publications not yet answered by NATS. */
-  readonly inFlight: Set<Promise<void>>;
+  /** This node's publications (every line's count on its counter). */
+  readonly publications: Publications;
   /** The line is no longer held (its broker forgets it). */
   released(hash: string): void;
 }

@@ -4,12 +4,13 @@ import type { DepartureReason, Replay, RoomLine, RoomListener } from '../relay/b
 import { originOf, replayOf } from './join-replay.ts';
 import type { RoomLineContext } from './line-context.ts';
 import {
+  encodeFrame,
   ensureStream,
   followStream,
-  publishFrame,
   type StreamFrame,
   senderOf,
   streamBounds,
+  streamOf,
 } from './room-stream.ts';
 import type { RoomRoster, RosterEntry } from './roster.ts';
 
@@ -37,6 +38,12 @@ export class ClusterRoomLine implements RoomLine {
   /** The last `cursor` recorded in NATS. */
   #recorded = 0;
   readonly ready: Promise<void>;
+  /** The subject of the room's stream. */
+  readonly #subject: string;
+  /** Publications made before the stream was open, sent in order once it is; then undefined. */
+  #waiting: Array<() => void> | undefined = [];
+  /** Why the stream could not be opened: every publication fails. */
+  #broken: unknown;
   #stop: (() => void) | undefined;
   #released = false;
 
@@ -46,13 +53,26 @@ export class ClusterRoomLine implements RoomLine {
     readonly hash: string,
     readonly listener: RoomListener,
   ) {
+    this.#subject = streamOf(roomId).subject;
     this.ready = this.#start();
-    this.ready.catch((err: unknown) => {
-      context.logger.error(
-        { err: String(err), room: roomId },
-        'cluster: cannot open the room stream',
-      );
-    });
+    this.ready.then(
+      () => this.#opened(),
+      (err: unknown) => {
+        context.logger.error(
+          { err: String(err), room: roomId },
+          'cluster: cannot open the room stream',
+        );
+        this.#broken = err;
+        this.#opened();
+      },
+    );
+  }
+
+  /** The stream is open (or cannot be): the publications made meanwhile go, in order. */
+  #opened(): void {
+    const waiting = this.#waiting ?? [];
+    this.#waiting = undefined;
+    for (const send of waiting) send();
   }
 
   /** Opens the room's stream, again until it works (JetStream may not be ready yet). */
@@ -225,29 +245,26 @@ export class ClusterRoomLine implements RoomLine {
     }
   }
 
+  /**
+   * Publishes a frame to the room's stream without waiting for NATS's answer (the node's
+   * publications track it); in order after the ones made before the stream was open.
+   */
   #publish(to: string, frame: Buffer): void {
+    const n = this.context.publications.begin(this.roomId);
+    const from = senderOf(frame);
+    if (this.#waiting === undefined) this.#send(n, to, from, frame);
+    else this.#waiting.push(() => this.#send(n, to, from, frame));
+  }
+
+  #send(n: number, to: string, from: string, frame: Buffer): void {
     const { context } = this;
-    const { counters, inFlight } = context;
-    const nodeSeq = ++context.publications.count;
-    const message = { to, from: '', node: context.node, nodeSeq, frame };
-    const published: Promise<void> = this.ready
-      .then(() => {
-        const js = context.js();
-        if (js === undefined) throw new Error('not connected to NATS');
-        return publishFrame(js, this.roomId, { ...message, from: senderOf(frame) });
-      })
-      .then(() => {
-        counters.published++;
-      })
-      .catch((err: unknown) => {
-        counters.publishFailures++;
-        context.logger.warn(
-          { err: String(err), room: this.roomId },
-          'cluster: frame not published',
-        );
-      })
-      .finally(() => inFlight.delete(published));
-    inFlight.add(published);
+    const nc = context.connection();
+    if (this.#broken !== undefined || nc === undefined) {
+      context.publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
+      return;
+    }
+    const { payload, headers } = encodeFrame({ to, from, node: context.node, nodeSeq: n, frame });
+    context.publications.send(nc, n, this.#subject, payload, headers);
   }
 
   #take(f: StreamFrame): void {

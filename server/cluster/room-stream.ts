@@ -4,7 +4,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { headers as natsHeaders } from '@nats-io/transport-node';
+import { type MsgHdrs, headers as natsHeaders } from '@nats-io/transport-node';
 import { roomHash } from './roster.ts';
 
 /** One routed frame as it travels in a room's stream. */
@@ -78,24 +78,22 @@ export function senderOf(frame: Buffer): string {
   return text.slice(start, end);
 }
 
-/** Publishes a frame; resolves with its stream sequence (a re-send with the same id is dropped). */
-export function publishFrame(
-  js: JetStreamClient,
-  roomId: string,
-  frame: Omit<StreamFrame, 'seq'>,
-): Promise<number> {
+/**
+ * A frame as published to its room's stream: its bytes, and its routing in headers; a frame with
+ * the client library's envelope gets a message id (a re-send with the same id is dropped).
+ */
+export function encodeFrame(frame: Omit<StreamFrame, 'seq'>): {
+  payload: Uint8Array;
+  headers: MsgHdrs;
+} {
   const h = natsHeaders();
   h.set('t', frame.to);
   h.set('f', frame.from);
   h.set('n', frame.node);
   h.set('q', String(frame.nodeSeq));
   const id = envelope.exec(frame.frame.toString('utf8'));
-  return js
-    .publish(streamOf(roomId).subject, frame.frame, {
-      headers: h,
-      ...(id ? { msgID: `${frame.from}.${id[1]}.${id[2]}` } : {}),
-    })
-    .then((ack) => ack.seq);
+  if (id) h.set('Nats-Msg-Id', `${frame.from}.${id[1]}.${id[2]}`);
+  return { payload: frame.frame, headers: h };
 }
 
 function decode(m: JsMsg): StreamFrame {
