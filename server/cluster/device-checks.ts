@@ -76,15 +76,23 @@ export function answerDeviceChecks(
   const { secret, logger } = options;
   let subscription: Subscription | undefined;
   let subscribed: NatsConnection | undefined;
+  let refusing = false;
 
   async function answer(data: string, respond: (text: string) => void): Promise<void> {
     const request = requestSchema.safeParse(parseJson(data));
     if (!request.success) return;
     const { deviceId, nonce, credential } = request.data;
     if (!verifyRelayCredential(credential, secret, Math.floor(options.now() / 1000))) {
-      logger.warn('cluster: a device check with an invalid relay credential was not answered');
+      // Said once per run of refusals: a NATS client can send these as often as it likes.
+      if (!refusing) {
+        logger.warn(
+          'cluster: device checks with an invalid relay credential are not answered (another NATS client, or auth.secret differs from AUTH_SECRET)',
+        );
+      }
+      refusing = true;
       return;
     }
+    refusing = false;
     let outcome: Outcome;
     try {
       outcome = { device: (await lookup(deviceId)) ?? null };

@@ -5,7 +5,7 @@ import { createAuthClient } from '../../client/auth-client.ts';
 import { deviceCheckSubject } from '../../server/cluster/device-checks.ts';
 import { revocationBucket } from '../../server/cluster/revocations.ts';
 import { sha256Hex } from '../../server/hashing.ts';
-import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
+import { createRoomId, signDeviceToken, signRelayCredential } from '../../server/tokens.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
@@ -133,8 +133,20 @@ describe.skipIf(skip !== undefined)(
 
       // The auth process is gone; a NATS client without the secret answers in its place with
       // the digest of a forged token: refused. It was asked with the relay credential.
-      await auth.process.stop('SIGKILL');
+      // A NATS client without the secret gets no answer from the auth process.
       const impostor = await connect({ servers: natsUrl });
+      const ask = (credential: string) =>
+        impostor.request(
+          deviceCheckSubject,
+          JSON.stringify({ deviceId: victim.device.id, nonce: '0'.repeat(32), credential }),
+          { timeout: 2_000 },
+        );
+      await expect(ask(signRelayCredential('not-the-secret-0123456789', 0))).rejects.toThrow();
+      expect(
+        (await ask(signRelayCredential(clusterSecret, Math.floor(Date.now() / 1000)))).json(),
+      ).toMatchObject({ device: { userId: victim.user.id, tokenDigest: expect.any(String) } });
+
+      await auth.process.stop('SIGKILL');
       const forged = forge(spare.device.id);
       const requests: unknown[] = [];
       impostor.subscribe(deviceCheckSubject, {
