@@ -63,14 +63,17 @@ export function openFeedCursor(sqlitePath: string, authUrl: string, logger: Logg
     write(since) {
       if (since === saved) return;
       const tmp = `${path}.tmp`;
+      let written = false;
       try {
         writeFileSync(tmp, `${JSON.stringify({ authUrl, since })}\n`, { mode: 0o600 });
+        written = true;
         renameSync(tmp, path);
         saved = since;
         if (failing) logger.info({ path }, 'relay: the revocation feed cursor is saved again');
         failing = false;
       } catch (err: unknown) {
-        rmSync(tmp, { force: true });
+        // A file left aside by a failed rename would hold the space a later write needs.
+        if (written) rmSync(tmp, { force: true });
         if (!failing) {
           logger.warn(
             { err: String(err), path },
