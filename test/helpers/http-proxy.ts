@@ -4,13 +4,14 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * An HTTP proxy in front of a service that the test controls: it records the path of every
- * request, and while `cut` answers 503 to everything (requests under way are cut too).
+ * request, and while `cut` answers 503 to every request (or to those whose path starts with
+ * the prefix given), cutting the requests under way too.
  */
 export interface HttpProxy {
   url: string;
-  /** Paths with query of the requests forwarded so far, in order. */
+  /** Paths with query of the requests received so far (answered 503 or not), in order. */
   readonly paths: string[];
-  cut(): void;
+  cut(prefix?: string): void;
   restore(): void;
   close(): Promise<void>;
 }
@@ -19,13 +20,13 @@ export async function startHttpProxy(target: string): Promise<HttpProxy> {
   const upstream = new URL(target);
   const paths: string[] = [];
   const underWay = new Set<IncomingMessage>();
-  let blocked = false;
+  let blocked: string | undefined;
   const server = createServer((req, res) => {
-    if (blocked) {
+    paths.push(req.url ?? '');
+    if (blocked !== undefined && (req.url ?? '').startsWith(blocked)) {
       res.writeHead(503).end();
       return;
     }
-    paths.push(req.url ?? '');
     const forwarded = request(
       {
         host: upstream.hostname,
@@ -50,16 +51,16 @@ export async function startHttpProxy(target: string): Promise<HttpProxy> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     paths,
-    cut() {
-      blocked = true;
+    cut(prefix = '') {
+      blocked = prefix;
       server.closeAllConnections();
       for (const answer of underWay) answer.destroy();
     },
     restore() {
-      blocked = false;
+      blocked = undefined;
     },
     async close() {
-      blocked = true;
+      blocked = '';
       server.closeAllConnections();
       const closed = once(server, 'close');
       server.close();
