@@ -51,7 +51,7 @@ export interface RevocationPathOptions {
   authService: () => AuthService | undefined;
 }
 
-/** A relay's ways of learning of deleted devices, opened by `followRevocationPaths`. */
+/** A relay's ways of learning of deleted devices (`revocationPaths`). */
 export interface RevocationPaths {
   /** Where joins are checked; undefined: signatures alone. */
   devices: DeviceDirectory | undefined;
@@ -94,7 +94,8 @@ export function revocationPaths(options: RevocationPathOptions): RevocationPaths
         natsLink = link;
         const apply = ({ deviceId, revokedAt }: Revocation) =>
           target.revokeDevice(deviceId, revokedAt);
-        stops.push(applyDeviceRevocations(link, apply, logger), () => link.close());
+        // Stopped in reverse order: the follower first, then its link.
+        stops.push(() => link.close(), applyDeviceRevocations(link, apply, logger));
       }
       if (mode === 'relay' && relay.authUrl !== undefined) {
         stops.push(
