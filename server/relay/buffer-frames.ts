@@ -5,8 +5,9 @@ import { userOfRoom } from './buffer-store.ts';
 export type BoundScope = 'user' | 'buffer';
 
 /**
- * Bytes one reference (an absent device's row and its index entry) counts for the bounds
- * besides the frame, so that many small broadcasts to many devices are bounded too.
+ * Bytes one reference (an absent device's row, and its entry in the frame's list of devices)
+ * counts for the bounds besides the frame, so that many small broadcasts to many devices are
+ * bounded too.
  */
 export function referenceCost(room: string, device: string): number {
   return 2 * (Buffer.byteLength(room) + Buffer.byteLength(device)) + 32;
@@ -31,58 +32,110 @@ export interface FrameStoreBounds {
 /** A device lost one frame to a bound (its oldest, or the one that could not be stored). */
 export type LostToBound = (scope: BoundScope, room: string, device: string, bytes: number) => void;
 
+/** The oldest stored frames, as a bound reads them to drop them. */
+interface FrameRow {
+  id: number;
+  user: string;
+  bytes: number;
+  /** The `bufferedDevices` ids the frame was stored for, a JSON array. */
+  devices: string;
+}
+
+/** A device of a room that has (or had, this run) references: its `bufferedDevices` row. */
+interface DeviceSlot {
+  id: number;
+  room: string;
+  device: string;
+}
+
 /**
  * The stored frames and their references, with the bytes they count per user and in all: each
- * frame once (its text plus a fixed overhead) and each reference by `referenceCost`. Every call
- * runs inside the caller's transaction.
+ * frame once (its text plus a fixed overhead) and each reference by `referenceCost`. A frame row
+ * counts its references (`refs`) and is deleted with the last one. Every call runs inside the
+ * caller's transaction; after one that rolled back, `load` reads everything again.
  */
 export function createFrameStore(
   db: BetterSqlite3.Database,
   bounds: FrameStoreBounds,
   lost: LostToBound,
 ) {
-  const insertFrame = db.prepare<[string, string, number]>(
-    'INSERT INTO bufferedFrames (user, frame, bytes) VALUES (?, ?, ?)',
-  );
-  const insertReference = db.prepare<[string, string, number]>(
-    'INSERT INTO bufferedMessages (room, device, frame) VALUES (?, ?, ?)',
-  );
-  const selectReferences = db.prepare<[string, string], StoredReference>(
-    `SELECT m.frame, f.bytes FROM bufferedMessages m JOIN bufferedFrames f ON f.id = m.frame
-     WHERE m.room = ? AND m.device = ? ORDER BY m.frame`,
-  );
-  const selectTexts = db
-    .prepare<[string, string], string>(
-      `SELECT f.frame FROM bufferedMessages m JOIN bufferedFrames f ON f.id = m.frame
-       WHERE m.room = ? AND m.device = ? ORDER BY m.frame`,
+  // The row may be there already when this run's view of it was lost to a rolled-back read.
+  const upsertDevice = db
+    .prepare<[string, string], number>(
+      `INSERT INTO bufferedDevices (room, device) VALUES (?, ?)
+       ON CONFLICT (room, device) DO UPDATE SET device = excluded.device RETURNING id`,
     )
     .pluck();
-  const deleteReferencesUpTo = db.prepare<[string, string, number]>(
-    'DELETE FROM bufferedMessages WHERE room = ? AND device = ? AND frame <= ?',
+  const deleteDevice = db.prepare<[number]>('DELETE FROM bufferedDevices WHERE id = ?');
+  const insertFrame = db.prepare<[string, number, number, string, string]>(
+    'INSERT INTO bufferedFrames (user, refs, bytes, devices, frame) VALUES (?, ?, ?, ?, ?)',
   );
-  const deleteOrphan = db.prepare<[number, number]>(
-    'DELETE FROM bufferedFrames WHERE id = ? AND NOT EXISTS (SELECT 1 FROM bufferedMessages WHERE frame = ?)',
+  const insertReference = db.prepare<[number, number]>(
+    'INSERT INTO bufferedMessages (device, frame) VALUES (?, ?)',
   );
-  const roomsOfDevice = db
-    .prepare<[string], string>('SELECT DISTINCT room FROM bufferedMessages WHERE device = ?')
+  const selectReferences = db.prepare<[number, number, number], StoredReference>(
+    `SELECT m.frame, f.bytes FROM bufferedMessages m JOIN bufferedFrames f ON f.id = m.frame
+     WHERE m.device = ? AND m.frame > ? ORDER BY m.frame LIMIT ?`,
+  );
+  const selectTexts = db
+    .prepare<[number], string>(
+      `SELECT f.frame FROM bufferedMessages m JOIN bufferedFrames f ON f.id = m.frame
+       WHERE m.device = ? ORDER BY m.frame`,
+    )
     .pluck();
-  const oldestOfUser = db.prepare<[string], { id: number; user: string; bytes: number }>(
-    'SELECT id, user, bytes FROM bufferedFrames WHERE user = ? ORDER BY id LIMIT 64',
+  // The frames a device refers to up to a frame id, as a subquery of the statements below.
+  const framesUpTo = 'SELECT frame FROM bufferedMessages WHERE device = ? AND frame <= ?';
+  /** Frames about to lose their last reference: how many, and their bytes. */
+  const selectLastReferences = db.prepare<[number, number], { n: number; bytes: number }>(
+    `SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes FROM bufferedFrames
+     WHERE refs = 1 AND id IN (${framesUpTo})`,
   );
-  const oldest = db.prepare<[], { id: number; user: string; bytes: number }>(
-    'SELECT id, user, bytes FROM bufferedFrames ORDER BY id LIMIT 64',
+  const decrementRefs = db.prepare<[number, number]>(
+    `UPDATE bufferedFrames SET refs = refs - 1 WHERE id IN (${framesUpTo})`,
   );
-  const referencesOfFrame = db.prepare<[number], { room: string; device: string }>(
-    'SELECT room, device FROM bufferedMessages WHERE frame = ?',
+  const deleteUnreferenced = db.prepare<[number, number]>(
+    `DELETE FROM bufferedFrames WHERE refs = 0 AND id IN (${framesUpTo})`,
   );
-  const deleteReferencesOfFrame = db.prepare<[number]>(
-    'DELETE FROM bufferedMessages WHERE frame = ?',
+  const deleteReferencesUpTo = db.prepare<[number, number]>(
+    'DELETE FROM bufferedMessages WHERE device = ? AND frame <= ?',
+  );
+  // The references a frame still has among the devices it was stored for.
+  const deleteReferencesOfFrame = db
+    .prepare<[number, string], number>(
+      `DELETE FROM bufferedMessages
+       WHERE frame = ? AND device IN (SELECT value FROM json_each(?)) RETURNING device`,
+    )
+    .pluck();
+  const oldestOfUser = db.prepare<[string, number], FrameRow>(
+    'SELECT id, user, bytes, devices FROM bufferedFrames WHERE user = ? ORDER BY id LIMIT ?',
+  );
+  const oldest = db.prepare<[number], FrameRow>(
+    'SELECT id, user, bytes, devices FROM bufferedFrames ORDER BY id LIMIT ?',
   );
   const deleteFrame = db.prepare<[number]>('DELETE FROM bufferedFrames WHERE id = ?');
 
+  /** The `bufferedDevices` rows, by room and device and by id. */
+  const slots = new Map<string, DeviceSlot>();
+  const slotsById = new Map<number, DeviceSlot>();
   const perUser = new Map<string, number>();
   let total = 0;
   let stored = 0;
+
+  const keyOf = (room: string, device: string) => `${room}\n${device}`;
+
+  function remember(slot: DeviceSlot): DeviceSlot {
+    slots.set(keyOf(slot.room, slot.device), slot);
+    slotsById.set(slot.id, slot);
+    return slot;
+  }
+
+  function slotFor(room: string, device: string): DeviceSlot {
+    const known = slots.get(keyOf(room, device));
+    if (known !== undefined) return known;
+    const id = upsertDevice.get(room, device);
+    if (id === undefined) throw new Error(`no bufferedDevices row for ${room} ${device}`);
+    return remember({ id, room, device });
+  }
 
   function account(user: string, bytes: number): void {
     const left = (perUser.get(user) ?? 0) + bytes;
@@ -92,33 +145,43 @@ export function createFrameStore(
   }
 
   function load(): void {
+    slots.clear();
+    slotsById.clear();
     perUser.clear();
     total = 0;
     stored = 0;
+    const devices = db.prepare<[], DeviceSlot>('SELECT id, room, device FROM bufferedDevices');
+    for (const slot of devices.all()) remember(slot);
     const frames = db.prepare<[], { user: string; bytes: number; n: number }>(
       'SELECT user, sum(bytes) AS bytes, count(*) AS n FROM bufferedFrames GROUP BY user',
     );
     for (const row of frames.all()) account(row.user, row.bytes + row.n * frameOverhead);
-    const references = db.prepare<[], { room: string; device: string; n: number }>(
-      'SELECT room, device, count(*) AS n FROM bufferedMessages GROUP BY room, device',
+    const references = db.prepare<[], { device: number; n: number }>(
+      'SELECT device, count(*) AS n FROM bufferedMessages GROUP BY device',
     );
     for (const row of references.all()) {
-      account(userOfRoom(row.room), row.n * referenceCost(row.room, row.device));
+      const slot = slotsById.get(row.device);
+      if (slot === undefined) continue;
+      account(userOfRoom(slot.room), row.n * referenceCost(slot.room, slot.device));
       stored += row.n;
     }
   }
 
-  /** Drops one whole frame and every reference to it; each device that had it loses it. */
-  function evict(scope: BoundScope, frame: { id: number; user: string; bytes: number }): void {
-    const references = referencesOfFrame.all(frame.id);
-    deleteReferencesOfFrame.run(frame.id);
+  /**
+   * Drops one whole frame and every reference to it (found through the devices it was stored
+   * for); each device that still had it loses it.
+   */
+  function evict(scope: BoundScope, frame: FrameRow): void {
+    const devices = deleteReferencesOfFrame.all(frame.id, frame.devices);
     deleteFrame.run(frame.id);
     let freed = frame.bytes + frameOverhead;
-    for (const { room, device } of references) {
-      freed += referenceCost(room, device);
-      lost(scope, room, device, frame.bytes);
+    for (const id of devices) {
+      const slot = slotsById.get(id);
+      if (slot === undefined) continue;
+      freed += referenceCost(slot.room, slot.device);
+      lost(scope, slot.room, slot.device, frame.bytes);
     }
-    stored -= references.length;
+    stored -= devices.length;
     account(frame.user, -freed);
   }
 
@@ -126,13 +189,16 @@ export function createFrameStore(
   function makeRoomIn(scope: BoundScope, user: string, cost: number): void {
     const bound = scope === 'user' ? bounds.userMaxBytes : bounds.maxBytes;
     const used = () => (scope === 'user' ? (perUser.get(user) ?? 0) : total);
+    // Usually one or two frames make room: read a few, more if that was not enough.
+    let batchSize = 4;
     while (used() + cost > bound) {
-      const batch = scope === 'user' ? oldestOfUser.all(user) : oldest.all();
+      const batch = scope === 'user' ? oldestOfUser.all(user, batchSize) : oldest.all(batchSize);
       if (batch.length === 0) return;
       for (const frame of batch) {
         if (used() + cost <= bound) return;
         evict(scope, frame);
       }
+      batchSize = Math.min(batchSize * 4, 256);
     }
   }
 
@@ -147,61 +213,103 @@ export function createFrameStore(
     get bytes(): number {
       return total;
     },
-    /** Recounts from the database (after a rolled-back transaction). */
     load,
     /** The references of a device, oldest first, with their frame's bytes. */
-    referencesOf: (room: string, device: string): StoredReference[] =>
-      selectReferences.all(room, device),
+    referencesOf(room: string, device: string): StoredReference[] {
+      const slot = slots.get(keyOf(room, device));
+      return slot === undefined ? [] : selectReferences.all(slot.id, -1, Number.MAX_SAFE_INTEGER);
+    },
+    /**
+     * The oldest references a device must lose to shed `messages` references and `bytes` bytes
+     * (either may be 0 or less): the id of the last one (-1: none) and their bytes. Reads only as
+     * far as that, a page at a time: a device at its cap loses one or a few per commit.
+     */
+    oldestBeyond(
+      room: string,
+      device: string,
+      messages: number,
+      bytes: number,
+    ): { upTo: number; bytes: number } {
+      const slot = slots.get(keyOf(room, device));
+      const excess = { upTo: -1, bytes: 0 };
+      while (slot !== undefined && (messages > 0 || bytes > 0)) {
+        const page = selectReferences.all(slot.id, excess.upTo, Math.max(messages, 16));
+        for (const row of page) {
+          if (messages <= 0 && bytes <= 0) break;
+          excess.upTo = row.frame;
+          excess.bytes += row.bytes;
+          messages--;
+          bytes -= row.bytes;
+        }
+        if (page.length === 0) break;
+      }
+      return excess;
+    },
     /** The frame texts kept for a device, in order. */
-    textsOf: (room: string, device: string): string[] => selectTexts.all(room, device),
+    textsOf(room: string, device: string): string[] {
+      const slot = slots.get(keyOf(room, device));
+      return slot === undefined ? [] : selectTexts.all(slot.id);
+    },
 
     /**
-     * Deletes a device's references up to frame id `upTo` (every one when undefined) and the frames
-     * that no device references any more. Returns how many references went.
+     * Deletes a device's references up to frame id `upTo` (every one when undefined, and then its
+     * `bufferedDevices` row too), takes each off its frame's count and deletes the frames left
+     * with none. Returns how many references went.
      */
-    release(room: string, device: string, upTo = Number.MAX_SAFE_INTEGER): number {
-      const references = selectReferences.all(room, device).filter((r) => r.frame <= upTo);
-      if (references.length === 0) return 0;
-      deleteReferencesUpTo.run(room, device, upTo);
-      let freed = references.length * referenceCost(room, device);
-      for (const reference of references) {
-        if (deleteOrphan.run(reference.frame, reference.frame).changes > 0) {
-          freed += reference.bytes + frameOverhead;
-        }
+    release(room: string, device: string, upTo?: number): number {
+      const slot = slots.get(keyOf(room, device));
+      if (slot === undefined) return 0;
+      const last = upTo ?? Number.MAX_SAFE_INTEGER;
+      const orphaned = selectLastReferences.get(slot.id, last) ?? { n: 0, bytes: 0 };
+      decrementRefs.run(slot.id, last);
+      deleteUnreferenced.run(slot.id, last);
+      const count = deleteReferencesUpTo.run(slot.id, last).changes;
+      if (upTo === undefined) {
+        deleteDevice.run(slot.id);
+        slots.delete(keyOf(room, device));
+        slotsById.delete(slot.id);
       }
-      stored -= references.length;
-      account(userOfRoom(room), -freed);
-      return references.length;
+      stored -= count;
+      const freed =
+        count * referenceCost(room, device) + orphaned.bytes + orphaned.n * frameOverhead;
+      if (freed > 0) account(userOfRoom(room), -freed);
+      return count;
     },
 
     /** Deletes a device's references in every room. */
     releaseEverywhere(device: string): number {
       let count = 0;
-      for (const room of roomsOfDevice.all(device)) count += this.release(room, device);
+      for (const slot of [...slotsById.values()]) {
+        if (slot.device === device) count += this.release(slot.room, device);
+      }
       return count;
     },
 
     /**
-     * Stores a frame once with a reference for each target, after dropping the oldest frames of
-     * the user and of the whole buffer as far as needed for it to fit. A frame larger than a
-     * bound is not stored: every target loses it.
+     * Stores a frame once with a reference for each target (all of one room), after dropping
+     * the oldest frames of the user and of the whole buffer as far as needed for it to fit. A
+     * frame larger than a bound is not stored: every target loses it.
      */
     insert(frame: string, bytes: number, targets: ReadonlyArray<{ room: string; device: string }>) {
       const first = targets[0];
       if (first === undefined) return;
-      const user = userOfRoom(first.room);
+      const room = first.room;
+      const user = userOfRoom(room);
       let cost = bytes + frameOverhead;
-      for (const { room, device } of targets) cost += referenceCost(room, device);
+      for (const target of targets) cost += referenceCost(room, target.device);
       const tooBig: BoundScope | undefined =
         cost > bounds.userMaxBytes ? 'user' : cost > bounds.maxBytes ? 'buffer' : undefined;
       if (tooBig !== undefined) {
-        for (const { room, device } of targets) lost(tooBig, room, device, bytes);
+        for (const target of targets) lost(tooBig, room, target.device, bytes);
         return;
       }
       makeRoomIn('user', user, cost);
       makeRoomIn('buffer', user, cost);
-      const id = Number(insertFrame.run(user, frame, bytes).lastInsertRowid);
-      for (const { room, device } of targets) insertReference.run(room, device, id);
+      const ids = targets.map((target) => slotFor(room, target.device).id);
+      const id = Number(
+        insertFrame.run(user, ids.length, bytes, JSON.stringify(ids), frame).lastInsertRowid,
+      );
+      for (const device of ids) insertReference.run(device, id);
       stored += targets.length;
       account(user, cost);
     },

@@ -4,12 +4,21 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { openSyncSqlite } from '../db/sqlite-engine.ts';
 
 /**
- * relay.db's layout, version 2. A routed frame kept for absent devices is stored once in
- * `bufferedFrames` (with the user of its room, for the per-user bound) and referenced by one
- * `bufferedMessages` row per absent device (frame ids grow, so they give the delivery order). Version 1 (before
- * the bounds) stored the frame in every `bufferedMessages` row; `openBufferStore` migrates it.
+ * relay.db's layout, version 3. A routed frame kept for absent devices is stored once in
+ * `bufferedFrames` and referenced by one `bufferedMessages` row per absent device (frame ids
+ * grow, so they give the delivery order). A reference names its device by a small integer, the
+ * id of the device's row in `bufferedDevices` (room and device), so that the references, the
+ * rows written most, stay a few bytes each. The frame row carries the user of its room (for the
+ * per-user bound), `refs`, the number of references still pointing at it (the frame goes when it
+ * reaches 0), and `devices`, the `bufferedDevices` ids it was stored for (a JSON array), through
+ * which a bound drops it for each of them without an index by frame. Its text comes last: it can
+ * span overflow pages, which reading the other columns then skips.
+ *
+ * Earlier layouts, migrated by `openBufferStore`: version 1 (before the bounds; `user_version`
+ * 0) stored the frame in every `bufferedMessages` row; version 2 keyed each reference by room and
+ * device and found a frame's references through an index by frame.
  */
-const schemaVersion = 2;
+const schemaVersion = 3;
 
 const schema = `
 CREATE TABLE IF NOT EXISTS roomDevices (
@@ -20,20 +29,26 @@ CREATE TABLE IF NOT EXISTS roomDevices (
   gap INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (room, device)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS bufferedDevices (
+  id INTEGER PRIMARY KEY,
+  room TEXT NOT NULL,
+  device TEXT NOT NULL,
+  UNIQUE (room, device)
+);
 CREATE TABLE IF NOT EXISTS bufferedFrames (
   id INTEGER PRIMARY KEY,
   user TEXT NOT NULL,
-  frame TEXT NOT NULL,
-  bytes INTEGER NOT NULL
+  refs INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  devices TEXT NOT NULL,
+  frame TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS bufferedFramesByUser ON bufferedFrames (user, id);
 CREATE TABLE IF NOT EXISTS bufferedMessages (
-  room TEXT NOT NULL,
-  device TEXT NOT NULL,
+  device INTEGER NOT NULL,
   frame INTEGER NOT NULL,
-  PRIMARY KEY (room, device, frame)
+  PRIMARY KEY (device, frame)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS bufferedMessagesByFrame ON bufferedMessages (frame);
 CREATE TABLE IF NOT EXISTS revokedDevices (
   device TEXT PRIMARY KEY,
   revokedAt INTEGER NOT NULL
@@ -72,30 +87,69 @@ function hasColumn(db: BetterSqlite3.Database, table: string, column: string): b
     .some((row) => row.name === column);
 }
 
-/** Version 1 → 2: each stored frame becomes one frame row and one reference, in the same order. */
-function migrateFromVersion1(db: BetterSqlite3.Database): number {
+/**
+ * Version 1 or 2 → 3, from `old` (the previous `bufferedMessages`, renamed; one row per device and
+ * frame with `room`, `device` and the frame id `id`) and `frames` (id, user, bytes, frame): each
+ * device gets its `bufferedDevices` row, each reference its id, each frame its count and list of
+ * devices; a frame nothing refers to is not carried over.
+ */
+function copyIntoVersion3(db: BetterSqlite3.Database, old: string, frames: string): void {
+  db.exec(`
+    INSERT INTO bufferedDevices (room, device) SELECT DISTINCT room, device FROM ${old};
+    INSERT INTO bufferedMessages (device, frame)
+      SELECT d.id, o.id FROM ${old} o JOIN bufferedDevices d ON d.room = o.room AND d.device = o.device;
+    INSERT INTO bufferedFrames (id, user, refs, bytes, devices, frame)
+      SELECT f.id, f.user, r.refs, f.bytes, r.devices, f.frame FROM ${frames} f
+      JOIN (SELECT frame, count(*) AS refs, json_group_array(device) AS devices
+            FROM bufferedMessages GROUP BY frame) r ON r.frame = f.id;
+  `);
+}
+
+/** Version 1 → 3: each stored frame becomes one frame row and one reference, in the same order. */
+function migrateFromVersion1(db: BetterSqlite3.Database): void {
+  db.exec(`
+    DROP INDEX IF EXISTS bufferedMessagesByDevice;
+    ALTER TABLE bufferedMessages RENAME TO bufferedMessagesVersion1;
+  `);
+  db.exec(schema);
+  copyIntoVersion3(
+    db,
+    'bufferedMessagesVersion1',
+    `(SELECT id, ${userOfRoomSql} AS user, bytes, frame FROM bufferedMessagesVersion1)`,
+  );
+  db.exec('DROP TABLE bufferedMessagesVersion1');
+}
+
+/** Version 2 → 3: the same frames and references, keyed and counted as version 3 does. */
+function migrateFromVersion2(db: BetterSqlite3.Database): void {
+  db.exec(`
+    DROP INDEX IF EXISTS bufferedFramesByUser;
+    DROP INDEX IF EXISTS bufferedMessagesByFrame;
+    ALTER TABLE bufferedFrames RENAME TO bufferedFramesVersion2;
+    ALTER TABLE bufferedMessages RENAME TO bufferedMessagesVersion2;
+  `);
+  db.exec(schema);
+  copyIntoVersion3(
+    db,
+    '(SELECT room, device, frame AS id FROM bufferedMessagesVersion2)',
+    'bufferedFramesVersion2',
+  );
+  db.exec('DROP TABLE bufferedFramesVersion2; DROP TABLE bufferedMessagesVersion2;');
+}
+
+/** Brings a file of an earlier layout to the current one, in one transaction. */
+function migrate(db: BetterSqlite3.Database, from: 1 | 2): number {
   return db.transaction(() => {
-    db.exec(`
-      DROP INDEX IF EXISTS bufferedMessagesByDevice;
-      ALTER TABLE bufferedMessages RENAME TO bufferedMessagesVersion1;
-    `);
-    db.exec(schema);
-    db.exec(`
-      INSERT INTO bufferedFrames (id, user, frame, bytes)
-        SELECT id, ${userOfRoomSql}, frame, bytes FROM bufferedMessagesVersion1;
-      INSERT INTO bufferedMessages (room, device, frame)
-        SELECT room, device, id FROM bufferedMessagesVersion1;
-      DROP TABLE bufferedMessagesVersion1;
-    `);
-    const moved = Number(scalar(db, 'SELECT count(*) FROM bufferedMessages'));
+    if (from === 1) migrateFromVersion1(db);
+    else migrateFromVersion2(db);
     db.exec(`PRAGMA user_version = ${schemaVersion}`);
-    return moved;
+    return Number(scalar(db, 'SELECT count(*) FROM bufferedMessages'));
   })();
 }
 
 export interface BufferStoreNotes {
-  /** Frames of a version-1 file carried over, when there was one. */
-  migrated?: number;
+  /** A file of an earlier layout was migrated: its version, and the references carried over. */
+  migrated?: { fromVersion: 1 | 2; references: number };
   /** The one-time VACUUM that turned on incremental vacuum failed (the file keeps its size). */
   vacuumFailed?: unknown;
 }
@@ -121,13 +175,18 @@ export function openBufferStore(path: string): {
   db.pragma('synchronous = NORMAL');
   db.pragma(`journal_size_limit = ${journalSizeLimitBytes}`);
   const version = Number(scalar(db, 'PRAGMA user_version'));
-  if (version < schemaVersion && hasColumn(db, 'bufferedMessages', 'frame')) {
-    notes.migrated = migrateFromVersion1(db);
+  const from =
+    version === 2 ? 2 : version < 2 && hasColumn(db, 'bufferedMessages', 'frame') ? 1 : 0;
+  if (from !== 0) {
+    notes.migrated = { fromVersion: from, references: migrate(db, from) };
   } else {
     db.exec(schema);
     if (version < schemaVersion) db.exec(`PRAGMA user_version = ${schemaVersion}`);
   }
-  if (Number(scalar(db, 'PRAGMA auto_vacuum')) !== 2) {
+  if (Number(scalar(db, 'PRAGMA auto_vacuum')) === 2) {
+    // The tables of the old layout, dropped by the migration, give their pages back.
+    if (from !== 0) reclaimSpace(db);
+  } else {
     try {
       db.exec('VACUUM');
     } catch (err: unknown) {

@@ -1,4 +1,5 @@
 import type { BoundScope } from './buffer-frames.ts';
+import type { BufferStoreNotes } from './buffer-store.ts';
 
 // What the durable buffer (buffer.ts) offers the broker, and what it reports to the relay.
 
@@ -51,8 +52,11 @@ export interface BufferEvents {
   recovered(): void;
   /** The health check could not read or write the database. */
   unhealthy(err: unknown): void;
-  /** The file was migrated from the layout before the bounds, or could not be vacuumed once. */
-  opened(notes: { migrated?: number; vacuumFailed?: unknown }): void;
+  /**
+   * The file was migrated from an earlier layout (its version, the references carried over), or
+   * could not be vacuumed once.
+   */
+  opened(notes: BufferStoreNotes): void;
 }
 
 /** The durable buffer: SQLite (WAL), writes queued and committed in one transaction per tick. */

@@ -90,23 +90,17 @@ export function openMessageBuffer(
 
   /** Drops the oldest frames of a device until it is within both per-device caps. */
   function trim(entry: AbsentDevice): void {
-    let excessMessages = entry.messages - limits.maxMessages;
-    let excessBytes = entry.bytes - limits.deviceMaxBytes;
-    if (excessMessages <= 0 && excessBytes <= 0) return;
-    let lastId = -1;
-    let droppedBytes = 0;
-    for (const row of frames.referencesOf(entry.room, entry.device)) {
-      if (excessMessages <= 0 && excessBytes <= 0) break;
-      lastId = row.frame;
-      droppedBytes += row.bytes;
-      excessMessages--;
-      excessBytes -= row.bytes;
-    }
-    if (lastId < 0) return;
-    const dropped = frames.release(entry.room, entry.device, lastId);
+    const excess = frames.oldestBeyond(
+      entry.room,
+      entry.device,
+      entry.messages - limits.maxMessages,
+      entry.bytes - limits.deviceMaxBytes,
+    );
+    if (excess.upTo < 0) return;
+    const dropped = frames.release(entry.room, entry.device, excess.upTo);
     freed = true;
     entry.messages -= dropped;
-    entry.bytes -= droppedBytes;
+    entry.bytes -= excess.bytes;
     entry.gap = true;
     setGap.run(entry.room, entry.device);
     events.droppedCap(dropped);
@@ -342,7 +336,13 @@ export function openMessageBuffer(
     },
     takeOver(room, device, now, deliver) {
       flush();
-      takeOverTx(room, device, now, deliver);
+      try {
+        takeOverTx(room, device, now, deliver);
+      } catch (err: unknown) {
+        // Rolled back: what this run counted while releasing the frames is read again.
+        frames.load();
+        throw err;
+      }
     },
     flush,
     purge(now) {

@@ -193,7 +193,10 @@ export function createRelay(options: RelayOptions): Relay {
       },
       opened: ({ migrated, vacuumFailed }) => {
         if (migrated !== undefined)
-          logger.info({ migrated }, 'buffer database migrated: each kept frame stored once');
+          logger.info(
+            { fromVersion: migrated.fromVersion, references: migrated.references },
+            'buffer database migrated to the current layout: everything kept is still delivered',
+          );
         if (vacuumFailed !== undefined)
           logger.warn(
             { err: vacuumFailed },
