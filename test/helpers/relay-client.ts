@@ -22,6 +22,9 @@ export class RelayClient {
   readonly closed: Promise<CloseInfo>;
   readonly opened: Promise<void>;
   private readonly taken = new Set<number>();
+  /** Pings sent and pongs received: the relay answers pings in order, so pong n answers ping n. */
+  private pingsSent = 0;
+  private pongsReceived = 0;
   private readonly arrived = createWakeup();
   closeInfo: CloseInfo | undefined;
 
@@ -34,7 +37,9 @@ export class RelayClient {
     this.socket.on('message', (data, isBinary) => {
       const text = isBinary ? '' : String(data);
       this.texts.push(text);
-      this.frames.push(JSON.parse(text) as Frame);
+      const frame = JSON.parse(text) as Frame;
+      if (frame.type === 'pong') this.pongsReceived++;
+      this.frames.push(frame);
       this.arrived.wake();
     });
     this.closed = new Promise((resolve) => {
@@ -55,7 +60,9 @@ export class RelayClient {
 
   /** Sends an object as JSON, or a string as it is. */
   send(frame: object | string): void {
-    this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+    const text = typeof frame === 'string' ? frame : JSON.stringify(frame);
+    if (text === '{"type":"ping"}') this.pingsSent++;
+    this.socket.send(text);
   }
 
   /** The first not yet consumed frame matching `match`; waits for it until the deadline. */
@@ -114,7 +121,9 @@ export class RelayClient {
    */
   async sync(): Promise<void> {
     this.send({ type: 'ping' });
-    await this.next('pong');
+    // the pong of this ping, not an earlier one still unconsumed (a pong is consumed as before)
+    const answer = this.pingsSent;
+    await this.take((frame) => frame.type === 'pong' && this.pongsReceived >= answer);
   }
 
   async join(room: string, device: string | number, token: string): Promise<Frame> {
