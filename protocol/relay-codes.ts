@@ -33,6 +33,15 @@ export const TryAgainLater = {
   reason: 'receiver too slow',
 } as const satisfies CloseEvent;
 
+/**
+ * The relay cannot take the join now (a cluster node cut off from NATS, or that could not register
+ * the join in it): nothing of the join was kept; the client retries.
+ */
+export const JoinsUnavailable = {
+  code: 1013,
+  reason: 'relay cannot take joins now, retry',
+} as const satisfies CloseEvent;
+
 /** Join refused: bad token, secret mismatch, device not the token's, room of another user. */
 export const AuthFailed = { code: 4001, reason: 'auth failed' } as const satisfies CloseEvent;
 

@@ -2,7 +2,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Origin } from './handover.ts';
 import type { RoomLineContext } from './line-context.ts';
 import { readRange } from './room-stream.ts';
-import type { RosterEntry } from './roster.ts';
+import type { RosterEntry, Stored } from './roster.ts';
 
 /**
  * Where the replay of a device joining on this node starts; undefined for nothing to replay (new,
@@ -51,4 +51,53 @@ export async function replayOf(
     frames.push(f.frame.toString('utf8'));
   }
   return { frames, gap: origin.lost || aged };
+}
+
+/** This node's state that a refused join's undo needs. */
+export interface Here {
+  node: string;
+  /** The last stream sequence this node took from the room's stream. */
+  cursor: number;
+  /** This node's publication counter. */
+  nodeSeq: number;
+  now: number;
+}
+
+/**
+ * What the roster must say again when a join is refused after it may have changed something: the
+ * device's entry before the join (`before`) as an absent device kept for from where it had
+ * reached (`origin`), since its old connection is gone (released by its node, or replaced
+ * here), or `left` for a device that was not in the room. Undefined when nothing must be written:
+ * neither the join's write was sent (`written`) nor an old connection was taken.
+ */
+export function undoOf(
+  joinEntry: RosterEntry,
+  before: Stored | undefined,
+  origin: Origin | undefined,
+  written: boolean,
+  here: Here,
+): RosterEntry | undefined {
+  const entry = before?.entry;
+  if (entry === undefined || entry.state === 'left') {
+    if (!written) return undefined;
+    return entry ?? { ...joinEntry, state: 'left', reason: 'leave' };
+  }
+  if (!written && entry.state !== 'present') return undefined;
+  const absent = entry.state === 'absent';
+  let cursor = -1;
+  if (origin !== undefined) cursor = origin.lost ? -1 : origin.cursor;
+  else if (absent) cursor = entry.cursor;
+  else if (entry.node === here.node) cursor = here.cursor;
+  let nodeSeq = here.nodeSeq;
+  if (origin !== undefined) nodeSeq = origin.nodeSeq;
+  else if (absent) nodeSeq = entry.nodeSeq;
+  return {
+    ...entry,
+    state: 'absent',
+    node: origin?.node ?? entry.node,
+    order: before?.order ?? entry.order,
+    cursor,
+    nodeSeq,
+    droppedAt: absent ? entry.droppedAt : here.now,
+  };
 }

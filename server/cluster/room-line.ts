@@ -1,7 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
-import type { DepartureReason, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
-import { originOf, replayOf } from './join-replay.ts';
+import type { DepartureReason, Refusal, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
+import { originOf, replayOf, undoOf } from './join-replay.ts';
 import type { RoomLineContext } from './line-context.ts';
 import {
   encodeFrame,
@@ -25,6 +25,22 @@ interface LocalDevice {
 
 /** Tries to open a room's stream (about 30 s in all) before its joins fail. */
 const openAttempts = 20;
+/**
+ * A join not registered within this time is refused (1013), below the client library's join
+ * timeout (10 s): JetStream does not answer (NATS just lost, or a NATS cluster electing leaders).
+ */
+const joinDeadlineMs = 8_000;
+/** A refused join's roster entry is written back this many times at most, this far apart. */
+const undoAttempts = 5;
+const undoPauseMs = 2_000;
+
+/** One join of a device here while it is registered. */
+interface JoinAttempt {
+  /** Refused (failed, or past its deadline): the device got 1013. */
+  abandoned: boolean;
+  /** What to write back in the roster if it is refused; undefined for nothing. */
+  undo: RosterEntry | undefined;
+}
 
 /**
  * One room held by this node: its devices here, its place in the room's stream (followed in
@@ -147,43 +163,58 @@ export class ClusterRoomLine implements RoomLine {
     return this.#roster.present().map(([, stored]) => stored.entry.id);
   }
 
-  join(device: DeviceId, replay: Replay): void {
+  join(device: DeviceId, replay: Replay, refuse: Refusal): void {
     const key = deviceKey(device);
     const local: LocalDevice = { pending: true, queue: [], upto: 0 };
     this.local.set(key, local);
-    this.#join(key, device, local)
+    const attempt: JoinAttempt = { abandoned: false, undo: undefined };
+    const give = (why: unknown): void => {
+      if (attempt.abandoned) return;
+      attempt.abandoned = true;
+      if (this.local.get(key) === local) this.local.delete(key);
+      this.context.logger.warn(
+        { err: String(why), room: this.roomId, device: key },
+        'cluster: join not registered, refused (1013)',
+      );
+      refuse();
+    };
+    const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
+    this.#join(key, device, local, attempt)
       .then(({ frames, gap }) => {
+        if (attempt.abandoned) return;
         replay(frames, gap);
         this.context.counters.replayed += frames.length;
-      })
-      .catch((err: unknown) => {
-        this.context.logger.error(
-          { err: String(err), room: this.roomId, device: key },
-          'cluster: join',
-        );
-        replay([], true);
-      })
-      .finally(() => {
         local.pending = false;
         for (const f of local.queue) if (f.seq > local.upto) this.listener.deliver(f.frame, key);
         local.queue = [];
+      })
+      .catch(give)
+      .finally(() => {
+        clearTimeout(deadline);
+        local.queue = [];
+        if (attempt.abandoned) void this.#undo(key, attempt.undo);
       });
   }
 
+  /**
+   * Registers a join in the roster and reads its replay. `attempt.undo` says, as soon as the join
+   * may have changed the roster, what to write back if it is refused after all.
+   */
   async #join(
     key: string,
     device: DeviceId,
     local: LocalDevice,
+    attempt: JoinAttempt,
   ): Promise<{ frames: string[]; gap: boolean }> {
     const { context } = this;
     await this.ready;
     const js = context.js();
     const jsm = context.jsm();
     if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
+    if (attempt.abandoned) throw new Error('join abandoned');
     const before = this.#roster.devices.get(key);
     const wasPresent = before?.entry.state === 'present';
-    const origin = await originOf(context, this.hash, key, before?.entry);
-    await context.write(this.hash, key, {
+    const entry: RosterEntry = {
       id: device,
       node: context.node,
       state: 'present',
@@ -191,11 +222,45 @@ export class ClusterRoomLine implements RoomLine {
       cursor: 0,
       nodeSeq: 0,
       droppedAt: 0,
+    };
+    const here = () => ({
+      node: context.node,
+      cursor: this.cursor,
+      nodeSeq: context.publications.count,
+      now: context.now(),
     });
+    // an old connection here was replaced already: its entry needs undoing from now on
+    attempt.undo = undoOf(entry, before, undefined, false, here());
+    const origin = await originOf(context, this.hash, key, before?.entry);
+    attempt.undo = undoOf(entry, before, origin, false, here());
+    if (attempt.abandoned) throw new Error('join abandoned');
+    // a write that fails may still reach NATS: undone in any case
+    attempt.undo = undoOf(entry, before, origin, true, here());
+    await context.write(this.hash, key, entry);
     const bounds = await streamBounds(jsm, this.roomId);
     local.upto = bounds.last;
     if (origin === undefined) return { frames: [], gap: false };
     return replayOf(js, this.roomId, key, origin, before?.entry, bounds, context);
+  }
+
+  /**
+   * Writes back the roster entry of a refused join (a few tries: NATS may be back soon), unless
+   * the device joined again meanwhile, here or on another node.
+   */
+  async #undo(key: string, undo: RosterEntry | undefined): Promise<void> {
+    if (undo === undefined) return;
+    const { context } = this;
+    for (let attempt = 1; attempt <= undoAttempts; attempt++) {
+      const now = this.#roster.devices.get(key)?.entry;
+      if (this.local.has(key) || (now?.state === 'present' && now.node !== context.node)) return;
+      try {
+        await context.write(this.hash, key, undo);
+        return;
+      } catch (err: unknown) {
+        context.logger.warn({ err: String(err), device: key, attempt }, 'cluster: join not undone');
+        await pause(undoPauseMs);
+      }
+    }
   }
 
   depart(device: string, reason: DepartureReason): void {

@@ -48,9 +48,15 @@ export type DepartureReason = 'leave' | 'disconnect' | 'revoked';
 
 /**
  * Receives what was kept for a joining device: the frames in order, and whether some were lost
- * (`gap`). Called exactly once per join.
+ * (`gap`).
  */
 export type Replay = (frames: readonly string[], gap: boolean) => void;
+
+/**
+ * The broker could not register a join (a cluster node that lost JetStream during it): the
+ * connection is closed with 1013, the client retries, and nothing of the join is kept.
+ */
+export type Refusal = () => void;
 
 /** One room as the broker sees it; every device is named by its key (`deviceKey`). */
 export interface RoomLine {
@@ -68,8 +74,9 @@ export interface RoomLine {
    * first) and the listener's `joined` follows `replay`. `replay` gets what was kept for it: at
    * once in-process, later for a broker that must fetch it; until then the room sends the
    * device nothing itself and hands messages for it to `sendTo`, so none overtakes the replay.
+   * Exactly one of `replay` and `refuse` is called (the in-process broker never refuses).
    */
-  join(device: DeviceId, replay: Replay): void;
+  join(device: DeviceId, replay: Replay, refuse: Refusal): void;
   /** A device of this process is gone for `reason`; the listener hears `left` (and `host`). */
   depart(device: string, reason: DepartureReason): void;
   /**

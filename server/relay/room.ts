@@ -1,4 +1,4 @@
-import { Replaced, Revoked } from '../../protocol/relay-codes.ts';
+import { JoinsUnavailable, Replaced, Revoked } from '../../protocol/relay-codes.ts';
 import {
   type DeviceId,
   deviceKey,
@@ -88,7 +88,7 @@ export class Room implements RoomListener, JoinedRoom {
    * refused.
    */
   join(conn: Connection, frame: JoinFrame): boolean {
-    const { metrics, logger, maxDevices } = this.#context;
+    const { metrics, maxDevices } = this.#context;
     const key = deviceKey(frame.device);
     if (this.#line.idOf(key) === undefined && this.#line.size >= maxDevices) {
       sendError(
@@ -116,32 +116,11 @@ export class Room implements RoomListener, JoinedRoom {
     metrics.joins++;
     // Until the broker replays what was kept (at once in-process), the connection is in the
     // room but not among the members: messages for it go to the broker, which keeps their order.
-    this.#line.join(frame.device, (frames, gap) => {
-      if (conn.room !== this) return;
-      // in the older connection's place, if any: same position, same role
-      this.members.set(key, conn);
-      this.#findHost();
-      const hostKey = this.#line.hostKey ?? key;
-      const joined: JoinedFrame = {
-        type: 'joined',
-        room: this.id,
-        device: conn.deviceId,
-        role: hostKey === key ? 'host' : 'member',
-        host: this.#line.idOf(hostKey) ?? conn.deviceId,
-        devices: this.#line.devices(),
-        buffered: carried.length + frames.length,
-        gap,
-      };
-      sendControl(conn, joined);
-      const replay = carried.concat(frames.map((text) => Buffer.from(text)));
-      // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
-      for (const frame of replay) conn.allowanceBytes += frame.length;
-      for (const frame of replay) sendData(conn, frame);
-      logger.debug(
-        { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
-        'joined',
-      );
-    });
+    this.#line.join(
+      frame.device,
+      (frames, gap) => this.#replayed(conn, carried, frames, gap),
+      () => this.#refused(conn, carried),
+    );
     return true;
   }
 
@@ -267,6 +246,46 @@ export class Room implements RoomListener, JoinedRoom {
   }
 
   // ---- inside ----
+
+  /** The broker registered the join: `joined`, then what was kept for the device. */
+  #replayed(conn: Connection, carried: Buffer[], frames: readonly string[], gap: boolean): void {
+    if (conn.room !== this) return;
+    const key = conn.deviceKey;
+    // in the older connection's place, if any: same position, same role
+    this.members.set(key, conn);
+    this.#findHost();
+    const hostKey = this.#line.hostKey ?? key;
+    const joined: JoinedFrame = {
+      type: 'joined',
+      room: this.id,
+      device: conn.deviceId,
+      role: hostKey === key ? 'host' : 'member',
+      host: this.#line.idOf(hostKey) ?? conn.deviceId,
+      devices: this.#line.devices(),
+      buffered: carried.length + frames.length,
+      gap,
+    };
+    sendControl(conn, joined);
+    const replay = carried.concat(frames.map((text) => Buffer.from(text)));
+    // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
+    for (const frame of replay) conn.allowanceBytes += frame.length;
+    for (const frame of replay) sendData(conn, frame);
+    this.#context.logger.debug(
+      { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
+      'joined',
+    );
+  }
+
+  /** The broker refused the join: closed with 1013; the older connection's queue is kept. */
+  #refused(conn: Connection, carried: Buffer[]): void {
+    if (conn.room !== this) return;
+    conn.room = undefined;
+    // the older connection it was to replace is gone too
+    if (this.members.get(conn.deviceKey)?.room !== this) this.members.delete(conn.deviceKey);
+    this.#findHost();
+    for (const frame of carried) this.#line.sendTo(conn.deviceKey, frame);
+    closeWith(conn, JoinsUnavailable);
+  }
 
   /**
    * Keeps for a device that dropped the routed frames its connection had queued and never

@@ -1,4 +1,4 @@
-import { TryAgainLater } from '../../protocol/relay-codes.ts';
+import { JoinsUnavailable } from '../../protocol/relay-codes.ts';
 import type { JoinFrame } from '../../protocol/relay-frames.ts';
 import type { Connection, JoinedRoom } from './connection.ts';
 import { closeWith } from './protocol-errors.ts';
@@ -42,7 +42,7 @@ export function createRooms(shards: Shards<Room>, context: RoomContext): Rooms {
   return {
     join(conn, frame) {
       if (context.broker.accepting?.() === false) {
-        closeWith(conn, TryAgainLater);
+        closeWith(conn, JoinsUnavailable);
         return;
       }
       const room = shards.getOrCreate(frame.room, (slot) => new Room(frame.room, slot, context));
