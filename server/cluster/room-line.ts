@@ -61,6 +61,10 @@ export class ClusterRoomLine implements RoomLine {
   /** Why the stream could not be opened: every publication fails. */
   #broken: unknown;
   #stop: (() => void) | undefined;
+  /** The stream sequence of each frame delivered from the room's stream (one Buffer per frame). */
+  readonly #seqOf = new WeakMap<Buffer, number>();
+  /** Devices that dropped during the current call, until their absent entry is written. */
+  readonly #departing = new Map<string, RosterEntry>();
   #released = false;
 
   constructor(
@@ -280,6 +284,19 @@ export class ClusterRoomLine implements RoomLine {
         : { ...stored.entry, state: 'left', reason, order: stored.order };
     // heard here at once, and by the other nodes through the roster
     this.context.applyEntry(this.hash, device, entry, 0);
+    if (reason !== 'disconnect') {
+      this.#record(device, entry);
+      return;
+    }
+    // written at the end of the room's call: what its connection had queued comes to `sendTo`
+    this.#departing.set(device, entry);
+    queueMicrotask(() => {
+      if (this.#departing.get(device) === entry) this.#departing.delete(device);
+      this.#record(device, entry);
+    });
+  }
+
+  #record(device: string, entry: RosterEntry): void {
     this.context.write(this.hash, device, entry).catch((err: unknown) => {
       this.context.logger.warn({ err: String(err), device }, 'cluster: departure not recorded');
     });
@@ -294,6 +311,14 @@ export class ClusterRoomLine implements RoomLine {
   }
 
   sendTo(device: string, frame: Buffer): boolean {
+    const departing = this.#departing.get(device);
+    const seq = departing === undefined ? undefined : this.#seqOf.get(frame);
+    if (departing !== undefined && seq !== undefined) {
+      // queued for a device that just dropped, and in the room's stream: its replay starts there,
+      // in the stream's order (published again, it would come after newer frames)
+      if (seq - 1 < departing.cursor) departing.cursor = seq - 1;
+      return true;
+    }
     if (!this.#reaches(this.#roster.devices.get(device), this.context.now())) return false;
     this.#publish(device, frame);
     return true;
@@ -336,6 +361,7 @@ export class ClusterRoomLine implements RoomLine {
     if (f.seq > this.cursor) this.cursor = f.seq;
     if (f.node === this.context.node) return;
     this.context.counters.received++;
+    this.#seqOf.set(f.frame, f.seq);
     if (f.to !== '*') {
       this.#to(f.to, f);
       return;

@@ -148,3 +148,23 @@ export class RelayClient {
     this.socket.terminate();
   }
 }
+
+/** The HTTP status a WebSocket upgrade to `url` is answered with (101: accepted). */
+export function upgradeStatus(
+  url: string,
+  localAddress?: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { ...(localAddress ? { localAddress } : {}), headers });
+    socket.on('open', () => {
+      socket.terminate();
+      resolve(101);
+    });
+    socket.on('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      socket.terminate();
+    });
+    socket.on('error', reject);
+  });
+}

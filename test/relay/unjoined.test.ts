@@ -1,8 +1,7 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
-import { RelayClient } from '../helpers/relay-client.ts';
+import { RelayClient, upgradeStatus } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 
 let harness: RelayHarness;
@@ -23,26 +22,6 @@ async function halfOpen(port: number): Promise<Socket> {
   await once(socket, 'connect');
   socket.write('GET / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\n');
   return socket;
-}
-
-/** The HTTP status a WebSocket upgrade from `localAddress` is answered with (101: accepted). */
-function upgradeStatus(
-  url: string,
-  localAddress: string,
-  headers: Record<string, string> = {},
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, { localAddress, headers });
-    socket.on('open', () => {
-      socket.terminate();
-      resolve(101);
-    });
-    socket.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      socket.terminate();
-    });
-    socket.on('error', reject);
-  });
 }
 
 async function client(
