@@ -1,4 +1,10 @@
-import type { ClusterCounters } from './line-context.ts';
+/** The broker's counters, as `/metrics` shows them. */
+export interface ClusterCounters {
+  published: number;
+  publishFailures: number;
+  received: number;
+  replayed: number;
+}
 
 /** What a cluster node reports on `/health` and `/metrics`. */
 export interface ClusterState {

@@ -1,17 +1,10 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
+import type { ClusterCounters } from './cluster-metrics.ts';
 import type { Handover } from './handover.ts';
 import type { Publications } from './publications.ts';
 import type { RoomRoster, RosterEntry } from './roster.ts';
-
-/** The broker's counters, as `/metrics` shows them. */
-export interface ClusterCounters {
-  published: number;
-  publishFailures: number;
-  received: number;
-  replayed: number;
-}
 
 /** What a room's line shares with the rest of its node's broker. */
 export interface RoomLineContext {

@@ -5,7 +5,7 @@ import {
   type Subscription,
 } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
-import type { ClusterCounters } from './line-context.ts';
+import type { ClusterCounters } from './cluster-metrics.ts';
 
 /** A publication that NATS has not answered within this is counted as failed (JetStream's own default). */
 export const publishTimeoutMs = 5_000;
