@@ -17,3 +17,28 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
+
+/** One-shot timers by name on a clock: setting a name again replaces its timer. */
+export class NamedTimers<Name extends string> {
+  private readonly cancels: Partial<Record<Name, () => void>> = {};
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Runs `callback` once, `ms` from now, unless `clear(name)` comes first. */
+  set(name: Name, ms: number, callback: () => void): void {
+    this.clear(name);
+    this.cancels[name] = this.clock.after(ms, () => {
+      delete this.cancels[name];
+      callback();
+    });
+  }
+
+  clear(name: Name): void {
+    this.cancels[name]?.();
+    delete this.cancels[name];
+  }
+
+  clearAll(): void {
+    for (const name of Object.keys(this.cancels) as Name[]) this.clear(name);
+  }
+}

@@ -1,4 +1,5 @@
 import type { JoinFrame } from '../protocol/relay-frames.ts';
+import { NamedTimers } from './clock.ts';
 import {
   type RelayConnectionOptions,
   type ResolvedConnectionOptions,
@@ -54,7 +55,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
   /** Waiting to be written: queued while not joined, or held back by the rate. */
   private pending: Outgoing[] = [];
   private lastSeq = 0;
-  private readonly timers: Partial<Record<TimerName, () => void>> = {};
+  private readonly timers: NamedTimers<TimerName>;
   private firstJoin: { resolve: (f: JoinedFrame) => void; reject: (e: Error) => void }[] = [];
   private roomHost: string | undefined;
   private roomDevices = new Set<string>();
@@ -71,6 +72,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.room = this.options.room;
     this.device = this.options.device;
     this.bucket = new TokenBucket(ratePerSecond, rateBurst, () => clock.now());
+    this.timers = new NamedTimers(clock);
     this.keepAlive = new KeepAlive({
       clock,
       keepAliveMs,
@@ -141,8 +143,12 @@ export class RelayConnection extends Emitter<RelayEvents> {
    * Sends `payload` (a JSON object) to `to`. While not joined the message waits in a bounded
    * queue and is sent, in order, after the (re)join. Throws `queue_full` when the queue is full,
    * `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
+   *
+   * `once: false` leaves this message without the exactly-once envelope (about 40 bytes less),
+   * for messages that are harmless twice, such as Yjs updates: sent again after a drop, such a
+   * message may arrive twice; the order is kept either way.
    */
-  send(to: Target, payload: Record<string, unknown>): void {
+  send(to: Target, payload: Record<string, unknown>, options: { once?: boolean } = {}): void {
     if (this.currentState === 'closed' || this.closing !== undefined) {
       throw new RelayError('closed', 'the connection is closed');
     }
@@ -153,7 +159,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const seq = this.lastSeq + 1;
     const text = JSON.stringify({
       to,
-      payload: dedupe ? this.envelope.seal(payload, seq) : payload,
+      payload: dedupe && options.once !== false ? this.envelope.seal(payload, seq) : payload,
     });
     if (encoder.encode(text).length > maxMessageBytes) {
       throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
@@ -191,7 +197,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
   close(options: { leave?: boolean } = {}): Promise<void> {
     if (this.closing !== undefined) return this.closing;
     const socket = this.socket;
-    this.clearTimer('reconnect');
+    this.timers.clear('reconnect');
     let done: () => void = () => undefined;
     this.closing = new Promise<void>((resolve) => {
       done = resolve;
@@ -218,18 +224,6 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if (this.currentState === state) return;
     this.currentState = state;
     this.emit('state', state);
-  }
-
-  private setTimer(name: TimerName, ms: number, callback: () => void): void {
-    this.timers[name] = this.options.clock.after(ms, () => {
-      delete this.timers[name];
-      callback();
-    });
-  }
-
-  private clearTimer(name: TimerName): void {
-    this.timers[name]?.();
-    delete this.timers[name];
   }
 
   private open(): void {
@@ -264,7 +258,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     socket.onerror = () => {
       // A close event follows and decides what happens.
     };
-    this.setTimer('join', this.options.joinTimeoutMs, () => this.abort(socket, 'join timeout'));
+    this.timers.set('join', this.options.joinTimeoutMs, () => this.abort(socket, 'join timeout'));
   }
 
   private handleFrame(socket: WebSocketLike, text: string): void {
@@ -320,7 +314,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
   }
 
   private joined(frame: JoinedFrame): void {
-    this.clearTimer('join');
+    this.timers.clear('join');
     this.options.backoff.reset();
     this.roomHost = frame.host;
     this.role = frame.role;
@@ -336,7 +330,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
   private pump(): void {
     const socket = this.socket;
     if (this.currentState !== 'joined' || socket === undefined) return;
-    this.clearTimer('pump');
+    this.timers.clear('pump');
     while (this.pending.length > 0 && this.bucket.take()) {
       const next = this.pending.shift()!;
       socket.send(next.text);
@@ -344,7 +338,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     }
     if (this.keepAlive.needsPing) this.keepAlive.ping();
     if (this.pending.length > 0 || this.keepAlive.needsPing) {
-      this.setTimer('pump', this.bucket.waitMs(), () => this.pump());
+      this.timers.set('pump', this.bucket.waitMs(), () => this.pump());
     }
   }
 
@@ -367,8 +361,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   private socketClosed(code: number, reason: string): void {
     this.socket = undefined;
-    this.clearTimer('join');
-    this.clearTimer('pump');
+    this.timers.clear('join');
+    this.timers.clear('pump');
     // Whatever the relay did not confirm is sent again after the rejoin, before newer messages.
     this.pending = [...this.keepAlive.dropped(), ...this.pending];
     this.role = undefined;
@@ -383,13 +377,13 @@ export class RelayConnection extends Emitter<RelayEvents> {
       return;
     }
     this.setState('reconnecting');
-    this.setTimer('reconnect', this.options.backoff.next(), () => {
+    this.timers.set('reconnect', this.options.backoff.next(), () => {
       if (this.closing === undefined && this.currentState === 'reconnecting') this.open();
     });
   }
 
   private finish(code: number, error?: RelayError): void {
-    for (const name of ['join', 'pump', 'reconnect'] as const) this.clearTimer(name);
+    this.timers.clearAll();
     this.setState('closed');
     const closedError = error ?? new RelayError('closed', 'the connection was closed');
     for (const waiter of this.firstJoin.splice(0)) waiter.reject(closedError);

@@ -48,9 +48,13 @@ export class YjsOutbox {
           chunkBytes: this.chunkBytes,
           id,
         });
+        // A whole message goes without the exactly-once envelope: Yjs updates, sync steps and
+        // awareness states do no harm twice. Pieces keep it: a piece delivered twice would
+        // break its message apart.
+        const once = payloads.length > 1;
         for (const payload of payloads) {
           if (this.connection.queued >= maxUnconfirmed) await this.connection.flush();
-          this.connection.send(to, payload);
+          this.connection.send(to, payload, { once });
         }
       } catch (err: unknown) {
         // After close() nothing more can be sent, and nothing needs to be.

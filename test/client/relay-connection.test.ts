@@ -319,4 +319,20 @@ describe('relay connection: the dedupe envelope', () => {
     await handled(server, connection);
     expect(messages.map((message) => message.payload)).toEqual([{ label: 'a1' }]);
   });
+
+  it('sends a message with once: false without the envelope, in order with the others', async () => {
+    const { connection } = connectionTo();
+    await connection.connect();
+    const server = relay.connections[0]!;
+    connection.broadcast({ n: 1 });
+    connection.send('broadcast', { n: 2 }, { once: false });
+    connection.send(7, { n: 3 });
+    expect(await server.next('message')).toMatchObject({ payload: { n: 1, _sync: { n: 1 } } });
+    expect(await server.next('message')).toEqual({
+      type: 'message',
+      to: 'broadcast',
+      payload: { n: 2 },
+    });
+    expect(await server.next('message')).toMatchObject({ payload: { n: 3, _sync: { n: 3 } } });
+  });
 });
