@@ -53,6 +53,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
 
   const context: RoomLineContext = {
     node,
+    nodeBytes: Buffer.from(node, 'utf8'),
     logger,
     now,
     bufferWindowMs,

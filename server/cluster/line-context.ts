@@ -8,8 +8,9 @@ import type { RoomRoster, RosterEntry } from './roster.ts';
 
 /** What a room's line shares with the rest of its node's broker. */
 export interface RoomLineContext {
-  /** This node's name. */
+  /** This node's name, and its UTF-8 bytes (as records in the streams carry it). */
   readonly node: string;
+  readonly nodeBytes: Buffer;
   readonly logger: Logger;
   readonly now: () => number;
   /** `buffer.seconds` in ms: the retention of the room's stream. */

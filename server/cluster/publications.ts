@@ -16,6 +16,15 @@ interface Open {
   sentAt: number | undefined;
 }
 
+/** A publication to hand to NATS at the end of this turn of the event loop. */
+interface Outgoing {
+  nc: NatsConnection;
+  n: number;
+  subject: string;
+  payload: Uint8Array;
+  headers: MsgHdrs | undefined;
+}
+
 /**
  * This node's publications of routed frames to the rooms' streams, numbered in the order the node
  * made them (the `nodeSeq` of the stream's frames). Each is sent at once with a reply subject in
@@ -23,7 +32,8 @@ interface Open {
  * objects with their stack traces per frame, on the relay's hot path); NATS's acknowledgement
  * into the stream, its refusal, or no answer within `publishTimeoutMs` closes it. `settled()`
  * resolves once every publication made before the call is closed: the relay answers a ping only
- * then, so a pong confirms that what was sent before is in the stream.
+ * then, so a pong confirms that what was sent before is in the stream. The publications of one
+ * turn of the event loop (frames read from many sockets) go to NATS together, in one write.
  */
 export class Publications {
   /** The number of the last publication made (this node's publication counter). */
@@ -35,6 +45,7 @@ export class Publications {
   #connection: NatsConnection | undefined;
   #inbox = '';
   #subscription: Subscription | undefined;
+  #outgoing: Outgoing[] = [];
   readonly #sweep: NodeJS.Timeout;
 
   constructor(
@@ -63,15 +74,24 @@ export class Publications {
   ): void {
     const open = this.#open.get(n);
     if (open === undefined) return;
-    if (this.#connection !== nc) this.#listen(nc);
     open.sentAt = this.now();
-    try {
-      nc.publish(subject, payload, {
-        reply: `${this.#inbox}.${n}`,
-        ...(headers ? { headers } : {}),
-      });
-    } catch (err: unknown) {
-      this.fail(n, err);
+    if (this.#outgoing.length === 0) setImmediate(() => this.#flush());
+    this.#outgoing.push({ nc, n, subject, payload, headers });
+  }
+
+  #flush(): void {
+    const outgoing = this.#outgoing;
+    this.#outgoing = [];
+    for (const { nc, n, subject, payload, headers } of outgoing) {
+      if (this.#connection !== nc) this.#listen(nc);
+      try {
+        nc.publish(subject, payload, {
+          reply: `${this.#inbox}.${n}`,
+          ...(headers ? { headers } : {}),
+        });
+      } catch (err: unknown) {
+        this.fail(n, err);
+      }
     }
   }
 

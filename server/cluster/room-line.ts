@@ -3,16 +3,9 @@ import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
 import type { DepartureReason, Refusal, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
 import { originOf, replayOf, undoOf } from './join-replay.ts';
 import type { RoomLineContext } from './line-context.ts';
-import {
-  encodeFrame,
-  ensureStream,
-  followStream,
-  type StreamFrame,
-  senderOf,
-  streamBounds,
-  streamOf,
-} from './room-stream.ts';
+import { ensureStream, followStream, streamBounds, streamOf } from './room-stream.ts';
 import type { RoomRoster, RosterEntry } from './roster.ts';
+import { encodeRecord, type StreamFrame, senderOf } from './stream-record.ts';
 
 /** A device of this node in a held room. */
 interface LocalDevice {
@@ -117,18 +110,18 @@ export class ClusterRoomLine implements RoomLine {
     }
     const js = context.js();
     if (this.#released || js === undefined) return;
-    this.#stop = followStream(
-      js,
-      this.roomId,
-      this.cursor + 1,
-      (f) => this.#take(f),
-      (err) => {
+    this.#stop = followStream(js, this.roomId, this.cursor + 1, context.nodeBytes, {
+      frame: (f) => this.#take(f),
+      own: (seq) => {
+        if (seq > this.cursor) this.cursor = seq;
+      },
+      error: (err) => {
         context.logger.warn(
           { err: String(err), room: this.roomId },
           'cluster: following the room again',
         );
       },
-    );
+    });
   }
 
   recordPosition(): void {
@@ -353,7 +346,7 @@ export class ClusterRoomLine implements RoomLine {
       context.publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
       return;
     }
-    const { payload, headers } = encodeFrame({ to, from, node: context.node, nodeSeq: n, frame });
+    const { payload, headers } = encodeRecord({ to, from, node: context.node, nodeSeq: n, frame });
     context.publications.send(nc, n, this.#subject, payload, headers);
   }
 

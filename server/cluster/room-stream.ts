@@ -1,24 +1,6 @@
-import {
-  DeliverPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  type JsMsg,
-} from '@nats-io/jetstream';
-import { type MsgHdrs, headers as natsHeaders } from '@nats-io/transport-node';
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { roomHash } from './roster.ts';
-
-/** One routed frame as it travels in a room's stream. */
-export interface StreamFrame {
-  seq: number;
-  /** The receiver's device key, or `*` for a broadcast. */
-  to: string;
-  /** The sender's device key. */
-  from: string;
-  /** The node that published it, and that node's publication counter. */
-  node: string;
-  nodeSeq: number;
-  frame: Buffer;
-}
+import { decodeRecord, isRecordOf, type StreamFrame } from './stream-record.ts';
 
 const msPerNs = 1_000_000;
 /** JetStream remembers message ids this long to drop re-sends (at most the retention). */
@@ -62,66 +44,31 @@ export async function streamBounds(
   return { first: info.state.first_seq, last: info.state.last_seq };
 }
 
-/** `_sync` envelope of the client library: its session and counter make a message id. */
-const envelope = /"_sync":\{"s":"([A-Za-z0-9_-]{1,64})","n":(\d{1,16})\}/;
-
-/** The sender's device key from a routed frame (`{"from":<id>,...`). */
-export function senderOf(frame: Buffer): string {
-  const text = frame.toString('utf8', 0, Math.min(frame.length, 400));
-  const start = text.indexOf(':') + 1;
-  if (text[start] === '"') {
-    let end = start + 1;
-    while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-    return JSON.parse(text.slice(start, end + 1)) as string;
-  }
-  const end = text.indexOf(',', start);
-  return text.slice(start, end);
-}
-
-/**
- * A frame as published to its room's stream: its bytes, and its routing in headers; a frame with
- * the client library's envelope gets a message id (a re-send with the same id is dropped).
- */
-export function encodeFrame(frame: Omit<StreamFrame, 'seq'>): {
-  payload: Uint8Array;
-  headers: MsgHdrs;
-} {
-  const h = natsHeaders();
-  h.set('t', frame.to);
-  h.set('f', frame.from);
-  h.set('n', frame.node);
-  h.set('q', String(frame.nodeSeq));
-  const id = envelope.exec(frame.frame.toString('utf8'));
-  if (id) h.set('Nats-Msg-Id', `${frame.from}.${id[1]}.${id[2]}`);
-  return { payload: frame.frame, headers: h };
-}
-
-function decode(m: JsMsg): StreamFrame {
-  const h = m.headers;
-  return {
-    seq: m.seq,
-    to: h?.get('t') ?? '*',
-    from: h?.get('f') ?? '',
-    node: h?.get('n') ?? '',
-    nodeSeq: Number(h?.get('q') ?? 0),
-    frame: Buffer.from(m.data),
-  };
-}
-
 /** Wait before following a room's stream again after its consumer ended or failed. */
 const refollowMs = 500;
 
+/** What a node does with what it reads of a room's stream. */
+export interface StreamFollower {
+  /** A frame another node published. */
+  frame(f: StreamFrame): void;
+  /** A frame this node published (it delivered it itself): its sequence only, not decoded. */
+  own(seq: number): void;
+  /** The consumer ended or failed; it is made again. */
+  error(err: unknown): void;
+}
+
 /**
- * Follows the room's stream from `startSeq` (an ordered consumer: in order, each once). When the
- * consumer ends or cannot be made (NATS failover, a server of a NATS cluster lost, JetStream not
- * ready yet), it is made again from the next sequence after a short wait. Returns its stop.
+ * Follows the room's stream from `startSeq` (an ordered consumer: in order, each once) for the
+ * node whose name's bytes are `node`. When the consumer ends or cannot be made (NATS failover, a
+ * server of a NATS cluster lost, JetStream not ready yet), it is made again from the next
+ * sequence after a short wait. Returns its stop.
  */
 export function followStream(
   js: JetStreamClient,
   roomId: string,
   startSeq: number,
-  onFrame: (frame: StreamFrame) => void,
-  onError: (err: unknown) => void,
+  node: Buffer,
+  follower: StreamFollower,
 ): () => void {
   let next = Math.max(1, startSeq);
   let stopped = false;
@@ -138,10 +85,11 @@ export function followStream(
         if (stopped) break;
         for await (const m of iterator) {
           next = m.seq + 1;
-          onFrame(decode(m));
+          if (isRecordOf(m.data, node)) follower.own(m.seq);
+          else follower.frame(decodeRecord(m));
         }
       } catch (err: unknown) {
-        if (!stopped) onError(err);
+        if (!stopped) follower.error(err);
       }
       if (!stopped) await new Promise((resolve) => setTimeout(resolve, refollowMs));
     }
@@ -169,7 +117,7 @@ export async function readRange(
   const messages = await consumer.consume();
   try {
     for await (const m of messages) {
-      if (m.seq <= upto) frames.push(decode(m));
+      if (m.seq <= upto) frames.push(decodeRecord(m));
       if (m.seq >= upto || m.info.pending === 0) break;
     }
   } finally {
