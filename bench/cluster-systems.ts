@@ -9,6 +9,7 @@
  * (read them with `tsx bench/profile-summary.ts <file>`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { io as ioClient, type Socket } from 'socket.io-client';
@@ -74,6 +75,16 @@ export interface System {
   stop(): Promise<void>;
 }
 
+/**
+ * Sends of one device carry the client library's envelope (`_sync`: its session and a counter),
+ * as every payload of the library does by default: sync-host gives each a JetStream message id.
+ */
+function envelope(): (payload: object) => object {
+  const s = randomBytes(9).toString('base64url');
+  let n = 0;
+  return (payload) => ({ ...payload, _sync: { s, n: ++n } });
+}
+
 const rooms = new Map<number, string>();
 const roomId = (r: number): string => {
   const id = rooms.get(r) ?? createRoomId(1000 + r, clusterSecret);
@@ -84,10 +95,12 @@ const roomId = (r: number): string => {
 function syncHostDevice(url: string, r: number, d: number): Promise<Device & { joined: Frame }> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url);
+    const wrap = envelope();
     const device: Device & { joined: Frame } = {
       joined: {},
       received: [],
-      broadcast: (payload) => socket.send(JSON.stringify({ to: 'broadcast', payload })),
+      broadcast: (payload) =>
+        socket.send(JSON.stringify({ to: 'broadcast', payload: wrap(payload) })),
       drop: () => socket.terminate(),
       close: () => socket.close(),
     };
@@ -159,10 +172,11 @@ function sioDevice(
       forceNew: true,
       ...(auth ? { auth } : {}),
     });
+    const wrap = envelope();
     const device: Device & { socket: Socket } = {
       socket,
       received: [],
-      broadcast: (payload) => socket.emit('m', 'broadcast', payload),
+      broadcast: (payload) => socket.emit('m', 'broadcast', wrap(payload)),
       drop: () => socket.io.engine.close(),
       close: () => socket.disconnect(),
     };
