@@ -11,7 +11,7 @@
  */
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers } from '@nats-io/transport-node';
-import type { ClusterCounters } from '../server/cluster/line-context.ts';
+import type { ClusterCounters } from '../server/cluster/cluster-metrics.ts';
 import { Publications } from '../server/cluster/publications.ts';
 import { ensureStream, followStream, streamOf } from '../server/cluster/room-stream.ts';
 import { encodeRecord, senderOf } from '../server/cluster/stream-record.ts';

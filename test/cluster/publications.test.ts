@@ -1,7 +1,7 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterCounters } from '../../server/cluster/line-context.ts';
+import type { ClusterCounters } from '../../server/cluster/cluster-metrics.ts';
 import { Publications } from '../../server/cluster/publications.ts';
 import {
   ensureStream,
