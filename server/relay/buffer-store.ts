@@ -166,6 +166,13 @@ export function openBufferStore(path: string): {
   mkdirSync(dirname(path), { recursive: true });
   // better-sqlite3, or sql.js when its addon cannot load here (chosen at start).
   const db = openSyncSqlite(path);
+  const version = Number(scalar(db, 'PRAGMA user_version'));
+  if (version > schemaVersion) {
+    db.close();
+    throw new Error(
+      `${path} has layout ${version}, newer than this relay's (${schemaVersion}): it was written by a newer sync-host; run that one, or move the file aside (what it holds is then lost)`,
+    );
+  }
   const notes: BufferStoreNotes = {};
   // Takes effect at once on a new, empty file; an existing one needs the VACUUM below.
   db.exec('PRAGMA auto_vacuum = INCREMENTAL');
@@ -174,7 +181,6 @@ export function openBufferStore(path: string): {
   // last commits. No fsync per transaction.
   db.pragma('synchronous = NORMAL');
   db.pragma(`journal_size_limit = ${journalSizeLimitBytes}`);
-  const version = Number(scalar(db, 'PRAGMA user_version'));
   const from =
     version === 2 ? 2 : version < 2 && hasColumn(db, 'bufferedMessages', 'frame') ? 1 : 0;
   if (from !== 0) {

@@ -256,10 +256,8 @@ export function openMessageBuffer(
         dropExpired(room, device);
       }
       deliver(texts, gap);
-      if (texts.length > 0) {
-        frames.release(room, device);
-        freed = true;
-      }
+      // Also when a bound took everything it had: its bufferedDevices row goes too.
+      if (frames.release(room, device) > 0) freed = true;
       upsertDevice.run(room, device, 'present', now, 0);
       entries.delete(keyOf(room, device));
     },

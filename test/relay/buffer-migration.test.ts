@@ -11,10 +11,11 @@ import { readRelayDb, referenceCounts, rejoin, rows } from '../helpers/relay-buf
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { eventually } from '../helpers/wait.ts';
 
-let harness: RelayHarness;
+let harness: RelayHarness | undefined;
 
 afterEach(async () => {
-  await harness.close();
+  await harness?.close();
+  harness = undefined;
 });
 
 const roomDevicesTable = `
@@ -121,7 +122,8 @@ describe.each(['native', 'wasm'] as const)(
         onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
         const room = createRoomId(1, testSecret);
         write(dir, room, Date.now());
-        harness = await startRelayHarness({ dir });
+        const relay = await startRelayHarness({ dir });
+        harness = relay;
         expect(userVersion(dir)).toBe(3);
         expect(rows(dir)).toEqual({ frames: refs.length, references: 4 });
         expect(referenceCounts(dir)).toEqual({
@@ -129,7 +131,7 @@ describe.each(['native', 'wasm'] as const)(
           dangling: 0,
           devices: 2,
         });
-        const two = await rejoin(harness, room, 1, 2);
+        const two = await rejoin(relay, room, 1, 2);
         expect(two.joined).toMatchObject({ buffered: 2, gap: false });
         expect(two.payloads).toEqual([{ n: 1 }, { n: 2 }]);
         await eventually(() => rows(dir).references === 2, 'the references of device 2 gone');
@@ -138,12 +140,29 @@ describe.each(['native', 'wasm'] as const)(
           [1, 1],
           [1, 1],
         ]);
-        const three = await rejoin(harness, room, 1, 3);
+        const three = await rejoin(relay, room, 1, 3);
         expect(three.joined).toMatchObject({ buffered: 2, gap: false });
         expect(three.payloads).toEqual([{ n: 2 }, { n: 3 }]);
         await eventually(() => rows(dir).frames === 0, 'every frame gone');
         expect(referenceCounts(dir)).toEqual({ frames: [], dangling: 0, devices: 0 });
       },
     );
+
+    it('refuses to start on a relay.db of a newer layout, saying so, and leaves the file as it was', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'relay-new-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const db = new Database(join(dir, 'relay.db'));
+      db.exec('CREATE TABLE later (x INTEGER); PRAGMA user_version = 4;');
+      db.close();
+      await expect(startRelayHarness({ dir })).rejects.toThrow(
+        /has layout 4, newer than this relay's \(3\)/,
+      );
+      expect(userVersion(dir)).toBe(4);
+      expect(
+        readRelayDb(dir, (file) =>
+          file.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all(),
+        ),
+      ).toEqual(['later']);
+    });
   },
 );

@@ -149,5 +149,26 @@ describe.each(['native', 'wasm'] as const)(
         expect(referenceCounts(harness.dir)).toEqual({ frames: [], dangling: 0, devices: 0 });
       },
     );
+
+    it('forgets the device row of a device that a bound left with nothing, at its join', async () => {
+      harness = await startRelayHarness({
+        config: { ...fastSender, bufferUserMaxBytes: 16 * kib },
+      });
+      const first = await roomWithAbsent(harness, 1, 1);
+      first.host.send({ to: 'broadcast', payload: { n: 0, pad: pad(4 * kib) } });
+      await settled(harness, first.host);
+      // another room of the same user pushes that frame out of the user's bound
+      const second = await roomWithAbsent(harness, 1, 1, 10);
+      for (let n = 1; n <= 4; n++) {
+        second.host.send({ to: 'broadcast', payload: { n, pad: pad(4 * kib) } });
+      }
+      await settled(harness, second.host);
+      expect(referenceCounts(harness.dir).devices).toBe(2);
+      expectFrames([1, 1, 1]);
+      const emptied = await rejoin(harness, first.room, 1, 2);
+      expect(emptied.joined).toMatchObject({ buffered: 0, gap: true });
+      await eventually(() => referenceCounts(harness.dir).devices === 1, 'its row gone');
+      expectFrames([1, 1, 1]);
+    });
   },
 );
