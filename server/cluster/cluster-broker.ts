@@ -95,12 +95,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
    * the answer says up to where the room's stream and this node's own publications reached it.
    */
   function release(hash: string, device: string): { cursor: number; nodeSeq: number } | null {
-    const line = lines.get(hash);
-    const local = line?.local.get(device);
-    if (line === undefined || local === undefined || local.pending) return null;
-    line.local.delete(device);
-    line.listener.replaced(device);
-    return { cursor: Math.max(line.cursor, local.upto), nodeSeq: publications.count };
+    const cursor = lines.get(hash)?.handOver(device);
+    return cursor === undefined ? null : { cursor, nodeSeq: publications.count };
   }
 
   /** Records the position of each room with devices here, so a kill -9 of this node loses nothing. */

@@ -56,8 +56,8 @@ export class ClusterRoomLine implements RoomLine {
   #stop: (() => void) | undefined;
   /** The stream sequence of each frame delivered from the room's stream (one Buffer per frame). */
   readonly #seqOf = new WeakMap<Buffer, number>();
-  /** Devices that dropped during the current call, until their absent entry is written. */
-  readonly #departing = new Map<string, RosterEntry>();
+  /** Devices that dropped or were handed over during the current call: where they had reached. */
+  readonly #departing = new Map<string, { cursor: number }>();
   #released = false;
 
   constructor(
@@ -258,6 +258,25 @@ export class ClusterRoomLine implements RoomLine {
         await pause(undoPauseMs);
       }
     }
+  }
+
+  /**
+   * Another node takes the device over: its connection here is closed (4009). Returns up to where
+   * it had the room's stream: before the first frame of the stream its connection had queued
+   * and not written (the new node replays from there); undefined when it is not held here.
+   */
+  handOver(device: string): number | undefined {
+    const local = this.local.get(device);
+    if (local === undefined || local.pending) return undefined;
+    this.local.delete(device);
+    const handed = { cursor: Math.max(this.cursor, local.upto) };
+    this.#departing.set(device, handed);
+    try {
+      this.listener.replaced(device);
+    } finally {
+      this.#departing.delete(device);
+    }
+    return handed.cursor;
   }
 
   depart(device: string, reason: DepartureReason): void {

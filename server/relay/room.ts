@@ -241,6 +241,8 @@ export class Room implements RoomListener, JoinedRoom {
     const conn = this.members.get(device);
     if (conn === undefined) return;
     this.#remove(conn);
+    // what it had queued reaches the device on its new node
+    this.#keepPending(conn);
     this.#context.metrics.replaced++;
     closeWith(conn, Replaced);
   }

@@ -130,6 +130,39 @@ describe.skipIf(skip !== undefined)(
       expect(await drain(slow, 61, sent, senders)).toBe(1013);
     });
 
+    it('hands what a paused receiver had queued on its node to its new connection on another node', {
+      timeout: 120_000,
+    }, async () => {
+      const sender = await join(queued, 65, 1);
+      const slow = await join(senders, 65, 2);
+      await sender.next('presence');
+      tcpOf(slow).pause();
+      // until its node holds frames for it unsent beyond what a socket's buffer takes at once
+      const unsent = async () => {
+        const text = await (await fetch(`${senders.status}/metrics`)).text();
+        return Number(/^relay_unsent_bytes (\d+)$/m.exec(text)?.[1] ?? 0);
+      };
+      let sent = 0;
+      while ((await unsent()) < mebibyte && sent < 200) {
+        for (let i = 0; i < 2; i++) sender.send({ to: 2, payload: { n: sent++, chunk } });
+        await sender.sync();
+      }
+      expect(await unsent()).toBeGreaterThanOrEqual(mebibyte);
+      const moved = await join(queued, 65, 2);
+      expect(moved.frames.find((f) => f.type === 'joined')).toMatchObject({ gap: false });
+      tcpOf(slow).resume();
+      expect((await slow.waitClosed(30_000)).code).toBe(4009);
+      const live = numbers(slow);
+      expect(live).toEqual(upTo(live.length));
+      expect(live.length).toBeLessThan(sent);
+      await eventually(
+        () => live.length + numbers(moved).length >= sent || undefined,
+        'the rest on the new connection',
+        30_000,
+      );
+      expect([...live, ...numbers(moved)]).toEqual(upTo(sent));
+    });
+
     it('closes the slowest receivers with 1013 past relay.maxMemoryBytes of their node, and loses nothing', {
       timeout: 180_000,
     }, async () => {
