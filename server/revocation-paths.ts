@@ -95,7 +95,8 @@ export function revocationPaths(options: RevocationPathOptions): RevocationPaths
         const apply = ({ deviceId, revokedAt }: Revocation) =>
           target.revokeDevice(deviceId, revokedAt);
         // Stopped in reverse order: the follower first, then its link.
-        stops.push(() => link.close(), applyDeviceRevocations(link, apply, logger));
+        const revocations = applyDeviceRevocations(link, relay.clusterNats, apply, logger);
+        stops.push(() => link.close(), revocations);
       }
       if (mode === 'relay' && relay.authUrl !== undefined) {
         stops.push(

@@ -5,7 +5,7 @@ import type { Broker } from '../relay/broker.ts';
 import { type ClusterCounters, describeCluster } from './cluster-metrics.ts';
 import { Handover, positionEveryMs } from './handover.ts';
 import type { RoomLineContext } from './line-context.ts';
-import { openNatsLink } from './nats-link.ts';
+import { openNatsLink, replicasFor } from './nats-link.ts';
 import { watchNodes } from './node-liveness.ts';
 import { Publications } from './publications.ts';
 import { ClusterRoomLine } from './room-line.ts';
@@ -33,7 +33,7 @@ export interface ClusterBrokerOptions {
 export function createClusterBroker(options: ClusterBrokerOptions): Broker {
   const { node, logger, bufferWindowMs } = options;
   const now = options.now ?? Date.now;
-  const replicas = options.urls.length >= 3 ? 3 : 1;
+  const replicas = replicasFor(options.urls);
   const link = openNatsLink(options.urls, `sync-host relay ${node}`, logger);
   const lines = new Map<string, ClusterRoomLine>();
   const counters: ClusterCounters = { published: 0, publishFailures: 0, received: 0, replayed: 0 };

@@ -12,6 +12,14 @@ const maxPingOut = 2;
 const retryMs = 1_000;
 
 /**
+ * Replicas of what the cluster stores in JetStream (streams and buckets): three when three or
+ * more NATS servers are listed (nothing is lost with one server), else one.
+ */
+export function replicasFor(urls: readonly string[]): number {
+  return urls.length >= 3 ? 3 : 1;
+}
+
+/**
  * One process's connection to NATS, made in the background and kept for its whole life: it
  * retries until a server answers and reconnects by itself after any loss. Nothing waits for it
  * at start, so a process starts while NATS is down.

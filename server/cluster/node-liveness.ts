@@ -1,7 +1,9 @@
+import { jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import type { NatsLink } from './nats-link.ts';
+import { watchBucket } from './ordered-follow.ts';
 
 /** The KV bucket of node heartbeats: key = node name (hex), value = its clock. */
 export const nodesBucket = 'sync-host-nodes';
@@ -39,7 +41,11 @@ export function watchNodes(
   beat.unref();
 
   let stopped = false;
-  /** Follows the heartbeats; again a second after a failure (a NATS cluster electing leaders). */
+  let stopWatch: (() => void) | undefined;
+  /**
+   * Opens the bucket (again a second after a failure: a NATS cluster electing leaders) and
+   * watches it; while the watch is made again, every node counts as alive for a while again.
+   */
   function follow(nc: NatsConnection): void {
     void (async () => {
       const kv = await new Kvm(nc).create(nodesBucket, {
@@ -50,16 +56,24 @@ export function watchNodes(
       });
       bucket = kv;
       await kv.put(key, String(now()));
-      if (watchingSince !== undefined) return;
+      if (stopWatch !== undefined || stopped) return;
       watchingSince = now();
-      for await (const e of await kv.watch()) {
-        if (e.operation !== 'PUT') continue;
-        lastSeen.set(Buffer.from(e.key, 'hex').toString('utf8'), now());
-      }
-      throw new Error('the heartbeat watch ended');
+      // made again by itself after any loss, from the next beat on
+      stopWatch = watchBucket(
+        jetstream(nc),
+        nodesBucket,
+        'last-per-subject',
+        (change) => {
+          if (change.operation === 'PUT')
+            lastSeen.set(Buffer.from(change.key, 'hex').toString('utf8'), now());
+        },
+        (err) => {
+          watchingSince = now();
+          logger.warn({ err: String(err) }, 'cluster: following node heartbeats again');
+        },
+      );
     })().catch((err: unknown) => {
-      watchingSince = undefined;
-      logger.warn({ err: String(err) }, 'cluster: cannot follow node heartbeats');
+      logger.warn({ err: String(err) }, 'cluster: cannot open the node heartbeats');
       if (!stopped && !nc.isClosed()) setTimeout(() => follow(nc), 1_000).unref();
     });
   }
@@ -84,6 +98,7 @@ export function watchNodes(
     },
     async stop() {
       stopped = true;
+      stopWatch?.();
       clearInterval(beat);
       if (bucket !== undefined && link.connected) await bucket.delete(key).catch(() => {});
     },

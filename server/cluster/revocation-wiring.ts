@@ -1,7 +1,7 @@
 import type { Logger } from '../log.ts';
 import type { DeviceRecord } from '../relay/device-check.ts';
 import { answerDeviceChecks, type DeviceCheckOptions } from './device-checks.ts';
-import { type NatsLink, openNatsLink } from './nats-link.ts';
+import { type NatsLink, openNatsLink, replicasFor } from './nats-link.ts';
 import { createRevocationPublisher, followRevocations, type Revocation } from './revocations.ts';
 
 /** Something that closes a device's connections (the running relay, or a queue while paused). */
@@ -24,7 +24,7 @@ export function publishDeviceRevocations(
 ): () => Promise<void> {
   const { logger, now } = auth;
   const link = openNatsLink(urls, 'sync-host auth', logger);
-  const publisher = createRevocationPublisher(link, logger);
+  const publisher = createRevocationPublisher(link, replicasFor(urls), logger);
   auth.onDeviceRevoked((deviceId) =>
     publisher.publish({ deviceId, revokedAt: Math.floor(now() / 1000) }),
   );
@@ -37,13 +37,14 @@ export function publishDeviceRevocations(
 
 /**
  * A relay process applies every revocation published on NATS through `link` (opened by the
- * caller, who closes it); returns the stop function.
+ * caller on `urls`, who closes it); returns the stop function.
  */
 export function applyDeviceRevocations(
   link: NatsLink,
+  urls: readonly string[],
   apply: ApplyRevocation,
   logger: Logger,
 ): () => Promise<void> {
-  const follower = followRevocations(link, apply, logger);
+  const follower = followRevocations(link, replicasFor(urls), apply, logger);
   return async () => follower.stop();
 }

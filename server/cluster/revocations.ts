@@ -1,7 +1,9 @@
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import type { NatsLink } from './nats-link.ts';
+import { watchBucket } from './ordered-follow.ts';
 
 /**
  * Deleted devices, one key per device id holding `{"revokedAt":<unix s>}`. A KV bucket (a
@@ -19,9 +21,28 @@ export interface Revocation {
 
 const retryMs = 1_000;
 
-function openBucket(nc: NatsConnection): Promise<KV> {
-  // create binds to the bucket when it exists already, so auth and relay may start in any order
-  return new Kvm(nc).create(revocationBucket, { history: 1 });
+/**
+ * Opens the bucket, made with `replicas` (3 when three or more NATS servers are listed) unless
+ * it exists: auth and relay may start in any order. A bucket made with fewer replicas (by an
+ * older version, or while one server was listed) is raised to `replicas`; when NATS refuses
+ * that now (a server down), the bucket is used as it is and raised on a later opening.
+ */
+async function openBucket(nc: NatsConnection, replicas: number, logger: Logger): Promise<KV> {
+  const kv = await new Kvm(nc).create(revocationBucket, { history: 1, replicas });
+  if (replicas > 1) {
+    const stream = `KV_${revocationBucket}`;
+    try {
+      const jsm = await jetstreamManager(nc);
+      const { config } = await jsm.streams.info(stream);
+      if (config.num_replicas < replicas) {
+        await jsm.streams.update(stream, { ...config, num_replicas: replicas });
+        logger.info({ replicas }, 'cluster: revocation bucket raised to more replicas');
+      }
+    } catch (err: unknown) {
+      logger.warn({ err: String(err), replicas }, 'cluster: revocation bucket not raised yet');
+    }
+  }
+  return kv;
 }
 
 function parse(key: string, value: string): Revocation | undefined {
@@ -41,7 +62,11 @@ export interface RevocationPublisher {
 }
 
 /** The auth side: every device deletion goes to the bucket, retried until NATS took it. */
-export function createRevocationPublisher(link: NatsLink, logger: Logger): RevocationPublisher {
+export function createRevocationPublisher(
+  link: NatsLink,
+  replicas: number,
+  logger: Logger,
+): RevocationPublisher {
   const pending = new Map<number, Revocation>();
   let flushing = false;
   let retry: NodeJS.Timeout | undefined;
@@ -51,7 +76,7 @@ export function createRevocationPublisher(link: NatsLink, logger: Logger): Revoc
     if (flushing || pending.size === 0 || nc === undefined || !link.connected) return;
     flushing = true;
     try {
-      const kv = await openBucket(nc);
+      const kv = await openBucket(nc, replicas, logger);
       for (const revocation of [...pending.values()]) {
         await kv.put(
           String(revocation.deviceId),
@@ -86,45 +111,44 @@ export function createRevocationPublisher(link: NatsLink, logger: Logger): Revoc
 
 /**
  * The relay side: applies every revocation in the bucket, those from before this process
- * started and every new one, resuming after the last one seen when the connection comes back.
+ * started and every new one, in order; the watch is made again by itself after any loss (a
+ * reconnect, the NATS server holding it lost) from the next revision.
  */
 export function followRevocations(
   link: NatsLink,
+  replicas: number,
   apply: (revocation: Revocation) => void,
   logger: Logger,
 ): { stop(): void } {
-  let lastRevision = 0;
   let stopped = false;
-  let watching: { stop(): void } | undefined;
+  let stopWatch: (() => void) | undefined;
   let retry: NodeJS.Timeout | undefined;
 
   async function watch(nc: NatsConnection): Promise<void> {
-    if (stopped || watching !== undefined) return;
+    if (stopped || stopWatch !== undefined) return;
     try {
-      const kv = await openBucket(nc);
-      const entries = await kv.watch({
-        resumeFromRevision: lastRevision + 1,
-        ignoreDeletes: true,
-      });
-      watching = entries;
-      for await (const entry of entries) {
-        lastRevision = Math.max(lastRevision, entry.revision);
-        const revocation = parse(entry.key, entry.string());
-        if (revocation !== undefined) apply(revocation);
-      }
+      await openBucket(nc, replicas, logger);
     } catch (err: unknown) {
-      logger.warn({ err: String(err) }, 'cluster: cannot follow revocations; retrying');
-    } finally {
-      watching = undefined;
-    }
-    // The watch ended (server restarted, stream lost): start again from the last revision.
-    if (!stopped) {
+      logger.warn({ err: String(err) }, 'cluster: cannot open the revocations; retrying');
       retry = setTimeout(() => {
         const current = link.connection;
         if (current !== undefined && link.connected) void watch(current);
       }, retryMs);
       retry.unref();
+      return;
     }
+    if (stopped || stopWatch !== undefined) return;
+    stopWatch = watchBucket(
+      jetstream(nc),
+      revocationBucket,
+      1,
+      (change) => {
+        if (change.operation !== 'PUT') return;
+        const revocation = parse(change.key, Buffer.from(change.value).toString('utf8'));
+        if (revocation !== undefined) apply(revocation);
+      },
+      (err) => logger.warn({ err: String(err) }, 'cluster: following revocations again'),
+    );
   }
 
   link.onConnected((nc) => void watch(nc));
@@ -132,7 +156,7 @@ export function followRevocations(
     stop() {
       stopped = true;
       if (retry !== undefined) clearTimeout(retry);
-      watching?.stop();
+      stopWatch?.();
     },
   };
 }

@@ -1,4 +1,5 @@
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { followOrdered } from './ordered-follow.ts';
 import { roomHash } from './roster.ts';
 import { decodeRecord, isRecordOf, type StreamFrame } from './stream-record.ts';
 
@@ -44,9 +45,6 @@ export async function streamBounds(
   return { first: info.state.first_seq, last: info.state.last_seq };
 }
 
-/** Wait before following a room's stream again after its consumer ended or failed. */
-const refollowMs = 500;
-
 /** What a node does with what it reads of a room's stream. */
 export interface StreamFollower {
   /** A frame another node published. */
@@ -58,10 +56,9 @@ export interface StreamFollower {
 }
 
 /**
- * Follows the room's stream from `startSeq` (an ordered consumer: in order, each once) for the
- * node whose name's bytes are `node`. When the consumer ends or cannot be made (NATS failover, a
- * server of a NATS cluster lost, JetStream not ready yet), it is made again from the next
- * sequence after a short wait. Returns its stop.
+ * Follows the room's stream from `startSeq` (in order, each once) for the node whose name's
+ * bytes are `node`; made again from the next sequence when its consumer ends, fails or falls
+ * silent (see {@link followOrdered}). Returns its stop.
  */
 export function followStream(
   js: JetStreamClient,
@@ -70,58 +67,55 @@ export function followStream(
   node: Buffer,
   follower: StreamFollower,
 ): () => void {
-  let next = Math.max(1, startSeq);
-  let stopped = false;
-  let messages: { close(): Promise<unknown> } | undefined;
-  void (async () => {
-    while (!stopped) {
-      try {
-        const consumer = await js.consumers.get(streamOf(roomId).stream, {
-          deliver_policy: DeliverPolicy.StartSequence,
-          opt_start_seq: next,
-        });
-        const iterator = await consumer.consume();
-        messages = iterator;
-        if (stopped) break;
-        for await (const m of iterator) {
-          next = m.seq + 1;
-          if (isRecordOf(m.data, node)) follower.own(m.seq);
-          else follower.frame(decodeRecord(m));
-        }
-      } catch (err: unknown) {
-        if (!stopped) follower.error(err);
-      }
-      if (!stopped) await new Promise((resolve) => setTimeout(resolve, refollowMs));
-    }
-    await messages?.close();
-  })();
-  return () => {
-    stopped = true;
-    void messages?.close();
-  };
+  return followOrdered(js, {
+    stream: streamOf(roomId).stream,
+    from: startSeq,
+    onMessage(m) {
+      if (isRecordOf(m.data, node)) follower.own(m.seq);
+      else follower.frame(decodeRecord(m));
+    },
+    onRestart: (err) => follower.error(err),
+  });
 }
 
-/** Reads the frames with sequence in (`after`, `upto`] in order. */
-export async function readRange(
+/** A replay read not done within this long is given up (its join is refused after 8 s anyway). */
+const readRangeDeadlineMs = 10_000;
+
+/**
+ * Reads the frames with sequence in (`after`, `upto`] in order; rejects when they cannot be
+ * read within {@link readRangeDeadlineMs} (the stream's servers unreachable meanwhile).
+ */
+export function readRange(
   js: JetStreamClient,
   roomId: string,
   after: number,
   upto: number,
 ): Promise<StreamFrame[]> {
-  if (upto <= after) return [];
-  const consumer = await js.consumers.get(streamOf(roomId).stream, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: after + 1,
+  if (upto <= after) return Promise.resolve([]);
+  return new Promise((resolve, reject) => {
+    const frames: StreamFrame[] = [];
+    let last: unknown;
+    const deadline = setTimeout(() => {
+      stop();
+      reject(
+        new Error(
+          `room stream not read up to ${upto} within ${readRangeDeadlineMs} ms: ${String(last)}`,
+        ),
+      );
+    }, readRangeDeadlineMs);
+    const stop = followOrdered(js, {
+      stream: streamOf(roomId).stream,
+      from: after + 1,
+      onMessage(m) {
+        if (m.seq <= upto) frames.push(decodeRecord(m));
+        if (m.seq < upto && m.info.pending > 0) return;
+        clearTimeout(deadline);
+        stop();
+        resolve(frames);
+      },
+      onRestart(err) {
+        last = err;
+      },
+    });
   });
-  const frames: StreamFrame[] = [];
-  const messages = await consumer.consume();
-  try {
-    for await (const m of messages) {
-      if (m.seq <= upto) frames.push(decodeRecord(m));
-      if (m.seq >= upto || m.info.pending === 0) break;
-    }
-  } finally {
-    await messages.close();
-  }
-  return frames;
 }

@@ -11,10 +11,14 @@ import type { Logger } from '../log.ts';
 import type { RoomListener } from '../relay/broker.ts';
 import type { NatsLink } from './nats-link.ts';
 import type { NodeLiveness } from './node-liveness.ts';
+import { type BucketChange, watchBucket } from './ordered-follow.ts';
 import { parseRosterKey, RoomRoster, type RosterEntry, rosterBucket, rosterKey } from './roster.ts';
 
 /** Roster entries are kept a day, so a device that comes back late learns of its `gap`. */
 export const rosterRetentionMs = 24 * 60 * 60 * 1000;
+
+/** How long a roster write is tried again while NATS does not take it. */
+const writeRetryMs = 30_000;
 
 /** What the mirror needs of a room this node holds (its line): its devices here and listener. */
 export interface HeldRoom {
@@ -64,8 +68,11 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
   let js: JetStreamClient | undefined;
   let jsm: JetStreamManager | undefined;
   let loaded = false;
-  let watching = false;
+  let stopWatch: (() => void) | undefined;
   let closed = false;
+  /** The newest write asked for each roster key (a counter): older ones still retrying give way. */
+  const newest = new Map<string, number>();
+  let writes = 0;
 
   function rosterOf(hash: string): RoomRoster {
     let roster = rosters.get(hash);
@@ -100,16 +107,37 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
     if (change.newHost !== undefined) listener.hostChanged(change.newHost);
   }
 
+  /**
+   * Writes an entry, again while NATS does not take it (a NATS cluster electing the bucket's
+   * leader after losing a server) for up to {@link writeRetryMs}, unless a newer write of the
+   * same device was asked for meanwhile: a departure not recorded would leave the device
+   * present for the other nodes.
+   */
   async function write(hash: string, device: string, entry: RosterEntry): Promise<number> {
-    if (kv === undefined) throw new Error('not connected to NATS');
-    const revision = await kv.put(rosterKey(hash, device), JSON.stringify(entry));
-    applyEntry(hash, device, entry, revision);
-    return revision;
+    const key = rosterKey(hash, device);
+    const mine = ++writes;
+    newest.set(key, mine);
+    const until = Date.now() + writeRetryMs;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          if (kv === undefined) throw new Error('not connected to NATS');
+          const revision = await kv.put(key, JSON.stringify(entry));
+          applyEntry(hash, device, entry, revision);
+          return revision;
+        } catch (err: unknown) {
+          if (closed || newest.get(key) !== mine || Date.now() >= until) throw err;
+          await pause(250 * Math.min(attempt, 4));
+        }
+      }
+    } finally {
+      if (newest.get(key) === mine) newest.delete(key);
+    }
   }
 
   /**
    * Opens the roster bucket (again until JetStream answers: a NATS cluster may still be electing
-   * its leaders) and follows it; a watch that ends (a NATS server lost) is started again.
+   * its leaders) and follows it (the watch is made again by itself after any loss).
    */
   async function follow(nc: NatsConnection): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -121,6 +149,8 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
           ttl: rosterRetentionMs,
           replicas,
         });
+        // an empty bucket has no last entry to mark the first read done
+        if (!loaded && (await kv.status()).values === 0) loaded = true;
         break;
       } catch (err: unknown) {
         if (closed || nc.isClosed()) throw err;
@@ -128,39 +158,24 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
         await pause(500 * Math.min(attempt, 4));
       }
     }
-    if (watching) return;
-    watching = true;
-    try {
-      while (!closed && !nc.isClosed()) {
-        await watch(kv);
-        if (!closed) await pause(500);
-      }
-    } finally {
-      watching = false;
-    }
+    if (stopWatch !== undefined || closed) return;
+    stopWatch = watchBucket(js, rosterBucket, 'last-per-subject', apply, (err) => {
+      logger.warn({ err: String(err) }, 'cluster: following the roster again');
+    });
   }
 
-  /** Applies every roster entry until the watch ends; the first one marks the roster loaded. */
-  async function watch(bucket: KV): Promise<void> {
-    try {
-      const initial = loaded ? 0 : (await bucket.status()).values;
-      let received = 0;
-      if (initial === 0) loaded = true;
-      for await (const e of await bucket.watch()) {
-        const key = parseRosterKey(e.key);
-        if (key !== undefined && e.operation === 'PUT') {
-          try {
-            applyEntry(key[0], key[1], JSON.parse(e.string()) as RosterEntry, e.revision);
-          } catch (err: unknown) {
-            logger.warn({ err: String(err), key: e.key }, 'cluster: unreadable roster entry');
-          }
-        }
-        if (++received >= initial) loaded = true;
+  /** Applies a roster change; the last of the bucket's first read marks the roster loaded. */
+  function apply(change: BucketChange): void {
+    const key = parseRosterKey(change.key);
+    if (key !== undefined && change.operation === 'PUT') {
+      try {
+        const entry = JSON.parse(Buffer.from(change.value).toString('utf8')) as RosterEntry;
+        applyEntry(key[0], key[1], entry, change.revision);
+      } catch (err: unknown) {
+        logger.warn({ err: String(err), key: change.key }, 'cluster: unreadable roster entry');
       }
-    } catch (err: unknown) {
-      logger.warn({ err: String(err) }, 'cluster: roster watch failed');
     }
-    if (!closed) logger.warn('cluster: following the roster again');
+    if (change.pending === 0) loaded = true;
   }
 
   function markDeadNodes(): void {
@@ -204,6 +219,7 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
     markDeadNodes,
     close() {
       closed = true;
+      stopWatch?.();
     },
   };
 }

@@ -1,0 +1,200 @@
+import { setTimeout as pause } from 'node:timers/promises';
+import {
+  type Consumer,
+  type ConsumerMessages,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JsMsg,
+} from '@nats-io/jetstream';
+
+/**
+ * While a pull waits with nothing to deliver, the server sends an idle heartbeat this often.
+ * (The library's defaults, 15 s for pulls and 30 s for its KV watches, make a lost consumer
+ * show only after a minute or more.)
+ */
+export const idleHeartbeatMs = 2_000;
+/**
+ * A consumer that delivered nothing, not even a heartbeat, for this long is taken as lost and
+ * made again. A follower's consumer is an R1 consumer on one server of a NATS cluster; when
+ * that server dies the consumer goes with it and nothing tells the client: its info request
+ * gets no answer, so the library would wait for it without end.
+ */
+export const silentAfterMs = 3 * idleHeartbeatMs;
+/**
+ * A consumer not made within this long is given up and asked for again. nats-server before
+ * 2.9.12 places an R1 consumer on any server of its stream, a dead one too: while one server of
+ * three is down, a third of new consumers go there and their creation is never answered.
+ */
+export const createDeadlineMs = 2_000;
+/** Each pull waits at most this long on the server (then the next one is made). */
+const expiresMs = 10_000;
+/** Waits between two attempts to make the consumer, growing with each failure in a row. */
+const refollowMs = 500;
+const maxRefollowMs = 5_000;
+
+/** What one follower reads of a stream, and where it starts. */
+export interface FollowOptions {
+  stream: string;
+  /** Only the messages of this subject filter (a KV bucket's `$KV.<name>.>`); all when absent. */
+  subject?: string;
+  /** The first stream sequence, or the last message of each subject first (a KV watch). */
+  from: number | 'last-per-subject';
+  onMessage(m: JsMsg): void;
+  /** Its consumer ended, fell silent or could not be made: it is made again, after `next`. */
+  onRestart(err: unknown): void;
+}
+
+/**
+ * Notices a consumer that stopped delivering: `heard` on each message, and its heartbeats count
+ * too; `silent` is called once after {@link silentAfterMs} of nothing.
+ */
+function watchSilence(
+  messages: ConsumerMessages,
+  silent: () => void,
+): { heard(): void; stop(): void } {
+  let last = Date.now();
+  const heard = () => {
+    last = Date.now();
+  };
+  void (async () => {
+    for await (const status of messages.status()) {
+      // heartbeats, expired pulls and discards come from the consumer's server: it is alive
+      if (status.type === 'heartbeat' || status.type === 'debug' || status.type === 'discard')
+        heard();
+    }
+  })();
+  const check = setInterval(() => {
+    if (Date.now() - last <= silentAfterMs) return;
+    clearInterval(check);
+    silent();
+  }, idleHeartbeatMs / 2);
+  check.unref();
+  return { heard, stop: () => clearInterval(check) };
+}
+
+/** An ordered consumer from `next` (undefined: the last message of each subject first). */
+async function makeConsumer(
+  js: JetStreamClient,
+  options: FollowOptions,
+  next: number | undefined,
+): Promise<Consumer> {
+  const made = js.consumers.get(options.stream, {
+    ...(options.subject === undefined ? {} : { filter_subjects: options.subject }),
+    ...(next === undefined
+      ? { deliver_policy: DeliverPolicy.LastPerSubject }
+      : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next }),
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // made after all (late): not used, so not kept either
+      made.then((consumer) => consumer.delete()).catch(() => {});
+      reject(new Error(`consumer not made within ${createDeadlineMs} ms`));
+    }, createDeadlineMs);
+  });
+  try {
+    return await Promise.race([made, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Follows a stream in order, each message once, with an ordered consumer that is made again
+ * from the next sequence whenever it ends, fails or falls silent (a NATS server lost, a
+ * reconnect, JetStream not ready yet). Returns its stop.
+ */
+export function followOrdered(js: JetStreamClient, options: FollowOptions): () => void {
+  let next = options.from === 'last-per-subject' ? undefined : Math.max(1, options.from);
+  let stopped = false;
+  let current: ConsumerMessages | undefined;
+  let failures = 0;
+
+  /** Takes the messages until the consumer ends or falls silent (then throws), or the stop. */
+  async function read(messages: ConsumerMessages): Promise<void> {
+    let silent = false;
+    const silence = watchSilence(messages, () => {
+      silent = true;
+      void messages.close();
+    });
+    try {
+      for await (const m of messages) {
+        if (stopped) return;
+        silence.heard();
+        failures = 0;
+        if (next !== undefined && m.seq < next) continue;
+        next = m.seq + 1;
+        options.onMessage(m);
+      }
+    } finally {
+      silence.stop();
+    }
+    if (stopped) return;
+    throw new Error(
+      silent ? `consumer silent for ${silentAfterMs} ms` : 'consumer ended by the library',
+    );
+  }
+
+  void (async () => {
+    while (!stopped) {
+      let consumer: Consumer | undefined;
+      try {
+        consumer = await makeConsumer(js, options, next);
+        current = await consumer.consume({ expires: expiresMs, idle_heartbeat: idleHeartbeatMs });
+        if (!stopped) await read(current);
+      } catch (err: unknown) {
+        if (!stopped) options.onRestart(err);
+      }
+      void current?.close();
+      // the consumer is left on its server otherwise (until its inactivity threshold)
+      consumer?.delete().catch(() => {});
+      failures++;
+      if (!stopped) await pause(Math.min(refollowMs * failures, maxRefollowMs));
+    }
+  })();
+  return () => {
+    stopped = true;
+    void current?.close();
+  };
+}
+
+/** One change of a KV bucket as a follower reads it. */
+export interface BucketChange {
+  key: string;
+  operation: 'PUT' | 'DEL' | 'PURGE';
+  revision: number;
+  value: Uint8Array;
+  /** Messages of the bucket after this one, when it was delivered (0: caught up). */
+  pending: number;
+}
+
+/**
+ * Watches a KV bucket like `kv.watch()` (the last value of each key, then every change, in
+ * order), or from revision `from`, through {@link followOrdered}: a watch whose consumer was
+ * on a lost NATS server is made again within seconds. Returns its stop.
+ */
+export function watchBucket(
+  js: JetStreamClient,
+  bucket: string,
+  from: number | 'last-per-subject',
+  onChange: (change: BucketChange) => void,
+  onRestart: (err: unknown) => void,
+): () => void {
+  const prefix = `$KV.${bucket}.`;
+  return followOrdered(js, {
+    stream: `KV_${bucket}`,
+    subject: `${prefix}>`,
+    from,
+    onMessage(m) {
+      const operation = m.headers?.get('KV-Operation');
+      onChange({
+        key: m.subject.slice(prefix.length),
+        operation: operation === 'DEL' || operation === 'PURGE' ? operation : 'PUT',
+        revision: m.seq,
+        value: m.data,
+        pending: m.info.pending,
+      });
+    },
+    onRestart,
+  });
+}
