@@ -33,6 +33,8 @@ export async function freePort(): Promise<number> {
 
 /** One `nats-server -js` process of a test, on a free loopback port with its own store folder. */
 export interface NatsServer {
+  /** Its server name in a cluster (`n0`, `n1`...: JetStream's `cluster.leader` names it). */
+  readonly name: string | undefined;
   /** `nats://127.0.0.1:<port>`. */
   readonly url: string;
   readonly port: number;
@@ -49,6 +51,7 @@ export interface NatsServer {
 }
 
 interface ServerPlan {
+  name?: string;
   port: number;
   dir: string;
   /** Cluster arguments (name, route port, routes); none for a single server. */
@@ -100,6 +103,7 @@ function serverOf(plan: ServerPlan): NatsServer {
     await signalAndWait(running, signal);
   };
   return {
+    name: plan.name,
     url: `nats://127.0.0.1:${plan.port}`,
     port: plan.port,
     get pid() {
@@ -165,6 +169,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   const routes = routePorts.map((port) => `nats://127.0.0.1:${port}`).join(',');
   const servers = ports.map((port, i) =>
     serverOf({
+      name: `n${i}`,
       port,
       dir: mkdtempSync(join(tmpdir(), `sync-host-nats-${i}-`)),
       clusterArgs: [

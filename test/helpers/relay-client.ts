@@ -126,10 +126,16 @@ export class RelayClient {
     await this.take((frame) => frame.type === 'pong' && this.pongsReceived >= answer);
   }
 
-  async join(room: string, device: string | number, token: string): Promise<Frame> {
+  /** Joins; resolves with the `joined` or `error` answer (waited for up to `deadlineMs`). */
+  async join(
+    room: string,
+    device: string | number,
+    token: string,
+    deadlineMs = defaultDeadlineMs,
+  ): Promise<Frame> {
     await this.opened;
     this.send({ type: 'join', room, device, token });
-    return this.take((frame) => frame.type === 'joined' || frame.type === 'error');
+    return this.take((frame) => frame.type === 'joined' || frame.type === 'error', deadlineMs);
   }
 
   waitClosed(deadlineMs = defaultDeadlineMs): Promise<CloseInfo> {
