@@ -21,11 +21,13 @@ export const idleHeartbeatMs = 2_000;
  */
 export const silentAfterMs = 3 * idleHeartbeatMs;
 /**
- * A consumer not made within this long is given up and asked for again. nats-server before
- * 2.9.12 places an R1 consumer on any server of its stream, a dead one too: while one server of
- * three is down, a third of new consumers go there and their creation is never answered.
+ * A consumer not made within this long is asked for again (the first asks still count), up to
+ * {@link maxAsks} times: nats-server before 2.9.12 places an R1 consumer on any server of its
+ * stream, a dead one too, so while one server of three is down a third of new consumers go there
+ * and their creation is never answered.
  */
-export const createDeadlineMs = 2_000;
+export const askAgainMs = 1_000;
+const maxAsks = 5;
 /** Each pull waits at most this long on the server (then the next one is made). */
 const expiresMs = 10_000;
 /** Waits between two attempts to make the consumer, growing with each failure in a row. */
@@ -72,31 +74,52 @@ function watchSilence(
   return { heard, stop: () => clearInterval(check) };
 }
 
-/** An ordered consumer from `next` (undefined: the last message of each subject first). */
-async function makeConsumer(
+/**
+ * An ordered consumer from `next` (undefined: the last message of each subject first): the first
+ * of up to {@link maxAsks} creations, one more each {@link askAgainMs} while none answered; those
+ * answered later are deleted. Fails when every creation asked for failed.
+ */
+function makeConsumer(
   js: JetStreamClient,
   options: FollowOptions,
   next: number | undefined,
 ): Promise<Consumer> {
-  const made = js.consumers.get(options.stream, {
+  const config = {
     ...(options.subject === undefined ? {} : { filter_subjects: options.subject }),
     ...(next === undefined
       ? { deliver_policy: DeliverPolicy.LastPerSubject }
       : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next }),
+  };
+  return new Promise((resolve, reject) => {
+    let made = false;
+    let asked = 0;
+    let failed = 0;
+    const ask = (): void => {
+      asked++;
+      if (asked >= maxAsks) clearInterval(again);
+      js.consumers.get(options.stream, { ...config }).then(
+        (consumer) => {
+          if (made) {
+            consumer.delete().catch(() => {});
+            return;
+          }
+          made = true;
+          clearInterval(again);
+          resolve(consumer);
+        },
+        (err: unknown) => {
+          if (made || ++failed < asked) return;
+          // every ask so far failed: no use waiting for the next one
+          made = true;
+          clearInterval(again);
+          reject(err);
+        },
+      );
+    };
+    const again = setInterval(ask, askAgainMs);
+    again.unref();
+    ask();
   });
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      // made after all (late): not used, so not kept either
-      made.then((consumer) => consumer.delete()).catch(() => {});
-      reject(new Error(`consumer not made within ${createDeadlineMs} ms`));
-    }, createDeadlineMs);
-  });
-  try {
-    return await Promise.race([made, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
