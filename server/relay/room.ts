@@ -61,6 +61,8 @@ export class Room implements RoomListener, JoinedRoom {
   readonly #line: RoomLine;
   readonly #context: RoomContext;
   #roomMember: Buffer | undefined;
+  /** Joins handed to the broker and not answered yet (replayed or refused). */
+  #joining = 0;
 
   constructor(id: string, slot: number, context: RoomContext) {
     this.id = id;
@@ -78,7 +80,9 @@ export class Room implements RoomListener, JoinedRoom {
 
   /** Nobody of the room is connected here: the room can be forgotten. */
   get idle(): boolean {
-    return this.members.size === 0;
+    // a join the broker has not answered yet keeps the room (a cluster join takes seconds while
+    // NATS elects leaders): forgotten meanwhile, its connection would join a room nobody holds
+    return this.members.size === 0 && this.#joining === 0;
   }
 
   /**
@@ -114,6 +118,7 @@ export class Room implements RoomListener, JoinedRoom {
       closeWith(older, Replaced);
     }
     metrics.joins++;
+    this.#joining++;
     // Until the broker replays what was kept (at once in-process), the connection is in the
     // room but not among the members: messages for it go to the broker, which keeps their order.
     this.#line.join(
@@ -251,6 +256,7 @@ export class Room implements RoomListener, JoinedRoom {
 
   /** The broker registered the join: `joined`, then what was kept for the device. */
   #replayed(conn: Connection, carried: Buffer[], frames: readonly string[], gap: boolean): void {
+    this.#joining--;
     if (conn.room !== this) return;
     const key = conn.deviceKey;
     // in the older connection's place, if any: same position, same role
@@ -280,6 +286,7 @@ export class Room implements RoomListener, JoinedRoom {
 
   /** The broker refused the join: closed with 1013; the older connection's queue is kept. */
   #refused(conn: Connection, carried: Buffer[]): void {
+    this.#joining--;
     if (conn.room !== this) return;
     conn.room = undefined;
     // the older connection it was to replace is gone too
