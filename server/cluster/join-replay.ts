@@ -26,7 +26,8 @@ export async function originOf(
 /**
  * What the device `key` gets on its join, from its `origin` up to `bounds.last` of the room's
  * stream: the frames addressed to it (or broadcast by others, unless its old node delivered them
- * directly), and whether some are missing (`gap`: aged out, its node died, or back too late).
+ * directly, or `routedHere` publications after `after` of the joining node, which it queued for
+ * the device), and whether some are missing (`gap`: aged out, its node died, or back too late).
  */
 export async function replayOf(
   js: JetStreamClient,
@@ -36,6 +37,7 @@ export async function replayOf(
   entry: RosterEntry | undefined,
   bounds: { first: number; last: number },
   context: Pick<RoomLineContext, 'now' | 'bufferWindowMs'>,
+  routedHere: { node: string; after: number },
 ): Promise<{ frames: string[]; gap: boolean }> {
   if (entry?.state === 'absent' && context.now() >= entry.droppedAt + context.bufferWindowMs) {
     return { frames: [], gap: origin.lost || bounds.last > origin.cursor };
@@ -48,6 +50,8 @@ export async function replayOf(
     if (f.to !== key && (f.to !== '*' || f.from === key)) continue;
     // a broadcast of its old node reached it there directly
     if (f.node === origin.node && f.to === '*' && f.nodeSeq <= origin.nodeSeq) continue;
+    // routed on the joining node while it joined: queued for it there (joining-devices.ts)
+    if (f.node === routedHere.node && f.nodeSeq > routedHere.after) continue;
     frames.push(f.frame.toString('utf8'));
   }
   return { frames, gap: origin.lost || aged };

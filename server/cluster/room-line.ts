@@ -2,19 +2,11 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
 import type { DepartureReason, Refusal, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
 import { originOf, replayOf, undoOf } from './join-replay.ts';
+import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
 import type { RoomLineContext } from './line-context.ts';
 import { ensureStream, followStream, streamBounds, streamOf } from './room-stream.ts';
 import type { RoomRoster, RosterEntry } from './roster.ts';
 import { encodeRecord, type StreamFrame, senderOf } from './stream-record.ts';
-
-/** A device of this node in a held room. */
-interface LocalDevice {
-  /** Its join is being registered and its replay read: frames from the stream wait. */
-  pending: boolean;
-  queue: StreamFrame[];
-  /** Frames up to this stream sequence reached it by its replay (or predate its join). */
-  upto: number;
-}
 
 /** Tries to open a room's stream (about 30 s in all) before its joins fail. */
 const openAttempts = 20;
@@ -162,7 +154,8 @@ export class ClusterRoomLine implements RoomLine {
 
   join(device: DeviceId, replay: Replay, refuse: Refusal): void {
     const key = deviceKey(device);
-    const local: LocalDevice = { pending: true, queue: [], upto: 0 };
+    const ownFrom = this.context.publications.count;
+    const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
     this.local.set(key, local);
     const attempt: JoinAttempt = { abandoned: false, undo: undefined };
     const give = (why: unknown): void => {
@@ -234,10 +227,13 @@ export class ClusterRoomLine implements RoomLine {
     // a write that fails may still reach NATS: undone in any case
     attempt.undo = undoOf(entry, before, origin, true, here());
     await context.write(this.hash, key, entry);
+    // what this node published before the join began is in the stream before its bounds are read
+    await context.publications.settled();
     const bounds = await streamBounds(jsm, this.roomId);
     local.upto = bounds.last;
     if (origin === undefined) return { frames: [], gap: false };
-    return replayOf(js, this.roomId, key, origin, before?.entry, bounds, context);
+    const routedHere = { node: context.node, after: local.ownFrom };
+    return replayOf(js, this.roomId, key, origin, before?.entry, bounds, context, routedHere);
   }
 
   /**
@@ -345,6 +341,10 @@ export class ClusterRoomLine implements RoomLine {
         return;
       }
     }
+    // a device joining here is not a member yet: it gets the broadcast through the stream
+    if (this.local.size > 1 && joiningBesides(this.local, senderOf(frame))) {
+      this.#publish('*', frame);
+    }
   }
 
   /**
@@ -354,6 +354,7 @@ export class ClusterRoomLine implements RoomLine {
   #publish(to: string, frame: Buffer): void {
     const n = this.context.publications.begin(this.roomId);
     const from = senderOf(frame);
+    queueForJoining(this.local, { to, from, node: this.context.node, nodeSeq: n, frame });
     if (this.#waiting === undefined) this.#send(n, to, from, frame);
     else this.#waiting.push(() => this.#send(n, to, from, frame));
   }
