@@ -29,19 +29,14 @@ export function joiningBesides(local: ReadonlyMap<string, LocalDevice>, from: st
   return false;
 }
 
-/** Queues publication `n` (a frame from `from` to `to`, a device or `*`) for the joining devices. */
-export function queueForJoining(
-  local: ReadonlyMap<string, LocalDevice>,
-  f: Omit<StreamFrame, 'seq'>,
-): void {
-  // after every frame of the stream its replay covers, whatever its sequence turns out to be
-  const queued: StreamFrame = { ...f, seq: Number.POSITIVE_INFINITY };
+/** Queues publication `f` (a frame from `f.from` to `f.to`, a device or `*`) for the joining devices. */
+export function queueForJoining(local: ReadonlyMap<string, LocalDevice>, f: StreamFrame): void {
   if (f.to !== '*') {
     const joining = local.get(f.to);
-    if (joining?.pending === true) joining.queue.push(queued);
+    if (joining?.pending === true) joining.queue.push(f);
     return;
   }
   for (const [device, joining] of local) {
-    if (joining.pending && device !== f.from) joining.queue.push(queued);
+    if (joining.pending && device !== f.from) joining.queue.push(f);
   }
 }

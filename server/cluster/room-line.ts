@@ -354,7 +354,11 @@ export class ClusterRoomLine implements RoomLine {
   #publish(to: string, frame: Buffer): void {
     const n = this.context.publications.begin(this.roomId);
     const from = senderOf(frame);
-    queueForJoining(this.local, { to, from, node: this.context.node, nodeSeq: n, frame });
+    // after every frame of the stream its replay covers, whatever its sequence turns out to be
+    if (this.local.size > 0 && (to === '*' || this.local.has(to))) {
+      const seq = Number.POSITIVE_INFINITY;
+      queueForJoining(this.local, { seq, to, from, node: this.context.node, nodeSeq: n, frame });
+    }
     if (this.#waiting === undefined) this.#send(n, to, from, frame);
     else this.#waiting.push(() => this.#send(n, to, from, frame));
   }
