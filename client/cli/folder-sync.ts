@@ -1,225 +1,454 @@
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
 import * as Y from 'yjs';
+import {
+  addEntry,
+  applyClashFixes,
+  clashFixes,
+  digestOf,
+  EntryIndex,
+  type FileEntry,
+} from './folder-doc.ts';
+import {
+  commitTemp,
+  moveAside,
+  readText,
+  removeFile,
+  removeQuietly,
+  type Stamp,
+  sameStamp,
+  statFile,
+  walkFolder,
+  writeTemp,
+} from './folder-fs.ts';
+import { conflictName } from './folder-names.ts';
+import { type DiskRecord, FolderState, type PendingOp } from './folder-state.ts';
+import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
+import { replaceText } from './text-diff.ts';
 
-/** Files larger than this are not synced (skipped with a line). */
-export const maxFileBytes = 1_048_576;
-/** Transaction origin of changes read from the folder. */
+/** Origins of the disk document's transactions. */
 const localOrigin = 'folder';
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const remoteOrigin = 'remote';
+const stateOrigin = 'state';
+/** Quiet time after a change from another device before it is written (a burst is one batch). */
+const remoteSettleMs = 20;
+/** How often files held back by the receive limits are tried again. */
+const heldRetryMs = 5_000;
 
-/** What the folder sync reports: one line per file change or problem. */
-export type FolderLog = (line: string) => void;
+export type FolderLine = { kind: 'out' | 'problem'; line: string };
 
-/** The last content each file had when the folder and the document agreed. */
-export type Base = Record<string, string>;
+export interface FolderSyncOptions {
+  /** The folder (its real path). */
+  dir: string;
+  /** The state log of this folder and project. */
+  stateFile: string;
+  /** This device's id: new entries and conflict copies are named by it. */
+  device: string;
+  /** One call per line to print; names in it are already escaped by the caller's printer. */
+  log: (line: FolderLine) => void;
+  limits?: ReceiveLimits;
+  now?: () => number;
+}
 
 /**
- * Keeps a folder of text files and a Yjs document in step: the document's `files` map holds one
- * `Y.Text` per relative path (with `/`). `scan()` reads the folder and turns what changed since
- * the last agreement (`base`) into document edits; changes that come from other devices are
- * written to the folder at once. An edit made on disk while a remote edit of the same file
- * arrives is kept: its position is moved through the remote change before it is applied.
+ * Keeps a folder of text files and the folder document in step. Two Y.Docs: `shared`, which the
+ * provider syncs with the other devices, and the disk document, which is exactly what the folder
+ * holds (plus entries not written here: bad names, held back, blocked by a link). Changes read
+ * from the folder are made on the disk document (as edits from its own previous text, so they
+ * merge exactly) and copied to `shared`; changes from other devices collect in `shared` and are
+ * applied to the disk document in batches, after the folder was read once more, then written.
+ * See folder-doc.ts for the document and folder-state.ts for what survives a crash.
  */
 export class FolderSync {
-  readonly files: Y.Map<Y.Text>;
-  private readonly skipped = new Set<string>();
+  readonly shared = new Y.Doc();
+  private readonly disk = new Y.Doc();
+  private readonly files = this.disk.getMap<unknown>('files');
+  private readonly index = new EntryIndex(this.files);
+  private readonly state: FolderState;
+  private readonly onDisk: Map<string, DiskRecord>;
+  private readonly stamps = new Map<string, Stamp>();
+  /** Files here that do not sync (binary, too large, unreadable): never overwritten nor deleted. */
+  private readonly skippedHere = new Set<string>();
+  private readonly reported = new Set<string>();
+  private readonly budget: ReceiveBudget;
+  private readonly now: () => number;
+  private unsaved: Uint8Array[] = [];
+  private remote: Uint8Array[] = [];
+  private remoteTimer: ReturnType<typeof setTimeout> | undefined;
+  private heldTimer: ReturnType<typeof setTimeout> | undefined;
+  private holding = false;
+  private closed = false;
 
-  constructor(
-    readonly dir: string,
-    readonly doc: Y.Doc,
-    readonly base: Base,
-    private readonly log: FolderLog,
-  ) {
-    this.files = doc.getMap<Y.Text>('files');
-    this.files.observeDeep((events, transaction) => {
-      if (transaction.origin !== localOrigin) this.applyRemote(events);
+  constructor(private readonly options: FolderSyncOptions) {
+    this.now = options.now ?? Date.now;
+    this.budget = new ReceiveBudget(options.limits, this.now);
+    this.files.observeDeep((events) => this.index.forgetChanged(events));
+    this.disk.on('update', (update: Uint8Array, origin: unknown) => {
+      this.unsaved.push(update);
+      if (origin !== remoteOrigin) Y.applyUpdate(this.shared, update, localOrigin);
     });
+    this.shared.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin === localOrigin || this.closed) return;
+      this.remote.push(update);
+      clearTimeout(this.remoteTimer);
+      this.remoteTimer = setTimeout(() => this.guarded(() => this.applyRemote()), remoteSettleMs);
+    });
+    const opened = FolderState.open(options.stateFile, this.disk, stateOrigin);
+    this.state = opened.state;
+    this.onDisk = opened.onDisk;
+    this.unsaved = [];
+    this.finishPending(opened.pending);
+    this.state.compact(this.disk, this.onDisk);
   }
 
-  /** Reads the folder and sends what changed on disk since the last agreement. */
+  /** Reads the folder and sends what changed since the last agreement; then writes what is due. */
   scan(): void {
-    const onDisk = this.readFolder();
-    this.doc.transact(() => {
-      for (const [path, content] of onDisk) {
-        const text = this.files.get(path);
-        if (text === undefined) {
-          this.files.set(path, new Y.Text(content));
-          this.log(`sent ${path} (new)`);
-        } else if (content !== this.base[path] && content !== text.toString()) {
-          replaceText(text, content);
-          this.log(`sent ${path}`);
-        }
-        this.base[path] = content;
-      }
-      for (const path of Object.keys(this.base)) {
-        if (onDisk.has(path) || this.skipped.has(path)) continue;
-        delete this.base[path];
-        if (this.files.has(path)) {
-          this.files.delete(path);
-          this.log(`sent ${path} (deleted)`);
-        }
-      }
-    }, localOrigin);
-    // Paths the document has and the folder never had (the first start after another device).
-    for (const [path, text] of this.files) {
-      if (!onDisk.has(path) && this.base[path] === undefined) this.write(path, text.toString());
-    }
+    if (this.closed) return;
+    this.readFolder();
+    this.settle();
   }
 
-  private applyRemote(events: Y.YEvent<Y.AbstractType<unknown>>[]): void {
-    for (const event of events) {
-      if (event.target === this.files) {
-        for (const [path, change] of event.changes.keys) {
-          const text = this.files.get(path);
-          if (change.action === 'delete' || text === undefined) this.remove(path);
-          else this.write(path, text.toString());
-        }
-      } else if (event.target instanceof Y.Text) {
-        const path = event.path[0];
-        if (typeof path !== 'string' || this.files.get(path) !== event.target) continue;
-        this.mergeAndWrite(path, event.target, event.delta);
-      }
-    }
+  /** Every change of other devices received so far, applied to the folder now. */
+  flushRemote(): void {
+    clearTimeout(this.remoteTimer);
+    this.applyRemote();
   }
 
-  /** A remote edit of `path`: an unsent edit on disk is moved through it, then both are written. */
-  private mergeAndWrite(path: string, text: Y.Text, delta: Y.YEvent<Y.Text>['delta']): void {
-    const before = this.base[path];
-    const disk = this.readFile(path);
-    if (before !== undefined && disk !== undefined && disk !== before) {
-      const edit = diff(before, disk);
-      const start = moveIndex(edit.start, delta);
-      const end = Math.max(start, moveIndex(edit.start + edit.deleteCount, delta));
-      this.doc.transact(() => {
-        text.delete(start, end - start);
-        text.insert(start, edit.insert);
-      }, localOrigin);
-      this.log(`sent ${path} (merged with an edit from another device)`);
-    }
-    this.write(path, text.toString());
+  /** Stops the timers and writes the state one last time. */
+  close(): void {
+    if (this.closed) return;
+    this.guarded(() => this.flushRemote());
+    this.closed = true;
+    clearTimeout(this.remoteTimer);
+    clearTimeout(this.heldTimer);
+    this.persist({});
+    this.state.compact(this.disk, this.onDisk);
   }
 
-  private write(path: string, content: string): void {
-    const file = join(this.dir, path);
-    if (this.readFile(path) !== content) {
-      mkdirSync(dirname(file), { recursive: true });
-      const temp = join(dirname(file), `.${Date.now()}.sync-host-tmp`);
-      writeFileSync(temp, content);
-      renameSync(temp, file);
-      this.log(`received ${path}`);
+  /** Entries (live, usable) by path as the folder should have them; for status and tests. */
+  layout(): Map<string, string> {
+    const paths = new Map<string, string>();
+    for (const [path, entries] of this.index.livePaths()) {
+      paths.set(path, newest(entries).text.toString());
     }
-    this.base[path] = content;
+    return paths;
   }
 
-  private remove(path: string): void {
-    const disk = this.readFile(path);
-    if (disk !== undefined && disk !== this.base[path]) {
-      // Edited here and deleted there: the edit wins, as a new file.
-      this.doc.transact(() => this.files.set(path, new Y.Text(disk)), localOrigin);
-      this.base[path] = disk;
-      this.log(`sent ${path} (kept: edited here, deleted on another device)`);
-      return;
-    }
-    if (disk !== undefined) rmSync(join(this.dir, path), { force: true });
-    delete this.base[path];
-    this.log(`received ${path} (deleted)`);
-  }
-
-  private readFile(path: string): string | undefined {
+  /** Runs `work`; a failure is one line, never the end of the process. */
+  guarded(work: () => void): void {
     try {
-      return utf8.decode(readFileSync(join(this.dir, path)));
-    } catch {
-      return undefined;
+      work();
+    } catch (err: unknown) {
+      this.options.log({
+        kind: 'problem',
+        line: `problem: ${err instanceof Error ? err.message : String(err)}; trying again at the next scan`,
+      });
     }
   }
 
-  /** Every text file under the folder by relative path; binary and large files are skipped. */
-  private readFolder(): Map<string, string> {
-    const found = new Map<string, string>();
-    const walk = (folder: string) => {
-      for (const entry of readdirSync(folder, { withFileTypes: true })) {
-        if (entry.name.startsWith('.')) continue; // .git, editors' swap files, our temp files
-        const full = join(folder, entry.name);
-        if (entry.isDirectory()) walk(full);
-        if (!entry.isFile()) continue;
-        const path = relative(this.dir, full).split(sep).join('/');
-        const problem = this.readProblem(full);
-        if (typeof problem === 'string') {
-          if (!this.skipped.has(path)) this.log(`skipped ${path}: ${problem}`);
-          this.skipped.add(path);
+  private applyRemote(): void {
+    const updates = this.remote.splice(0);
+    if (updates.length === 0 || this.closed) return;
+    this.readFolder(); // an edit made here first: it merges from the text it was made on
+    Y.applyUpdate(this.disk, Y.mergeUpdates(updates), remoteOrigin);
+    this.settle();
+  }
+
+  private say(kind: FolderLine['kind'], line: string): void {
+    this.options.log({ kind, line });
+  }
+
+  /** A problem line once per path and reason. */
+  private sayOnce(key: string, line: string): void {
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    this.say('problem', line);
+  }
+
+  private persist(record: {
+    disk?: Map<string, DiskRecord | null>;
+    pending?: PendingOp[];
+    done?: boolean;
+  }) {
+    const update = this.unsaved.length === 0 ? undefined : Y.mergeUpdates(this.unsaved.splice(0));
+    this.state.append({ ...record, update });
+  }
+
+  private setRecords(changes: Map<string, DiskRecord | null>): void {
+    for (const [path, record] of changes) {
+      if (record === null) this.onDisk.delete(path);
+      else this.onDisk.set(path, record);
+    }
+  }
+
+  /** Reads the folder and turns what changed since the last agreement into document edits. */
+  private readFolder(): void {
+    const walk = walkFolder(this.options.dir);
+    for (const temp of walk.temps) removeQuietly(this.options.dir, temp);
+    for (const [path, why] of walk.skipped)
+      this.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
+    const changes = new Map<string, DiskRecord | null>();
+    const added: { path: string; text: string; digest: string }[] = [];
+    const now = this.now();
+    this.disk.transact(() => {
+      for (const [path, stamp] of walk.files) {
+        const record = this.onDisk.get(path);
+        if (record !== undefined && sameStamp(this.stamps.get(path), stamp)) continue;
+        const read = readText(this.options.dir, path);
+        if (read === undefined) continue;
+        if ('problem' in read) {
+          this.skippedHere.add(path);
+          this.sayOnce(`skip ${path} ${read.problem}`, `skipped ${path}: ${read.problem}`);
           continue;
         }
-        this.skipped.delete(path);
-        found.set(path, problem.content);
+        this.skippedHere.delete(path);
+        this.stamps.set(path, read.stamp);
+        const digest = digestOf(read.text);
+        if (record === undefined) added.push({ path, text: read.text, digest });
+        else if (digest !== record.digest)
+          this.editHere(path, record, read.text, digest, changes, now);
       }
-    };
-    if (existsSync(this.dir)) walk(this.dir);
-    return found;
+      const missing = new Map<string, DiskRecord>();
+      for (const [path, record] of this.onDisk) {
+        if (walk.files.has(path) || this.skippedHere.has(path)) continue;
+        if (walk.unreadable.some((folder) => folder === '' || path.startsWith(`${folder}/`)))
+          continue;
+        missing.set(path, record);
+      }
+      for (const file of added) {
+        const from = [...missing].find(([, record]) => record.digest === file.digest)?.[0];
+        const entry = from === undefined ? undefined : this.entryAt(from, missing.get(from)!);
+        if (from !== undefined && entry !== undefined) {
+          missing.delete(from);
+          entry.map.set('path', file.path);
+          changes.set(from, null);
+          changes.set(file.path, { id: entry.id, digest: file.digest });
+          this.say('out', `sent ${from} → ${file.path} (renamed)`);
+          continue;
+        }
+        const id = addEntry(this.files, {
+          path: file.path,
+          content: file.text,
+          device: this.options.device,
+          time: now,
+        });
+        changes.set(file.path, { id, digest: file.digest });
+        this.say('out', `sent ${file.path} (new)`);
+      }
+      for (const [path, record] of missing) {
+        const entry = this.entryAt(path, record);
+        // A document that moved on since this file was last written keeps its newer version:
+        // the delete was of an older one, and the newer comes back at the next write.
+        if (entry !== undefined) {
+          entry.map.set('deleted', record.digest);
+          this.say('out', `sent ${path} (deleted)`);
+        }
+        changes.set(path, null);
+        this.stamps.delete(path);
+      }
+    }, localOrigin);
+    this.setRecords(changes);
+    if (changes.size > 0 || this.unsaved.length > 0) this.persist({ disk: changes });
   }
 
-  private readProblem(file: string): string | { content: string } {
-    const size = statSync(file).size;
-    if (size > maxFileBytes) return `larger than ${maxFileBytes} bytes (${size})`;
-    const bytes = readFileSync(file);
-    if (bytes.includes(0)) return 'binary';
-    try {
-      return { content: utf8.decode(bytes) };
-    } catch {
-      return 'binary (not UTF-8)';
+  /** The live entry that the file at `path` is, still with the content on disk; else undefined. */
+  private entryAt(path: string, record: DiskRecord): FileEntry | undefined {
+    const entry = this.index.get(record.id);
+    if (typeof entry !== 'object' || entry.path !== path || !this.index.isLive(record.id))
+      return undefined;
+    return this.index.digest(record.id) === record.digest ? entry : undefined;
+  }
+
+  /** An edit on disk of a file the document has: the change from its last version, exactly. */
+  private editHere(
+    path: string,
+    record: DiskRecord,
+    text: string,
+    digest: string,
+    changes: Map<string, DiskRecord | null>,
+    now: number,
+  ): void {
+    const entry = this.entryAt(path, record);
+    if (entry !== undefined) {
+      replaceText(entry.text, text);
+      changes.set(path, { id: entry.id, digest });
+      this.say('out', `sent ${path}`);
+      return;
+    }
+    // The document has moved on from what this file was built on (a write here failed): this
+    // version is kept whole as a conflict copy, and the document's goes in its place.
+    const to = conflictName(path, now, this.options.device);
+    addEntry(this.files, { path: to, content: text, device: this.options.device, time: now });
+    this.say('out', `sent ${to} (conflict copy of ${path}: edited here from an older version)`);
+  }
+
+  /** Settles clashes, then makes the folder what the document says. */
+  private settle(): void {
+    for (let round = 0; round < 4; round += 1) {
+      const fixes = clashFixes(this.index, this.index.livePaths());
+      if (fixes.length === 0) break;
+      this.disk.transact(() => applyClashFixes(this.index, fixes), localOrigin);
+      for (const fix of fixes) {
+        if (fix.kind === 'merge') continue;
+        this.say(
+          'out',
+          `conflict: ${fix.entry.path} from device ${fix.entry.device} kept as ${fix.to}`,
+        );
+      }
+    }
+    this.reconcile();
+    if (this.state.wantsCompaction) this.state.compact(this.disk, this.onDisk);
+  }
+
+  /** Plans, records, then makes the disk changes that bring the folder to the document. */
+  private reconcile(): void {
+    const layout = new Map<string, FileEntry>();
+    for (const [path, entries] of this.index.livePaths()) layout.set(path, newest(entries));
+    const plan: { op: PendingOp; content?: string; entry?: FileEntry }[] = [];
+    const changes = new Map<string, DiskRecord | null>();
+    for (const [path, record] of this.onDisk) {
+      if (layout.has(path)) continue;
+      const entry = this.index.get(record.id);
+      if (typeof entry === 'string') {
+        this.sayOnce(
+          `bad ${record.id}`,
+          `left ${path} as it is: another device sent a bad entry for it (${entry})`,
+        );
+        continue;
+      }
+      plan.push({ op: { op: 'remove', path, before: record.digest } });
+      changes.set(path, null);
+    }
+    let held = 0;
+    for (const [path, entry] of layout) {
+      const record = this.onDisk.get(path);
+      const digest = this.index.digest(entry.id)!;
+      if (record !== undefined && record.id === entry.id && record.digest === digest) continue;
+      if (this.skippedHere.has(path)) {
+        this.sayOnce(
+          `here ${path}`,
+          `not written ${path}: a file here that does not sync has that name`,
+        );
+        continue;
+      }
+      const content = entry.text.toString();
+      if (record === undefined && !this.budget.take(Buffer.byteLength(content))) {
+        held += 1;
+        continue;
+      }
+      const temp = writeTemp(this.options.dir, path, content);
+      if ('problem' in temp) {
+        this.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
+        continue;
+      }
+      const before = record?.digest ?? null;
+      plan.push({ op: { op: 'write', path, temp: temp.temp, before, after: digest }, entry });
+      changes.set(path, { id: entry.id, digest });
+    }
+    this.hold(held);
+    if (plan.length === 0) {
+      if (this.unsaved.length > 0) this.persist({});
+      return;
+    }
+    this.persist({ disk: changes, pending: plan.map((step) => step.op) });
+    const corrections = new Map<string, DiskRecord | null>();
+    for (const { op } of plan) {
+      const previous = this.onDisk.get(op.path) ?? null;
+      const problem = op.op === 'write' ? this.commitWrite(op) : this.commitRemove(op);
+      if (problem !== undefined) {
+        this.sayOnce(`commit ${op.path} ${problem}`, `not written ${op.path}: ${problem}`);
+        corrections.set(op.path, previous);
+      }
+    }
+    this.setRecords(changes);
+    this.setRecords(corrections);
+    this.persist({ disk: corrections, done: true });
+  }
+
+  /** Whether the file at `path` is still what this process last read or wrote there. */
+  private unchangedHere(path: string): boolean {
+    const stamp = statFile(this.options.dir, path);
+    const record = this.onDisk.get(path);
+    if (stamp === undefined) return record === undefined;
+    if ('problem' in stamp || record === undefined) return false;
+    if (sameStamp(stamp, this.stamps.get(path))) return true;
+    const read = readText(this.options.dir, path);
+    return read !== undefined && 'text' in read && digestOf(read.text) === record.digest;
+  }
+
+  private commitWrite(op: Extract<PendingOp, { op: 'write' }>): string | undefined {
+    const { dir, device } = this.options;
+    if (!this.unchangedHere(op.path) && statFile(dir, op.path) !== undefined) {
+      // Written here between the last read and now: that version is kept beside it.
+      const aside = conflictName(op.path, this.now(), device);
+      if (!moveAside(dir, op.path, aside)) {
+        removeQuietly(dir, op.temp);
+        return 'changed here at the same moment, and could not be moved aside';
+      }
+      this.say(
+        'out',
+        `kept ${op.path} as ${aside}: changed here while a change from another device arrived`,
+      );
+    }
+    const stamp = commitTemp(dir, op.temp, op.path);
+    if ('problem' in stamp) return stamp.problem;
+    this.stamps.set(op.path, stamp);
+    this.say('out', `received ${op.path}`);
+    return undefined;
+  }
+
+  private commitRemove(op: Extract<PendingOp, { op: 'remove' }>): string | undefined {
+    if (!this.unchangedHere(op.path)) {
+      // Changed here since: the edit wins, and the next read sends it as a file of its own.
+      this.stamps.delete(op.path);
+      return undefined;
+    }
+    const problem = removeFile(this.options.dir, op.path);
+    if (problem !== undefined) return problem;
+    this.stamps.delete(op.path);
+    this.say('out', `received ${op.path} (deleted)`);
+    return undefined;
+  }
+
+  /** New files over the receive limits wait; a line when that starts, a retry later. */
+  private hold(count: number): void {
+    if (count === 0) {
+      if (this.holding) this.say('out', 'every held file is written');
+      this.holding = false;
+      return;
+    }
+    if (!this.holding) {
+      this.say(
+        'problem',
+        `holding ${count} new file(s) from other devices: ${this.budget.describe()}; they follow as the limit allows`,
+      );
+    }
+    this.holding = true;
+    clearTimeout(this.heldTimer);
+    this.heldTimer = setTimeout(() => this.guarded(() => this.settle()), heldRetryMs);
+  }
+
+  /**
+   * The batch a killed process recorded and did not finish: a file still as it was gets the new
+   * version; one changed meanwhile is moved to a conflict copy first (read as a new file next).
+   */
+  private finishPending(pending: PendingOp[]): void {
+    const { dir, device } = this.options;
+    for (const op of pending) {
+      const read = readText(dir, op.path);
+      const now = read !== undefined && 'text' in read ? digestOf(read.text) : null;
+      if (op.op === 'remove') {
+        if (now === op.before) removeFile(dir, op.path);
+        continue;
+      }
+      if (statFile(dir, op.temp) === undefined) continue; // put in place before the kill
+      if (now !== op.before && now !== op.after && read !== undefined) {
+        moveAside(dir, op.path, conflictName(op.path, this.now(), device));
+      }
+      const stamp = commitTemp(dir, op.temp, op.path);
+      if ('problem' in stamp) this.onDisk.delete(op.path);
     }
   }
 }
 
-/** The one replacement that turns `from` into `to` (common prefix and suffix kept). */
-export function diff(
-  from: string,
-  to: string,
-): { start: number; deleteCount: number; insert: string } {
-  let start = 0;
-  while (start < from.length && start < to.length && from[start] === to[start]) start += 1;
-  let end = 0;
-  while (
-    end < from.length - start &&
-    end < to.length - start &&
-    from[from.length - 1 - end] === to[to.length - 1 - end]
-  ) {
-    end += 1;
-  }
-  return {
-    start,
-    deleteCount: from.length - start - end,
-    insert: to.slice(start, to.length - end),
-  };
-}
-
-function replaceText(text: Y.Text, content: string): void {
-  const edit = diff(text.toString(), content);
-  text.delete(edit.start, edit.deleteCount);
-  text.insert(edit.start, edit.insert);
-}
-
-/** Where `index` of the text before a change is in the text after it. */
-export function moveIndex(index: number, delta: Y.YEvent<Y.Text>['delta']): number {
-  let oldPos = 0;
-  let moved = index;
-  for (const op of delta) {
-    if (oldPos > index) break;
-    if (op.retain !== undefined) oldPos += op.retain;
-    else if (typeof op.insert === 'string') moved += op.insert.length;
-    else if (op.delete !== undefined) {
-      moved -= Math.min(op.delete, index - oldPos);
-      oldPos += op.delete;
-    }
-  }
-  return moved;
+function newest(entries: FileEntry[]): FileEntry {
+  return entries.reduce((a, b) => (b.time > a.time || (b.time === a.time && b.id > a.id) ? b : a));
 }

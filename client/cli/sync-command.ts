@@ -1,61 +1,35 @@
 import { createHash } from 'node:crypto';
-import { type FSWatcher, mkdirSync, readFileSync, renameSync, watch, writeFileSync } from 'node:fs';
+import { type FSWatcher, mkdirSync, realpathSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
-import * as Y from 'yjs';
-import { fromBase64, toBase64 } from '../base64.ts';
 import type { SyncError } from '../errors.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import { createYjsProvider } from '../yjs-provider.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
-import { type Base, FolderSync } from './folder-sync.ts';
+import { folderDocName } from './folder-doc.ts';
+import { FolderSync } from './folder-sync.ts';
 import { type CliIo, readSecret } from './io.ts';
+import { printable } from './printable.ts';
 import { openRoomOf, stopSignal } from './project-room.ts';
+import type { ReceiveLimits } from './receive-budget.ts';
 
 /** A rescan besides the watcher's events, for changes `fs.watch` did not report. */
 const rescanMs = 2_000;
 /** Quiet time after a folder event before the scan (editors write in several steps). */
 const settleMs = 50;
-const saveDelayMs = 300;
 
-interface SavedState {
-  version: 1;
-  update: string;
-  base: Base;
-}
-
-/** The local state file of one folder and project, in the credentials' folder. */
+/** The local state log of one folder and project, in the credentials' folder. */
 export function statePath(configDir: string, authUrl: string, projectKey: string, dir: string) {
   const id = createHash('sha256')
     .update(`${authUrl}\n${projectKey}\n${resolve(dir)}`)
     .digest('hex');
-  return join(configDir, 'sync-state', `${id.slice(0, 24)}.json`);
-}
-
-function loadState(path: string, doc: Y.Doc): Base | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const saved = JSON.parse(text) as SavedState;
-  const update = fromBase64(saved.update);
-  if (saved.version !== 1 || update === undefined) return undefined;
-  Y.applyUpdate(doc, update, 'state');
-  return saved.base;
-}
-
-function saveState(path: string, doc: Y.Doc, base: Base): void {
-  mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 });
-  const state: SavedState = { version: 1, update: toBase64(Y.encodeStateAsUpdate(doc)), base };
-  writeFileSync(`${path}.tmp`, JSON.stringify(state), { mode: 0o600 });
-  renameSync(`${path}.tmp`, path);
+  return join(configDir, 'sync-state', `${id.slice(0, 24)}.log`);
 }
 
 /**
  * `sync-host sync`: keeps `dir` in step with the project's other devices until `stopped`
  * resolves (then saves the state and leaves without `leave`, so the relay buffers meanwhile).
- * Progress on stdout, one line per file and per change of peers; problems on stderr.
+ * Progress on stdout, one line per file and per change of peers; problems on stderr; every name
+ * that came from elsewhere is escaped.
  */
 export async function runFolderSync(options: {
   io: CliIo;
@@ -64,27 +38,31 @@ export async function runFolderSync(options: {
   state: string;
   passphrase: string | undefined;
   stopped: Promise<unknown>;
+  limits?: ReceiveLimits;
 }): Promise<number> {
-  const { io, connection, dir, state, passphrase } = options;
-  const out = (line: string) => io.stdout.write(`${line}\n`);
-  const problem = (line: string) => io.stderr.write(`${line}\n`);
-  mkdirSync(dir, { recursive: true });
-  const doc = new Y.Doc();
-  const saved = loadState(state, doc);
-  const provider = await createYjsProvider({ connection, doc, name: 'folder', passphrase });
-  const folder = new FolderSync(dir, doc, saved ?? {}, (line) =>
-    line.startsWith('skipped') ? problem(line) : out(line),
-  );
+  const { io, connection, state, passphrase } = options;
+  const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
+  const problem = (line: string) => io.stderr.write(`${printable(line)}\n`);
+  mkdirSync(options.dir, { recursive: true });
+  const dir = realpathSync(options.dir);
+  const folder = new FolderSync({
+    dir,
+    stateFile: state,
+    device: String(connection.device),
+    limits: options.limits,
+    log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
+  });
+  // What changed while sync was not running is read before anything from the room is applied.
+  folder.guarded(() => folder.scan());
+  const provider = await createYjsProvider({
+    connection,
+    doc: folder.shared,
+    name: folderDocName,
+    passphrase,
+  });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
   provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
   provider.on('synced', (synced) => out(synced ? 'in sync' : 'offline; reconnecting'));
-
-  let saveTimer: ReturnType<typeof setTimeout> | undefined;
-  const save = () => {
-    clearTimeout(saveTimer);
-    saveTimer = setTimeout(() => saveState(state, doc, folder.base), saveDelayMs);
-  };
-  doc.on('update', save);
 
   const ended = new Promise<SyncError | undefined>((resolveEnd) => {
     connection.on('close', (info) => resolveEnd(info.error));
@@ -93,38 +71,37 @@ export async function runFolderSync(options: {
     // The close event reports why.
   });
   const stopped = options.stopped.then(() => 'stopped' as const);
-  // The first start waits for the room, so that files other devices have are known first (a
-  // device whose passphrase the others refuse waits here, saying so, until it is stopped).
-  if (saved === undefined) await Promise.race([provider.whenSynced(), ended, stopped]);
-  folder.scan();
-  out(`watching ${resolve(dir)}`);
+  out(`watching ${dir}`);
 
   let scanTimer: ReturnType<typeof setTimeout> | undefined;
+  const scan = () => folder.guarded(() => folder.scan());
   const scanSoon = () => {
     clearTimeout(scanTimer);
-    scanTimer = setTimeout(() => folder.scan(), settleMs);
+    scanTimer = setTimeout(scan, settleMs);
   };
   let watcher: FSWatcher | undefined;
   try {
     watcher = watch(dir, { recursive: true }, scanSoon);
+    watcher.on('error', () => {
+      // The rescan goes on.
+    });
   } catch (err: unknown) {
     problem(
       `not watching ${dir} (${err instanceof Error ? err.message : String(err)}); rescanning every 2 s`,
     );
   }
-  const rescan = setInterval(() => folder.scan(), rescanMs);
+  const rescan = setInterval(scan, rescanMs);
   try {
     const outcome = await Promise.race([stopped, ended]);
     if (outcome !== 'stopped' && outcome !== undefined) throw outcome;
-    folder.scan();
+    scan();
     await Promise.race([provider.flush(), new Promise((r) => setTimeout(r, 2_000))]);
     return 0;
   } finally {
     watcher?.close();
     clearInterval(rescan);
     clearTimeout(scanTimer);
-    clearTimeout(saveTimer);
-    saveState(state, doc, folder.base);
+    folder.close();
     provider.destroy();
     if (connection.state !== 'closed') await connection.close({ leave: false });
   }

@@ -1,0 +1,303 @@
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmdirSync,
+  type Stats,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { parentsOf, pathProblem } from './folder-names.ts';
+
+/**
+ * The folder sync's only ways to touch the disk. Every path is relative to the folder and has
+ * passed `pathProblem`; every folder above it is checked with `lstat` to be a real folder (a
+ * symbolic link there is refused, never followed), files are opened with `O_NOFOLLOW`, and a
+ * write goes whole through a temporary file beside its target, created with `O_EXCL`.
+ */
+
+/** Text files larger than this are not synced (skipped with a line). */
+export const maxTextBytes = 1_048_576;
+/** The suffix of temporary files; a dot file, so never synced; left ones are removed at start. */
+export const tempSuffix = '.sync-host-tmp';
+
+/** What identifies one version of a file on disk without reading it. */
+export interface Stamp {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+export function stampOf(stats: Stats): Stamp {
+  return { size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino };
+}
+
+export function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
+  return (
+    a !== undefined &&
+    b !== undefined &&
+    a.size === b.size &&
+    a.mtimeMs === b.mtimeMs &&
+    a.ino === b.ino
+  );
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const readFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+function codeOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Why the folders above `path` cannot be used, 'missing' when one does not exist yet. */
+export function parentProblem(root: string, path: string): string | 'missing' | undefined {
+  for (const parent of parentsOf(path)) {
+    let stats: Stats;
+    try {
+      stats = lstatSync(join(root, parent));
+    } catch (err: unknown) {
+      if (codeOf(err) === 'ENOENT') return 'missing';
+      return `${parent} cannot be read (${codeOf(err) ?? String(err)})`;
+    }
+    if (stats.isSymbolicLink()) return `${parent} is a symbolic link here (not followed)`;
+    if (!stats.isDirectory()) return `${parent} is a file here, not a folder`;
+  }
+  return undefined;
+}
+
+export type ReadResult = { text: string; stamp: Stamp } | { problem: string } | undefined;
+
+/** A text file's content; undefined when it is not there; a problem when it is not synced. */
+export function readText(root: string, path: string): ReadResult {
+  if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
+  const parents = parentProblem(root, path);
+  if (parents === 'missing') return undefined;
+  if (parents !== undefined) return { problem: parents };
+  let fd: number;
+  try {
+    fd = openSync(join(root, path), readFlags);
+  } catch (err: unknown) {
+    const code = codeOf(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    if (code === 'ELOOP') return { problem: 'a symbolic link (not followed)' };
+    return { problem: `cannot be read (${code ?? String(err)})` };
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) return { problem: 'not a regular file' };
+    if (stats.size > maxTextBytes)
+      return { problem: `larger than ${maxTextBytes} bytes (${stats.size})` };
+    const bytes = Buffer.alloc(stats.size);
+    let offset = 0;
+    while (offset < bytes.length) {
+      const read = readSync(fd, bytes, offset, bytes.length - offset, offset);
+      if (read === 0) break;
+      offset += read;
+    }
+    const content = bytes.subarray(0, offset);
+    if (content.includes(0)) return { problem: 'binary' };
+    try {
+      return { text: utf8.decode(content), stamp: stampOf(stats) };
+    } catch {
+      return { problem: 'binary (not UTF-8)' };
+    }
+  } catch (err: unknown) {
+    return { problem: `cannot be read (${codeOf(err) ?? String(err)})` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The stamp of the regular file at `path`; undefined when absent; a problem otherwise. */
+export function statFile(root: string, path: string): Stamp | { problem: string } | undefined {
+  const parents = parentProblem(root, path);
+  if (parents === 'missing') return undefined;
+  if (parents !== undefined) return { problem: parents };
+  try {
+    const stats = lstatSync(join(root, path));
+    if (stats.isSymbolicLink()) return { problem: 'a symbolic link here (not replaced)' };
+    if (!stats.isFile()) return { problem: 'a folder or special file here' };
+    return stampOf(stats);
+  } catch (err: unknown) {
+    if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return undefined;
+    return { problem: `cannot be read (${codeOf(err) ?? String(err)})` };
+  }
+}
+
+/** Creates the folders above `path` one by one; a problem when one is a link or a file. */
+function makeParents(root: string, path: string): string | undefined {
+  for (const parent of parentsOf(path)) {
+    const full = join(root, parent);
+    try {
+      const stats = lstatSync(full);
+      if (stats.isSymbolicLink()) return `${parent} is a symbolic link here (not followed)`;
+      if (!stats.isDirectory()) return `${parent} is a file here, not a folder`;
+    } catch (err: unknown) {
+      if (codeOf(err) !== 'ENOENT') return `${parent} cannot be read (${codeOf(err)})`;
+      try {
+        mkdirSync(full);
+      } catch (mkdirErr: unknown) {
+        if (codeOf(mkdirErr) !== 'EEXIST') return `${parent} cannot be made (${codeOf(mkdirErr)})`;
+        return makeParents(root, path); // made meanwhile: check it again
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Writes `content` whole into a new temporary file beside `path` (the folders above made as
+ * needed); resolves with its relative path, or why it cannot be written.
+ */
+export function writeTemp(
+  root: string,
+  path: string,
+  content: string,
+): { temp: string } | { problem: string } {
+  if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
+  const parents = makeParents(root, path);
+  if (parents !== undefined) return { problem: parents };
+  const slash = path.lastIndexOf('/');
+  const base = path.slice(slash + 1).slice(0, 60);
+  const temp = `${path.slice(0, slash + 1)}.${base}.${randomBytes(4).toString('hex')}${tempSuffix}`;
+  let fd: number;
+  try {
+    fd = openSync(join(root, temp), 'wx', 0o644);
+  } catch (err: unknown) {
+    return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
+  }
+  try {
+    const bytes = Buffer.from(content, 'utf8');
+    let offset = 0;
+    while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+    return { temp };
+  } catch (err: unknown) {
+    removeQuietly(root, temp);
+    return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Puts a temporary file in place of `path`; the new file's stamp, or why it failed. */
+export function commitTemp(root: string, temp: string, path: string): Stamp | { problem: string } {
+  try {
+    renameSync(join(root, temp), join(root, path));
+    return stampOf(lstatSync(join(root, path)));
+  } catch (err: unknown) {
+    removeQuietly(root, temp);
+    return { problem: `cannot be replaced (${codeOf(err) ?? String(err)})` };
+  }
+}
+
+/** Moves the file at `path` to `to` (a conflict copy's name); false when it failed. */
+export function moveAside(root: string, path: string, to: string): boolean {
+  if (makeParents(root, to) !== undefined) return false;
+  try {
+    renameSync(join(root, path), join(root, to));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Deletes the file at `path`, then the folders above it that are left empty. */
+export function removeFile(root: string, path: string): string | undefined {
+  try {
+    unlinkSync(join(root, path));
+  } catch (err: unknown) {
+    if (codeOf(err) !== 'ENOENT') return `cannot be deleted (${codeOf(err) ?? String(err)})`;
+  }
+  removeEmptyFolders(root, path);
+  return undefined;
+}
+
+/** Removes the folders above `path` that are empty, deepest first; stops at the first that is not. */
+export function removeEmptyFolders(root: string, path: string): void {
+  for (const parent of parentsOf(path).reverse()) {
+    try {
+      rmdirSync(join(root, parent));
+    } catch {
+      return;
+    }
+  }
+}
+
+export function removeQuietly(root: string, path: string): void {
+  try {
+    unlinkSync(join(root, path));
+  } catch {
+    // Already gone.
+  }
+}
+
+/** What a walk of the folder found. */
+export interface Walk {
+  /** Regular files whose names sync, by path. */
+  files: Map<string, Stamp>;
+  /** Folders that could not be read: nothing under them counts as deleted. */
+  unreadable: string[];
+  /** Leftover temporary files. */
+  temps: string[];
+  /** Names that do not sync (links, special files, bad names), with why. */
+  skipped: Map<string, string>;
+}
+
+const nameDecoder = new TextDecoder('utf-8', { fatal: true });
+
+/** Every file under the folder, without following links; dot files and folders left out. */
+export function walkFolder(root: string): Walk {
+  const walk: Walk = { files: new Map(), unreadable: [], temps: [], skipped: new Map() };
+  const visit = (folder: string) => {
+    let entries: import('node:fs').Dirent<Buffer>[];
+    try {
+      entries = readdirSync(join(root, folder), { withFileTypes: true, encoding: 'buffer' });
+    } catch (err: unknown) {
+      if (folder === '' && codeOf(err) === 'ENOENT') return;
+      walk.unreadable.push(folder);
+      return;
+    }
+    for (const dirent of entries) {
+      let name: string;
+      try {
+        name = nameDecoder.decode(dirent.name);
+      } catch {
+        const shown = `${folder === '' ? '' : `${folder}/`}${dirent.name.toString('latin1')}`;
+        walk.skipped.set(shown, 'the name is not valid UTF-8');
+        continue;
+      }
+      const path = folder === '' ? name : `${folder}/${name}`;
+      if (name.startsWith('.')) {
+        if (name.endsWith(tempSuffix) && dirent.isFile()) walk.temps.push(path);
+        continue;
+      }
+      if (dirent.isSymbolicLink()) {
+        walk.skipped.set(path, 'a symbolic link (not followed, not synced)');
+        continue;
+      }
+      const problem = pathProblem(path);
+      if (problem !== undefined) {
+        walk.skipped.set(path, problem);
+        continue;
+      }
+      if (dirent.isDirectory()) visit(path);
+      else if (dirent.isFile()) {
+        try {
+          walk.files.set(path, stampOf(lstatSync(join(root, path))));
+        } catch {
+          // Gone between the listing and the stat: the next walk sees what is there.
+        }
+      } else walk.skipped.set(path, 'not a regular file');
+    }
+  };
+  visit('');
+  return walk;
+}
