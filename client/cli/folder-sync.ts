@@ -46,6 +46,8 @@ export interface FolderSyncOptions {
   log: (line: FolderLine) => void;
   limits?: ReceiveLimits;
   now?: () => number;
+  /** Called after a batch of disk changes is recorded and before the files change (tests stop there). */
+  onRecorded?: () => void;
 }
 
 /**
@@ -121,6 +123,13 @@ export class FolderSync {
     clearTimeout(this.heldTimer);
     this.persist({});
     this.state.compact(this.disk, this.onDisk);
+  }
+
+  /** Stops the timers and writes nothing more: what a process killed now leaves behind. */
+  halt(): void {
+    this.closed = true;
+    clearTimeout(this.remoteTimer);
+    clearTimeout(this.heldTimer);
   }
 
   /** Entries (live, usable) by path as the folder should have them; for status and tests. */
@@ -294,12 +303,16 @@ export class FolderSync {
         );
       }
     }
-    this.reconcile();
+    // A write under a folder that a file of this batch was still in the way of goes next.
+    for (let round = 0; round < 3 && this.reconcile(); round += 1);
     if (this.state.wantsCompaction) this.state.compact(this.disk, this.onDisk);
   }
 
-  /** Plans, records, then makes the disk changes that bring the folder to the document. */
-  private reconcile(): void {
+  /**
+   * Plans, records, then makes the disk changes that bring the folder to the document; true when
+   * a file was removed and a write was blocked by a file in the way (worth another round).
+   */
+  private reconcile(): boolean {
     const layout = new Map<string, FileEntry>();
     for (const [path, entries] of this.index.livePaths()) layout.set(path, newest(entries));
     const plan: { op: PendingOp; content?: string; entry?: FileEntry }[] = [];
@@ -318,6 +331,7 @@ export class FolderSync {
       changes.set(path, null);
     }
     let held = 0;
+    let blocked = false;
     for (const [path, entry] of layout) {
       const record = this.onDisk.get(path);
       const digest = this.index.digest(entry.id)!;
@@ -336,7 +350,9 @@ export class FolderSync {
       }
       const temp = writeTemp(this.options.dir, path, content);
       if ('problem' in temp) {
-        this.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
+        const removing = plan.some(({ op }) => op.op === 'remove' && path.startsWith(`${op.path}/`));
+        if (removing) blocked = true;
+        else this.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
         continue;
       }
       const before = record?.digest ?? null;
@@ -346,9 +362,10 @@ export class FolderSync {
     this.hold(held);
     if (plan.length === 0) {
       if (this.unsaved.length > 0) this.persist({});
-      return;
+      return false;
     }
     this.persist({ disk: changes, pending: plan.map((step) => step.op) });
+    this.options.onRecorded?.();
     const corrections = new Map<string, DiskRecord | null>();
     for (const { op } of plan) {
       const previous = this.onDisk.get(op.path) ?? null;
@@ -361,6 +378,7 @@ export class FolderSync {
     this.setRecords(changes);
     this.setRecords(corrections);
     this.persist({ disk: corrections, done: true });
+    return blocked;
   }
 
   /** Whether the file at `path` is still what this process last read or wrote there. */

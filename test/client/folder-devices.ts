@@ -1,0 +1,127 @@
+import { mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { WebSocket } from 'ws';
+import { folderDocName } from '../../client/cli/folder-doc.ts';
+import { FolderSync, type FolderSyncOptions } from '../../client/cli/folder-sync.ts';
+import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
+import { createYjsProvider, type YjsProvider } from '../../client/yjs-provider.ts';
+import type { TestHost } from '../helpers/host.ts';
+
+/** A signed-in device of the test user. */
+export interface DeviceCredential {
+  deviceId: number;
+  deviceToken: string;
+}
+
+/**
+ * One device running the folder sync in this process, as `sync-host sync` runs it: a FolderSync
+ * on its folder and state log, a provider of the folder document on a real relay connection.
+ * `stop()` is a clean stop, `kill()` what `kill -9` leaves (nothing saved beyond what was).
+ */
+export class FolderDevice {
+  folder: FolderSync | undefined;
+  private provider: YjsProvider | undefined;
+  private connection: RelayConnection | undefined;
+  readonly lines: string[] = [];
+
+  constructor(
+    readonly th: TestHost,
+    readonly roomId: string,
+    readonly credential: DeviceCredential,
+    readonly dir: string,
+    readonly stateFile: string,
+    private readonly options: Partial<FolderSyncOptions> & { passphrase?: string } = {},
+  ) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  get running(): boolean {
+    return this.folder !== undefined;
+  }
+
+  get joined(): boolean {
+    return this.connection?.state === 'joined';
+  }
+
+  async start(): Promise<void> {
+    if (this.folder !== undefined) return;
+    const connection = createRelayConnection({
+      url: this.th.relayUrl,
+      room: this.roomId,
+      device: String(this.credential.deviceId),
+      token: this.credential.deviceToken,
+      WebSocket,
+      backoff: { initialDelayMs: 20, maxDelayMs: 200 },
+    });
+    const folder = new FolderSync({
+      dir: realpathSync(this.dir),
+      stateFile: this.stateFile,
+      device: String(this.credential.deviceId),
+      log: ({ line }) => this.lines.push(line),
+      ...this.options,
+    });
+    folder.guarded(() => folder.scan());
+    this.folder = folder;
+    this.connection = connection;
+    this.provider = await createYjsProvider({
+      connection,
+      doc: folder.shared,
+      name: folderDocName,
+      passphrase: this.options.passphrase,
+    });
+    connection.connect().catch(() => {
+      // Closed by stop() or kill().
+    });
+  }
+
+  /** A scan now (the CLI's watcher and rescan timer do this by themselves). */
+  scan(): void {
+    this.folder?.guarded(() => this.folder?.scan());
+  }
+
+  async stop(): Promise<void> {
+    this.folder?.close();
+    await this.disconnect();
+  }
+
+  async kill(): Promise<void> {
+    this.folder?.halt();
+    await this.disconnect();
+  }
+
+  private async disconnect(): Promise<void> {
+    this.provider?.destroy();
+    const connection = this.connection;
+    this.folder = undefined;
+    this.provider = undefined;
+    this.connection = undefined;
+    if (connection !== undefined && connection.state !== 'closed') {
+      await connection.close({ leave: false });
+    }
+  }
+}
+
+/**
+ * Every text file under `dir` by relative path (dot files and `.dat` files left out), or
+ * undefined when a file vanished while reading (the sync is still writing).
+ */
+export function textFiles(dir: string): Record<string, string> | undefined {
+  const files: Record<string, string> = {};
+  let entries: import('node:fs').Dirent[];
+  try {
+    entries = readdirSync(dir, { recursive: true, withFileTypes: true });
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    if (!entry.isFile() || entry.name.startsWith('.') || entry.name.endsWith('.dat')) continue;
+    const path = relative(dir, join(entry.parentPath, entry.name));
+    if (path.split('/').some((part) => part.startsWith('.'))) continue;
+    try {
+      files[path] = readFileSync(join(dir, path), 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  return Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
