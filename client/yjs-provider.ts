@@ -13,7 +13,8 @@ import {
   updateMessage,
 } from './yjs-messages.ts';
 import { YjsOutbox } from './yjs-outbox.ts';
-import { isYjsPayload, Reassembler, unseal } from './yjs-wire.ts';
+import { Reassembler } from './yjs-reassembler.ts';
+import { isYjsPayload, unseal } from './yjs-wire.ts';
 
 export interface YjsProviderOptions {
   /** The room's connection; the provider listens to it and never connects or closes it. */
@@ -33,7 +34,17 @@ export interface YjsProviderOptions {
   iterations?: number;
   /** The relay's `message.maxBytes`: larger messages go in pieces. Default 1 MiB. */
   maxMessageBytes?: number;
+  /**
+   * Bound, in bytes, of what the provider holds of messages still arriving in pieces: one
+   * message may not declare more (it is dropped with `invalid_payload` at its first piece), and
+   * the unfinished messages of every device together may not hold more (past it the largest is
+   * dropped with `receive_limit`). Default 256 MiB.
+   */
+  maxReceiveBytes?: number;
 }
+
+/** Default of `maxReceiveBytes`. */
+export const defaultMaxReceiveBytes = 256 * 1_048_576;
 
 export interface YjsProviderEvents {
   /** True once a device in the room answered this one's state (or none is there); false when cut. */
@@ -42,7 +53,8 @@ export interface YjsProviderEvents {
   peers: (peers: string[]) => void;
   /**
    * A message that was dropped (`wrong_passphrase`, `decrypt_failed`, `not_encrypted`,
-   * `encrypted`, `invalid_payload`) or a send that failed; the document is left as it was.
+   * `encrypted`, `invalid_payload`, `receive_limit`) or a send that failed; the document is
+   * left as it was.
    */
   error: (error: SyncError) => void;
 }
@@ -67,7 +79,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   private readonly key: E2EKey | undefined;
   private readonly ownsAwareness: boolean;
   private readonly outbox: YjsOutbox;
-  private readonly reassembler = new Reassembler();
+  private readonly reassembler: Reassembler;
   /** Awareness client ids seen from each device, removed when the device leaves. */
   private readonly clientsByDevice = new Map<string, Set<number>>();
   /** Errors already reported, by code and device, so a stream of refused messages says it once. */
@@ -77,9 +89,19 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   private isSynced = false;
   private destroyed = false;
 
-  /** Use `createYjsProvider`, which derives the key first. */
+  /**
+   * Use `createYjsProvider`, which derives the key first. Throws `invalid_options` for a
+   * `maxReceiveBytes` that is not a whole number ≥ 1, or a `maxMessageBytes` too small for data.
+   */
   constructor(options: YjsProviderOptions, key: E2EKey | undefined) {
     super();
+    const maxReceiveBytes = options.maxReceiveBytes ?? defaultMaxReceiveBytes;
+    if (!Number.isSafeInteger(maxReceiveBytes) || maxReceiveBytes < 1) {
+      throw new SyncError(
+        'invalid_options',
+        `maxReceiveBytes must be a whole number of bytes ≥ 1, not ${maxReceiveBytes}`,
+      );
+    }
     this.connection = options.connection;
     this.doc = options.doc ?? new Y.Doc();
     this.name = options.name ?? 'default';
@@ -92,6 +114,12 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
       key,
       maxMessageBytes: options.maxMessageBytes ?? 1_048_576,
       onError: (error) => this.emit('error', error),
+    });
+    this.reassembler = new Reassembler({
+      check: key?.check,
+      maxMessageBytes: maxReceiveBytes,
+      maxHeldBytes: maxReceiveBytes,
+      onDrop: (from, refusal) => this.report(refusal.refused, from, refusal.message),
     });
     const connection = this.connection;
     this.doc.on('update', this.docOnUpdate);
@@ -118,6 +146,14 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   get peers(): string[] {
     const self = String(this.connection.device);
     return this.connection.devices.filter((device) => device !== self);
+  }
+
+  /**
+   * Bytes held of messages still arriving in pieces (every device's together, at most
+   * `maxReceiveBytes`); 0 when none is unfinished.
+   */
+  get pendingReceiveBytes(): number {
+    return this.reassembler.heldBytes;
   }
 
   /** Resolves when `synced` is (or becomes) true. */
@@ -148,6 +184,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     }
     this.destroyed = true;
     for (const stop of this.stops.splice(0)) stop();
+    this.reassembler.clear();
     if (this.ownsAwareness) this.awareness.destroy();
   }
 
@@ -187,6 +224,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     for (const device of [...this.clientsByDevice.keys()]) {
       if (!present.has(device)) this.deviceLeft(device);
     }
+    this.reassembler.keepOnly(present);
     this.reported.clear();
     this.send('broadcast', step1Message(this.doc));
     if (this.awareness.getLocalState() !== null) {
@@ -208,7 +246,9 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.emit('peers', this.peers);
   }
 
+  /** A device left: its cursors and what it sent of an unfinished message are dropped. */
   private deviceLeft(device: string): void {
+    this.reassembler.forget(device);
     const clients = this.clientsByDevice.get(device);
     this.clientsByDevice.delete(device);
     if (clients !== undefined && clients.size > 0) {
@@ -221,12 +261,8 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     if (!isYjsPayload(payload) || payload.doc !== this.name) return;
     const assembled = this.reassembler.accept(from, payload);
     if (assembled.kind === 'partial') return;
-    if (assembled.kind === 'invalid') {
-      this.report(
-        'invalid_payload',
-        from,
-        `a message from device ${from} was dropped: ${assembled.reason}`,
-      );
+    if (assembled.kind === 'refused') {
+      this.report(assembled.refused, from, assembled.message);
       return;
     }
     this.inbound = this.inbound.then(async () => {

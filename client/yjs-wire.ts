@@ -1,4 +1,4 @@
-import { fromBase64, toBase64 } from './base64.ts';
+import { toBase64 } from './base64.ts';
 import { type E2EKey, open, seal } from './e2e-key.ts';
 
 /**
@@ -26,8 +26,6 @@ export interface YjsPayload {
 
 /** Room for the frame around `d`: `to`, the other keys, the connection's `_sync` envelope. */
 const frameOverheadBytes = 640;
-/** Most pieces one message may have (a 1 GiB message at the smallest frame that makes sense). */
-const maxPieces = 1_000_000;
 const encoder = new TextEncoder();
 
 /** Largest number of message bytes one payload carries for a given frame limit and name. */
@@ -57,23 +55,29 @@ export async function encodePayloads(
   return payloads;
 }
 
-/** The plain bytes of a whole message, or why they cannot be trusted (an error code and line). */
-export type Unsealed = { body: Uint8Array } | { refused: string; message: string };
+/** Why a message cannot be trusted: an error code and a line naming the sending device. */
+export interface Refusal {
+  refused: string;
+  message: string;
+}
+
+/** The plain bytes of a whole message, or why they cannot be trusted. */
+export type Unsealed = { body: Uint8Array } | Refusal;
 
 /**
- * Opens a whole message from device `from` with this device's key (undefined: not encrypted).
- * A message sealed with another passphrase, or encrypted where this device is not (and the
- * other way round), or one that fails its integrity check is refused.
+ * Whether a message with key check value `check` (undefined: not encrypted) from device `from`
+ * may be read by a device whose own check value is `own` (undefined: not encrypted): refused
+ * when sealed with another passphrase (`wrong_passphrase`), encrypted where this device is not
+ * (`encrypted`) or the other way round (`not_encrypted`). Undefined when it may.
  */
-export async function unseal(
-  key: E2EKey | undefined,
+export function keyRefusal(
+  own: string | undefined,
+  check: string | undefined,
   doc: string,
   from: string,
-  message: { bytes: Uint8Array<ArrayBuffer>; check: string | undefined },
-): Promise<Unsealed> {
-  const { bytes, check } = message;
-  if (key === undefined) {
-    if (check === undefined) return { body: bytes };
+): Refusal | undefined {
+  if (own === undefined) {
+    if (check === undefined) return undefined;
     return {
       refused: 'encrypted',
       message: `device ${from} encrypts document "${doc}": open it with the passphrase to read its messages`,
@@ -85,12 +89,29 @@ export async function unseal(
       message: `device ${from} sent an unencrypted message to encrypted document "${doc}"; it was dropped`,
     };
   }
-  if (check !== key.check) {
+  if (check !== own) {
     return {
       refused: 'wrong_passphrase',
       message: `device ${from} uses another passphrase for document "${doc}"; its messages are dropped`,
     };
   }
+  return undefined;
+}
+
+/**
+ * Opens a whole message from device `from` with this device's key (undefined: not encrypted).
+ * A message `keyRefusal` refuses, or one that fails its integrity check, is refused.
+ */
+export async function unseal(
+  key: E2EKey | undefined,
+  doc: string,
+  from: string,
+  message: { bytes: Uint8Array<ArrayBuffer>; check: string | undefined },
+): Promise<Unsealed> {
+  const { bytes, check } = message;
+  const refusal = keyRefusal(key?.check, check, doc, from);
+  if (refusal !== undefined) return refusal;
+  if (key === undefined) return { body: bytes };
   const plain = await open(key, bytes);
   if (plain !== undefined) return { body: plain };
   return {
@@ -102,61 +123,4 @@ export async function unseal(
 /** Whether a relay payload is a provider message (of any document). */
 export function isYjsPayload(payload: Record<string, unknown>): payload is YjsPayload {
   return payload.y === 1 && typeof payload.doc === 'string' && typeof payload.d === 'string';
-}
-
-/** What `Reassembler.accept` made of one payload. */
-export type Assembled =
-  | { kind: 'whole'; bytes: Uint8Array<ArrayBuffer>; check: string | undefined }
-  | { kind: 'partial' }
-  | { kind: 'invalid'; reason: string };
-
-/**
- * Puts pieces back together, one message in progress per sender: a piece of another message
- * (after pieces were lost to a relay buffer that overflowed) drops the unfinished one.
- */
-export class Reassembler {
-  private readonly inProgress = new Map<string, { id: string; parts: Uint8Array<ArrayBuffer>[] }>();
-
-  accept(from: string, payload: YjsPayload): Assembled {
-    const bytes = fromBase64(payload.d);
-    if (bytes === undefined) return { kind: 'invalid', reason: 'its data is not base64' };
-    if (payload.kc !== undefined && typeof payload.kc !== 'string') {
-      return { kind: 'invalid', reason: 'its key check is not a string' };
-    }
-    const check = payload.kc;
-    if (payload.m === undefined) return { kind: 'whole', bytes, check };
-    const { m: id, i, n } = payload;
-    if (
-      typeof id !== 'string' ||
-      !Number.isInteger(i) ||
-      !Number.isInteger(n) ||
-      (n as number) < 2 ||
-      (n as number) > maxPieces ||
-      (i as number) < 0 ||
-      (i as number) >= (n as number)
-    ) {
-      return { kind: 'invalid', reason: 'its piece numbers are wrong' };
-    }
-    let current = this.inProgress.get(from);
-    if (current?.id !== id || current.parts.length !== i) {
-      this.inProgress.delete(from);
-      if (i !== 0) return { kind: 'partial' }; // the start was lost: wait for the next message
-      current = { id, parts: [] };
-      this.inProgress.set(from, current);
-    }
-    current.parts.push(bytes);
-    if (current.parts.length < (n as number)) return { kind: 'partial' };
-    this.inProgress.delete(from);
-    return { kind: 'whole', bytes: concat(current.parts), check };
-  }
-}
-
-function concat(parts: Uint8Array<ArrayBuffer>[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

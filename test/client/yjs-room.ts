@@ -1,6 +1,10 @@
 import { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
+import {
+  createRelayConnection,
+  type RelayConnection,
+  type WebSocketConstructor,
+} from '../../client/relay-connection.ts';
 import type { JoinedFrame } from '../../client/relay-frames.ts';
 import {
   createYjsProvider,
@@ -23,7 +27,7 @@ export interface YjsRoom {
   /** A joined connection of `devices[index]` (closed in `close()`); `joined` its first frame. */
   connect(
     index: number,
-    options?: { maxMessageBytes?: number },
+    options?: { maxMessageBytes?: number; WebSocket?: WebSocketConstructor },
   ): Promise<{ connection: RelayConnection; joined: JoinedFrame }>;
   /** A provider of a new (or the given) doc on a new joined connection of `devices[index]`. */
   provider(
@@ -56,7 +60,7 @@ export async function openYjsRoom(
       room: roomId,
       device: String(device.deviceId),
       token: device.deviceToken,
-      WebSocket,
+      WebSocket: options.WebSocket ?? WebSocket,
       backoff: { initialDelayMs: 20, maxDelayMs: 200 },
       maxMessageBytes: options.maxMessageBytes,
     });
