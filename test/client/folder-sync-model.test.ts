@@ -25,7 +25,7 @@ import { FolderDevice, textFiles } from './folder-devices.ts';
  */
 
 const names = ['a.md', 'b.md', 'notes/c.md', 'notes/d.txt', 'a.md/x.md', 'notes', 'e.md'];
-const runs = Number(process.env.FOLDER_MODEL_RUNS ?? 25);
+const runs = Number(process.env.FOLDER_MODEL_RUNS ?? 60);
 
 type Op =
   | {

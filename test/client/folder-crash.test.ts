@@ -1,0 +1,135 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { eventually } from '../helpers/wait.ts';
+import { FolderDevice, textFiles } from './folder-devices.ts';
+
+/**
+ * A process killed between recording a batch from another device and putting its files in
+ * place: the next start finishes the batch, so the folder and the state agree and nothing is
+ * sent twice; a file the user changed while it was down is kept as a conflict copy.
+ */
+describe('folder sync: a kill between the record and the files', () => {
+  let th: TestHost;
+  let root: string;
+  const credentials: { deviceId: number; deviceToken: string }[] = [];
+  let rooms = 0;
+
+  beforeAll(async () => {
+    th = await startTestHost({ ui: false });
+    root = mkdtempSync(join(tmpdir(), 'folder-crash-'));
+    for (let i = 0; i < 2; i += 1)
+      credentials.push(await th.signIn('crash@example.org', `crash-${i}`));
+  });
+
+  afterAll(async () => {
+    await th?.close();
+    if (root !== undefined) rmSync(root, { recursive: true, force: true });
+  });
+
+  /** Device one, and device two whose process dies at the next recorded batch once `armed`. */
+  async function pair() {
+    rooms += 1;
+    const { roomId } = await registerProject(
+      th.base,
+      credentials[0]!.deviceToken,
+      `crash-${rooms}`,
+    );
+    const base = join(root, `room-${rooms}`);
+    const trap = { armed: false, fired: false };
+    const one = new FolderDevice(
+      th,
+      roomId,
+      credentials[0]!,
+      join(base, 'one'),
+      join(base, 'one.log'),
+    );
+    const options = {
+      onRecorded: () => {
+        if (!trap.armed || trap.fired) return;
+        trap.fired = true;
+        two.folder?.halt();
+        throw new Error('killed');
+      },
+    };
+    const two = new FolderDevice(
+      th,
+      roomId,
+      credentials[1]!,
+      join(base, 'two'),
+      join(base, 'two.log'),
+      options,
+    );
+    await one.start();
+    await two.start();
+    return { one, two, trap };
+  }
+
+  const settled = (one: FolderDevice, two: FolderDevice) =>
+    eventually(
+      () => {
+        one.scan();
+        two.scan();
+        const a = textFiles(one.dir);
+        return a !== undefined && JSON.stringify(a) === JSON.stringify(textFiles(two.dir))
+          ? a
+          : undefined;
+      },
+      'both folders alike',
+      15_000,
+    );
+
+  it('finishes the batch at the next start: the edit is there once, everywhere', async () => {
+    const { one, two, trap } = await pair();
+    writeFileSync(join(one.dir, 'notes.md'), 'first line\n');
+    one.scan();
+    expect(await settled(one, two)).toEqual({ 'notes.md': 'first line\n' });
+
+    trap.armed = true;
+    writeFileSync(join(one.dir, 'notes.md'), 'first line\nsecond line\n');
+    one.scan();
+    await eventually(() => trap.fired, 'the kill of device two');
+    await two.kill();
+    // Killed after the record: the temporary file is written, the file itself not yet.
+    expect(readFileSync(join(two.dir, 'notes.md'), 'utf8')).toBe('first line\n');
+    expect(readdirSync(two.dir).some((name) => name.endsWith('.sync-host-tmp'))).toBe(true);
+
+    await two.start();
+    expect(readFileSync(join(two.dir, 'notes.md'), 'utf8')).toBe('first line\nsecond line\n');
+    expect(await settled(one, two)).toEqual({ 'notes.md': 'first line\nsecond line\n' });
+    // Nothing was taken for an edit of two's own and sent again.
+    expect(two.lines.filter((line) => line.startsWith('sent'))).toEqual([]);
+    expect(readdirSync(two.dir).some((name) => name.endsWith('.sync-host-tmp'))).toBe(false);
+    await one.stop();
+    await two.stop();
+  }, 40_000);
+
+  it('keeps a version written by the user while the process was down as a conflict copy', async () => {
+    const { one, two, trap } = await pair();
+    writeFileSync(join(one.dir, 'plan.md'), 'step one\n');
+    one.scan();
+    await settled(one, two);
+
+    trap.armed = true;
+    writeFileSync(join(one.dir, 'plan.md'), 'step one\nstep two\n');
+    one.scan();
+    await eventually(() => trap.fired, 'the kill of device two');
+    await two.kill();
+    writeFileSync(join(two.dir, 'plan.md'), 'step one\nwritten while sync was down\n');
+
+    await two.start();
+    const files = await settled(one, two);
+    expect(files['plan.md']).toBe('step one\nstep two\n');
+    const copies = Object.entries(files).filter(([name]) => name.startsWith('plan.sync-conflict-'));
+    expect(copies).toEqual([
+      [
+        expect.stringMatching(/^plan\.sync-conflict-\d{8}-\d{6}-\d+\.md$/),
+        'step one\nwritten while sync was down\n',
+      ],
+    ]);
+    await one.stop();
+    await two.stop();
+  }, 40_000);
+});
