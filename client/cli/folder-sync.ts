@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import * as Y from 'yjs';
 import {
   addEntry,
@@ -103,9 +104,30 @@ export class FolderSync {
 
   /** Reads the folder and sends what changed since the last agreement; then writes what is due. */
   scan(): void {
-    if (this.closed) return;
+    if (this.closed || !this.folderThere()) return;
+    if (this.remote.length > 0) return this.applyRemote();
     this.readFolder();
     this.settle();
+  }
+
+  /**
+   * Whether the folder itself is there. A folder that was removed or unmounted is not read as
+   * every file deleted: nothing is sent or written until it is back.
+   */
+  private folderThere(): boolean {
+    try {
+      if (lstatSync(this.options.dir).isDirectory()) {
+        this.reported.delete('folder gone');
+        return true;
+      }
+    } catch {
+      // Reported below.
+    }
+    this.sayOnce(
+      'folder gone',
+      `the folder ${this.options.dir} is gone: nothing is sent or written until it is back`,
+    );
+    return false;
   }
 
   /** Every change of other devices received so far, applied to the folder now. */
@@ -154,8 +176,8 @@ export class FolderSync {
   }
 
   private applyRemote(): void {
+    if (this.remote.length === 0 || this.closed || !this.folderThere()) return;
     const updates = this.remote.splice(0);
-    if (updates.length === 0 || this.closed) return;
     this.readFolder(); // an edit made here first: it merges from the text it was made on
     Y.applyUpdate(this.disk, Y.mergeUpdates(updates), remoteOrigin);
     this.settle();
@@ -215,6 +237,7 @@ export class FolderSync {
         else if (digest !== record.digest)
           this.editHere(path, record, read.text, digest, changes, now);
       }
+      for (const path of this.skippedHere) if (!walk.files.has(path)) this.skippedHere.delete(path);
       const missing = new Map<string, DiskRecord>();
       for (const [path, record] of this.onDisk) {
         if (walk.files.has(path) || this.skippedHere.has(path)) continue;
@@ -350,7 +373,9 @@ export class FolderSync {
       }
       const temp = writeTemp(this.options.dir, path, content);
       if ('problem' in temp) {
-        const removing = plan.some(({ op }) => op.op === 'remove' && path.startsWith(`${op.path}/`));
+        const removing = plan.some(
+          ({ op }) => op.op === 'remove' && path.startsWith(`${op.path}/`),
+        );
         if (removing) blocked = true;
         else this.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
         continue;
