@@ -1,4 +1,5 @@
-import { lstatSync } from 'node:fs';
+import { lstatSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as Y from 'yjs';
 import {
   addEntry,
@@ -31,6 +32,11 @@ const remoteOrigin = 'remote';
 const stateOrigin = 'state';
 /** Quiet time after a change from another device before it is written (a burst is one batch). */
 const remoteSettleMs = 20;
+/** The file that tells a folder from an empty mount point (a dot file: never synced). */
+export const folderMarker = '.sync-host-folder';
+const markerText =
+  'This folder is kept in step by sync-host sync. Without this file, sync takes the folder for\n' +
+  'one that is not mounted and changes nothing.\n';
 /** How often files held back by the receive limits are tried again. */
 const heldRetryMs = 5_000;
 
@@ -99,6 +105,13 @@ export class FolderSync {
     this.onDisk = opened.onDisk;
     this.unsaved = [];
     this.finishPending(opened.pending);
+    if (this.onDisk.size === 0) {
+      try {
+        writeFileSync(join(options.dir, folderMarker), markerText, { flag: 'wx' });
+      } catch {
+        // Already there (or the folder is not: the scan says so).
+      }
+    }
     this.state.compact(this.disk, this.onDisk);
   }
 
@@ -111,21 +124,23 @@ export class FolderSync {
   }
 
   /**
-   * Whether the folder itself is there. A folder that was removed or unmounted is not read as
-   * every file deleted: nothing is sent or written until it is back.
+   * Whether the folder itself is there: the folder, and in it the marker file written at the
+   * first start. A folder that was removed, or a mount point whose disk is not mounted, is not
+   * read as every file deleted: nothing is sent or written until it is back, one line says so.
    */
   private folderThere(): boolean {
+    const marker = join(this.options.dir, folderMarker);
     try {
-      if (lstatSync(this.options.dir).isDirectory()) {
+      if (lstatSync(this.options.dir).isDirectory() && lstatSync(marker).isFile()) {
         this.reported.delete('folder gone');
         return true;
       }
     } catch {
-      // Reported below.
+      // Said below.
     }
     this.sayOnce(
       'folder gone',
-      `the folder ${this.options.dir} is gone: nothing is sent or written until it is back`,
+      `the folder ${this.options.dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back; to start this folder afresh, stop sync and delete its state`,
     );
     return false;
   }

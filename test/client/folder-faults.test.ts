@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { FolderDevice, textFiles } from './folder-devices.ts';
  * place: the next start finishes the batch, so the folder and the state agree and nothing is
  * sent twice; a file the user changed while it was down is kept as a conflict copy.
  */
-describe('folder sync: a kill between the record and the files', () => {
+describe('folder sync: a kill between the record and the files, a folder that disappears', () => {
   let th: TestHost;
   let root: string;
   const credentials: { deviceId: number; deviceToken: string }[] = [];
@@ -129,6 +129,32 @@ describe('folder sync: a kill between the record and the files', () => {
         'step one\nwritten while sync was down\n',
       ],
     ]);
+    await one.stop();
+    await two.stop();
+  }, 40_000);
+
+  it('takes a folder that was unmounted or removed for gone, not for every file deleted', async () => {
+    const { one, two } = await pair();
+    writeFileSync(join(one.dir, 'keep.md'), 'keep me\n');
+    one.scan();
+    await settled(one, two);
+    // The disk under the folder goes away: the mount point is left, empty.
+    rmSync(two.dir, { recursive: true, force: true });
+    mkdirSync(two.dir);
+    two.scan();
+    expect(two.lines.some((line) => line.includes('is gone or not mounted'))).toBe(true);
+    expect(two.lines.some((line) => line.includes('(deleted)'))).toBe(false);
+    // A change from the other device waits too, and nothing is written into the empty folder.
+    writeFileSync(join(one.dir, 'keep.md'), 'keep me\nand this\n');
+    one.scan();
+    await eventually(() => one.lines.includes('sent keep.md'), 'the edit sent');
+    await eventually(
+      () => JSON.stringify(two.folder?.shared.getMap('files').toJSON()).includes('and this'),
+      'the edit at device two',
+    );
+    two.scan();
+    expect(readdirSync(two.dir)).toEqual([]);
+    expect(readFileSync(join(one.dir, 'keep.md'), 'utf8')).toBe('keep me\nand this\n');
     await one.stop();
     await two.stop();
   }, 40_000);
