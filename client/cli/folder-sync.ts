@@ -30,7 +30,7 @@ import { replaceText } from './text-diff.ts';
 const localOrigin = 'folder';
 const remoteOrigin = 'remote';
 const stateOrigin = 'state';
-/** Quiet time after a change from another device before it is written (a burst is one batch). */
+/** How long changes from other devices collect before they are written (a burst is one batch). */
 const remoteSettleMs = 20;
 /** The file that tells a folder from an empty mount point (a dot file: never synced). */
 export const folderMarker = '.sync-host-folder';
@@ -97,8 +97,11 @@ export class FolderSync {
     this.shared.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin === localOrigin || this.closed) return;
       this.remote.push(update);
-      clearTimeout(this.remoteTimer);
-      this.remoteTimer = setTimeout(() => this.guarded(() => this.applyRemote()), remoteSettleMs);
+      // At most one batch per period, also while updates keep coming.
+      this.remoteTimer ??= setTimeout(() => {
+        this.remoteTimer = undefined;
+        this.guarded(() => this.applyRemote());
+      }, remoteSettleMs);
     });
     const opened = FolderState.open(options.stateFile, this.disk, stateOrigin);
     this.state = opened.state;
@@ -148,6 +151,7 @@ export class FolderSync {
   /** Every change of other devices received so far, applied to the folder now. */
   flushRemote(): void {
     clearTimeout(this.remoteTimer);
+    this.remoteTimer = undefined;
     this.applyRemote();
   }
 
@@ -237,11 +241,13 @@ export class FolderSync {
     this.disk.transact(() => {
       for (const [path, stamp] of walk.files) {
         const record = this.onDisk.get(path);
-        if (record !== undefined && sameStamp(this.stamps.get(path), stamp)) continue;
+        const known = record !== undefined || this.skippedHere.has(path);
+        if (known && sameStamp(this.stamps.get(path), stamp)) continue;
         const read = readText(this.options.dir, path);
         if (read === undefined) continue;
         if ('problem' in read) {
           this.skippedHere.add(path);
+          this.stamps.set(path, stamp);
           this.sayOnce(`skip ${path} ${read.problem}`, `skipped ${path}: ${read.problem}`);
           continue;
         }
@@ -260,8 +266,14 @@ export class FolderSync {
           continue;
         missing.set(path, record);
       }
+      const missingByDigest = new Map<string, string[]>();
+      for (const [path, record] of missing) {
+        const paths = missingByDigest.get(record.digest);
+        if (paths === undefined) missingByDigest.set(record.digest, [path]);
+        else paths.push(path);
+      }
       for (const file of added) {
-        const from = [...missing].find(([, record]) => record.digest === file.digest)?.[0];
+        const from = missingByDigest.get(file.digest)?.find((path) => missing.has(path));
         const entry = from === undefined ? undefined : this.entryAt(from, missing.get(from)!);
         if (from !== undefined && entry !== undefined) {
           missing.delete(from);

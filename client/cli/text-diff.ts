@@ -1,6 +1,23 @@
 import type * as Y from 'yjs';
 
-/** The one replacement that turns `from` into `to` (common prefix and suffix kept). */
+/** How far a change is widened to whole words, at most, on each side. */
+const maxWidenChars = 64;
+
+function isSpace(ch: string | undefined): boolean {
+  return ch === ' ' || ch === '\n' || ch === '\t' || ch === '\r';
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/**
+ * The one replacement that turns `from` into `to`: the common prefix and suffix are kept, and
+ * the replaced part is widened to whole words (up to 64 characters each side). Two devices that
+ * rewrite the same word at once then keep both words side by side (`draft final`), instead of a
+ * mix of their letters (`t1` edited to `t9` and to `t12` would give `t92`). A surrogate pair is
+ * never split.
+ */
 export function diff(
   from: string,
   to: string,
@@ -15,7 +32,12 @@ export function diff(
   ) {
     end += 1;
   }
-  // Never split a surrogate pair: the change starts before a low half and ends after a high one.
+  // Back to the start of the word (the prefix is common: `to` moves the same way).
+  for (let n = 0; n < maxWidenChars && start > 0 && !isSpace(from[start - 1]); n += 1) start -= 1;
+  // On to the end of the word.
+  for (let n = 0; n < maxWidenChars && end > 0 && !isSpace(from[from.length - end]); n += 1) {
+    end -= 1;
+  }
   if (start > 0 && isLowSurrogate(from.charCodeAt(start))) start -= 1;
   if (end > 0 && isLowSurrogate(from.charCodeAt(from.length - end))) end -= 1;
   return {
@@ -23,10 +45,6 @@ export function diff(
     deleteCount: from.length - start - end,
     insert: to.slice(start, to.length - end),
   };
-}
-
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
 }
 
 /** Edits `text` into `content` with the one replacement `diff` finds. */
