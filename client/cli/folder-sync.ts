@@ -121,7 +121,10 @@ export class FolderSync {
   /** Reads the folder and sends what changed since the last agreement; then writes what is due. */
   scan(): void {
     if (this.closed || !this.folderThere()) return;
-    if (this.remote.length > 0) return this.applyRemote();
+    if (this.remote.length > 0) {
+      this.applyRemote();
+      return;
+    }
     this.readFolder();
     this.settle();
   }
