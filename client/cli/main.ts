@@ -9,6 +9,7 @@ import { type Context, errorLine, parseCommandLine, UsageError } from './context
 import { CredentialStore, configDir } from './credentials.ts';
 import { type CliIo, processIo } from './io.ts';
 import { login, logout, pairCommand } from './login-commands.ts';
+import { printable } from './printable.ts';
 import { listen, send } from './room-commands.ts';
 import { syncFolder } from './sync-command.ts';
 
@@ -67,18 +68,23 @@ export async function runClientCommand(
       store: new CredentialStore(configDir(env)),
     };
   } catch (err: unknown) {
-    io.stderr.write(`sync-host ${command}: ${errorLine(err)} (see sync-host ${command} --help)\n`);
+    io.stderr.write(
+      `sync-host ${command}: ${printable(errorLine(err))} (see sync-host ${command} --help)\n`,
+    );
     return exitUsage;
   }
   try {
     return await dispatch(command, context);
   } catch (err: unknown) {
     if (err instanceof UsageError) {
-      io.stderr.write(`sync-host ${command}: ${err.message} (see sync-host ${command} --help)\n`);
+      io.stderr.write(
+        `sync-host ${command}: ${printable(err.message)} (see sync-host ${command} --help)\n`,
+      );
       return exitUsage;
     }
     if (!(err instanceof SyncError)) throw err;
-    io.stderr.write(`sync-host ${command}: ${errorLine(err)}\n`);
+    // Error messages may come from the auth service or the relay: printed escaped.
+    io.stderr.write(`sync-host ${command}: ${printable(errorLine(err))}\n`);
     return exitFailure;
   }
 }

@@ -1,5 +1,6 @@
 import { SyncError } from '../errors.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
+import { printable, printableJson } from './printable.ts';
 import { openRoomOf, stopSignal } from './project-room.ts';
 
 /** Rejects with `what` after `ms`; the timer is cleared by `cancel`. */
@@ -56,14 +57,18 @@ export async function listen(ctx: Context): Promise<number> {
   const { stdout, stderr } = ctx.io;
   connection.on('joined', (frame) => {
     stderr.write(
-      `joined room ${frame.room} as device ${frame.device} (${frame.role}); ${frame.buffered} buffered message(s) follow${frame.gap ? '; some messages were lost while away (gap)' : ''}\n`,
+      `joined room ${printable(frame.room)} as device ${printable(frame.device)} (${frame.role}); ${frame.buffered} buffered message(s) follow${frame.gap ? '; some messages were lost while away (gap)' : ''}\n`,
     );
   });
   connection.on('message', (message) => {
-    stdout.write(`${JSON.stringify(message)}\n`);
+    stdout.write(`${printableJson(message)}\n`);
   });
-  connection.on('presence', (frame) => stderr.write(`device ${frame.device} ${frame.state}\n`));
-  connection.on('host', (frame) => stderr.write(`device ${frame.device} is now the host\n`));
+  connection.on('presence', (frame) =>
+    stderr.write(`device ${printable(frame.device)} ${frame.state}\n`),
+  );
+  connection.on('host', (frame) =>
+    stderr.write(`device ${printable(frame.device)} is now the host\n`),
+  );
   connection.on('state', (state) => {
     if (state === 'reconnecting') stderr.write('connection lost; reconnecting\n');
   });
