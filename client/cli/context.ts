@@ -31,12 +31,16 @@ export function parseCommandLine(argv: string[]) {
 
 type Flags = ReturnType<typeof parseCommandLine>['values'];
 
-/** What a command runs with: its streams, options, remaining positionals and stored credentials. */
+/**
+ * What a command runs with: its streams, options, remaining positionals, stored credentials and
+ * environment (read here once, as main received it).
+ */
 export interface Context {
   io: CliIo;
   flags: Flags;
   args: string[];
   store: CredentialStore;
+  env: NodeJS.ProcessEnv;
 }
 
 /** The one line an error prints as on stderr. */

@@ -66,6 +66,7 @@ export async function runClientCommand(
       flags: values,
       args: positionals,
       store: new CredentialStore(configDir(env)),
+      env,
     };
   } catch (err: unknown) {
     io.stderr.write(

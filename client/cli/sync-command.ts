@@ -3,13 +3,13 @@ import { type FSWatcher, mkdirSync, readFileSync, renameSync, watch, writeFileSy
 import { join, resolve } from 'node:path';
 import * as Y from 'yjs';
 import { fromBase64, toBase64 } from '../base64.ts';
-import type { SyncError } from '../errors.ts';
-import type { RelayConnection } from '../relay-connection.ts';
-import { createYjsProvider } from '../yjs-provider.ts';
+import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
 import { type Base, FolderSync } from './folder-sync.ts';
 import { type CliIo, readSecret } from './io.ts';
-import { openRoomOf, stopSignal } from './project-room.ts';
+import { roomOf, stopSignal } from './project-room.ts';
+import { superviseYjsProvider } from './supervised-provider.ts';
+import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
 
 /** A rescan besides the watcher's events, for changes `fs.watch` did not report. */
 const rescanMs = 2_000;
@@ -59,19 +59,20 @@ function saveState(path: string, doc: Y.Doc, base: Base): void {
  */
 export async function runFolderSync(options: {
   io: CliIo;
-  connection: RelayConnection;
+  /** The room's connections (a fresh one after a final close); started here. */
+  supervisor: ConnectionSupervisor;
   dir: string;
   state: string;
   passphrase: string | undefined;
   stopped: Promise<unknown>;
 }): Promise<number> {
-  const { io, connection, dir, state, passphrase } = options;
+  const { io, supervisor, dir, state, passphrase } = options;
   const out = (line: string) => io.stdout.write(`${line}\n`);
   const problem = (line: string) => io.stderr.write(`${line}\n`);
   mkdirSync(dir, { recursive: true });
   const doc = new Y.Doc();
   const saved = loadState(state, doc);
-  const provider = await createYjsProvider({ connection, doc, name: 'folder', passphrase });
+  const provider = await superviseYjsProvider({ supervisor, doc, name: 'folder', passphrase });
   const folder = new FolderSync(dir, doc, saved ?? {}, (line) =>
     line.startsWith('skipped') ? problem(line) : out(line),
   );
@@ -86,12 +87,8 @@ export async function runFolderSync(options: {
   };
   doc.on('update', save);
 
-  const ended = new Promise<SyncError | undefined>((resolveEnd) => {
-    connection.on('close', (info) => resolveEnd(info.error));
-  });
-  connection.connect().catch(() => {
-    // The close event reports why.
-  });
+  const ended = supervisor.ended;
+  supervisor.start();
   const stopped = options.stopped.then(() => 'stopped' as const);
   // The first start waits for the room, so that files other devices have are known first (a
   // device whose passphrase the others refuse waits here, saying so, until it is stopped).
@@ -126,29 +123,45 @@ export async function runFolderSync(options: {
     clearTimeout(saveTimer);
     saveState(state, doc, folder.base);
     provider.destroy();
-    if (connection.state !== 'closed') await connection.close({ leave: false });
+    await supervisor.stop();
   }
 }
 
-/** `sync <projectKey> <dir> [--encrypt]`: the passphrase from stdin, then runFolderSync. */
+/**
+ * `sync <projectKey> <dir> [--encrypt]`: refuses when a sync of the
+ * project runs already for this device, else serves its control socket and runs runFolderSync.
+ */
 export async function syncFolder(ctx: Context): Promise<number> {
   expectArgs(ctx, 2, '<projectKey> <dir>');
   const [projectKey, dir] = ctx.args as [string, string];
-  let passphrase: string | undefined;
-  if (ctx.flags.encrypt) {
-    passphrase = await readSecret(
-      ctx.io,
-      'Encryption passphrase (the same on every device, not shown): ',
-    );
-    if (passphrase === undefined) throw new UsageError('--encrypt needs a passphrase on stdin');
-  }
-  const { connection, authUrl } = await openRoomOf(ctx, projectKey);
-  return runFolderSync({
-    io: ctx.io,
-    connection,
-    dir,
-    state: statePath(ctx.store.dir, authUrl, projectKey, dir),
-    passphrase,
-    stopped: stopSignal(),
+  const { open, authUrl } = await roomOf(ctx, projectKey);
+  const session = await startSyncSession({
+    configDir: ctx.store.dir,
+    authUrl,
+    projectKey,
+    folder: dir,
+    open,
+    onLine: (line) => ctx.io.stderr.write(`${line}\n`),
+    delays: reconnectDelaysFrom(ctx.env),
   });
+  try {
+    let passphrase: string | undefined;
+    if (ctx.flags.encrypt) {
+      passphrase = await readSecret(
+        ctx.io,
+        'Encryption passphrase (the same on every device, not shown): ',
+      );
+      if (passphrase === undefined) throw new UsageError('--encrypt needs a passphrase on stdin');
+    }
+    return await runFolderSync({
+      io: ctx.io,
+      supervisor: session.supervisor,
+      dir,
+      state: statePath(ctx.store.dir, authUrl, projectKey, dir),
+      passphrase,
+      stopped: stopSignal(),
+    });
+  } finally {
+    await session.close();
+  }
 }
