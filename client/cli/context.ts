@@ -24,6 +24,7 @@ export function parseCommandLine(argv: string[]) {
       jwt: { type: 'boolean' },
       timeout: { type: 'string' },
       encrypt: { type: 'boolean' },
+      'passphrase-file': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -4,9 +4,10 @@ import { join, resolve } from 'node:path';
 import * as Y from 'yjs';
 import { fromBase64, toBase64 } from '../base64.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
-import { type Context, expectArgs, UsageError } from './context.ts';
+import { type Context, expectArgs } from './context.ts';
 import { type Base, FolderSync } from './folder-sync.ts';
-import { type CliIo, readSecret } from './io.ts';
+import type { CliIo } from './io.ts';
+import { passphraseSource } from './passphrase.ts';
 import { roomOf, stopSignal } from './project-room.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
@@ -128,12 +129,13 @@ export async function runFolderSync(options: {
 }
 
 /**
- * `sync <projectKey> <dir> [--encrypt]`: refuses when a sync of the
+ * `sync <projectKey> <dir> [--encrypt [--passphrase-file F]]`: refuses when a sync of the
  * project runs already for this device, else serves its control socket and runs runFolderSync.
  */
 export async function syncFolder(ctx: Context): Promise<number> {
   expectArgs(ctx, 2, '<projectKey> <dir>');
   const [projectKey, dir] = ctx.args as [string, string];
+  const passphrase = passphraseSource(ctx);
   const { open, authUrl } = await roomOf(ctx, projectKey);
   const session = await startSyncSession({
     configDir: ctx.store.dir,
@@ -145,20 +147,12 @@ export async function syncFolder(ctx: Context): Promise<number> {
     delays: reconnectDelaysFrom(ctx.env),
   });
   try {
-    let passphrase: string | undefined;
-    if (ctx.flags.encrypt) {
-      passphrase = await readSecret(
-        ctx.io,
-        'Encryption passphrase (the same on every device, not shown): ',
-      );
-      if (passphrase === undefined) throw new UsageError('--encrypt needs a passphrase on stdin');
-    }
     return await runFolderSync({
       io: ctx.io,
       supervisor: session.supervisor,
       dir,
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
-      passphrase,
+      passphrase: await passphrase(),
       stopped: stopSignal(),
     });
   } finally {

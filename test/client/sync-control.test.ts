@@ -256,4 +256,43 @@ describe('a running sync owns the device’s connection: send, listen and a seco
     expect(run.out.stderr).not.toContain('joining again');
     expect(run.out.stderr.trim().split('\n').at(-1)).toMatch(/^sync-host sync: .*\(revoked\)$/);
   }, 60_000);
+
+  it('reads the passphrase of --encrypt from a file of mode 0600 and refuses one others may read', async () => {
+    const secrets = tempDir();
+    const open = join(secrets, 'open.txt');
+    writeFileSync(open, 'the passphrase\n', { mode: 0o644 });
+    const refused = await cli(
+      ['sync', 'shared', tempDir(), '--encrypt', '--passphrase-file', open],
+      config.one,
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n')).toEqual([
+      expect.stringContaining('may be read by other users (mode 0644); chmod 600 it'),
+    ]);
+    const noEncrypt = await cli(
+      ['sync', 'shared', tempDir(), '--passphrase-file', open],
+      config.one,
+    );
+    expect(noEncrypt.code).toBe(2);
+
+    const closed = join(secrets, 'closed.txt');
+    writeFileSync(closed, 'the passphrase\nignored second line\n', { mode: 0o600 });
+    const typed = join(secrets, 'typed.txt');
+    writeFileSync(typed, '  the passphrase  ', { mode: 0o400 });
+    const folder = { one: tempDir(), two: tempDir() };
+    writeFileSync(join(folder.one, 'secret.txt'), 'sealed\n');
+    const one = startSync(config.one, folder.one, ['--encrypt', '--passphrase-file', closed]);
+    one.child.stdin.end();
+    const two = startSync(config.two, folder.two, ['--encrypt', '--passphrase-file', typed]);
+    two.child.stdin.end();
+    await eventually(
+      () =>
+        existsSync(join(folder.two, 'secret.txt')) &&
+        readFileSync(join(folder.two, 'secret.txt'), 'utf8') === 'sealed\n',
+      'secret.txt at two',
+      20_000,
+    );
+    expect(one.out.stderr + two.out.stderr).not.toContain('passphrase');
+    await stop(one, two);
+  }, 60_000);
 });
