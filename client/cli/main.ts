@@ -11,6 +11,7 @@ import { type CliIo, processIo } from './io.ts';
 import { login, logout, pairCommand } from './login-commands.ts';
 import { printable } from './printable.ts';
 import { listen, send } from './room-commands.ts';
+import { serviceCommand } from './service-command.ts';
 import { syncFolder } from './sync-command.ts';
 
 export const clientUsage = `Client commands:
@@ -112,6 +113,8 @@ function dispatch(command: string, ctx: Context): Promise<number> {
       return listen(ctx);
     case 'sync':
       return syncFolder(ctx);
+    case 'service':
+      return serviceCommand(ctx);
     default:
       throw new UsageError(`unknown client command "${command}"`);
   }
