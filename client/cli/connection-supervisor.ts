@@ -18,7 +18,10 @@ export interface ReconnectDelays {
 export const defaultReconnectDelays: ReconnectDelays = { firstMs: 5_000, maxMs: 60_000 };
 
 export interface SupervisorOptions {
-  /** A fresh connection to the room (not connected); called once at first, then after each final close. */
+  /**
+   * A fresh connection to the room (not connected): called once at first, then after each
+   * final close.
+   */
   open: () => RelayConnection;
   /** One line for the user (stderr) each time a connection ended and another is due. */
   onLine: (line: string) => void;

@@ -26,7 +26,10 @@ export type ControlRequest = z.infer<typeof controlRequestSchema>;
  * (the folder's counts...), which clients keep.
  */
 export const syncStatusSchema = z.looseObject({
-  /** The relay connection: `idle`, `connecting`, `joined`, `reconnecting`, `waiting` (between connections), `stopped`. */
+  /**
+   * The relay connection: `idle`, `connecting`, `joined`, `reconnecting`, `waiting` (between
+   * connections), `stopped`.
+   */
   state: z.string(),
   projectKey: z.string(),
   /** The synced folder, absolute. */

@@ -71,7 +71,7 @@ export async function send(ctx: Context): Promise<number> {
   }
 }
 
-/** Prints one relay event as `listen` does: messages as JSON lines on stdout, the rest on stderr. */
+/** Prints one relay event as `listen` does: messages as JSON lines on stdout, others on stderr. */
 function printEvent(io: CliIo, event: ControlEvent): void {
   if ('message' in event) {
     io.stdout.write(`${printableJson(event.message)}\n`);

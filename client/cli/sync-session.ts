@@ -26,7 +26,7 @@ export function reconnectDelaysFrom(env: NodeJS.ProcessEnv): ReconnectDelays {
   return { firstMs, maxMs: firstMs * 12 };
 }
 
-/** The connection lifecycle around a running `sync`: its supervised connection and control socket. */
+/** What runs around a `sync`: its supervised connection and its control socket. */
 export interface SyncSession {
   /** The room's connections; bind the provider (`superviseYjsProvider`), then `start()` it. */
   readonly supervisor: ConnectionSupervisor;

@@ -64,7 +64,7 @@ export interface SyncUnitOptions {
   unitName: string;
   /** The credentials' folder, absolute: `SYNC_HOST_CONFIG_DIR`. */
   configDir: string;
-  /** The command: node, the launcher, then `sync <key> <dir> ...`, each an absolute path where a path. */
+  /** The command: node, the launcher, then `sync <key> <dir> ...` (paths absolute). */
   command: string[];
 }
 

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -186,6 +186,7 @@ describe('a running sync owns the device’s connection: send, listen and a seco
     expect((await cli(['login', '--auth', th.base, '--token', token.one], deep)).code).toBe(0);
     const socket = controlSocketPath(deep, th.base, 'shared');
     expect(socket.startsWith(join(tmpdir(), 'sync-host-'))).toBe(true);
+    temps.push(dirname(socket));
     const folder = tempDir();
     const first = startSync(deep, folder);
     await watching(first);
