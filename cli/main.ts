@@ -25,7 +25,7 @@ Modes:
 
 Client commands (see \`sync-host login --help\`):
   login, logout, pair approve|deny, devices [remove], projects, project add|remove,
-  subscription, send, listen, sync
+  subscription, send, listen, sync, service install|remove
 
 Options:
   --config-dir DIR    read auth.conf and relay.conf from DIR (default: the working directory)
@@ -43,7 +43,7 @@ const shutdownLimitMs = 5_000;
 
 /** Runs the command line; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
-  // Client subcommands (login, devices, projects, project, subscription, send, listen, sync): client/cli.
+  // Client subcommands (login, devices, projects, project, subscription, send, listen, sync, service): client/cli.
   if (isClientCommand(argv)) {
     return (await import('../client/cli/main.ts')).runClientCommand(argv);
   }

@@ -10,6 +10,7 @@ export const clientCommands: ReadonlySet<string> = new Set([
   'send',
   'listen',
   'sync',
+  'service',
 ]);
 
 /** Whether `argv` (without node and the script) starts with a client subcommand. */

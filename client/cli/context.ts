@@ -4,6 +4,7 @@ import { AuthServiceError, SettingsError, SyncError } from '../errors.ts';
 import { parseSettings } from '../settings.ts';
 import type { CredentialStore } from './credentials.ts';
 import type { CliIo } from './io.ts';
+import { printableJson } from './printable.ts';
 
 /** A mistake on the command line: exit 2. */
 export class UsageError extends Error {}
@@ -23,6 +24,7 @@ export function parseCommandLine(argv: string[]) {
       jwt: { type: 'boolean' },
       timeout: { type: 'string' },
       encrypt: { type: 'boolean' },
+      'passphrase-file': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -30,12 +32,16 @@ export function parseCommandLine(argv: string[]) {
 
 type Flags = ReturnType<typeof parseCommandLine>['values'];
 
-/** What a command runs with: its streams, options, remaining positionals and stored credentials. */
+/**
+ * What a command runs with: its streams, options, remaining positionals, stored credentials and
+ * environment (read here once, as main received it).
+ */
 export interface Context {
   io: CliIo;
   flags: Flags;
   args: string[];
   store: CredentialStore;
+  env: NodeJS.ProcessEnv;
 }
 
 /** The one line an error prints as on stderr. */
@@ -55,9 +61,12 @@ export function expectArgs(ctx: Context, count: number, shape: string): void {
   if (ctx.args.length > count) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
 }
 
-/** Prints `value` as indented JSON on stdout; exit code 0. */
+/**
+ * Prints `value` as indented JSON on stdout, with the characters a terminal would act on
+ * escaped (device names and the like come from elsewhere); exit code 0.
+ */
 export function printJson(ctx: Context, value: unknown): number {
-  ctx.io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  ctx.io.stdout.write(`${printableJson(value, 2)}\n`);
   return 0;
 }
 

@@ -9,7 +9,9 @@ import { type Context, errorLine, parseCommandLine, UsageError } from './context
 import { CredentialStore, configDir } from './credentials.ts';
 import { type CliIo, processIo } from './io.ts';
 import { login, logout, pairCommand } from './login-commands.ts';
+import { printable } from './printable.ts';
 import { listen, send } from './room-commands.ts';
+import { serviceCommand } from './service-command.ts';
 import { syncFolder } from './sync-command.ts';
 
 export const clientUsage = `Client commands:
@@ -31,12 +33,20 @@ export const clientUsage = `Client commands:
   sync-host project remove <key>        stop syncing a workspace
   sync-host subscription                tier, effective tier, expiry and project limit (JSON)
   sync-host send <projectKey> <to> <json>
-      join the project's room, send {"to","payload"} (to: host, broadcast or a device id), exit
+      send {"to","payload"} (to: host, broadcast or a device id) in the project's room, exit once
+      the relay has it; through the running sync of the project when there is one, else joining
   sync-host listen <projectKey>         print each message for this device as one JSON line
-  sync-host sync <projectKey> <dir> [--encrypt]
+      (through the running sync of the project when there is one)
+  sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F]]
       keep the text files of <dir> in step with the project's other devices (Yjs documents;
-      binary files and files over 1 MiB are skipped); --encrypt reads a passphrase from stdin
-      and encrypts end to end (every device must use the same)
+      binary files and files over 1 MiB are skipped); rejoins by itself when its connection is
+      taken over; one sync per project and device (a second one is refused). --encrypt reads a
+      passphrase from stdin, or from the first line of F (mode 0600 or 0400), and encrypts end
+      to end (every device must use the same)
+  sync-host service install <projectKey> <dir> [--encrypt --passphrase-file F]
+      write a systemd user unit running that sync (~/.config/systemd/user/sync-host-<key>.service)
+      and print the systemctl commands that start it; elsewhere, print what to run at login
+  sync-host service remove <projectKey>  delete that unit
 
 Options: --auth URL (needed when several auth services are stored), --relay URL (default: the
 auth service's /.well-known/sync-host), --timeout SECONDS (send: default 10).
@@ -65,20 +75,26 @@ export async function runClientCommand(
       flags: values,
       args: positionals,
       store: new CredentialStore(configDir(env)),
+      env,
     };
   } catch (err: unknown) {
-    io.stderr.write(`sync-host ${command}: ${errorLine(err)} (see sync-host ${command} --help)\n`);
+    io.stderr.write(
+      `sync-host ${command}: ${printable(errorLine(err))} (see sync-host ${command} --help)\n`,
+    );
     return exitUsage;
   }
   try {
     return await dispatch(command, context);
   } catch (err: unknown) {
     if (err instanceof UsageError) {
-      io.stderr.write(`sync-host ${command}: ${err.message} (see sync-host ${command} --help)\n`);
+      io.stderr.write(
+        `sync-host ${command}: ${printable(err.message)} (see sync-host ${command} --help)\n`,
+      );
       return exitUsage;
     }
     if (!(err instanceof SyncError)) throw err;
-    io.stderr.write(`sync-host ${command}: ${errorLine(err)}\n`);
+    // Error messages may come from the auth service or the relay: printed escaped.
+    io.stderr.write(`sync-host ${command}: ${printable(errorLine(err))}\n`);
     return exitFailure;
   }
 }
@@ -105,6 +121,8 @@ function dispatch(command: string, ctx: Context): Promise<number> {
       return listen(ctx);
     case 'sync':
       return syncFolder(ctx);
+    case 'service':
+      return serviceCommand(ctx);
     default:
       throw new UsageError(`unknown client command "${command}"`);
   }

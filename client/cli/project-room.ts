@@ -28,18 +28,29 @@ export async function findProject(auth: AuthClient, key: string): Promise<Projec
   return project;
 }
 
-/** A relay connection to the project's room as this device (not connected yet). */
-export async function openRoomOf(ctx: Context, projectKey: string) {
+/**
+ * The project's room as this device: `open()` makes a relay connection to it (not connected
+ * yet), as often as needed. Looks the project and the relay up once.
+ */
+export async function roomOf(ctx: Context, projectKey: string) {
   const { auth, credential, authUrl } = await signedIn(ctx);
   const project = await findProject(auth, projectKey);
-  const connection = createRelayConnection({
-    url: await relayUrl(ctx, auth),
-    room: project.roomId,
-    device: String(credential.deviceId),
-    token: credential.deviceToken,
-    WebSocket,
-  });
-  return { connection, authUrl };
+  const url = await relayUrl(ctx, auth);
+  const open = () =>
+    createRelayConnection({
+      url,
+      room: project.roomId,
+      device: String(credential.deviceId),
+      token: credential.deviceToken,
+      WebSocket,
+    });
+  return { open, authUrl, project };
+}
+
+/** A relay connection to the project's room as this device (not connected yet). */
+export async function openRoomOf(ctx: Context, projectKey: string) {
+  const { open, authUrl } = await roomOf(ctx, projectKey);
+  return { connection: open(), authUrl };
 }
 
 /** Resolves at SIGINT or SIGTERM. */

@@ -1,16 +1,17 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, mkdirSync, realpathSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { SyncError } from '../errors.ts';
-import type { RelayConnection } from '../relay-connection.ts';
-import { createYjsProvider } from '../yjs-provider.ts';
-import { type Context, expectArgs, UsageError } from './context.ts';
+import type { ConnectionSupervisor } from './connection-supervisor.ts';
+import { type Context, expectArgs } from './context.ts';
 import { folderDocName } from './folder-doc.ts';
 import { FolderSync } from './folder-sync.ts';
-import { type CliIo, readSecret } from './io.ts';
+import type { CliIo } from './io.ts';
+import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
-import { openRoomOf, stopSignal } from './project-room.ts';
+import { roomOf, stopSignal } from './project-room.ts';
 import type { ReceiveLimits } from './receive-budget.ts';
+import { superviseYjsProvider } from './supervised-provider.ts';
+import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
 
 /** A rescan besides the watcher's events, for changes `fs.watch` did not report. */
 const rescanMs = 2_000;
@@ -33,14 +34,15 @@ export function statePath(configDir: string, authUrl: string, projectKey: string
  */
 export async function runFolderSync(options: {
   io: CliIo;
-  connection: RelayConnection;
+  /** The room's connections (a fresh one after a final close); started here. */
+  supervisor: ConnectionSupervisor;
   dir: string;
   state: string;
   passphrase: string | undefined;
   stopped: Promise<unknown>;
   limits?: ReceiveLimits;
 }): Promise<number> {
-  const { io, connection, state, passphrase } = options;
+  const { io, supervisor, state, passphrase } = options;
   const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
   const problem = (line: string) => io.stderr.write(`${printable(line)}\n`);
   mkdirSync(options.dir, { recursive: true });
@@ -48,14 +50,14 @@ export async function runFolderSync(options: {
   const folder = new FolderSync({
     dir,
     stateFile: state,
-    device: String(connection.device),
+    device: String(supervisor.connection.device),
     limits: options.limits,
     log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
   });
   // What changed while sync was not running is read before anything from the room is applied.
   folder.guarded(() => folder.scan());
-  const provider = await createYjsProvider({
-    connection,
+  const provider = await superviseYjsProvider({
+    supervisor,
     doc: folder.shared,
     name: folderDocName,
     passphrase,
@@ -64,12 +66,8 @@ export async function runFolderSync(options: {
   provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
   provider.on('synced', (synced) => out(synced ? 'in sync' : 'offline; reconnecting'));
 
-  const ended = new Promise<SyncError | undefined>((resolveEnd) => {
-    connection.on('close', (info) => resolveEnd(info.error));
-  });
-  connection.connect().catch(() => {
-    // The close event reports why.
-  });
+  const ended = supervisor.ended;
+  supervisor.start();
   const stopped = options.stopped.then(() => 'stopped' as const);
   out(`watching ${dir}`);
 
@@ -103,29 +101,38 @@ export async function runFolderSync(options: {
     clearTimeout(scanTimer);
     folder.close();
     provider.destroy();
-    if (connection.state !== 'closed') await connection.close({ leave: false });
+    await supervisor.stop();
   }
 }
 
-/** `sync <projectKey> <dir> [--encrypt]`: the passphrase from stdin, then runFolderSync. */
+/**
+ * `sync <projectKey> <dir> [--encrypt [--passphrase-file F]]`: refuses when a sync of the
+ * project runs already for this device, else serves its control socket and runs runFolderSync.
+ */
 export async function syncFolder(ctx: Context): Promise<number> {
   expectArgs(ctx, 2, '<projectKey> <dir>');
   const [projectKey, dir] = ctx.args as [string, string];
-  let passphrase: string | undefined;
-  if (ctx.flags.encrypt) {
-    passphrase = await readSecret(
-      ctx.io,
-      'Encryption passphrase (the same on every device, not shown): ',
-    );
-    if (passphrase === undefined) throw new UsageError('--encrypt needs a passphrase on stdin');
-  }
-  const { connection, authUrl } = await openRoomOf(ctx, projectKey);
-  return runFolderSync({
-    io: ctx.io,
-    connection,
-    dir,
-    state: statePath(ctx.store.dir, authUrl, projectKey, dir),
-    passphrase,
-    stopped: stopSignal(),
+  const passphrase = passphraseSource(ctx);
+  const { open, authUrl } = await roomOf(ctx, projectKey);
+  const session = await startSyncSession({
+    configDir: ctx.store.dir,
+    authUrl,
+    projectKey,
+    folder: dir,
+    open,
+    onLine: (line) => ctx.io.stderr.write(`${printable(line)}\n`),
+    delays: reconnectDelaysFrom(ctx.env),
   });
+  try {
+    return await runFolderSync({
+      io: ctx.io,
+      supervisor: session.supervisor,
+      dir,
+      state: statePath(ctx.store.dir, authUrl, projectKey, dir),
+      passphrase: await passphrase(),
+      stopped: stopSignal(),
+    });
+  } finally {
+    await session.close();
+  }
 }
