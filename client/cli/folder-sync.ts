@@ -356,6 +356,15 @@ export class FolderSync {
         );
       }
     }
+    for (const [id, problem] of this.index.problems()) {
+      const value = this.files.get(id);
+      const path = value instanceof Y.Map ? value.get('path') : undefined;
+      const shown = (JSON.stringify(path) ?? String(path)).slice(0, 120);
+      this.sayOnce(
+        `entry ${id}`,
+        `skipped an entry from another device (path ${shown}): ${problem}`,
+      );
+    }
     // A write under a folder that a file of this batch was still in the way of goes next.
     for (let round = 0; round < 3 && this.reconcile(); round += 1);
     if (this.state.wantsCompaction) this.state.compact(this.disk, this.onDisk);

@@ -281,6 +281,19 @@ describe('folder sync: model-based run over the real host', () => {
     }
   }
 
+  // Counterexamples the property found, kept as named runs.
+  it('keeps both words when two devices rewrite the same word at once (t1 → t9 and t1 → t12 gave t92)', async () => {
+    await run([
+      { kind: 'write', device: 2, file: 2, how: 'create', at: 0 },
+      { kind: 'scan', device: 2 },
+      { kind: 'pause', ms: 120 },
+      { kind: 'scan', device: 1 },
+      { kind: 'write', device: 2, file: 2, how: 'overwrite', at: 0 },
+      { kind: 'write', device: 1, file: 2, how: 'overwrite', at: 0 },
+      { kind: 'scan', device: 2 },
+    ]);
+  }, 60_000);
+
   it('keeps every folder identical and every written line somewhere, whatever the order', async () => {
     await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 80 }), run), {
       numRuns: runs,
