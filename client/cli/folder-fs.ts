@@ -253,15 +253,23 @@ export interface Walk {
 
 const nameDecoder = new TextDecoder('utf-8', { fatal: true });
 
-/** Every file under the folder, without following links; dot files and folders left out. */
-export function walkFolder(root: string): Walk {
+/** Whether `path` is `scope` or inside it (`''` is the whole folder). */
+export function isWithin(path: string, scope: string): boolean {
+  return scope === '' || path === scope || path.startsWith(`${scope}/`);
+}
+
+/**
+ * Every file under the folder, or under the given parts of it (`scopes`: relative paths of
+ * files or folders, `''` for all), without following links; dot files and folders left out.
+ */
+export function walkFolder(root: string, scopes: string[] = ['']): Walk {
   const walk: Walk = { files: new Map(), unreadable: [], temps: [], skipped: new Map() };
   const visit = (folder: string) => {
     let entries: import('node:fs').Dirent<Buffer>[];
     try {
       entries = readdirSync(join(root, folder), { withFileTypes: true, encoding: 'buffer' });
     } catch (err: unknown) {
-      if (folder === '' && codeOf(err) === 'ENOENT') return;
+      if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return;
       walk.unreadable.push(folder);
       return;
     }
@@ -289,15 +297,34 @@ export function walkFolder(root: string): Walk {
         continue;
       }
       if (dirent.isDirectory()) visit(path);
-      else if (dirent.isFile()) {
-        try {
-          walk.files.set(path, stampOf(lstatSync(join(root, path))));
-        } catch {
-          // Gone between the listing and the stat: the next walk sees what is there.
-        }
-      } else walk.skipped.set(path, 'not a regular file');
+      else if (dirent.isFile()) addFile(path);
+      else walk.skipped.set(path, 'not a regular file');
     }
   };
-  visit('');
+  const addFile = (path: string) => {
+    try {
+      walk.files.set(path, stampOf(lstatSync(join(root, path))));
+    } catch {
+      // Gone between the listing and the stat: the next walk sees what is there.
+    }
+  };
+  for (const scope of scopes) {
+    if (scope === '') {
+      visit('');
+      continue;
+    }
+    // A part named by the watcher: a file, a folder, or gone; nothing through a link.
+    if (pathProblem(scope) !== undefined || parentProblem(root, scope) !== undefined) continue;
+    let stats: Stats;
+    try {
+      stats = lstatSync(join(root, scope));
+    } catch {
+      continue;
+    }
+    if (stats.isDirectory()) visit(scope);
+    else if (stats.isFile()) addFile(scope);
+    else if (stats.isSymbolicLink())
+      walk.skipped.set(scope, 'a symbolic link (not followed, not synced)');
+  }
   return walk;
 }

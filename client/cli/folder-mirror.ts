@@ -1,0 +1,77 @@
+import type * as Y from 'yjs';
+import type { Stamp } from './folder-fs.ts';
+import type { EntryIndex } from './folder-index.ts';
+import type { DiskRecord } from './folder-state.ts';
+
+/** One call per line to print; `problem` lines go to stderr. */
+export type FolderLog = (line: { kind: 'out' | 'problem'; line: string }) => void;
+
+/**
+ * What the folder sync knows of the folder on disk, shared by the reader (folder-read.ts) and
+ * the writer (folder-write.ts): which entry each file is with the digest of the content it had
+ * when last read or written (kept in the state log), the stamp of each file when last read, the
+ * files here that do not sync, and the paths to look at again at the next settle.
+ */
+export class FolderMirror {
+  readonly stamps = new Map<string, Stamp>();
+  /** Files here that do not sync (binary, too large, unreadable): never overwritten nor deleted. */
+  readonly skippedHere = new Set<string>();
+  /** Paths whose write waited (held back, blocked, failed): looked at again at the next settle. */
+  readonly retry = new Set<string>();
+  /** Paths to read at the next scan, also a partial one (a file moved aside, one left in place). */
+  readonly readAgain = new Set<string>();
+  private readonly pathsOfId = new Map<string, Set<string>>();
+  private readonly reported = new Set<string>();
+
+  constructor(
+    readonly dir: string,
+    readonly device: string,
+    readonly doc: Y.Doc,
+    readonly files: Y.Map<unknown>,
+    readonly index: EntryIndex,
+    readonly onDisk: Map<string, DiskRecord>,
+    private readonly log: FolderLog,
+    readonly now: () => number,
+  ) {
+    for (const [path, record] of onDisk) this.link(record.id, path);
+  }
+
+  /** Applies changes of the disk records. */
+  setRecords(changes: Map<string, DiskRecord | null>): void {
+    for (const [path, record] of changes) {
+      const before = this.onDisk.get(path);
+      if (before !== undefined) this.pathsOfId.get(before.id)?.delete(path);
+      if (record === null) this.onDisk.delete(path);
+      else {
+        this.onDisk.set(path, record);
+        this.link(record.id, path);
+      }
+    }
+  }
+
+  /** The paths where the entry `id` is on disk. */
+  diskPathsOf(id: string): Iterable<string> {
+    return this.pathsOfId.get(id) ?? [];
+  }
+
+  private link(id: string, path: string): void {
+    const paths = this.pathsOfId.get(id);
+    if (paths === undefined) this.pathsOfId.set(id, new Set([path]));
+    else paths.add(path);
+  }
+
+  say(kind: 'out' | 'problem', line: string): void {
+    this.log({ kind, line });
+  }
+
+  /** A problem line once per key (a path and a reason) until `unsay`. */
+  sayOnce(key: string, line: string): void {
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    this.say('problem', line);
+  }
+
+  unsay(key: string): void {
+    this.reported.delete(key);
+  }
+}

@@ -1,0 +1,132 @@
+import { addEntry, digestOf, type FileEntry } from './folder-doc.ts';
+import { isWithin, readText, removeQuietly, sameStamp, walkFolder } from './folder-fs.ts';
+import type { FolderMirror } from './folder-mirror.ts';
+import { conflictName } from './folder-names.ts';
+import type { DiskRecord } from './folder-state.ts';
+import { replaceText } from './text-diff.ts';
+
+/**
+ * Reads the folder (or the parts of it in `scopes`) and turns what changed on disk since the
+ * last agreement into edits of the disk document, inside one transaction of `origin`: an edit
+ * of a file as the change from the text it had (so it merges exactly), a new file as a new
+ * entry, a file gone as a delete mark (a file renamed on disk, found by its digest, keeps its
+ * entry). Resolves with the changed disk records (the caller applies and records them).
+ */
+export function readFolder(
+  mirror: FolderMirror,
+  origin: unknown,
+  scopes: string[] = [''],
+): Map<string, DiskRecord | null> {
+  const { dir, onDisk, stamps, skippedHere } = mirror;
+  const walk = walkFolder(dir, scopes);
+  for (const temp of walk.temps) removeQuietly(dir, temp);
+  for (const [path, why] of walk.skipped) {
+    mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
+  }
+  const changes = new Map<string, DiskRecord | null>();
+  const added: { path: string; text: string; digest: string }[] = [];
+  const now = mirror.now();
+  const inScope = (path: string) => scopes.some((scope) => isWithin(path, scope));
+  mirror.doc.transact(() => {
+    for (const [path, stamp] of walk.files) {
+      const record = onDisk.get(path);
+      const known = record !== undefined || skippedHere.has(path);
+      if (known && sameStamp(stamps.get(path), stamp)) continue;
+      const read = readText(dir, path);
+      if (read === undefined) continue;
+      if ('problem' in read) {
+        skippedHere.add(path);
+        stamps.set(path, stamp);
+        mirror.sayOnce(`skip ${path} ${read.problem}`, `skipped ${path}: ${read.problem}`);
+        continue;
+      }
+      skippedHere.delete(path);
+      stamps.set(path, read.stamp);
+      const digest = digestOf(read.text);
+      if (record === undefined) added.push({ path, text: read.text, digest });
+      else if (digest !== record.digest)
+        editHere(mirror, path, record, read.text, digest, changes, now);
+    }
+    for (const path of skippedHere) {
+      if (inScope(path) && !walk.files.has(path)) skippedHere.delete(path);
+    }
+    const missing = new Map<string, DiskRecord>();
+    for (const [path, record] of onDisk) {
+      if (walk.files.has(path) || skippedHere.has(path) || !inScope(path)) continue;
+      if (walk.unreadable.some((folder) => isWithin(path, folder))) continue;
+      missing.set(path, record);
+    }
+    const missingByDigest = new Map<string, string[]>();
+    for (const [path, record] of missing) {
+      const paths = missingByDigest.get(record.digest);
+      if (paths === undefined) missingByDigest.set(record.digest, [path]);
+      else paths.push(path);
+    }
+    for (const file of added) {
+      const from = missingByDigest.get(file.digest)?.find((path) => missing.has(path));
+      const entry = from === undefined ? undefined : entryAt(mirror, from, missing.get(from)!);
+      if (from !== undefined && entry !== undefined) {
+        missing.delete(from);
+        entry.map.set('path', file.path);
+        changes.set(from, null);
+        changes.set(file.path, { id: entry.id, digest: file.digest });
+        mirror.say('out', `sent ${from} → ${file.path} (renamed)`);
+        continue;
+      }
+      const id = addEntry(mirror.files, {
+        path: file.path,
+        content: file.text,
+        device: mirror.device,
+        time: now,
+      });
+      changes.set(file.path, { id, digest: file.digest });
+      mirror.say('out', `sent ${file.path} (new)`);
+    }
+    for (const [path, record] of missing) {
+      const entry = entryAt(mirror, path, record);
+      // A document that moved on since this file was last written keeps its newer version:
+      // the delete was of an older one, and the newer comes back at the next write.
+      if (entry !== undefined) {
+        entry.map.set('deleted', record.digest);
+        mirror.say('out', `sent ${path} (deleted)`);
+      } else mirror.retry.add(path);
+      changes.set(path, null);
+      stamps.delete(path);
+    }
+  }, origin);
+  return changes;
+}
+
+/** The live entry that the file at `path` is, still with the content on disk; else undefined. */
+function entryAt(mirror: FolderMirror, path: string, record: DiskRecord): FileEntry | undefined {
+  const { index } = mirror;
+  const entry = index.get(record.id);
+  if (typeof entry !== 'object' || entry.path !== path || !index.isLive(record.id))
+    return undefined;
+  return index.digest(record.id) === record.digest ? entry : undefined;
+}
+
+/** An edit on disk of a file the document has: the change from its last version, exactly. */
+function editHere(
+  mirror: FolderMirror,
+  path: string,
+  record: DiskRecord,
+  text: string,
+  digest: string,
+  changes: Map<string, DiskRecord | null>,
+  now: number,
+): void {
+  const entry = entryAt(mirror, path, record);
+  if (entry !== undefined) {
+    replaceText(entry.text, text);
+    changes.set(path, { id: entry.id, digest });
+    mirror.say('out', `sent ${path}`);
+    return;
+  }
+  // The document has moved on from what this file was built on (a write here failed): this
+  // version is kept whole as a conflict copy, and the document's goes in its place.
+  const to = conflictName(path, now, mirror.device);
+  addEntry(mirror.files, { path: to, content: text, device: mirror.device, time: now });
+  mirror.retry.add(path);
+  mirror.say('out', `sent ${to} (conflict copy of ${path}: edited here from an older version)`);
+}

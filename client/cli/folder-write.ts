@@ -1,0 +1,186 @@
+import { digestOf } from './folder-doc.ts';
+import {
+  commitTemp,
+  moveAside,
+  readText,
+  removeFile,
+  removeQuietly,
+  sameStamp,
+  statFile,
+  writeTemp,
+} from './folder-fs.ts';
+import type { FolderMirror } from './folder-mirror.ts';
+import { conflictName } from './folder-names.ts';
+import type { DiskRecord, PendingOp } from './folder-state.ts';
+import type { ReceiveBudget } from './receive-budget.ts';
+
+/** What the writer records: disk record changes, the batch it is about to make, its end. */
+export type Persist = (record: {
+  disk?: Map<string, DiskRecord | null>;
+  pending?: PendingOp[];
+  done?: boolean;
+}) => void;
+
+/**
+ * Makes the folder what the disk document says at the given paths: plans the writes and
+ * removes, records them (temporary files already written), then puts them in place, each
+ * checked against a change made here in between. Resolves with how many new files the receive
+ * budget held back and whether a write waited for a file of this batch to leave its way.
+ */
+export function writeFolder(
+  mirror: FolderMirror,
+  paths: Iterable<string>,
+  budget: ReceiveBudget,
+  persist: Persist,
+  onRecorded: (() => void) | undefined,
+): { held: number; blocked: boolean } {
+  const { dir, onDisk, index } = mirror;
+  const plan: PendingOp[] = [];
+  const changes = new Map<string, DiskRecord | null>();
+  const writes: [string, ReturnType<typeof index.winnerAt> & object][] = [];
+  for (const path of paths) {
+    const record = onDisk.get(path);
+    const winner = index.winnerAt(path);
+    if (winner === undefined) {
+      if (record === undefined) continue;
+      const entry = index.get(record.id);
+      if (typeof entry === 'string') {
+        mirror.sayOnce(
+          `bad ${record.id}`,
+          `left ${path} as it is: another device sent a bad entry for it (${entry})`,
+        );
+        continue;
+      }
+      plan.push({ op: 'remove', path, before: record.digest });
+      changes.set(path, null);
+    } else if (record?.id !== winner.id || record.digest !== index.digest(winner.id)) {
+      writes.push([path, winner]);
+    }
+  }
+  let held = 0;
+  let blocked = false;
+  for (const [path, entry] of writes) {
+    const record = onDisk.get(path);
+    if (mirror.skippedHere.has(path)) {
+      mirror.sayOnce(
+        `here ${path}`,
+        `not written ${path}: a file here that does not sync has that name`,
+      );
+      continue;
+    }
+    const content = entry.text.toString();
+    if (record === undefined && !budget.take(Buffer.byteLength(content))) {
+      held += 1;
+      mirror.retry.add(path);
+      continue;
+    }
+    const temp = writeTemp(dir, path, content);
+    if ('problem' in temp) {
+      mirror.retry.add(path);
+      if (plan.some((op) => op.op === 'remove' && path.startsWith(`${op.path}/`))) blocked = true;
+      else mirror.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
+      continue;
+    }
+    const after = index.digest(entry.id)!;
+    plan.push({ op: 'write', path, temp: temp.temp, before: record?.digest ?? null, after });
+    changes.set(path, { id: entry.id, digest: after });
+  }
+  if (plan.length === 0) return { held, blocked };
+  persist({ disk: changes, pending: plan });
+  onRecorded?.();
+  const corrections = new Map<string, DiskRecord | null>();
+  for (const op of plan) {
+    const previous = onDisk.get(op.path) ?? null;
+    const problem = op.op === 'write' ? commitWrite(mirror, op) : commitRemove(mirror, op);
+    if (problem !== undefined) {
+      mirror.sayOnce(`commit ${op.path} ${problem}`, `not written ${op.path}: ${problem}`);
+      mirror.retry.add(op.path);
+      corrections.set(op.path, previous);
+    }
+  }
+  mirror.setRecords(changes);
+  mirror.setRecords(corrections);
+  persist({ disk: corrections, done: true });
+  return { held, blocked };
+}
+
+/** Whether the file at `path` is still what this process last read or wrote there. */
+function unchangedHere(mirror: FolderMirror, path: string): boolean {
+  const stamp = statFile(mirror.dir, path);
+  const record = mirror.onDisk.get(path);
+  if (stamp === undefined) return record === undefined;
+  if ('problem' in stamp || record === undefined) return false;
+  if (sameStamp(stamp, mirror.stamps.get(path))) return true;
+  const read = readText(mirror.dir, path);
+  return read !== undefined && 'text' in read && digestOf(read.text) === record.digest;
+}
+
+function commitWrite(
+  mirror: FolderMirror,
+  op: Extract<PendingOp, { op: 'write' }>,
+): string | undefined {
+  const { dir } = mirror;
+  if (!unchangedHere(mirror, op.path) && statFile(dir, op.path) !== undefined) {
+    // Written here between the last read and now: that version is kept beside it.
+    const aside = conflictName(op.path, mirror.now(), mirror.device);
+    if (!moveAside(dir, op.path, aside)) {
+      removeQuietly(dir, op.temp);
+      return 'changed here at the same moment, and could not be moved aside';
+    }
+    mirror.readAgain.add(aside);
+    mirror.say(
+      'out',
+      `kept ${op.path} as ${aside}: changed here while a change from another device arrived`,
+    );
+  }
+  const stamp = commitTemp(dir, op.temp, op.path);
+  if ('problem' in stamp) return stamp.problem;
+  mirror.stamps.set(op.path, stamp);
+  mirror.say('out', `received ${op.path}`);
+  return undefined;
+}
+
+function commitRemove(
+  mirror: FolderMirror,
+  op: Extract<PendingOp, { op: 'remove' }>,
+): string | undefined {
+  if (!unchangedHere(mirror, op.path)) {
+    // Changed here since: the edit wins, and the next read sends it as a file of its own.
+    mirror.stamps.delete(op.path);
+    mirror.readAgain.add(op.path);
+    return undefined;
+  }
+  const problem = removeFile(mirror.dir, op.path);
+  if (problem !== undefined) return problem;
+  mirror.stamps.delete(op.path);
+  mirror.say('out', `received ${op.path} (deleted)`);
+  return undefined;
+}
+
+/**
+ * The batch a killed process recorded and did not finish: a file still as it was gets the new
+ * version; one changed meanwhile is moved to a conflict copy first (read as a new file next).
+ * Resolves with the paths whose records no longer hold (their rename failed).
+ */
+export function finishPending(
+  dir: string,
+  device: string,
+  pending: PendingOp[],
+  now: number,
+): string[] {
+  const lost: string[] = [];
+  for (const op of pending) {
+    const read = readText(dir, op.path);
+    const current = read !== undefined && 'text' in read ? digestOf(read.text) : null;
+    if (op.op === 'remove') {
+      if (current === op.before) removeFile(dir, op.path);
+      continue;
+    }
+    if (statFile(dir, op.temp) === undefined) continue; // put in place before the kill
+    if (current !== op.before && current !== op.after && read !== undefined) {
+      moveAside(dir, op.path, conflictName(op.path, now, device));
+    }
+    if ('problem' in commitTemp(dir, op.temp, op.path)) lost.push(op.path);
+  }
+  return lost;
+}
