@@ -136,11 +136,12 @@ export class EntryIndex {
     return byPath;
   }
 
-  /** Unusable entries with their problem. */
+  /** Unusable entries with their problem (an id set to undefined too). */
   *problems(): Generator<[string, string]> {
     for (const id of this.files.keys()) {
       const entry = this.get(id);
       if (typeof entry === 'string') yield [id, entry];
+      else if (entry === undefined) yield [id, 'the entry is empty'];
     }
   }
 }

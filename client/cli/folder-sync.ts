@@ -305,7 +305,24 @@ export class FolderSync {
     }
     // A write under a folder that a file of this batch was still in the way of goes next.
     for (let round = 0; round < 3 && this.reconcile(); round += 1);
+    this.reportBadEntries();
     if (this.state.wantsCompaction) this.state.compact(this.disk, this.onDisk);
+  }
+
+  /**
+   * One line per entry another device sent that cannot be used (it is never written), unless
+   * reconcile already said it left a file here because of it (the same key).
+   */
+  private reportBadEntries(): void {
+    for (const [id, problem] of this.index.problems()) {
+      const value = this.files.get(id);
+      const path = value instanceof Y.Map ? value.get('path') : undefined;
+      const name =
+        typeof path === 'string'
+          ? `"${path.length > 120 ? `${path.slice(0, 120)}…` : path}"`
+          : 'an entry';
+      this.sayOnce(`bad ${id}`, `skipped ${name} from another device (entry ${id}): ${problem}`);
+    }
   }
 
   /**
@@ -350,7 +367,9 @@ export class FolderSync {
       }
       const temp = writeTemp(this.options.dir, path, content);
       if ('problem' in temp) {
-        const removing = plan.some(({ op }) => op.op === 'remove' && path.startsWith(`${op.path}/`));
+        const removing = plan.some(
+          ({ op }) => op.op === 'remove' && path.startsWith(`${op.path}/`),
+        );
         if (removing) blocked = true;
         else this.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
         continue;

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
+import { printable } from '../../client/cli/printable.ts';
 import type { CliRun } from '../helpers/cli-process.ts';
 import { eventually } from '../helpers/wait.ts';
 import { type Attacker, readIf, syncScope, tree } from './sync-peers.ts';
@@ -143,6 +144,52 @@ describe('sync-host sync: names and entries from a hostile device of the same us
     expect(attacker.saw(token)).toBe(false);
     expect(run.out.stdout + run.out.stderr).not.toContain('\x1b');
   }, 40_000);
+
+  it('prints one line per bad entry, its name escaped, and never the same line again', async () => {
+    const { notes, run, attacker } = await victimAndAttacker();
+    const cases: [string, () => string, string | undefined][] = [
+      ...hostilePaths.map(
+        (path) =>
+          [JSON.stringify(path).slice(0, 60), () => attacker.entry(path), path] as [
+            string,
+            () => string,
+            string,
+          ],
+      ),
+      ...Object.entries(malformed).map(
+        ([what, add]) =>
+          [what, () => add(attacker), undefined] as [string, () => string, undefined],
+      ),
+    ];
+    // The lines about an entry: those with its id, else those with its (escaped) name.
+    const about = (id: string, path: string | undefined) => {
+      const lines = run.out.stderr.split('\n');
+      const byId = lines.filter((line) => line.includes(id));
+      if (byId.length > 0 || path === undefined || path.length < 3) return byId;
+      return lines.filter((line) => line.includes(printable(path).slice(0, 40)));
+    };
+    const added: [string, string, string | undefined][] = [];
+    for (const [what, add, path] of cases) {
+      const id = add();
+      added.push([what, id, path]);
+      await canary(attacker, notes, run);
+      await eventually(() => about(id, path).length > 0, `a line about ${what}`, 1_500).catch(
+        () => undefined,
+      );
+    }
+    // More scans (each local file is one) print none of them again.
+    const before = run.out.stderr;
+    for (const name of ['here-1.md', 'here-2.md']) {
+      writeFileSync(join(notes, name), `${name}\n`);
+      await eventually(() => attacker.idsOf(name).length === 1, `${name} sent`, 10_000);
+    }
+    const counts = added.map(([what, id, path]) => [what, about(id, path).length]);
+    expect(counts).toEqual(added.map(([what]) => [what, 1]));
+    expect(run.out.stderr.slice(before.length)).toBe('');
+    expect(run.out.stdout + run.out.stderr).not.toContain('\x1b');
+    expect(run.out.stderr).toContain(printable('\x1b[31mred.md'));
+    alive(run);
+  }, 60_000);
 
   it('leaves the real .git folder and a linked folder alone', async () => {
     const { base, notes, run, attacker } = await victimAndAttacker();
