@@ -228,6 +228,23 @@ describe('sync-host sync: names and entries from a hostile device of the same us
     alive(run);
   });
 
+  it('keeps working after an entry with a time past what a date can hold', async () => {
+    const { notes, run, attacker } = await victimAndAttacker();
+    writeFileSync(join(notes, 'past.md'), 'mine\n');
+    await eventually(() => attacker.idsOf('past.md').length === 1, 'past.md sent', 10_000);
+    attacker.entry('past.md', 'x\n', { time: -1e20 });
+    attacker.entry('clash.md', 'first\n', { time: 1e20 });
+    attacker.entry('clash.md', 'second\n', { time: 1e20 });
+    await canary(attacker, notes, run);
+    const files = Object.entries(tree(notes, ['.git', 'link']));
+    const contents = (prefix: string) =>
+      files.filter(([name]) => name.startsWith(prefix)).map(([, content]) => content);
+    expect(contents('clash').sort()).toEqual(['first\n', 'second\n']);
+    expect(contents('past').sort()).toEqual(['mine\n', 'x\n']);
+    expect(run.out.stderr).not.toContain('problem:');
+    alive(run);
+  });
+
   it('gives a file named like a synced folder its conflict name', async () => {
     const { notes, run, attacker } = await victimAndAttacker();
     mkdirSync(join(notes, 'docs'));
