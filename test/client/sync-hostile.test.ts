@@ -272,4 +272,29 @@ describe('sync-host sync: names and entries from a hostile device of the same us
     expect(lines).toHaveLength(1);
     alive(run);
   });
+
+  it('leaves a symbolic link where it is when another device sends a file of its name', async () => {
+    const { base, notes, run, attacker } = await victimAndAttacker();
+    attacker.entry('link', 'a file where the link is\n');
+    await canary(attacker, notes, run);
+    const files = tree(notes, ['.git']);
+    expect(files.link).toBe(`link → ${join(base, 'home', 'outside-dir')}`);
+    expect(Object.values(files).filter((value) => value.startsWith('link →'))).toHaveLength(1);
+    alive(run);
+  });
+
+  it('leaves a folder whose files do not sync where it is when another device sends a file of its name', async () => {
+    const { notes, run, attacker } = await victimAndAttacker();
+    mkdirSync(join(notes, 'pics', '.git'), { recursive: true });
+    writeFileSync(join(notes, 'pics', 'p.png'), Buffer.from([0x89, 0x50, 0, 1]));
+    writeFileSync(join(notes, 'pics', '.git', 'HEAD'), 'ref: refs/heads/main\n');
+    attacker.entry('pics', 'a file named like the folder\n');
+    await canary(attacker, notes, run);
+    expect(tree(notes, ['.git', 'link'])).toMatchObject({
+      pics: 'folder',
+      'pics/p.png': Buffer.from([0x89, 0x50, 0, 1]).toString('latin1'),
+      'pics/.git/HEAD': 'ref: refs/heads/main\n',
+    });
+    alive(run);
+  });
 });
