@@ -260,8 +260,9 @@ export function walkFolder(root: string): Walk {
     let entries: import('node:fs').Dirent<Buffer>[];
     try {
       entries = readdirSync(join(root, folder), { withFileTypes: true, encoding: 'buffer' });
-    } catch (err: unknown) {
-      if (folder === '' && codeOf(err) === 'ENOENT') return;
+    } catch {
+      // The folder itself gone (moved, its disk unmounted) is unreadable too: a vanished
+      // folder is not every file deleted.
       walk.unreadable.push(folder);
       return;
     }

@@ -194,6 +194,10 @@ export class FolderSync {
     for (const temp of walk.temps) removeQuietly(this.options.dir, temp);
     for (const [path, why] of walk.skipped)
       this.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
+    for (const folder of walk.unreadable) {
+      const name = folder === '' ? this.options.dir : folder;
+      this.sayOnce(`unreadable ${folder}`, `cannot read ${name}: nothing in it counts as deleted`);
+    }
     const changes = new Map<string, DiskRecord | null>();
     const added: { path: string; text: string; digest: string }[] = [];
     const now = this.now();

@@ -232,6 +232,27 @@ describe('sync-host sync: no text lost between two devices', () => {
     });
   });
 
+  it('deletes nothing elsewhere when its folder disappears while it runs', async () => {
+    const { dirA, dirB, startA, startB } = await pair();
+    for (const name of ['1.md', '2.md', '3.md']) writeFileSync(join(dirA, name), `${name}\n`);
+    const a = await startA();
+    await startB();
+    const three = await agreed([dirA, dirB]);
+    // Moved away (or its disk unmounted): A reads the folder again when B's new file arrives.
+    renameSync(dirA, `${dirA}-moved`);
+    writeFileSync(join(dirB, 'from-b.md'), 'from b\n');
+    await eventually(
+      () => a.out.stderr.includes('not written from-b.md'),
+      'a tried to write',
+      10_000,
+    );
+    expect(a.out.stdout).not.toContain('(deleted)');
+    expect(textFiles(dirB)).toEqual({ ...three, 'from-b.md': 'from b\n' });
+    // Back in place: A catches up.
+    renameSync(`${dirA}-moved`, dirA);
+    expect(await agreed([dirA, dirB])).toEqual({ ...three, 'from-b.md': 'from b\n' });
+  });
+
   it('skips a symbolic link with one line and never syncs what it points at', async () => {
     const { dirA, dirB, startA, startB } = await pair();
     const outside = join(base, `outside-${randomBytes(4).toString('hex')}`);
