@@ -253,6 +253,22 @@ describe('sync-host sync: no text lost between two devices', () => {
     expect(await agreed([dirA, dirB])).toEqual({ ...three, 'from-b.md': 'from b\n' });
   });
 
+  it('deletes nothing elsewhere when it starts on its folder emptied (a disk not mounted)', async () => {
+    const { dirA, dirB, startA, startB } = await pair();
+    for (const name of ['1.md', '2.md', '3.md']) writeFileSync(join(dirA, name), `${name}\n`);
+    const a = await startA();
+    await startB();
+    const three = await agreed([dirA, dirB]);
+    await stop(a);
+    renameSync(dirA, `${dirA}-elsewhere`);
+    mkdirSync(dirA);
+    const again = await startA();
+    writeFileSync(join(dirB, 'from-b.md'), 'from b\n');
+    await eventually(() => readIf(join(dirA, 'from-b.md')) !== undefined, 'from-b.md at a', 10_000);
+    expect(again.out.stdout).not.toContain('(deleted)');
+    expect(textFiles(dirB)).toEqual({ ...three, 'from-b.md': 'from b\n' });
+  });
+
   it('skips a symbolic link with one line and never syncs what it points at', async () => {
     const { dirA, dirB, startA, startB } = await pair();
     const outside = join(base, `outside-${randomBytes(4).toString('hex')}`);

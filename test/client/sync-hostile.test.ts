@@ -297,4 +297,34 @@ describe('sync-host sync: names and entries from a hostile device of the same us
     });
     alive(run);
   });
+
+  it('keeps a synced file whose entry another device set to undefined or removed, as for null', async () => {
+    const { notes, run, attacker } = await victimAndAttacker();
+    for (const name of ['null.md', 'undefined.md', 'removed.md']) {
+      writeFileSync(join(notes, name), `${name}\n`);
+    }
+    await eventually(() => attacker.idsOf('removed.md').length === 1, 'the files sent', 10_000);
+    attacker.files.set(attacker.idsOf('null.md')[0]!, null);
+    attacker.files.set(attacker.idsOf('undefined.md')[0]!, undefined);
+    attacker.files.delete(attacker.idsOf('removed.md')[0]!);
+    await canary(attacker, notes, run);
+    expect(tree(notes, ['.git', 'link'])).toMatchObject({
+      'null.md': 'null.md\n',
+      'undefined.md': 'undefined.md\n',
+      'removed.md': 'removed.md\n',
+    });
+  });
+
+  it('puts a local edit where it was made in a text that holds an embed', async () => {
+    const { notes, run, attacker } = await victimAndAttacker();
+    const id = attacker.entry('embed.md', 'hello world\n');
+    const file = join(notes, 'embed.md');
+    await eventually(() => readIf(file) === 'hello world\n', 'embed.md at the victim');
+    const text = (attacker.files.get(id) as Y.Map<unknown>).get('text') as Y.Text;
+    text.insertEmbed(0, { image: 'x' });
+    await canary(attacker, notes, run);
+    writeFileSync(file, 'hello brave world\n');
+    await eventually(() => text.toString() !== 'hello world\n', 'the edit sent', 10_000);
+    expect(text.toString()).toBe('hello brave world\n');
+  });
 });
