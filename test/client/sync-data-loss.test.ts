@@ -10,9 +10,10 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type * as Y from 'yjs';
 import type { CliRun } from '../helpers/cli-process.ts';
 import { eventually } from '../helpers/wait.ts';
-import { textFiles } from './folder-devices.ts';
+import { FolderDevice, textFiles } from './folder-devices.ts';
 import { type CliDevice, readIf, syncScope, tree } from './sync-peers.ts';
 
 const scope = syncScope('data-loss@example.org');
@@ -294,5 +295,40 @@ describe('sync-host sync: no text lost between two devices', () => {
     ).toHaveLength(1);
     expect(JSON.stringify(tree(dirB))).not.toContain(secret);
     expect(readFileSync(join(outside, 'secret.md'), 'utf8')).toBe(`${secret}\n`);
+  });
+
+  it('keeps every version changed here while changes arrived, twice in one second', async () => {
+    const victim = await scope.device('racer');
+    const attackerDevice = await scope.device('racer-peer');
+    const { roomId } = await scope.project(victim);
+    const dir = join(base, 'race');
+    // Between the record of a batch and its writes, the user saves the file (the hook).
+    let saving: string | undefined;
+    const device = new FolderDevice(scope.host(), roomId, victim, dir, join(base, 'race.log'), {
+      now: () => 1_800_000_000_000,
+      onRecorded: () => {
+        if (saving !== undefined) writeFileSync(join(dir, 'race.md'), saving);
+        saving = undefined;
+      },
+    });
+    const peer = await scope.attacker(roomId, attackerDevice);
+    try {
+      await device.start();
+      const id = peer.entry('race.md', 'base\n');
+      await eventually(() => readIf(join(dir, 'race.md')) === 'base\n', 'race.md here');
+      const text = (peer.files.get(id) as Y.Map<unknown>).get('text') as Y.Text;
+      for (const round of [1, 2]) {
+        saving = `saved here ${round}\n`;
+        text.insert(text.length, `from the peer ${round}\n`);
+        await eventually(() => saving === undefined, `the save of round ${round}`);
+        await eventually(() => readIf(join(dir, 'race.md'))?.includes(`peer ${round}`));
+        device.scan();
+      }
+      const all = Object.values(textFiles(dir) ?? {}).join('');
+      expect(all).toContain('saved here 1\n');
+      expect(all).toContain('saved here 2\n');
+    } finally {
+      await device.stop();
+    }
   });
 });
