@@ -3,6 +3,7 @@ import {
   closeSync,
   constants,
   fstatSync,
+  linkSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -198,15 +199,38 @@ export function commitTemp(root: string, temp: string, path: string): Stamp | { 
   }
 }
 
-/** Moves the file at `path` to `to` (a conflict copy's name); false when it failed. */
-export function moveAside(root: string, path: string, to: string): boolean {
-  if (makeParents(root, to) !== undefined) return false;
-  try {
-    renameSync(join(root, path), join(root, to));
-    return true;
-  } catch {
-    return false;
+/**
+ * Moves the file at `path` aside to `to` (a conflict copy's name) without replacing anything:
+ * when `to` is taken, the next free name from `next` is tried. Resolves with the name used, or
+ * undefined when it failed.
+ */
+export function moveAside(
+  root: string,
+  path: string,
+  to: string,
+  next: (n: number) => string = (n) => `${to}.${n}`,
+): string | undefined {
+  for (let n = 0; n < 100; n += 1) {
+    const target = n === 0 ? to : next(n);
+    if (makeParents(root, target) !== undefined) return undefined;
+    try {
+      // A hard link fails when the name is taken, where a rename would replace it.
+      linkSync(join(root, path), join(root, target));
+      unlinkSync(join(root, path));
+      return target;
+    } catch (err: unknown) {
+      if (codeOf(err) === 'EEXIST') continue;
+      // No hard links here (FAT, some network shares): a rename after a look.
+      if (statFile(root, target) !== undefined) continue;
+      try {
+        renameSync(join(root, path), join(root, target));
+        return target;
+      } catch {
+        return undefined;
+      }
+    }
   }
+  return undefined;
 }
 
 /** Deletes the file at `path`, then the folders above it that are left empty. */

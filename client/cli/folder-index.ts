@@ -76,9 +76,8 @@ export class EntryIndex {
   get(id: string): FileEntry | string | undefined {
     let cached = this.cache.get(id);
     if (cached === undefined) {
-      const value = this.files.get(id);
-      if (value === undefined) return undefined;
-      cached = { entry: entryOf(id, value), digest: undefined };
+      if (!this.files.has(id)) return undefined;
+      cached = { entry: entryOf(id, this.files.get(id)), digest: undefined };
       this.cache.set(id, cached);
     }
     return cached.entry;

@@ -62,7 +62,9 @@ export function conflictName(path: string, timeMs: number, device: string): stri
   const dot = base.lastIndexOf('.');
   const stem = dot > 0 ? base.slice(0, dot) : base;
   const ext = dot > 0 ? base.slice(dot) : '';
-  const stamp = new Date(Number.isFinite(timeMs) ? timeMs : 0)
+  // A time another device sent may be past what a date holds (±8.64e15 ms): then the epoch.
+  const date = new Date(timeMs);
+  const stamp = (Number.isNaN(date.getTime()) ? new Date(0) : date)
     .toISOString()
     .replace(/[-:]/g, '')
     .replace('T', '-')

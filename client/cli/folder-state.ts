@@ -1,6 +1,6 @@
 import {
-  appendFileSync,
   closeSync,
+  fdatasyncSync,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -51,6 +51,7 @@ const compactAfterBytes = 4_194_304;
 export class FolderState {
   private bytes = 0;
   private compactBytes = 0;
+  private fd: number | undefined;
 
   private constructor(readonly file: string) {}
 
@@ -106,8 +107,18 @@ export class FolderState {
     if (record.done === true) line.d = 1;
     if (Object.keys(line).length === 0) return;
     const json = `${JSON.stringify(line)}\n`;
-    appendFileSync(this.file, json, { mode: 0o600 });
+    this.fd ??= openSync(this.file, 'a', 0o600);
+    writeSync(this.fd, json);
+    // On disk before the files change and before the document's update leaves this device: a
+    // power cut cannot leave a written file or a sent edit that the log does not know.
+    if (line.u !== undefined || line.w !== undefined) fdatasyncSync(this.fd);
     this.bytes += json.length;
+  }
+
+  /** Closes the log file (the next append opens it again). */
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
   }
 
   /** Whether the log has grown enough to be rewritten. */
@@ -121,6 +132,7 @@ export class FolderState {
       u: toBase64(Y.encodeStateAsUpdate(doc)),
       p: Object.fromEntries(onDisk),
     } satisfies LogLine)}\n`;
+    this.close();
     const temp = `${this.file}.tmp`;
     const fd = openSync(temp, 'w', 0o600);
     try {

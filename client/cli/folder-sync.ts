@@ -127,7 +127,8 @@ export class FolderSync {
 
   /** A path the watcher named (relative to the folder), or null when it named none. */
   notice(path: string | null): void {
-    if (path === null) this.fullScanDue = true;
+    // No name, or one that is not valid UTF-8 on disk (decoded with U+FFFD): the whole folder.
+    if (path === null || path.includes('\ufffd')) this.fullScanDue = true;
     else this.noticed.add(path.split('\\').join('/'));
   }
 
@@ -159,10 +160,12 @@ export class FolderSync {
     this.halt();
     this.persist({});
     this.state.compact(this.disk, this.mirror.onDisk);
+    this.state.close();
   }
 
   /** Stops the timers and writes nothing more: what a process killed now leaves behind. */
   halt(): void {
+    this.state.close();
     this.closed = true;
     clearTimeout(this.remoteTimer);
     clearTimeout(this.heldTimer);
@@ -290,13 +293,17 @@ export class FolderSync {
     if (this.state.wantsCompaction) this.state.compact(this.disk, this.mirror.onDisk);
   }
 
+  /** One line per entry another device sent that cannot be used (it is never written). */
   private reportBadEntry(id: string, problem: string): void {
     const value = this.files.get(id);
     const path = value instanceof Y.Map ? value.get('path') : undefined;
-    const shown = (JSON.stringify(path) ?? String(path)).slice(0, 120);
+    const name =
+      typeof path === 'string'
+        ? `"${path.length > 120 ? `${path.slice(0, 120)}…` : path}"`
+        : 'an entry';
     this.mirror.sayOnce(
       `entry ${id}`,
-      `skipped an entry from another device (path ${shown}): ${problem}`,
+      `skipped ${name} from another device (entry ${id}): ${problem}`,
     );
   }
 

@@ -44,11 +44,16 @@ export function writeFolder(
     if (winner === undefined) {
       if (record === undefined) continue;
       const entry = index.get(record.id);
-      if (typeof entry === 'string') {
+      if (typeof entry !== 'object') {
+        // Not a delete (a delete keeps the entry and marks it): another device broke or removed
+        // the entry. The file stays, and is read again as a file of its own, sent anew.
+        const why = entry ?? 'the entry was removed';
         mirror.sayOnce(
           `bad ${record.id}`,
-          `left ${path} as it is: another device sent a bad entry for it (${entry})`,
+          `kept ${path}: another device sent a bad entry for it (${why}); it is sent again as a new file`,
         );
+        changes.set(path, null);
+        mirror.readAgain.add(path);
         continue;
       }
       plan.push({ op: 'remove', path, before: record.digest });
@@ -68,6 +73,12 @@ export function writeFolder(
       );
       continue;
     }
+    const here = statFile(dir, path);
+    if (here !== undefined && 'problem' in here) {
+      mirror.retry.add(path);
+      mirror.sayOnce(`here ${path} ${here.problem}`, `not written ${path}: ${here.problem}`);
+      continue;
+    }
     const content = entry.text.toString();
     if (record === undefined && !budget.take(Buffer.byteLength(content))) {
       held += 1;
@@ -85,7 +96,13 @@ export function writeFolder(
     plan.push({ op: 'write', path, temp: temp.temp, before: record?.digest ?? null, after });
     changes.set(path, { id: entry.id, digest: after });
   }
-  if (plan.length === 0) return { held, blocked };
+  if (plan.length === 0) {
+    if (changes.size > 0) {
+      mirror.setRecords(changes);
+      persist({ disk: changes });
+    }
+    return { held, blocked };
+  }
   persist({ disk: changes, pending: plan });
   onRecorded?.();
   const corrections = new Map<string, DiskRecord | null>();
@@ -120,10 +137,16 @@ function commitWrite(
   op: Extract<PendingOp, { op: 'write' }>,
 ): string | undefined {
   const { dir } = mirror;
-  if (!unchangedHere(mirror, op.path) && statFile(dir, op.path) !== undefined) {
+  const here = statFile(dir, op.path);
+  if (here !== undefined && 'problem' in here) {
+    // A link, a folder or a special file of this device's own has the name: left alone.
+    removeQuietly(dir, op.temp);
+    return here.problem;
+  }
+  if (!unchangedHere(mirror, op.path) && here !== undefined) {
     // Written here between the last read and now: that version is kept beside it.
-    const aside = conflictName(op.path, mirror.now(), mirror.device);
-    if (!moveAside(dir, op.path, aside)) {
+    const aside = moveToConflictName(dir, op.path, mirror.now(), mirror.device);
+    if (aside === undefined) {
       removeQuietly(dir, op.temp);
       return 'changed here at the same moment, and could not be moved aside';
     }
@@ -178,9 +201,19 @@ export function finishPending(
     }
     if (statFile(dir, op.temp) === undefined) continue; // put in place before the kill
     if (current !== op.before && current !== op.after && read !== undefined) {
-      moveAside(dir, op.path, conflictName(op.path, now, device));
+      moveToConflictName(dir, op.path, now, device);
     }
     if ('problem' in commitTemp(dir, op.temp, op.path)) lost.push(op.path);
   }
   return lost;
+}
+
+/**
+ * Moves this device's version of `path` to its conflict name, never over an earlier copy: when
+ * the name of this second is taken, the next second's is used.
+ */
+function moveToConflictName(dir: string, path: string, now: number, device: string) {
+  return moveAside(dir, path, conflictName(path, now, device), (n) =>
+    conflictName(path, now + n * 1_000, device),
+  );
 }

@@ -9,38 +9,35 @@ export const defaultReceiveLimits: ReceiveLimits = {
   bytesPerMinute: 512 * 1_048_576,
 };
 
+const windowMs = 60_000;
+
 /**
- * Two token buckets that refill evenly over a minute: one of files, one of bytes. A new file
- * from another device takes one file and its size; a file larger than a whole minute's bytes
- * goes when the bucket is full.
+ * What was accepted in the last minute (a sliding window): a new file from another device is
+ * taken while the files and bytes of the last 60 s stay within the limits. A file larger than a
+ * whole minute's bytes goes alone, when nothing else was taken in the last minute.
  */
 export class ReceiveBudget {
   private readonly limits: ReceiveLimits;
-  private files: number;
-  private bytes: number;
-  private last: number;
+  private readonly taken: { at: number; bytes: number }[] = [];
+  private bytes = 0;
 
   constructor(
     limits: ReceiveLimits | undefined,
     private readonly now: () => number,
   ) {
     this.limits = limits ?? defaultReceiveLimits;
-    this.files = this.limits.filesPerMinute;
-    this.bytes = this.limits.bytesPerMinute;
-    this.last = now();
   }
 
   take(size: number): boolean {
     const now = this.now();
-    const share = Math.max(0, now - this.last) / 60_000;
-    this.last = now;
+    while (this.taken.length > 0 && this.taken[0]!.at <= now - windowMs) {
+      this.bytes -= this.taken.shift()!.bytes;
+    }
     const { filesPerMinute, bytesPerMinute } = this.limits;
-    this.files = Math.min(filesPerMinute, this.files + share * filesPerMinute);
-    this.bytes = Math.min(bytesPerMinute, this.bytes + share * bytesPerMinute);
-    const full = this.bytes >= bytesPerMinute;
-    if (this.files < 1 || (this.bytes < size && !full)) return false;
-    this.files -= 1;
-    this.bytes -= size;
+    if (this.taken.length + 1 > filesPerMinute) return false;
+    if (this.bytes + size > bytesPerMinute && this.taken.length > 0) return false;
+    this.taken.push({ at: now, bytes: size });
+    this.bytes += size;
     return true;
   }
 

@@ -49,7 +49,15 @@ export function diff(
 
 /** Edits `text` into `content` with the one replacement `diff` finds. */
 export function replaceText(text: Y.Text, content: string): void {
-  const edit = diff(text.toString(), content);
+  const current = text.toString();
+  if (current.length !== text.length) {
+    // Embeds (which no device of ours makes) count in the indices and not in the string: the
+    // positions of a diff would be off, so the whole text is replaced.
+    text.delete(0, text.length);
+    text.insert(0, content);
+    return;
+  }
+  const edit = diff(current, content);
   if (edit.deleteCount > 0) text.delete(edit.start, edit.deleteCount);
   if (edit.insert !== '') text.insert(edit.start, edit.insert);
 }
