@@ -255,6 +255,17 @@ export function removeEmptyFolders(root: string, path: string): void {
   }
 }
 
+/** Removes the folder at `path` if it is a real, empty folder; whether it did. */
+export function removeEmptyFolder(root: string, path: string): boolean {
+  try {
+    if (!lstatSync(join(root, path)).isDirectory()) return false;
+    rmdirSync(join(root, path));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function removeQuietly(root: string, path: string): void {
   try {
     unlinkSync(join(root, path));

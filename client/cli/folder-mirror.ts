@@ -20,6 +20,8 @@ export class FolderMirror {
   readonly retry = new Set<string>();
   /** Paths to read at the next scan, also a partial one (a file moved aside, one left in place). */
   readonly readAgain = new Set<string>();
+  /** How many lines about bad entries were printed. */
+  reportedBadEntries = 0;
   private readonly pathsOfId = new Map<string, Set<string>>();
   private readonly reported = new Set<string>();
 
@@ -64,11 +66,12 @@ export class FolderMirror {
     this.log({ kind, line });
   }
 
-  /** A problem line once per key (a path and a reason) until `unsay`. */
-  sayOnce(key: string, line: string): void {
-    if (this.reported.has(key)) return;
+  /** A problem line once per key (a path and a reason) until `unsay`; whether it was said now. */
+  sayOnce(key: string, line: string): boolean {
+    if (this.reported.has(key)) return false;
     this.reported.add(key);
     this.say('problem', line);
+    return true;
   }
 
   unsay(key: string): void {

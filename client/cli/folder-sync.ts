@@ -14,6 +14,8 @@ const remoteOrigin = 'remote';
 const stateOrigin = 'state';
 /** How long changes from other devices collect before they are written (a burst is one batch). */
 const remoteSettleMs = 20;
+/** Lines about bad entries from other devices, at most (a device could send millions). */
+const maxBadEntryLines = 50;
 /** How often files held back by the receive limits are tried again. */
 const heldRetryMs = 5_000;
 /** The file that tells a folder from an empty mount point (a dot file: never synced). */
@@ -295,16 +297,27 @@ export class FolderSync {
 
   /** One line per entry another device sent that cannot be used (it is never written). */
   private reportBadEntry(id: string, problem: string): void {
+    if (this.mirror.reportedBadEntries >= maxBadEntryLines) {
+      this.mirror.sayOnce(
+        'bad entries',
+        `more entries from other devices cannot be used; not listed (the first ${maxBadEntryLines} were)`,
+      );
+      return;
+    }
     const value = this.files.get(id);
     const path = value instanceof Y.Map ? value.get('path') : undefined;
     const name =
       typeof path === 'string'
         ? `"${path.length > 120 ? `${path.slice(0, 120)}…` : path}"`
         : 'an entry';
-    this.mirror.sayOnce(
-      `entry ${id}`,
-      `skipped ${name} from another device (entry ${id}): ${problem}`,
-    );
+    if (
+      this.mirror.sayOnce(
+        `entry ${id}`,
+        `skipped ${name} from another device (entry ${id}): ${problem}`,
+      )
+    ) {
+      this.mirror.reportedBadEntries += 1;
+    }
   }
 
   /** New files over the receive limits wait; a line when that starts, a retry later. */

@@ -3,6 +3,7 @@ import {
   commitTemp,
   moveAside,
   readText,
+  removeEmptyFolder,
   removeFile,
   removeQuietly,
   sameStamp,
@@ -73,7 +74,11 @@ export function writeFolder(
       );
       continue;
     }
-    const here = statFile(dir, path);
+    let here = statFile(dir, path);
+    // An empty folder of this device's own (left by a rename) holds nothing: it gives way.
+    if (here !== undefined && 'problem' in here && removeEmptyFolder(dir, path)) {
+      here = statFile(dir, path);
+    }
     if (here !== undefined && 'problem' in here) {
       mirror.retry.add(path);
       mirror.sayOnce(`here ${path} ${here.problem}`, `not written ${path}: ${here.problem}`);

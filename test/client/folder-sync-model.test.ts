@@ -294,9 +294,27 @@ describe('folder sync: model-based run over the real host', () => {
     ]);
   }, 60_000);
 
+  it('writes a file from another device in place of an empty folder a rename left here', async () => {
+    await run([
+      { kind: 'write', device: 2, file: 2, how: 'create', at: 0 },
+      { kind: 'scan', device: 2 },
+      { kind: 'pause', ms: 150 },
+      { kind: 'rename', device: 2, file: 2, to: 1 },
+      { kind: 'scan', device: 2 },
+      { kind: 'pause', ms: 150 },
+      { kind: 'scan', device: 0 },
+      { kind: 'write', device: 0, file: 5, how: 'create', at: 0 },
+      { kind: 'scan', device: 0 },
+    ]);
+  }, 60_000);
+
   it('keeps every folder identical and every written line somewhere, whatever the order', async () => {
     await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 80 }), run), {
       numRuns: runs,
+      seed:
+        process.env.FOLDER_MODEL_SEED === undefined
+          ? undefined
+          : Number(process.env.FOLDER_MODEL_SEED),
       endOnFailure: true,
     });
   }, 600_000);
