@@ -79,6 +79,12 @@ export class FolderDevice {
     this.folder?.guarded(() => this.folder?.scan());
   }
 
+  /** What the CLI's watcher does for an event naming `path`: read that path now. */
+  notice(path: string): void {
+    this.folder?.notice(path);
+    this.folder?.guarded(() => this.folder?.scanNoticed());
+  }
+
   async stop(): Promise<void> {
     this.folder?.close();
     await this.disconnect();

@@ -18,7 +18,8 @@ import { FolderDevice, textFiles } from './folder-devices.ts';
 /**
  * The folder sync's invariant under random use, on the real host: 3 devices create, edit,
  * append, overwrite, write in two steps, rename, delete, make a folder where another device has
- * a file, write binary files, stop, are killed and start again, at once and apart. After every
+ * a file, write binary files, stop, are killed and start again, at once and apart; scans of the
+ * whole folder and of one path (as the watcher's events bring) come in between. After every
  * run, once all are back and quiet: every folder holds the same text files, and every line a
  * device wrote is in one of them unless a device removed it from a file it had on disk (an
  * overwrite, an edit, a delete, a rename over it). Each written line is a unique token.
@@ -39,6 +40,7 @@ type Op =
   | { kind: 'delete'; device: number; file: number }
   | { kind: 'binary'; device: number; file: number }
   | { kind: 'stop' | 'kill' | 'start' | 'scan'; device: number }
+  | { kind: 'notice'; device: number; file: number }
   | { kind: 'pause'; ms: number };
 
 const device = fc.integer({ min: 0, max: 2 });
@@ -65,6 +67,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('stop', 'kill', 'start'), device }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('scan' as const), device }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('notice' as const), device, file }) },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -146,7 +149,12 @@ async function perform(ops: Op[], devices: FolderDevice[], ledger: Ledger): Prom
       continue;
     }
     const target = devices[step.device]!;
-    if (step.kind !== 'write' && step.kind !== 'rename' && step.kind !== 'delete') {
+    if (
+      step.kind !== 'write' &&
+      step.kind !== 'rename' &&
+      step.kind !== 'delete' &&
+      step.kind !== 'notice'
+    ) {
       ledger.trace.push(`${step.kind} device ${step.device}`);
     }
     const path = (index: number) => join(target.dir, names[index]!);
@@ -196,6 +204,9 @@ async function perform(ops: Op[], devices: FolderDevice[], ledger: Ledger): Prom
         break;
       case 'scan':
         target.scan();
+        break;
+      case 'notice':
+        target.notice(names[step.file]!);
         break;
     }
   }
