@@ -212,7 +212,7 @@ export class FolderSync {
     }
     this.mirror.sayOnce(
       'folder gone',
-      `the folder ${this.options.dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back; to start this folder afresh, stop sync and delete its state`,
+      `the folder ${this.options.dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back (if it is, and only the file was deleted, create ${folderMarker} again; to start this folder afresh, stop sync and delete ${this.options.stateFile})`,
     );
     return false;
   }

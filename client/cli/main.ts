@@ -39,7 +39,9 @@ export const clientUsage = `Client commands:
       (through the running sync of the project when there is one)
   sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F]]
       keep the text files of <dir> in step with the project's other devices (Yjs documents;
-      binary files and files over 1 MiB are skipped); rejoins by itself when its connection is
+      binary files, files over 1 MiB, dot files and links are skipped; an edit wins over a
+      delete; versions that cannot merge are kept as <name>.sync-conflict-<time>-<device>.<ext>
+      copies); rejoins by itself when its connection is
       taken over; one sync per project and device (a second one is refused). --encrypt reads a
       passphrase from stdin, or from the first line of F (mode 0600 or 0400), and encrypts end
       to end (every device must use the same)
