@@ -3,7 +3,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { isClientCommand } from '../client/cli/commands.ts';
 import { type LogLevel, logLevels } from '../server/config/common.ts';
 import { ConfigError } from '../server/config/conf-file.ts';
@@ -13,6 +12,7 @@ import type { Host, HostMode } from '../server/host.ts';
 import { ListenError } from '../server/http-listen.ts';
 import { createLogger, type Logger } from '../server/log.ts';
 import { version } from '../server/version.ts';
+import { type CommandLine, CommandLineMistake, parseCommandLine } from './command-line.ts';
 
 const usage = `Usage: sync-host [mode] [options]
 
@@ -47,13 +47,12 @@ export async function main(argv: string[]): Promise<number> {
   if (isClientCommand(argv)) {
     return (await import('../client/cli/main.ts')).runClientCommand(argv);
   }
-  let parsed: ReturnType<typeof parse>;
+  let parsed: CommandLine;
   try {
-    parsed = parse(argv);
+    parsed = parseCommandLine(argv);
   } catch (err: unknown) {
-    process.stderr.write(
-      `sync-host: ${err instanceof Error ? err.message : String(err)} (see --help)\n`,
-    );
+    if (!(err instanceof CommandLineMistake)) throw err;
+    process.stderr.write(`sync-host: ${err.message}\n`);
     return exitUsage;
   }
   const { values, positionals } = parsed;
@@ -67,7 +66,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = values.headless ? 'serve' : (positionals[0] ?? '');
   if (positionals.length > (values.headless ? 0 : 1)) {
-    process.stderr.write(`sync-host: unexpected argument "${positionals.at(-1)}" (see --help)\n`);
+    process.stderr.write(
+      `sync-host: unexpected argument "${positionals.at(-1)}" (see sync-host --help)\n`,
+    );
     return exitUsage;
   }
   switch (command) {
@@ -87,28 +88,13 @@ export async function main(argv: string[]): Promise<number> {
       return serve('headless', values);
     }
     default:
-      process.stderr.write(`sync-host: unknown command "${command}" (see --help)\n`);
+      // parseCommandLine refuses any other word.
+      process.stderr.write(`sync-host: unknown command ${command} (see sync-host --help)\n`);
       return exitUsage;
   }
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      headless: { type: 'boolean' },
-      'config-dir': { type: 'string' },
-      'log-level': { type: 'string' },
-      timeout: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
-  });
-}
-
-type Flags = ReturnType<typeof parse>['values'];
+type Flags = CommandLine['values'];
 
 /** The repository (or installed package) root: bin/, cli/, server/, electron/ live under it. */
 const appRoot = join(dirname(fileURLToPath(import.meta.url)), '..');

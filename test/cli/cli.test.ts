@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -112,5 +112,84 @@ describe('command line', () => {
     } finally {
       expect(await host.stop('SIGTERM')).toBe(0);
     }
+  });
+});
+
+describe('command-line mistakes are answered like configuration mistakes', () => {
+  /** Runs bin/sync-host in an empty folder; the mistake must be refused before anything starts. */
+  const refused = (args: string[]) => {
+    const cwd = tempDir();
+    const res = run(args, cwd);
+    expect(res.status, res.stderr).toBe(2);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    // Nothing was created: no data folder, no database.
+    expect(readdirSync(cwd)).toEqual([]);
+    return res.stderr.split('\n').filter((l) => l !== '');
+  };
+
+  it('names the option a misspelt one was meant to be', () => {
+    expect(refused(['--headles'])).toEqual([
+      'sync-host: unknown option --headles: did you mean --headless? (see sync-host --help)',
+    ]);
+    expect(refused(['--headless', '--confg-dir', 'x'])).toEqual([
+      'sync-host: unknown option --confg-dir: did you mean --config-dir? (see sync-host --help)',
+    ]);
+    expect(refused(['--verbose'])).toEqual([
+      'sync-host: unknown option --verbose (see sync-host --help)',
+    ]);
+  });
+
+  it('names the command a misspelt one was meant to be, a client command among them', () => {
+    expect(refused(['lgoin'])).toEqual([
+      'sync-host: unknown command lgoin: did you mean login? (see sync-host --help)',
+    ]);
+    expect(refused(['relya'])).toEqual([
+      'sync-host: unknown command relya: did you mean relay? (see sync-host --help)',
+    ]);
+    expect(refused(['frobnicate'])).toEqual([
+      'sync-host: unknown command frobnicate (see sync-host --help)',
+    ]);
+    expect(refused(['--relay'])).toEqual([
+      'sync-host: unknown option --relay: did you mean sync-host relay? (see sync-host --help)',
+    ]);
+  });
+
+  it('says where a setting given as a flag belongs, without repeating its value', () => {
+    const seeDocs = 'see docs/configuration.md';
+    expect(refused(['--headless', '--port', '9000'])).toEqual([
+      `sync-host: --port is not an option: the auth port is PORT in auth.conf (or the PORT environment variable); ${seeDocs}`,
+    ]);
+    expect(refused(['--data-dir', '/srv/sync'])).toEqual([
+      `sync-host: --data-dir is not an option: the data folder is DATA_DIR in auth.conf (or the DATA_DIR environment variable); ${seeDocs}`,
+    ]);
+    expect(refused(['--mdns'])).toEqual([
+      `sync-host: --mdns is not an option: LAN discovery (mDNS) is MDNS in auth.conf (or the MDNS environment variable); ${seeDocs}`,
+    ]);
+    expect(refused(['--bind', '127.0.0.1'])).toEqual([
+      `sync-host: --bind is not an option: the listen address is BIND in auth.conf (or the BIND environment variable), bind in relay.conf for the relay alone; ${seeDocs}`,
+    ]);
+    expect(refused(['relay', '--ws-port', '9443'])).toEqual([
+      `sync-host: --ws-port is not an option: the relay port is ws.port in relay.conf; ${seeDocs}`,
+    ]);
+    expect(refused(['--db-url', 'postgres://sync:pw@db/sync'])).toEqual([
+      `sync-host: --db-url is not an option: the database is set by DB_HOST, DB_USER, DB_PASS, DB_NAME, DB_DRIVER, DB_PORT and DB_PATH in auth.conf; ${seeDocs}`,
+    ]);
+    const secret = refused(['--secret=hunter2-very-secret']);
+    expect(secret).toEqual([
+      `sync-host: --secret is not an option: the shared secret is AUTH_SECRET in auth.conf (or the AUTH_SECRET environment variable), auth.secret in relay.conf for the relay alone; ${seeDocs}`,
+    ]);
+  });
+
+  it('refuses an option without its value, or a switch given one', () => {
+    expect(refused(['--headless', '--config-dir'])).toEqual([
+      'sync-host: --config-dir needs a value (see sync-host --help)',
+    ]);
+    expect(refused(['--config-dir', '--headless'])).toEqual([
+      'sync-host: --config-dir needs a value (see sync-host --help)',
+    ]);
+    expect(refused(['--headless=yes'])).toEqual([
+      'sync-host: --headless takes no value (see sync-host --help)',
+    ]);
   });
 });
