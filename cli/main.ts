@@ -13,6 +13,7 @@ import { ListenError } from '../server/http-listen.ts';
 import { createLogger, type Logger } from '../server/log.ts';
 import { version } from '../server/version.ts';
 import { type CommandLine, CommandLineMistake, parseCommandLine } from './command-line.ts';
+import { nextStepLines } from './next-steps.ts';
 
 const usage = `Usage: sync-host [mode] [options]
 
@@ -230,6 +231,7 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   if (host.urls.relay) print(`relay:  ${host.urls.relay}`);
   if (host.urls.status) print(`status: ${host.urls.status}`);
   if (host.urls.admin) print(`admin:  ${host.urls.admin}`);
+  for (const line of nextStepLines(host.urls)) print(line);
   logger.info({ mode }, 'sync-host started');
   return waitForSignal(host, logger, stopping);
 }

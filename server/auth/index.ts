@@ -118,9 +118,10 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
   const mailer = config.smtp
     ? createSmtpMailer(config.smtp, logger)
     : createDevMailer(options.print);
+  // Not a fault: a home host without a mail server signs people in through what it shows.
   if (!config.smtp)
-    logger.warn(
-      'SMTP is not configured: development mode, magic-link tokens are printed on stdout',
+    logger.info(
+      'e-mail sign-in links are shown here and in the admin UI (no SMTP configured; to send them by e-mail set SMTP_HOST in auth.conf, see docs/configuration.md)',
     );
   const urls = { baseUrl: options.urls?.baseUrl ?? '', relayUrl: options.urls?.relayUrl ?? '' };
   const settings = {

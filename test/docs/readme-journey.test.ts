@@ -69,6 +69,20 @@ describe('the README journey: npm start, two machines paired, one project, messa
     expect(adminUrl).toMatch(/\/admin\/#token=[0-9a-f]+$/);
     // Installed without better-sqlite3: the one warning names the engine that runs instead.
     expect(host.stderr.filter((l) => l.includes('SQLite engine: sql.js'))).toHaveLength(1);
+    // Below the URLs, what to do next on each machine: the README's login command, to the
+    // printed auth URL, and the two ways to approve it.
+    const next = await host.line('Next, on each machine that should sync: ');
+    expect(next).toBe(`Next, on each machine that should sync: sync-host login --auth ${authUrl}`);
+    expect(next.slice(next.indexOf('sync-host ') + 'sync-host '.length).split(' ')).toEqual(
+      fromReadme('login --auth http://<host>:8445'),
+    );
+    const approve = await host.line('  and approve ');
+    expect(approve).toBe(
+      '  and approve the code it shows in the admin UI, or with sync-host pair approve <code> on a machine already signed in',
+    );
+    const at = host.stdout.indexOf(next);
+    expect(host.stdout.slice(at - 1, at + 2)).toEqual([`admin:  ${adminUrl}`, next, approve]);
+    expect(readme).toContain('bin/sync-host pair approve <code>');
 
     // The first machine pairs; in the admin UI (opened from the printed admin URL, which carries
     // its token) the request is approved for a typed e-mail: the UI's request, made here.

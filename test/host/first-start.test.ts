@@ -30,6 +30,13 @@ describe.skipIf(!canUnshare && process.env.REQUIRE_NAMESPACE !== '1')(
       expect(r.stdout).toMatch(/^auth: {3}http:\/\/127\.0\.0\.1:8445$/m);
       expect(r.stdout).toMatch(/^relay: {2}ws:\/\/127\.0\.0\.1:8443$/m);
       expect(r.stdout).toMatch(/^status: http:\/\/127\.0\.0\.1:8444$/m);
+      // What to do next, right below the URLs: sign in each machine, approve it.
+      const lines = r.stdout.split('\n');
+      const admin = lines.findIndex((l) => l.startsWith('admin:  '));
+      expect(lines.slice(admin + 1, admin + 3)).toEqual([
+        'Next, on each machine that should sync: sync-host login --auth http://127.0.0.1:8445',
+        '  and approve the code it shows in the admin UI, or with sync-host pair approve <code> on a machine already signed in',
+      ]);
       expect(r.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:8445\/admin\/#token=[0-9a-f]{64}$/);
       expect(r.pageStatus).toBe(200);
       expect(r.pageType).toMatch(/^text\/html/);

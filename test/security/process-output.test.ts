@@ -99,7 +99,7 @@ describe('secrets in the output of a host process', () => {
     }
     for (const line of host.stdout.filter((l) => l !== '')) {
       expect(line).toMatch(
-        /^(auth|relay|status|admin):\s+\S+$|^\[dev\] (Magic link token for \S+: [0-9a-f]{64}|Sign-in link for \S+: http:\/\/\S+\/auth\/verify\?token=[0-9a-f]{64})$/,
+        /^(auth|relay|status|admin):\s+\S+$|^Next, on each machine that should sync: sync-host login --auth http:\/\/\S+$|^ {2}and approve the code it shows in the admin UI, or with sync-host pair approve <code> on a machine already signed in$|^\[dev\] (Magic link token for \S+: [0-9a-f]{64}|Sign-in link for \S+: http:\/\/\S+\/auth\/verify\?token=[0-9a-f]{64})$/,
       );
     }
     const stdout = host.stdout.join('\n');
