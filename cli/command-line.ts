@@ -17,6 +17,9 @@ const options = {
 /** The modes `bin/sync-host` runs itself (the client commands are dispatched before parsing). */
 export const serverModes: readonly string[] = ['serve', 'auth', 'relay', 'discover'];
 
+/** Other first words main() answers (`sync-host config check`), not refused as unknown here. */
+const otherCommands: readonly string[] = ['config'];
+
 /** The parsed command line of a server mode. */
 export type CommandLine = ReturnType<typeof parseStrict>;
 
@@ -82,8 +85,9 @@ function isDashed(token: { value?: string | undefined; inlineValue?: boolean | u
 
 /** Refuses a first word that is neither a mode nor a client command, naming the close one. */
 function checkCommand(word: string): void {
-  if (word === '' || serverModes.includes(word) || clientCommands.has(word)) return;
-  const meant = closestKey(word, [...serverModes, ...clientCommands]);
+  const known = [...serverModes, ...otherCommands, ...clientCommands];
+  if (word === '' || known.includes(word)) return;
+  const meant = closestKey(word, known);
   throw new CommandLineMistake(
     meant === undefined
       ? `unknown command ${word} ${seeHelp}`
