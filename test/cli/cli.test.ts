@@ -153,6 +153,9 @@ describe('command-line mistakes are answered like configuration mistakes', () =>
     expect(refused(['--relay'])).toEqual([
       'sync-host: unknown option --relay: did you mean sync-host relay? (see sync-host --help)',
     ]);
+    expect(refused(['--auth', 'http://192.168.1.5:8445'])).toEqual([
+      'sync-host: unknown option --auth: did you mean sync-host auth, or sync-host login --auth URL? (see sync-host --help)',
+    ]);
   });
 
   it('says where a setting given as a flag belongs, without repeating its value', () => {
@@ -174,6 +177,9 @@ describe('command-line mistakes are answered like configuration mistakes', () =>
     ]);
     expect(refused(['--db-url', 'postgres://sync:pw@db/sync'])).toEqual([
       `sync-host: --db-url is not an option: the database is set by DB_HOST, DB_USER, DB_PASS, DB_NAME, DB_DRIVER, DB_PORT and DB_PATH in auth.conf; ${seeDocs}`,
+    ]);
+    expect(refused(['--prot', '9000'])).toEqual([
+      'sync-host: unknown option --prot: did you mean PORT in auth.conf? (see docs/configuration.md)',
     ]);
     const secret = refused(['--secret=hunter2-very-secret']);
     expect(secret).toEqual([
