@@ -61,7 +61,7 @@ export function pendingView(pending: AdminPendingLinks): Node {
         h(
           'tr',
           { 'data-email': link.email },
-          h('td', {}, link.email),
+          h('td', { class: 'email' }, link.email),
           h('td', {}, time(link.createdAt)),
           h('td', {}, time(link.expiresAt)),
           h('td', {}, h('span', { class: 'mono truncate', title: link.link }, link.link)),
@@ -151,7 +151,7 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
     { 'data-user': user.email },
     h(
       'td',
-      {},
+      { class: 'email' },
       user.email,
       user.owner
         ? h(
@@ -247,7 +247,7 @@ export function devicesView(devices: AdminDevice[], actions: ViewActions): Node 
           { 'data-device': String(d.id) },
           h('td', {}, d.deviceName, ' ', h('span', { class: 'muted' }, `#${d.id}`)),
           h('td', {}, d.platform),
-          h('td', {}, d.email),
+          h('td', { class: 'email' }, d.email),
           h(
             'td',
             {},
@@ -308,7 +308,7 @@ export function projectsView(projects: AdminProject[], actions: ViewActions): No
           { 'data-project': String(p.id) },
           h('td', {}, p.name),
           h('td', {}, h('span', { class: 'mono truncate', title: p.projectKey }, p.projectKey)),
-          h('td', {}, p.email),
+          h('td', { class: 'email' }, p.email),
           h('td', {}, h('span', { class: 'mono truncate', title: p.roomId }, p.roomId)),
           h('td', {}, time(p.createdAt)),
           h(
@@ -427,7 +427,11 @@ export function relayView(relay: AdminRelay, devices: AdminDevice[]): Node {
                 'tr',
                 { 'data-room': r.room },
                 h('td', {}, roomProject(r)),
-                h('td', {}, r.project?.email ?? h('span', { class: 'muted' }, 'unknown')),
+                h(
+                  'td',
+                  { class: 'email' },
+                  r.project?.email ?? h('span', { class: 'muted' }, 'unknown'),
+                ),
                 h('td', { class: 'num' }, r.connections),
                 h(
                   'td',

@@ -475,6 +475,15 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
     ))
       expect(display).toBe('table-row');
     expect(await page.locator('#devices thead th').first().isVisible()).toBe(true);
+    // Each fits its section: no button beyond a sideways scroll.
+    const overflowing = await page
+      .locator('.table-scroll')
+      .evaluateAll((tables) =>
+        tables
+          .filter((t) => t.scrollWidth > t.clientWidth + 1)
+          .map((t) => t.closest('section')?.id),
+      );
+    expect(overflowing).toEqual([]);
     expect(await page.evaluate(() => document.scrollingElement?.scrollWidth)).toBeLessThanOrEqual(
       1201,
     );
