@@ -212,7 +212,9 @@ function start(api: AdminApi): void {
     section('users', data.users, () => usersView(data.users, actions), editingUsers.size > 0);
     section('devices', data.devices, () => devicesView(data.devices, actions));
     section('projects', data.projects, () => projectsView(data.projects, actions));
-    section('relay', data.relay, () => relayView(data.relay));
+    section('relay', [data.relay, data.devices.map((d) => [d.id, d.deviceName])], () =>
+      relayView(data.relay, data.devices),
+    );
     section('connection', data.connection, () => connectionView(data.connection));
     count('pairings', data.pairings.length);
     count('pending', data.pending.links.length);

@@ -4,6 +4,7 @@ import type {
   AdminPendingLinks,
   AdminProject,
   AdminRelay,
+  AdminRoom,
   AdminUser,
 } from '../server/admin/types.ts';
 import { h } from './dom.ts';
@@ -60,7 +61,7 @@ export function pendingView(pending: AdminPendingLinks): Node {
         h(
           'tr',
           { 'data-email': link.email },
-          h('td', {}, link.email),
+          h('td', { class: 'email' }, link.email),
           h('td', {}, time(link.createdAt)),
           h('td', {}, time(link.expiresAt)),
           h('td', {}, h('span', { class: 'mono truncate', title: link.link }, link.link)),
@@ -150,7 +151,7 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
     { 'data-user': user.email },
     h(
       'td',
-      {},
+      { class: 'email' },
       user.email,
       user.owner
         ? h(
@@ -246,7 +247,7 @@ export function devicesView(devices: AdminDevice[], actions: ViewActions): Node 
           { 'data-device': String(d.id) },
           h('td', {}, d.deviceName, ' ', h('span', { class: 'muted' }, `#${d.id}`)),
           h('td', {}, d.platform),
-          h('td', {}, d.email),
+          h('td', { class: 'email' }, d.email),
           h(
             'td',
             {},
@@ -307,7 +308,7 @@ export function projectsView(projects: AdminProject[], actions: ViewActions): No
           { 'data-project': String(p.id) },
           h('td', {}, p.name),
           h('td', {}, h('span', { class: 'mono truncate', title: p.projectKey }, p.projectKey)),
-          h('td', {}, p.email),
+          h('td', { class: 'email' }, p.email),
           h('td', {}, h('span', { class: 'mono truncate', title: p.roomId }, p.roomId)),
           h('td', {}, time(p.createdAt)),
           h(
@@ -332,7 +333,45 @@ export function projectsView(projects: AdminProject[], actions: ViewActions): No
   );
 }
 
-export function relayView(relay: AdminRelay): Node {
+/** A room's project (name, then key) over its room id in small print; the id alone when unknown. */
+function roomProject(room: AdminRoom): Node {
+  const id = h(
+    'span',
+    { class: 'mono truncate hint room-id', title: `Room ${room.room}` },
+    room.room,
+  );
+  if (room.project === null) {
+    return h(
+      'div',
+      { class: 'room' },
+      h(
+        'span',
+        {
+          class: 'muted',
+          title:
+            'No project has this room id: removed while its devices stay connected, or registered on another auth host',
+        },
+        'No project (removed?)',
+      ),
+      id,
+    );
+  }
+  return h(
+    'div',
+    { class: 'room' },
+    h(
+      'span',
+      {},
+      h('strong', {}, room.project.name),
+      ' ',
+      h('span', { class: 'mono muted', title: 'Project key' }, room.project.projectKey),
+    ),
+    id,
+  );
+}
+
+/** The relay's counters and its rooms by project and user (`devices` names the devices). */
+export function relayView(relay: AdminRelay, devices: AdminDevice[]): Node {
   if (relay.state === 'absent') {
     return empty(
       'This process runs the auth service only (sync-host auth): the relay runs elsewhere.',
@@ -363,6 +402,7 @@ export function relayView(relay: AdminRelay): Node {
           'Paused from the tray app: clients cannot connect until it is resumed.',
         )
       : null;
+  const names = new Map(devices.map((d) => [String(d.id), d.deviceName]));
   const rooms =
     relay.perRoom.length === 0
       ? empty('No device is connected right now.')
@@ -373,7 +413,8 @@ export function relayView(relay: AdminRelay): Node {
             h(
               'tr',
               {},
-              h('th', {}, 'Room'),
+              h('th', {}, 'Project'),
+              h('th', {}, 'User'),
               h('th', { class: 'num' }, 'Connections'),
               h('th', {}, 'Devices'),
             ),
@@ -384,10 +425,24 @@ export function relayView(relay: AdminRelay): Node {
             ...relay.perRoom.map((r) =>
               h(
                 'tr',
-                {},
-                h('td', {}, h('span', { class: 'mono truncate', title: r.room }, r.room)),
+                { 'data-room': r.room },
+                h('td', {}, roomProject(r)),
+                h(
+                  'td',
+                  { class: 'email' },
+                  r.project?.email ?? h('span', { class: 'muted' }, 'unknown'),
+                ),
                 h('td', { class: 'num' }, r.connections),
-                h('td', {}, r.devices.map((d) => `#${d}`).join(', ')),
+                h(
+                  'td',
+                  {},
+                  r.devices
+                    .map((d) => {
+                      const name = names.get(d);
+                      return name === undefined ? `#${d}` : `${name} #${d}`;
+                    })
+                    .join(', '),
+                ),
               ),
             ),
           ),

@@ -17,9 +17,31 @@ export function updateTimes(root: ParentNode = document): void {
   }
 }
 
-/** A table that scrolls sideways inside its card when the window is narrower than the table. */
-export function scrollingTable(...children: Node[]): HTMLElement {
-  return h('div', { class: 'table-scroll' }, h('table', {}, ...children));
+/**
+ * A table that turns into one card per row on a narrow window (app.css, below 600 px): each cell
+ * shows its column's heading as a label beside its value, so every button stays on screen.
+ * Wider, it scrolls sideways inside its section when the window is narrower than the table, with a
+ * shadow at the edge that has more. Cells get their heading as `data-label`, and their content a
+ * wrapper the card layout places beside it; the roles keep it a table for screen readers, which
+ * drop table semantics from `display: block` rows.
+ */
+export function scrollingTable(head: HTMLElement, body: HTMLElement): HTMLElement {
+  const table = h('table', { role: 'table' }, head, body);
+  const headings = [...head.querySelectorAll('th')].map((th) => th.textContent ?? '');
+  for (const th of head.querySelectorAll('th')) th.setAttribute('role', 'columnheader');
+  for (const group of [head, body]) group.setAttribute('role', 'rowgroup');
+  for (const row of table.querySelectorAll('tr')) {
+    row.setAttribute('role', 'row');
+    row.querySelectorAll('td').forEach((td, i) => {
+      td.setAttribute('role', 'cell');
+      const label = headings[i];
+      if (label) td.dataset.label = label;
+      const value = h('div', { class: 'cell-value' });
+      value.append(...td.childNodes);
+      td.append(value);
+    });
+  }
+  return h('div', { class: 'table-scroll' }, table);
 }
 
 /** A button that copies `text` and says so next to itself. */

@@ -3,7 +3,7 @@ import type { Db } from '../db/connect.ts';
 import { toDevice } from '../db/devices.ts';
 import { toProject } from '../db/projects.ts';
 import { toIso } from '../db/schema.ts';
-import type { AdminDevice, AdminProject } from './types.ts';
+import type { AdminDevice, AdminProject, AdminRoomProject } from './types.ts';
 
 /** A user row with its subscription and counts, before the effective tier is computed. */
 export interface UserSummary {
@@ -90,6 +90,40 @@ export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
     .orderBy('projects.id')
     .execute();
   return rows.map((row) => ({ ...toProject(row), email: row.email }));
+}
+
+/** Room ids per query: well below the bound-parameter limits of SQLite, PostgreSQL and MySQL. */
+const roomIdsPerQuery = 500;
+
+/** The projects of these relay room ids with their owners' e-mail, by room id (unknown ids are absent). */
+export async function projectsByRoom(
+  db: Db,
+  roomIds: string[],
+): Promise<Map<string, AdminRoomProject>> {
+  const byRoom = new Map<string, AdminRoomProject>();
+  for (let i = 0; i < roomIds.length; i += roomIdsPerQuery) {
+    const rows = await db.kysely
+      .selectFrom('projects')
+      .innerJoin('users', 'users.id', 'projects.userId')
+      .select([
+        'projects.id',
+        'projects.roomId',
+        'projects.name',
+        'projects.projectKey',
+        'users.email',
+      ])
+      .where('projects.roomId', 'in', roomIds.slice(i, i + roomIdsPerQuery))
+      .execute();
+    for (const row of rows) {
+      byRoom.set(row.roomId, {
+        id: Number(row.id),
+        name: row.name,
+        projectKey: row.projectKey,
+        email: row.email,
+      });
+    }
+  }
+  return byRoom;
 }
 
 /** The owner's user id: the user with `ownerEmail` when it is set, else the first user. */

@@ -18,6 +18,7 @@ import {
   listProjectsWithOwner,
   listUserSummaries,
   ownerId,
+  projectsByRoom,
   type UserSummary,
 } from './queries.ts';
 import type {
@@ -79,19 +80,32 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     };
   const users = async (): Promise<AdminUser[]> =>
     (await listUserSummaries(db)).map(toAdminUser(await ownerId(db, service.ownerEmail())));
-  const relay = (): AdminRelay => {
+  /** The co-hosted relay's counters and rooms, as the relay knows them (room ids only). */
+  const relayStatus = () => {
     const host = options.host();
-    if (host.relay) return { state: 'running', ...host.relay.status() };
+    if (host.relay) return { state: 'running' as const, ...host.relay.status() };
     return {
-      state: host.relayPaused ? 'paused' : 'absent',
+      state: host.relayPaused ? ('paused' as const) : ('absent' as const),
       rooms: 0,
       connections: 0,
       buffered: 0,
       perRoom: [],
     };
   };
+  /** The relay status with each room's project and user joined from the auth database. */
+  const relay = async (): Promise<AdminRelay> => {
+    const status = relayStatus();
+    const projects = await projectsByRoom(
+      db,
+      status.perRoom.map((r) => r.room),
+    );
+    return {
+      ...status,
+      perRoom: status.perRoom.map((r) => ({ ...r, project: projects.get(r.room) ?? null })),
+    };
+  };
   const devices = async (): Promise<AdminDevice[]> => {
-    const online = new Set(relay().perRoom.flatMap((r) => r.devices));
+    const online = new Set(relayStatus().perRoom.flatMap((r) => r.devices));
     return (await listDevicesWithOwner(db)).map((d) => ({
       ...d,
       connected: online.has(String(d.id)),
@@ -124,7 +138,7 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
       users: await users(),
       devices: await devices(),
       projects: await listProjectsWithOwner(db),
-      relay: relay(),
+      relay: await relay(),
       connection: connection(),
     };
     res.json(body);
@@ -211,8 +225,8 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     res.status(204).end();
   });
 
-  router.get('/relay', (_req, res) => {
-    res.json(relay());
+  router.get('/relay', async (_req, res) => {
+    res.json(await relay());
   });
 
   router.get('/connection', (_req, res) => {

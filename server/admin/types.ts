@@ -68,7 +68,26 @@ export interface AdminRelay {
   rooms: number;
   connections: number;
   buffered: number;
-  perRoom: Array<{ room: string; connections: number; devices: string[] }>;
+  perRoom: AdminRoom[];
+}
+
+/** The project a relay room belongs to, with its user's e-mail (from the auth database). */
+export interface AdminRoomProject {
+  id: number;
+  name: string;
+  projectKey: string;
+  email: string;
+}
+
+/**
+ * A relay room with devices connected now. `project` is null when no project has this room id
+ * (it was removed while its devices stayed connected, or the relay serves another auth host).
+ */
+export interface AdminRoom {
+  room: string;
+  connections: number;
+  devices: string[];
+  project: AdminRoomProject | null;
 }
 
 /** `GET /admin/api/connection`: what a client needs (its syncAuthUrl and syncRelayUrl). */

@@ -197,7 +197,19 @@ describe('devices, projects, pending links and relay', () => {
       rooms: 1,
       connections: 1,
       buffered: 0,
-      perRoom: [{ room: project.roomId, connections: 1, devices: [String(alice.deviceId)] }],
+      perRoom: [
+        {
+          room: project.roomId,
+          connections: 1,
+          devices: [String(alice.deviceId)],
+          project: {
+            id: project.id,
+            name: 'Project work',
+            projectKey: 'work',
+            email: 'alice@example.com',
+          },
+        },
+      ],
     });
 
     expect((await th.admin('DELETE', `/devices/${alice.deviceId}`)).status).toBe(204);
@@ -207,6 +219,69 @@ describe('devices, projects, pending links and relay', () => {
     });
     expect(after.status).toBe(401);
     expect((await th.admin('DELETE', `/devices/${alice.deviceId}`)).status).toBe(404);
+  });
+
+  it('names each relay room by its project and user, and keeps the id of a room without a project', async () => {
+    const current = await startTestHost({ ui: false, auth: ['DEFAULT_TIER=team'] });
+    th = current;
+    const alice = await th.signIn('alice@example.com', 'desk');
+    const bob = await th.signIn('bob@example.com', 'phone');
+    const thesis = await registerProject(th.base, alice.deviceToken, 'thesis');
+    const notes = await registerProject(th.base, bob.deviceToken, 'notes');
+    const sockets = [
+      await joinRelay(th.relayUrl, thesis.roomId, alice.deviceId, alice.deviceToken),
+      await joinRelay(th.relayUrl, notes.roomId, bob.deviceId, bob.deviceToken),
+    ];
+    const rooms = async () =>
+      ((await current.admin('GET', '/relay')).body as { perRoom: Json[] }).perRoom;
+    expect(await rooms()).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          room: thesis.roomId,
+          project: {
+            id: thesis.id,
+            name: 'Project thesis',
+            projectKey: 'thesis',
+            email: 'alice@example.com',
+          },
+        }),
+        expect.objectContaining({
+          room: notes.roomId,
+          project: {
+            id: notes.id,
+            name: 'Project notes',
+            projectKey: 'notes',
+            email: 'bob@example.com',
+          },
+        }),
+      ]),
+    );
+    const overview = (await th.admin('GET', '/overview')).body as { relay: { perRoom: Json[] } };
+    expect(overview.relay.perRoom).toEqual(await rooms());
+
+    // Removed while its device stays connected: the room is still listed, by its id alone.
+    expect((await th.admin('DELETE', `/projects/${thesis.id}`)).status).toBe(204);
+    const after = await rooms();
+    expect(after).toHaveLength(2);
+    expect(after.find((r) => r.room === thesis.roomId)).toEqual({
+      room: thesis.roomId,
+      connections: 1,
+      devices: [String(alice.deviceId)],
+      project: null,
+    });
+    expect(after.find((r) => r.room === notes.roomId)?.project).toMatchObject({
+      name: 'Project notes',
+    });
+
+    // Admin only: no project name, key or e-mail without the admin token.
+    for (const path of ['/relay', '/overview']) {
+      const res = await fetch(`${th.base}/admin/api${path}`);
+      expect(res.status).toBe(401);
+      const text = await res.text();
+      for (const secret of ['thesis', 'notes', 'bob@example.com', notes.roomId])
+        expect(text).not.toContain(secret);
+    }
+    for (const s of sockets) s.socket.close();
   });
 
   it('lists and removes projects of every user', async () => {

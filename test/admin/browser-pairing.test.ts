@@ -11,7 +11,7 @@ import {
   requireBrowser,
   screenshotsDir,
 } from '../helpers/chromium.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { joinRelay, registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 
 if (!hasBrowser && requireBrowser) {
   describe('admin UI pairing in Chromium', () => {
@@ -42,6 +42,7 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
   let page: Page;
   const cspViolations: string[] = [];
   let ownerToken = '';
+  let ownerDeviceId = 0;
 
   const startPairing = async (deviceName: string, platform: string): Promise<Started> => {
     const res = await fetch(`${th.base}/auth/pair`, {
@@ -154,6 +155,7 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       user: { email: 'owner@example.com' },
     });
     ownerToken = String(answer.body.deviceToken);
+    ownerDeviceId = Number((answer.body.device as { id: number }).id);
     expect(ownerToken.length).toBeGreaterThan(20);
   });
 
@@ -304,15 +306,21 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
 
   describe('at 390 px wide', () => {
     let phone: Page;
+    let project: { id: number; roomId: string };
+    let relay: Awaited<ReturnType<typeof joinRelay>>;
+    const long = 'carol.with.a.long.address@example.com';
 
     beforeAll(async () => {
-      // Something in every table: a device, a project, a pending sign-in, a waiting pairing.
-      await registerProject(th.base, ownerToken, 'notes');
+      // Something in every table: a device in a room of a project, a pending sign-in, a user with
+      // a long address, a waiting pairing.
+      project = await registerProject(th.base, ownerToken, 'notes');
+      relay = await joinRelay(th.relayUrl, project.roomId, ownerDeviceId, ownerToken);
       await fetch(`${th.base}/auth/magic-link`, {
         method: 'POST',
         headers: json,
-        body: JSON.stringify({ email: 'carol.with.a.long.address@example.com' }),
+        body: JSON.stringify({ email: long }),
       });
+      await th.admin('POST', '/users', { email: long });
       const waiting = await startPairing('Phone of Carol', 'android');
       const context = await browser.newContext({
         viewport: { width: 390, height: 844 },
@@ -325,17 +333,127 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       await phone.locator(`.pair-card[data-code="${waiting.code}"].highlight`).waitFor();
       await phone.locator('#projects tr[data-project]').waitFor();
       await phone.locator('#pending tr[data-email]').waitFor();
+      await phone.locator(`#relay tr[data-room="${project.roomId}"]`).waitFor();
+      await phone.locator(`#users tr[data-user="${long}"]`).waitFor();
     });
 
-    it('never scrolls the page sideways: wide tables scroll inside their card', async () => {
+    afterAll(() => {
+      relay?.socket.close();
+    });
+
+    it('never scrolls the page sideways: every table row is a card', async () => {
       expect(
         await phone.evaluate(() => document.scrollingElement?.scrollWidth),
-      ).toBeLessThanOrEqual(390);
-      const tables = await phone.locator('.table-scroll').count();
-      expect(tables).toBeGreaterThanOrEqual(4);
+      ).toBeLessThanOrEqual(391);
+      const rows = phone.locator('.table-scroll tbody tr');
+      expect(await rows.count()).toBeGreaterThanOrEqual(6);
+      for (const display of await rows.evaluateAll((trs) =>
+        trs.map((tr) => getComputedStyle(tr).display),
+      ))
+        expect(display).toBe('block');
+      // Nothing inside a card is wider than its card either (nothing clipped at its edge).
+      const overflowing = await phone
+        .locator('.table-scroll')
+        .evaluateAll((tables) =>
+          tables
+            .filter((t) => t.scrollWidth > t.clientWidth + 1)
+            .map((t) => t.closest('section')?.id),
+        );
+      expect(overflowing).toEqual([]);
       await phone.screenshot({ path: join(screenshotsDir, 'pairing-390.png') });
       await phone.evaluate(() => window.scrollTo(0, 0));
       await phone.screenshot({ path: join(screenshotsDir, 'narrow-full.png'), fullPage: true });
+    });
+
+    it('shows every Approve, Deny, Revoke, Remove, Delete and Save button whole on screen, and a tap reaches it', async () => {
+      const names = /^(Approve|Deny|Revoke|Remove|Delete|Save|Copy link|Open)$/;
+      const seen: Record<string, number> = {};
+      for (const id of ['pairings', 'pending', 'users', 'devices', 'projects', 'relay']) {
+        const buttons = phone.locator(`#${id}`).getByRole('button', { name: names });
+        const links = phone.locator(`#${id}`).getByRole('link', { name: names });
+        for (const button of [...(await buttons.all()), ...(await links.all())]) {
+          // Scrolled to vertically only: a button beyond a sideways scroll does not count.
+          await button.evaluate((el) => {
+            for (const t of document.querySelectorAll('.table-scroll')) t.scrollLeft = 0;
+            const r = el.getBoundingClientRect();
+            window.scrollTo(0, scrollY + r.top - innerHeight / 2);
+          });
+          const box = await button.boundingBox();
+          const name = `${id} ${await button.textContent()}`;
+          expect(box, name).not.toBeNull();
+          expect(box?.x ?? -1, name).toBeGreaterThanOrEqual(0);
+          expect((box?.x ?? 0) + (box?.width ?? 0), name).toBeLessThanOrEqual(390);
+          // Not clipped by a scrolling container: the point under its centre is the button.
+          const hit = await button.evaluate((el) => {
+            const r = el.getBoundingClientRect();
+            const at = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+            return at !== null && el.contains(at);
+          });
+          expect(hit, name).toBe(true);
+          seen[id] = (seen[id] ?? 0) + 1;
+        }
+      }
+      // Approve and Deny; Copy link and Open; Remove of the one project.
+      expect(seen).toMatchObject({ pairings: 2, pending: 2, projects: 1 });
+      expect(seen.devices).toBeGreaterThanOrEqual(2);
+      // Save and Delete of each user.
+      expect(seen.users).toBeGreaterThanOrEqual(6);
+    });
+
+    it('fits the Add to selector and its longest choice, the long address, in the card', async () => {
+      const card = phone.locator('.pair-card.highlight');
+      const select = card.locator('select');
+      const fit = await select.evaluate((el: HTMLSelectElement) => {
+        const style = getComputedStyle(el);
+        const context = document.createElement('canvas').getContext('2d');
+        if (!context) throw new Error('no 2d canvas');
+        context.font = `${style.fontSize} ${style.fontFamily}`;
+        const widest = Math.max(...[...el.options].map((o) => context.measureText(o.text).width));
+        // The arrow takes about 1.5em at the right.
+        const room =
+          el.clientWidth -
+          Number.parseFloat(style.paddingLeft) -
+          Number.parseFloat(style.paddingRight) -
+          1.5 * Number.parseFloat(style.fontSize);
+        const box = el.getBoundingClientRect();
+        const card = el.closest('.pair-card')?.getBoundingClientRect();
+        return {
+          options: [...el.options].map((o) => o.text),
+          widest,
+          room,
+          inside: card !== undefined && box.left >= card.left && box.right <= card.right,
+        };
+      });
+      expect(fit.options).toContain(long);
+      expect(fit.inside).toBe(true);
+      expect(fit.widest).toBeLessThanOrEqual(fit.room);
+    });
+
+    it('shows a relay room by its project and user, the room id in small print', async () => {
+      const room = phone.locator(`#relay tr[data-room="${project.roomId}"]`);
+      const text = (await room.textContent()) ?? '';
+      expect(text).toContain('Project notes');
+      expect(text).toContain('owner@example.com');
+      expect(text).toContain('Work laptop');
+      expect(await room.locator('.room-id').getAttribute('title')).toBe(`Room ${project.roomId}`);
+      expect(await room.locator('.room-id').textContent()).toBe(project.roomId);
+      await phone.locator('#relay').screenshot({ path: join(screenshotsDir, 'relay-390.png') });
+      await phone.locator('#devices').screenshot({ path: join(screenshotsDir, 'devices-390.png') });
+    });
+
+    it('keeps a room whose project was removed, shown by its id', async () => {
+      const row = phone.locator(`#projects tr[data-project="${project.id}"]`);
+      await row.getByRole('button', { name: 'Remove' }).click();
+      await phone
+        .getByRole('dialog')
+        .getByRole('button', { name: /Remove/ })
+        .click();
+      await row.waitFor({ state: 'detached' });
+      const room = phone.locator(`#relay tr[data-room="${project.roomId}"]`);
+      await expect.poll(() => room.textContent()).toContain('No project');
+      expect(await room.locator('.room-id').textContent()).toBe(project.roomId);
+      expect(await room.textContent()).not.toContain('Project notes');
+      expect(relay.socket.readyState).toBe(relay.socket.OPEN);
     });
 
     it('keeps the section links on screen after scrolling to the bottom', async () => {
@@ -347,5 +465,27 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       await nav.getByRole('link', { name: /Pair a device/ }).click();
       await expect.poll(() => inView(phone.locator('#pairings h2'))).toBe(true);
     });
+  });
+
+  it('keeps the tables as tables at 1200 px', async () => {
+    const rows = page.locator('.table-scroll tbody tr');
+    expect(await rows.count()).toBeGreaterThanOrEqual(4);
+    for (const display of await rows.evaluateAll((trs) =>
+      trs.map((tr) => getComputedStyle(tr).display),
+    ))
+      expect(display).toBe('table-row');
+    expect(await page.locator('#devices thead th').first().isVisible()).toBe(true);
+    // Each fits its section: no button beyond a sideways scroll.
+    const overflowing = await page
+      .locator('.table-scroll')
+      .evaluateAll((tables) =>
+        tables
+          .filter((t) => t.scrollWidth > t.clientWidth + 1)
+          .map((t) => t.closest('section')?.id),
+      );
+    expect(overflowing).toEqual([]);
+    expect(await page.evaluate(() => document.scrollingElement?.scrollWidth)).toBeLessThanOrEqual(
+      1201,
+    );
   });
 });

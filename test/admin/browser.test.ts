@@ -135,7 +135,23 @@ describe.skipIf(!hasBrowser)(title, () => {
     await expect
       .poll(() => page.locator('#relay [data-stat="connections"]').textContent())
       .toBe('1');
+    // The room by its project and user, not by its opaque id alone.
+    const room = page.locator(`#relay tr[data-room="${project.roomId}"]`);
+    const roomText = (await room.textContent()) ?? '';
+    expect(roomText).toContain('Project thesis');
+    expect(roomText).toContain('alice@example.com');
+    expect(roomText).toContain(`Alice laptop #${device.id}`);
+    expect(await room.locator('.room-id').getAttribute('title')).toBe(`Room ${project.roomId}`);
     await page.locator('#projects tr[data-project]').first().waitFor();
+    // At 1200 px every table fits its section: no button beyond a sideways scroll.
+    const overflowing = await page
+      .locator('.table-scroll')
+      .evaluateAll((tables) =>
+        tables
+          .filter((t) => t.scrollWidth > t.clientWidth + 1)
+          .map((t) => t.closest('section')?.id),
+      );
+    expect(overflowing).toEqual([]);
     await page.locator('#devices').screenshot({ path: join(screenshots, 'devices.png') });
     await page.locator('#projects').screenshot({ path: join(screenshots, 'projects.png') });
     await page.locator('#relay').screenshot({ path: join(screenshots, 'relay.png') });
