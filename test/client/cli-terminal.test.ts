@@ -48,9 +48,9 @@ async function loginAtTerminal(answer: string, email: string) {
 describe.skipIf(!hasScript)('sync-host login in a terminal', { timeout: 60_000 }, () => {
   it('asks for the device name with host and platform as the default, and draws the QR code in colour', async () => {
     const shown = await loginAtTerminal('pty box', 'tty@example.org');
-    const escape = '\u001b';
-    expect(shown).toContain(`${escape}[47m${escape}[30m ▄▄▄▄▄▄▄`); // the QR code's first line
-    expect(shown).toContain(`▄▄▄▄▄▄▄ ${escape}[0m`);
+    const esc = '\u001b';
+    expect(shown).toContain(`${esc}[47m${esc}[30m ▄▄▄▄▄▄▄`); // the QR code's first line
+    expect(shown).toContain(`▄▄▄▄▄▄▄ ${esc}[0m`);
     expect(shown).toMatch(/Signed in as tty@example\.org on .*: device \d+ "pty box"/);
   });
 
