@@ -26,6 +26,7 @@ import {
   type User,
 } from './auth-types.ts';
 import { AuthServiceError, SyncError } from './errors.ts';
+import { unreachable, wrongService } from './service-check.ts';
 
 /**
  * The two login flows of the seed: `device` = GET /auth/login, then verify with the device's
@@ -130,9 +131,7 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
       });
     } catch (err: unknown) {
-      const cause = err instanceof Error ? (err.cause ?? err) : err;
-      const why = cause instanceof Error ? cause.message : String(cause);
-      throw new SyncError('unreachable', `cannot reach the auth service at ${authUrl} (${why})`);
+      throw unreachable(authUrl, err);
     }
     const text = await res.text();
     let body: unknown;
@@ -144,6 +143,11 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
     }
     if (!res.ok) {
       const parsed = errorBodySchema.safeParse(body);
+      // The relay's ports answer what no auth service does (426, 405, a 404 of theirs).
+      if (!parsed.success || [404, 405, 426].includes(res.status)) {
+        const wrong = await wrongService(authUrl, res, doFetch);
+        if (wrong !== undefined) throw wrong;
+      }
       const retry = Number(res.headers.get('retry-after'));
       throw new AuthServiceError(
         parsed.success ? parsed.data.error.code : res.status >= 500 ? 'internal' : 'http_error',
@@ -157,6 +161,8 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
     if (schema === undefined) return { data: undefined as z.infer<S>, status: res.status };
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
+      const wrong = await wrongService(authUrl, res, doFetch);
+      if (wrong !== undefined) throw wrong;
       throw new SyncError(
         'invalid_response',
         `${method} ${path} answered an unexpected body (is ${authUrl} a sync-host auth service?)`,

@@ -45,3 +45,50 @@ export class SettingsError extends SyncError {
     this.name = 'SettingsError';
   }
 }
+
+/**
+ * Why nothing answered: `refused` (the address resolves and a machine is there, but nothing
+ * listens on the port: the host is not running), `not_found` (the name does not resolve),
+ * `no_route` (no way to that address: a wrong or absent machine), `timeout` (no answer at all),
+ * `other`.
+ */
+export type UnreachableReason = 'refused' | 'not_found' | 'no_route' | 'timeout' | 'other';
+
+/** The auth service could not be reached (code `unreachable`); `reason` tells the cases apart. */
+export class UnreachableError extends SyncError {
+  constructor(
+    message: string,
+    readonly reason: UnreachableReason,
+  ) {
+    super('unreachable', message);
+    this.name = 'UnreachableError';
+  }
+}
+
+/**
+ * The URL given as the auth service answers as another part of the host (code `wrong_service`):
+ * the relay's WebSocket port (`relay`, an HTTP 426) or its status port (`relay_status`, a
+ * `/health` with room counts). `authUrl` is where the auth service is by default (port 8445 of
+ * the same host).
+ */
+export class WrongServiceError extends SyncError {
+  constructor(
+    /** The URL that was given as the auth service's. */
+    readonly givenUrl: string,
+    readonly service: 'relay' | 'relay_status',
+    /** Where the auth service is by default. */
+    readonly authUrl: string,
+  ) {
+    super(
+      'wrong_service',
+      `${givenUrl} is ${wrongServiceLabels[service]}, not the auth service; the auth service is on port 8445 by default: ${authUrl}`,
+    );
+    this.name = 'WrongServiceError';
+  }
+}
+
+/** What each port that is not the auth service is called in messages. */
+export const wrongServiceLabels = {
+  relay: 'the relay (WebSocket) port',
+  relay_status: "the relay's status port",
+} as const;

@@ -23,7 +23,15 @@ export type {
 } from './auth-types.ts';
 export { type Backoff, type BackoffOptions, createBackoff } from './backoff.ts';
 export { deriveE2EKey, type E2EKey } from './e2e-key.ts';
-export { AuthServiceError, RelayError, SettingsError, SyncError } from './errors.ts';
+export {
+  AuthServiceError,
+  RelayError,
+  SettingsError,
+  SyncError,
+  UnreachableError,
+  type UnreachableReason,
+  WrongServiceError,
+} from './errors.ts';
 export { type PairOptions, pair } from './pairing.ts';
 export {
   type CloseInfo,

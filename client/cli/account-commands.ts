@@ -1,7 +1,14 @@
-import { type Context, expectArgs, printJson, signedIn, UsageError } from './context.ts';
+import {
+  type Context,
+  expectArgs,
+  printJson,
+  signedIn,
+  UsageError,
+  unknownSubcommand,
+} from './context.ts';
 import { findProject } from './project-room.ts';
 
-/** `devices` (list, JSON) and `devices remove <id>`. */
+/** `devices` (list, JSON, this device marked `"thisDevice": true`) and `devices remove <id>`. */
 export async function devicesCommand(ctx: Context): Promise<number> {
   if (ctx.args[0] === 'remove') {
     ctx.args.shift();
@@ -12,8 +19,13 @@ export async function devicesCommand(ctx: Context): Promise<number> {
     ctx.io.stderr.write(`Device ${id} removed.\n`);
     return 0;
   }
-  expectArgs(ctx, 0, '');
-  return printJson(ctx, await (await signedIn(ctx)).auth.devices());
+  if (ctx.args[0] !== undefined) throw unknownSubcommand('devices', ctx.args[0], ['remove']);
+  const { auth, credential } = await signedIn(ctx);
+  const devices = await auth.devices();
+  return printJson(
+    ctx,
+    devices.map((device) => ({ ...device, thisDevice: device.id === credential.deviceId })),
+  );
 }
 
 /** `projects`: the synced projects (JSON). */
@@ -38,8 +50,9 @@ export async function projectCommand(ctx: Context): Promise<number> {
     ctx.io.stderr.write(`Project "${ctx.args[0]}" removed.\n`);
     return 0;
   }
-  if (ctx.args[0] !== 'add')
+  if (ctx.args[0] === undefined)
     throw new UsageError('expected: project add <key> <name> or project remove <key>');
+  if (ctx.args[0] !== 'add') throw unknownSubcommand('project', ctx.args[0], ['add', 'remove']);
   ctx.args.shift();
   expectArgs(ctx, 2, '<key> <name>');
   const { auth } = await signedIn(ctx);

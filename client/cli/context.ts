@@ -1,33 +1,71 @@
 import { parseArgs } from 'node:util';
 import { createAuthClient } from '../auth-client.ts';
-import { AuthServiceError, SettingsError, SyncError } from '../errors.ts';
+import {
+  AuthServiceError,
+  SettingsError,
+  SyncError,
+  UnreachableError,
+  WrongServiceError,
+  wrongServiceLabels,
+} from '../errors.ts';
 import { parseSettings } from '../settings.ts';
 import type { CredentialStore } from './credentials.ts';
 import type { CliIo } from './io.ts';
 import { printableJson } from './printable.ts';
+import { didYouMean } from './suggest.ts';
 
 /** A mistake on the command line: exit 2. */
 export class UsageError extends Error {}
 
-/** The options every client command accepts (strict: an unknown one is a usage error). */
+const options = {
+  auth: { type: 'string' },
+  relay: { type: 'string' },
+  'device-name': { type: 'string' },
+  platform: { type: 'string' },
+  token: { type: 'string' },
+  jwt: { type: 'boolean' },
+  timeout: { type: 'string' },
+  encrypt: { type: 'boolean' },
+  'passphrase-file': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/**
+ * The options every client command accepts (strict: an unknown one is a usage error naming the
+ * closest known option, `unknown option --auht: did you mean --auth?`).
+ */
 export function parseCommandLine(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      auth: { type: 'string' },
-      relay: { type: 'string' },
-      'device-name': { type: 'string' },
-      platform: { type: 'string' },
-      token: { type: 'string' },
-      jwt: { type: 'boolean' },
-      timeout: { type: 'string' },
-      encrypt: { type: 'boolean' },
-      'passphrase-file': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, strict: true, options });
+  } catch (err: unknown) {
+    throw usageOfParseError(err);
+  }
+}
+
+/** node:util's parse errors, said in one short line of ours. */
+function usageOfParseError(err: unknown): unknown {
+  if (!(err instanceof TypeError) || !('code' in err)) return err;
+  const unknown = /^Unknown option '(-[^']*)'/.exec(err.message)?.[1];
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown !== undefined) {
+    const name = unknown.replace(/^-+/, '');
+    return new UsageError(
+      `unknown option ${unknown}${didYouMean(name, Object.keys(options), '--')}`,
+    );
+  }
+  const missing = /^Option '(--[\w-]+)(?: <value>)?' argument missing/.exec(err.message)?.[1];
+  if (missing !== undefined) return new UsageError(`option ${missing} needs a value`);
+  const needless = /^Option '(--[\w-]+)' does not take an argument/.exec(err.message)?.[1];
+  if (needless !== undefined) return new UsageError(`option ${needless} takes no value`);
+  return new UsageError(err.message);
+}
+
+/**
+ * A UsageError for an unknown subcommand (`devices remvoe`), naming the closest of `known`:
+ * `unknown devices command "remvoe": did you mean remove?`.
+ */
+export function unknownSubcommand(command: string, typed: string, known: string[]): UsageError {
+  const hint = didYouMean(typed, known) || `: expected ${known.join(' or ')}`;
+  return new UsageError(`unknown ${command} command "${typed}"${hint}`);
 }
 
 type Flags = ReturnType<typeof parseCommandLine>['values'];
@@ -50,7 +88,18 @@ export function errorLine(err: unknown): string {
     const hint = err.code === 'unauthorized' ? '; sign in again with sync-host login' : '';
     return `${err.message} (${err.code}, HTTP ${err.status})${hint}`;
   }
+  if (err instanceof WrongServiceError) {
+    return `${err.givenUrl} is ${wrongServiceLabels[err.service]}, not the auth service; the auth service is on port 8445 by default: sync-host login --auth ${err.authUrl}`;
+  }
+  if (err instanceof UnreachableError) {
+    if (err.reason === 'refused')
+      return `${err.message}; is the host running? it prints its URLs at start`;
+    if (err.reason === 'other') return err.message;
+    return `${err.message}; check the address; on the same LAN, sync-host discover lists hosts`;
+  }
   if (err instanceof SettingsError) return err.message.replace(/^sync(Auth|Relay)Url /, '');
+  // The code says nothing more than the sentence for a device that is not signed in yet.
+  if (err instanceof SyncError && err.code === 'not_signed_in') return err.message;
   if (err instanceof SyncError) return `${err.message} (${err.code})`;
   return err instanceof Error ? err.message : String(err);
 }
@@ -75,10 +124,22 @@ export function authUrlOf(url: string): string {
   try {
     return parseSettings({ syncAuthUrl: url }).syncAuthUrl.replace(/\/+$/, '');
   } catch (err: unknown) {
-    if (err instanceof SettingsError) throw new UsageError(`--auth ${errorLine(err)}`);
+    if (err instanceof SettingsError) {
+      // The relay's address given where the auth service's goes: say which one that is.
+      const relay = /^wss?:\/\/([^/:]+|\[[^\]]+\])/.exec(url)?.[1];
+      const hint =
+        relay === undefined
+          ? ''
+          : `; ${url} is the relay's address, the auth service is on port 8445 by default: sync-host login --auth http://${relay}:8445`;
+      throw new UsageError(`--auth ${errorLine(err)}${hint}`);
+    }
     throw err;
   }
 }
+
+/** What every command run before the first login says: pairing is the way in. */
+export const notSignedIn =
+  'not signed in: run sync-host login --auth <URL> to pair this device (the host prints its auth URL at start; sync-host discover finds hosts on the LAN)';
 
 /** The stored credential for `--auth`, or the only one stored. */
 export async function signedIn(ctx: Context) {
@@ -89,16 +150,16 @@ export async function signedIn(ctx: Context) {
   } else if (stored.length === 1) {
     authUrl = stored[0]!;
   } else if (stored.length === 0) {
-    throw new SyncError(
-      'not_signed_in',
-      'not signed in: run sync-host login <email> --auth <URL> first',
-    );
+    throw new SyncError('not_signed_in', notSignedIn);
   } else {
     throw new UsageError(`several auth services are stored, pass --auth (${stored.join(', ')})`);
   }
   const credential = ctx.store.get(authUrl);
   if (credential === undefined) {
-    throw new SyncError('not_signed_in', `not signed in on ${authUrl}: run sync-host login first`);
+    throw new SyncError(
+      'not_signed_in',
+      `not signed in on ${authUrl}: run sync-host login --auth ${authUrl} to pair this device`,
+    );
   }
   return {
     authUrl,

@@ -3,8 +3,8 @@ import { createInterface } from 'node:readline';
 /** Where the CLI reads and writes; the process's streams, replaceable in tests. */
 export interface CliIo {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
 export const processIo: CliIo = {
@@ -25,6 +25,21 @@ export async function readLine(io: CliIo, prompt: string): Promise<string | unde
       if (line.trim() !== '') return line.trim();
     }
     return undefined;
+  } finally {
+    lines.close();
+  }
+}
+
+/**
+ * An answer typed at the terminal with a default: `prompt [fallback]: ` on stderr, then one
+ * line of standard input; an empty line or the end of input keeps `fallback`.
+ */
+export async function ask(io: CliIo, prompt: string, fallback: string): Promise<string> {
+  const lines = createInterface({ input: io.stdin, terminal: false });
+  io.stderr.write(`${prompt} [${fallback}]: `);
+  try {
+    for await (const line of lines) return line.trim() === '' ? fallback : line.trim();
+    return fallback;
   } finally {
     lines.close();
   }

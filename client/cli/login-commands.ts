@@ -1,10 +1,16 @@
-import { hostname } from 'node:os';
 import { createAuthClient } from '../auth-client.ts';
 import type { SignedIn } from '../auth-types.ts';
 import { AuthServiceError, SyncError } from '../errors.ts';
-import { authUrlOf, type Context, expectArgs, signedIn, UsageError } from './context.ts';
-import { readLine } from './io.ts';
-import { loginByPairing, signInWithToken } from './login.ts';
+import {
+  authUrlOf,
+  type Context,
+  expectArgs,
+  signedIn,
+  UsageError,
+  unknownSubcommand,
+} from './context.ts';
+import { ask, readLine } from './io.ts';
+import { defaultDeviceName, loginByPairing, signInWithToken } from './login.ts';
 
 /** `login [<email>]`: signs this device in (token, e-mailed link or pairing) and stores it. */
 export async function login(ctx: Context): Promise<number> {
@@ -13,10 +19,8 @@ export async function login(ctx: Context): Promise<number> {
   const email = ctx.args[0];
   const authUrl = authUrlOf(ctx.flags.auth);
   const auth = createAuthClient({ authUrl });
-  const device = {
-    deviceName: ctx.flags['device-name'] ?? hostname(),
-    platform: ctx.flags.platform ?? process.platform,
-  };
+  const platform = ctx.flags.platform ?? process.platform;
+  const device = { deviceName: await deviceNameOf(ctx, platform), platform };
   let signed: SignedIn;
   if (ctx.flags.token !== undefined) {
     signed = await signInWithToken(auth, ctx.flags.token, device, ctx.flags.jwt ? 'jwt' : 'device');
@@ -54,6 +58,18 @@ export async function login(ctx: Context): Promise<number> {
   return 0;
 }
 
+/**
+ * `--device-name`, else the host name with the platform (`vm (linux)`), which tells two
+ * machines apart in device lists; on a terminal that default is offered and can be changed.
+ */
+async function deviceNameOf(ctx: Context, platform: string): Promise<string> {
+  const given = ctx.flags['device-name'];
+  if (given !== undefined) return given;
+  const fallback = defaultDeviceName(platform);
+  if (ctx.io.stdin.isTTY !== true || ctx.io.stderr.isTTY !== true) return fallback;
+  return ask(ctx.io, 'Name of this device', fallback);
+}
+
 /** Removes this device at the host (its token stops working) and forgets the credential. */
 export async function logout(ctx: Context): Promise<number> {
   expectArgs(ctx, 0, '');
@@ -72,8 +88,10 @@ export async function logout(ctx: Context): Promise<number> {
 /** `pair approve <code>` / `pair deny <code>` from a signed-in device. */
 export async function pairCommand(ctx: Context): Promise<number> {
   const action = ctx.args.shift();
-  if (action !== 'approve' && action !== 'deny')
+  if (action === undefined)
     throw new UsageError('expected: pair approve <code> or pair deny <code>');
+  if (action !== 'approve' && action !== 'deny')
+    throw unknownSubcommand('pair', action, ['approve', 'deny']);
   expectArgs(ctx, 1, '<code>');
   const { auth, credential } = await signedIn(ctx);
   const code = ctx.args[0]!;

@@ -12,6 +12,11 @@ import type {
 import { pair } from '../pairing.ts';
 import type { CliIo } from './io.ts';
 
+/** The name a device gets unless told otherwise: its host name and platform, `vm (linux)`. */
+export function defaultDeviceName(platform: string = process.platform): string {
+  return `${hostname()} (${platform})`;
+}
+
 /** How the person who approved is named to the new device's user. */
 export function approvedByLine(by: ApprovedBy): string {
   if (by.via === 'device') return `Approved on your device "${by.name ?? '?'}".`;
@@ -21,7 +26,11 @@ export function approvedByLine(by: ApprovedBy): string {
 
 /** The code, where to approve it, and a QR code of the approve URL for a phone. */
 async function showCode(io: CliIo, started: PairingStarted, email: string | undefined) {
-  const qr = await QRCode.toString(started.approveUrl, { type: 'terminal', small: true });
+  // Colours for a terminal; into a file or a pipe, plain block characters and no escapes.
+  const qr =
+    io.stderr.isTTY === true
+      ? await QRCode.toString(started.approveUrl, { type: 'terminal', small: true })
+      : await QRCode.toString(started.approveUrl, { type: 'utf8' });
   const until = new Date(started.expiresAt).toLocaleTimeString();
   io.stderr.write(
     [
@@ -70,6 +79,7 @@ export async function loginByPairing(
   auth: AuthClient,
   options: { deviceName?: string; platform?: string; email?: string },
 ): Promise<Paired> {
+  const platform = options.platform ?? process.platform;
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop);
@@ -90,8 +100,8 @@ export async function loginByPairing(
       {
         authUrl: auth.authUrl,
         device: {
-          deviceName: options.deviceName ?? hostname(),
-          platform: options.platform ?? process.platform,
+          deviceName: options.deviceName ?? defaultDeviceName(platform),
+          platform,
         },
         email: options.email,
         signal: controller.signal,

@@ -17,7 +17,9 @@ import { syncFolder } from './sync-command.ts';
 export const clientUsage = `Client commands:
   sync-host login --auth URL [--device-name N] [--platform P]
       pair this device: shows a code (and a QR code of where to approve it) and waits until it
-      is approved in the admin UI, on a signed-in device (pair approve) or by its e-mail link
+      is approved in the admin UI, on a signed-in device (pair approve) or by its e-mail link;
+      the device is named "<host name> (<platform>)" unless --device-name is given (on a
+      terminal, asked with that as the default)
   sync-host login <email> --auth URL [--token T] [--jwt]
       with SMTP on the host: request a login link, then paste the token or the whole link;
       without SMTP: pair as above, joining as <email>
@@ -26,7 +28,8 @@ export const clientUsage = `Client commands:
   sync-host logout                      remove this device at the host and forget its token
   sync-host pair approve <code>         let a new device showing <code> join your account
   sync-host pair deny <code>            refuse it
-  sync-host devices                     list this user's devices (JSON)
+  sync-host devices                     list this user's devices (JSON; "thisDevice": true marks
+                                        this one)
   sync-host devices remove <id>         remove a device (its token stops working at once)
   sync-host projects                    list synced projects (JSON)
   sync-host project add <key> <name>    register a workspace (idempotent); prints the project

@@ -2,7 +2,7 @@ import { existsSync, lstatSync, mkdirSync, renameSync, unlinkSync, writeFileSync
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SyncError } from '../errors.ts';
-import { type Context, expectArgs, signedIn, UsageError } from './context.ts';
+import { type Context, expectArgs, signedIn, UsageError, unknownSubcommand } from './context.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import { syncUnit, systemdUnitName } from './systemd-unit.ts';
@@ -31,6 +31,7 @@ export async function serviceCommand(ctx: Context): Promise<number> {
   const action = ctx.args.shift();
   if (action === 'install') return install(ctx);
   if (action === 'remove') return remove(ctx);
+  if (action !== undefined) throw unknownSubcommand('service', action, ['install', 'remove']);
   throw new UsageError(
     'expected: service install <projectKey> <dir> [--encrypt --passphrase-file F] or service remove <projectKey>',
   );

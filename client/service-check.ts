@@ -1,0 +1,92 @@
+import { UnreachableError, type UnreachableReason, WrongServiceError } from './errors.ts';
+
+/** The auth service's port when the host's configuration does not say otherwise. */
+export const defaultAuthPort = 8445;
+
+const reasons: Record<string, UnreachableReason> = {
+  ECONNREFUSED: 'refused',
+  ENOTFOUND: 'not_found',
+  EAI_AGAIN: 'not_found',
+  EAI_NONAME: 'not_found',
+  EHOSTUNREACH: 'no_route',
+  ENETUNREACH: 'no_route',
+  EHOSTDOWN: 'no_route',
+  ETIMEDOUT: 'timeout',
+  UND_ERR_CONNECT_TIMEOUT: 'timeout',
+};
+
+const why: Record<UnreachableReason, string> = {
+  refused: 'nothing listens there (connection refused)',
+  not_found: 'the host name does not resolve',
+  no_route: 'no route to that address',
+  timeout: 'no answer (timed out)',
+  other: 'the connection failed',
+};
+
+/** The error code of a failed `fetch` (its cause, or the first of several addresses tried). */
+function errorCode(err: unknown): string | undefined {
+  const cause = err instanceof Error ? (err.cause ?? err) : err;
+  if (typeof cause !== 'object' || cause === null) return undefined;
+  if ('code' in cause && typeof cause.code === 'string') return cause.code;
+  if (cause instanceof AggregateError) return errorCode(cause.errors[0]);
+  if (cause instanceof Error && cause.name === 'TimeoutError') return 'ETIMEDOUT';
+  return undefined;
+}
+
+/**
+ * A failed `fetch` of the auth service as an UnreachableError whose reason tells "nothing
+ * listens at that address" (the host is not running) from "that address leads nowhere".
+ */
+export function unreachable(authUrl: string, err: unknown): UnreachableError {
+  const code = errorCode(err);
+  const reason = (code === undefined ? undefined : reasons[code]) ?? 'other';
+  const cause = err instanceof Error ? (err.cause ?? err) : err;
+  const detail =
+    reason === 'other' ? (cause instanceof Error ? cause.message : String(cause)) : why[reason];
+  const suffix = code !== undefined && reason !== 'refused' ? ` (${code})` : '';
+  return new UnreachableError(
+    `cannot reach the auth service at ${authUrl}: ${detail}${suffix}`,
+    reason,
+  );
+}
+
+/** `http://host:8445` for the host of `url`, keeping its scheme. */
+function authUrlOnDefaultPort(url: URL): string {
+  return `${url.protocol}//${url.hostname}:${defaultAuthPort}`;
+}
+
+/**
+ * Whether an answer that no auth service gives came from another port of the host: the relay's
+ * WebSocket port answers every HTTP request with 426 Upgrade Required; its status port answers
+ * `GET /health` with room counts (asked here when `answer` alone does not tell). Resolves with
+ * the WrongServiceError to throw, or undefined when the answer is from something else.
+ */
+export async function wrongService(
+  authUrl: string,
+  answer: Response,
+  doFetch: typeof fetch,
+): Promise<WrongServiceError | undefined> {
+  const url = new URL(authUrl);
+  const suggested = authUrlOnDefaultPort(url);
+  const wrong = (service: 'relay' | 'relay_status') =>
+    new WrongServiceError(authUrl, service, suggested);
+  if (answer.status === 426 || answer.headers.get('upgrade')?.toLowerCase() === 'websocket') {
+    return wrong('relay');
+  }
+  let health: unknown;
+  try {
+    const res = await doFetch(new URL('/health', url.origin), {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(5_000),
+    });
+    if (res.status === 426) return wrong('relay');
+    health = await res.json();
+  } catch (err: unknown) {
+    // Not JSON, or gone: nothing more to tell than the first answer did.
+    if (err instanceof Error) return undefined;
+    throw err;
+  }
+  const rooms =
+    typeof health === 'object' && health !== null && 'rooms' in health && typeof health.rooms;
+  return rooms === 'number' ? wrong('relay_status') : undefined;
+}

@@ -1,0 +1,160 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCliRunner } from '../helpers/cli-process.ts';
+import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { freePort } from '../helpers/host-process.ts';
+
+const dirs: string[] = [];
+const { spawnCli, cli, killAll } = createCliRunner();
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sync-first-'));
+  dirs.push(dir);
+  return dir;
+}
+
+let host: TestHost;
+
+beforeAll(async () => {
+  host = await startTestHost();
+});
+
+afterAll(async () => {
+  killAll();
+  await host?.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const pairingHint =
+  'not signed in: run sync-host login --auth <URL> to pair this device (the host prints its auth URL at start; sync-host discover finds hosts on the LAN)';
+
+/** `http://127.0.0.1:<port>` of a `ws://` or `http://` URL the host printed. */
+const httpOf = (url: string) => url.replace(/^ws:/, 'http:');
+
+// Each command is a fresh `bin/sync-host` process (seconds of start-up on a busy machine).
+describe('what a new user meets on the command line', { timeout: 90_000 }, () => {
+  it('tells every command run before login to pair this device, with where the URL comes from', async () => {
+    const fresh = tempDir();
+    const runs = await Promise.all([
+      cli(['devices'], fresh),
+      cli(['projects'], fresh),
+      cli(['subscription'], fresh),
+      cli(['logout'], fresh),
+      cli(['pair', 'approve', 'BCDF-GHJK'], fresh),
+      cli(['project', 'add', 'notes', 'Notes'], fresh),
+      cli(['project', 'remove', 'notes'], fresh),
+      cli(['send', 'notes', 'broadcast', '{}'], fresh),
+      cli(['listen', 'notes'], fresh),
+      cli(['sync', 'notes', tempDir()], fresh),
+      cli(['service', 'install', 'notes', tempDir()], fresh),
+    ]);
+    for (const run of runs) {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/^sync-host [a-z]+: /);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(run.stderr.trim().slice(-pairingHint.length)).toBe(pairingHint);
+      expect(run.stderr).not.toContain('<email>');
+    }
+  });
+
+  it('names the closest option or subcommand for a typo, with exit code 2', async () => {
+    const fresh = tempDir();
+    const [auth, remove, add, approve, install, far, missing] = await Promise.all([
+      cli(['login', '--auht', host.base], fresh),
+      cli(['devices', 'remvoe', '3'], fresh),
+      cli(['project', 'ad', 'notes', 'Notes'], fresh),
+      cli(['pair', 'aprove', 'BCDF-GHJK'], fresh),
+      cli(['service', 'instal', 'notes', '.'], fresh),
+      cli(['login', '--zzzzzz', host.base], fresh),
+      cli(['login', '--auth'], fresh),
+    ]);
+    expect(auth.stderr.trim()).toBe(
+      'sync-host login: unknown option --auht: did you mean --auth? (see sync-host login --help)',
+    );
+    expect(remove.stderr).toContain('unknown devices command "remvoe": did you mean remove?');
+    expect(add.stderr).toContain('unknown project command "ad": did you mean add?');
+    expect(approve.stderr).toContain('unknown pair command "aprove": did you mean approve?');
+    expect(install.stderr).toContain('unknown service command "instal": did you mean install?');
+    expect(far.stderr).toContain('unknown option --zzzzzz');
+    expect(far.stderr).not.toContain('did you mean');
+    expect(missing.stderr).toContain('option --auth needs a value');
+    for (const run of [auth, remove, add, approve, install, far, missing]) {
+      expect(run.code).toBe(2);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('says which port a login hit when it is the relay or its status port, and which to use', async () => {
+    const relay = httpOf(host.relayUrl);
+    const status = host.host.urls.status ?? '';
+    expect(status).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const runs = await Promise.all([
+      cli(['login', '--auth', relay], tempDir()),
+      cli(['login', 'ann@example.org', '--auth', relay], tempDir()),
+      cli(['login', '--auth', status], tempDir()),
+      cli(['login', 'ann@example.org', '--auth', status], tempDir()),
+      cli(['login', '--auth', status, '--token', 'f'.repeat(64)], tempDir()),
+    ]);
+    const [byPairing, byEmail, statusPairing, statusEmail, statusToken] = runs;
+    const relayLine = `sync-host login: ${relay} is the relay (WebSocket) port, not the auth service; the auth service is on port 8445 by default: sync-host login --auth http://127.0.0.1:8445\n`;
+    expect(byPairing!.stderr).toBe(relayLine);
+    expect(byEmail!.stderr).toBe(relayLine);
+    const statusLine = `sync-host login: ${status} is the relay's status port, not the auth service; the auth service is on port 8445 by default: sync-host login --auth http://127.0.0.1:8445\n`;
+    expect(statusPairing!.stderr).toBe(statusLine);
+    expect(statusEmail!.stderr).toBe(statusLine);
+    expect(statusToken!.stderr).toBe(statusLine);
+    for (const run of runs) expect(run.code).toBe(1);
+  });
+
+  it('tells a host that is not running from an address that leads nowhere', async () => {
+    const idle = `http://127.0.0.1:${await freePort()}`;
+    const [refused, unknown, relayAddress] = await Promise.all([
+      cli(['login', '--auth', idle], tempDir()),
+      cli(['login', '--auth', 'http://no-such-host.invalid:8445'], tempDir()),
+      cli(['login', '--auth', 'ws://192.168.1.20:8443'], tempDir()),
+    ]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      `sync-host login: cannot reach the auth service at ${idle}: nothing listens there (connection refused); is the host running? it prints its URLs at start`,
+    );
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(
+      /^sync-host login: cannot reach the auth service at http:\/\/no-such-host\.invalid:8445: the host name does not resolve \((ENOTFOUND|EAI_AGAIN)\); check the address; on the same LAN, sync-host discover lists hosts\n$/,
+    );
+    expect(unknown.stderr).not.toContain('is the host running');
+    expect(relayAddress.code).toBe(2);
+    expect(relayAddress.stderr).toContain(
+      "ws://192.168.1.20:8443 is the relay's address, the auth service is on port 8445 by default: sync-host login --auth http://192.168.1.20:8445",
+    );
+  });
+
+  it('pairs into a file without escape sequences, named after host and platform, and devices marks this device', async () => {
+    const email = 'lee@example.org';
+    const other = await host.signIn(email, 'desk');
+    const config = tempDir();
+    const login = spawnCli(['login', '--auth', host.base], config);
+    const code = await login.code();
+    const approved = await host.admin('POST', '/pairings/approve', { code, email });
+    expect(approved.status).toBe(200);
+    expect(await login.exited).toBe(0);
+    expect(login.out.stderr).toMatch(/[▀▄█]{7}/);
+    expect(login.out.stderr + login.out.stdout).not.toContain('\u001b');
+    const name = `${hostname()} (${process.platform})`;
+    expect(login.out.stdout).toContain(`"${name}"`);
+
+    const devices = await cli(['devices'], config);
+    expect(devices.code).toBe(0);
+    const list = JSON.parse(devices.stdout) as Array<{
+      id: number;
+      deviceName: string;
+      thisDevice: boolean;
+    }>;
+    expect(list.map((d) => [d.deviceName, d.thisDevice])).toEqual([
+      ['desk', false],
+      [name, true],
+    ]);
+    expect(list[0]!.id).toBe(other.deviceId);
+  });
+});

@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { hasScript, spawnInTerminal, type TerminalRun } from '../helpers/terminal.ts';
+import { eventually } from '../helpers/wait.ts';
+
+const dirs: string[] = [];
+const runs: TerminalRun[] = [];
+let host: TestHost;
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sync-tty-'));
+  dirs.push(dir);
+  return dir;
+}
+
+beforeAll(async () => {
+  host = await startTestHost();
+});
+
+afterAll(async () => {
+  for (const run of runs) if (run.child.exitCode === null) run.child.kill('SIGKILL');
+  await host?.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const defaultName = `${hostname()} (${process.platform})`;
+
+/** Logs in at a terminal, answers the name question with `answer`, approves the code. */
+async function loginAtTerminal(answer: string, email: string) {
+  const run = spawnInTerminal(['login', '--auth', host.base], tempDir());
+  runs.push(run);
+  const prompt = `Name of this device [${defaultName}]: `;
+  await eventually(() => run.out.text.includes(prompt), 'the device name question', 20_000);
+  expect(run.out.text).not.toContain('Pairing code');
+  run.type(`${answer}\n`);
+  await eventually(() => /Pairing code: +[A-Z]{4}-[A-Z]{4}/.test(run.out.text), 'the code', 20_000);
+  const code = /Pairing code: +([A-Z]{4}-[A-Z]{4})/.exec(run.out.text)?.[1];
+  const approved = await host.admin('POST', '/pairings/approve', { code, email });
+  expect(approved.status).toBe(200);
+  expect(await run.exited).toBe(0);
+  return run.out.text;
+}
+
+// Each login is a fresh `bin/sync-host` process behind a pty.
+describe.skipIf(!hasScript)('sync-host login in a terminal', { timeout: 60_000 }, () => {
+  it('asks for the device name with host and platform as the default, and draws the QR code in colour', async () => {
+    const shown = await loginAtTerminal('pty box', 'tty@example.org');
+    const esc = '\u001b';
+    expect(shown).toContain(`${esc}[47m${esc}[30m ▄▄▄▄▄▄▄`); // the QR code's first line
+    expect(shown).toContain(`▄▄▄▄▄▄▄ ${esc}[0m`);
+    expect(shown).toMatch(/Signed in as tty@example\.org on .*: device \d+ "pty box"/);
+  });
+
+  it('keeps the default name when Enter is pressed', async () => {
+    const shown = await loginAtTerminal('', 'tty@example.org');
+    const name = defaultName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    expect(shown).toMatch(
+      new RegExp(`Signed in as tty@example\\.org on .*: device \\d+ "${name}"`),
+    );
+  });
+});
