@@ -161,8 +161,8 @@ const authKeys = {
 /** Every accepted spelling of every auth.conf key, per field. */
 export const authKeyNames: Record<string, readonly string[]> = keyNamesOf(authKeys);
 
-/** Environment variables that override auth.conf (the upper-case key names). */
-const authEnvNames: Record<string, string> = Object.fromEntries(
+/** Environment variables that override auth.conf (the upper-case key names), per field. */
+export const authEnvNames: Record<string, string> = Object.fromEntries(
   Object.entries(authKeyNames).map(([field, names]) => [field, names[0] ?? field]),
 );
 
