@@ -168,6 +168,15 @@ export const authEnvNames: Record<string, string> = Object.fromEntries(
 
 type AuthKeys = z.output<z.ZodObject<typeof authKeys>>;
 
+/**
+ * Each auth.conf key's value, parsed with its default, before the database and SMTP keys are
+ * folded into their settings (what `sync-host config check` shows). Throws on an invalid value:
+ * call it on values `buildAuthConfig` accepted.
+ */
+export function authKeyValues(values: Readonly<Record<string, string>>): AuthKeys {
+  return z.object(authKeys).parse(values);
+}
+
 /** Refuses a database server configured without what it needs, one problem per missing key. */
 function checkDatabaseKeys(c: AuthKeys, ctx: z.RefinementCtx): void {
   const driver = c.dbDriver ?? (c.dbHost === undefined ? 'sqlite' : 'postgres');
