@@ -171,6 +171,7 @@ describe('sync-host config check', () => {
     expect(check.stderr.trim().split('\n')).toEqual([
       'sync-host: auth.conf:1: PORT: must be a port number',
       'sync-host: auth.conf:2: SIGNUP: must be open or allowlist',
+      'sync-host: relay.conf:1: ws.port: must be a port number between 1 and 65535',
     ]);
     const relayOnly = configDir('', 'ws.port=99999\n');
     const relay = await sh(['config', 'check', '--config-dir', relayOnly], relayOnly);
