@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { authEnvNames, authKeyNames } from '../../server/config/auth-config.ts';
-import { relayEnvNames, relayKeyNames } from '../../server/config/relay-config.ts';
+import { authEnvNames, authKeyNames, authKeyValues } from '../../server/config/auth-config.ts';
+import {
+  buildRelayConfig,
+  relayEnvNames,
+  relayKeyNames,
+} from '../../server/config/relay-config.ts';
 
 const docPath = resolve(import.meta.dirname, '../../docs/configuration.md');
 const doc = readFileSync(docPath, 'utf8');
@@ -69,6 +73,34 @@ describe('docs/configuration.md', () => {
         expect(codes(spellings), `the example of ${spellings}`).toContain(
           set.slice(0, set.indexOf('=')),
         );
+      }
+    }
+  });
+
+  it('gives each key the default the code has', () => {
+    const defaults = {
+      'auth.conf': { names: authKeyNames, values: authKeyValues({}) as Record<string, unknown> },
+      'relay.conf': {
+        names: relayKeyNames,
+        values: buildRelayConfig([], 'relay.conf', '/conf', '/conf/data') as Record<
+          string,
+          unknown
+        >,
+      },
+    };
+    for (const [heading, { names, values }] of Object.entries(defaults)) {
+      const rows = tableUnder(heading);
+      for (const [field, spellings] of Object.entries(names)) {
+        const row = rows.find((r) => codes(r[0]).includes(spellings[0] ?? ''));
+        const cell = row?.[2] ?? '';
+        const value = values[field];
+        const what = `the default of ${spellings[0]} in the ${heading} table`;
+        // Written as a number (a size also in MiB), a word in backquotes, on/off, or empty.
+        if (typeof value === 'number') expect(cell, what).toMatch(new RegExp(`^${value}\\b`));
+        else if (typeof value === 'boolean') expect(cell, what).toContain(value ? '`on`' : '`off`');
+        else if (Array.isArray(value) && value.length === 0) expect(cell, what).toMatch(/empty/);
+        else if (typeof value === 'string' && !value.startsWith('/'))
+          expect(cell, what).toContain(`\`${value}\``);
       }
     }
   });
