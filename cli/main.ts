@@ -22,6 +22,7 @@ Modes:
   auth                the auth service alone (auth.conf)
   relay               the relay alone (relay.conf)
   discover            list sync hosts advertised on the LAN (mDNS) and exit
+  config check        print the configuration and where each value comes from (every key: docs/configuration.md)
   (none)              the tray app when Electron is installed, else the headless host
 
 Client commands (see \`sync-host login --help\`):
@@ -47,6 +48,10 @@ export async function main(argv: string[]): Promise<number> {
   // Client subcommands (login, devices, projects, project, subscription, send, listen, sync, service): client/cli.
   if (isClientCommand(argv)) {
     return (await import('../client/cli/main.ts')).runClientCommand(argv);
+  }
+  // `sync-host config check`: its own options (--json); starts nothing.
+  if (argv[0] === 'config') {
+    return (await import('./config-command.ts')).runConfigCommand(argv.slice(1));
   }
   let parsed: CommandLine;
   try {

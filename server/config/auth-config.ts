@@ -161,12 +161,21 @@ const authKeys = {
 /** Every accepted spelling of every auth.conf key, per field. */
 export const authKeyNames: Record<string, readonly string[]> = keyNamesOf(authKeys);
 
-/** Environment variables that override auth.conf (the upper-case key names). */
-const authEnvNames: Record<string, string> = Object.fromEntries(
+/** Environment variables that override auth.conf (the upper-case key names), per field. */
+export const authEnvNames: Record<string, string> = Object.fromEntries(
   Object.entries(authKeyNames).map(([field, names]) => [field, names[0] ?? field]),
 );
 
 type AuthKeys = z.output<z.ZodObject<typeof authKeys>>;
+
+/**
+ * Each auth.conf key's value, parsed with its default, before the database and SMTP keys are
+ * folded into their settings (what `sync-host config check` shows). Throws on an invalid value:
+ * call it on values `buildAuthConfig` accepted.
+ */
+export function authKeyValues(values: Readonly<Record<string, string>>): AuthKeys {
+  return z.object(authKeys).parse(values);
+}
 
 /** Refuses a database server configured without what it needs, one problem per missing key. */
 function checkDatabaseKeys(c: AuthKeys, ctx: z.RefinementCtx): void {

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type AuthConfig, buildAuthConfig } from './auth-config.ts';
 import { ConfigError, readConfFile } from './conf-file.ts';
+import { ConfigProblems } from './keys.ts';
 import { buildRelayConfig, type RelayConfig } from './relay-config.ts';
 
 export interface LoadedConfig {
@@ -26,14 +27,42 @@ export function loadConfig(configDir: string, env: NodeJS.ProcessEnv = process.e
     const problem = kind === undefined ? 'does not exist' : 'is not a folder';
     throw new ConfigError('--config-dir', undefined, undefined, `${dir} ${problem}`);
   }
-  const authEntries = readConfFile(join(dir, 'auth.conf'), 'auth.conf');
-  const relayEntries = readConfFile(join(dir, 'relay.conf'), 'relay.conf');
-  const auth = buildAuthConfig(authEntries ?? [], 'auth.conf', dir, env);
-  const relay = buildRelayConfig(relayEntries ?? [], 'relay.conf', dir, auth.dataDir, env);
+  // Every problem of both files at once: fixing one file must not reveal new ones in the other.
+  const problems: ConfigError[] = [];
+  const authEntries = collectProblems(problems, () =>
+    readConfFile(join(dir, 'auth.conf'), 'auth.conf'),
+  );
+  const relayEntries = collectProblems(problems, () =>
+    readConfFile(join(dir, 'relay.conf'), 'relay.conf'),
+  );
+  const auth = collectProblems(problems, () =>
+    buildAuthConfig(authEntries ?? [], 'auth.conf', dir, env),
+  );
+  // Without a valid auth.conf, relay.conf is still checked (its data folder then the default).
+  const dataDir = auth?.dataDir ?? resolve(dir, 'data');
+  const relay = collectProblems(problems, () =>
+    buildRelayConfig(relayEntries ?? [], 'relay.conf', dir, dataDir, env),
+  );
+  if (problems.length === 1 && problems[0] !== undefined) throw problems[0];
+  if (problems.length > 0 || auth === undefined || relay === undefined) {
+    throw new ConfigProblems(problems);
+  }
   return {
     configDir: dir,
     auth,
     relay,
     files: { auth: authEntries !== undefined, relay: relayEntries !== undefined },
   };
+}
+
+/** `fn()`, or undefined with its configuration mistakes added to `problems`. */
+function collectProblems<T>(problems: ConfigError[], fn: () => T): T | undefined {
+  try {
+    return fn();
+  } catch (err: unknown) {
+    if (err instanceof ConfigError) problems.push(err);
+    else if (err instanceof ConfigProblems) problems.push(...err.problems);
+    else throw err;
+    return undefined;
+  }
 }

@@ -156,6 +156,9 @@ export const relayKeyNames: Record<string, readonly string[]> = keyNamesOf(
   relaySchema({ baseDir: '', dataDir: '' }).shape,
 );
 
+/** Environment variables that override relay.conf, per field: only LOG_LEVEL, shared with auth.conf. */
+export const relayEnvNames: Record<string, string> = { logLevel: 'LOG_LEVEL' };
+
 /** The validated relay.conf. */
 export type RelayConfig = z.output<ReturnType<typeof relaySchema>> & {
   /** Keys found in the file that this version does not know (warned about, not fatal). */
@@ -173,7 +176,7 @@ export function buildRelayConfig(
   env: NodeJS.ProcessEnv = {},
 ): RelayConfig {
   const collected = collectKeys(entries, relayKeyNames, file);
-  applyEnv(collected, { logLevel: 'LOG_LEVEL' }, env);
+  applyEnv(collected, relayEnvNames, env);
   const config = validateKeys(relaySchema({ baseDir, dataDir }), collected, file, relayKeyNames);
   checkMemoryBounds(config, collected, file);
   return {

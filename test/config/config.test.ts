@@ -199,6 +199,23 @@ describe('relay.conf and loading', () => {
     );
   });
 
+  it('reports the problems of auth.conf and relay.conf together, a syntax error among them', () => {
+    const d = dir();
+    writeFileSync(join(d, 'auth.conf'), 'PORT=lots\nSIGNUP=closed\n');
+    writeFileSync(join(d, 'relay.conf'), 'ws.port=8443\njust words\n');
+    expect(problemOf(() => loadConfig(d, {})).split('\n')).toEqual([
+      'relay.conf:2: expected KEY=VALUE, got "just words"',
+      'auth.conf:1: PORT: must be a port number',
+      'auth.conf:2: SIGNUP: must be open or allowlist',
+    ]);
+    writeFileSync(join(d, 'relay.conf'), 'rate.burst=-3\n');
+    expect(problemOf(() => loadConfig(d, {})).split('\n')).toEqual([
+      'auth.conf:1: PORT: must be a port number',
+      'auth.conf:2: SIGNUP: must be open or allowlist',
+      'relay.conf:1: rate.burst: must be positive (a message count)',
+    ]);
+  });
+
   it('reads the cluster keys of relay.conf and CLUSTER_NATS of auth.conf, and names a bad URL', () => {
     const d = dir();
     writeFileSync(
