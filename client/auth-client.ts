@@ -42,7 +42,14 @@ export interface AuthClientOptions {
   deviceToken?: string;
   /** Default: the global `fetch`. */
   fetch?: typeof fetch;
+  /**
+   * How long one request may take, answer included, before it fails as `unreachable` with the
+   * reason `timeout` (a host that accepts the connection and never answers). Default 30 s.
+   */
+  requestTimeoutMs?: number;
 }
+
+const defaultRequestTimeoutMs = 30_000;
 
 export interface AuthClient {
   readonly authUrl: string;
@@ -111,6 +118,7 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
   const authUrl = trimSlash(options.authUrl);
   const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
   const deviceToken = options.deviceToken;
+  const requestTimeoutMs = options.requestTimeoutMs ?? defaultRequestTimeoutMs;
 
   async function call<S extends z.ZodType>(
     method: string,
@@ -124,16 +132,18 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
     let res: Response;
+    let text: string;
     try {
       res = await doFetch(url, {
         method,
         headers,
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        signal: AbortSignal.timeout(requestTimeoutMs),
       });
+      text = await res.text();
     } catch (err: unknown) {
       throw unreachable(authUrl, err);
     }
-    const text = await res.text();
     let body: unknown;
     try {
       body = text === '' ? undefined : JSON.parse(text);

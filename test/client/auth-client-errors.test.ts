@@ -81,3 +81,24 @@ describe('the auth client pointed somewhere else', () => {
     expect(unknown).toBeInstanceOf(SyncError);
   });
 });
+
+describe('the auth client and a host that never answers', () => {
+  it('gives up after requestTimeoutMs with the reason timeout, instead of waiting for ever', async () => {
+    const { createServer } = await import('node:net');
+    const held: import('node:net').Socket[] = [];
+    const silent = createServer((socket) => held.push(socket)); // accepts, never answers
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as import('node:net').AddressInfo;
+    try {
+      const auth = createAuthClient({ authUrl: `http://127.0.0.1:${port}`, requestTimeoutMs: 300 });
+      const err = await failure(auth.hostInfo());
+      expect(err).toBeInstanceOf(UnreachableError);
+      expect((err as UnreachableError).reason).toBe('timeout');
+      expect((err as UnreachableError).message).toContain('no answer (timed out)');
+      expect(held.length).toBeGreaterThan(0);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
