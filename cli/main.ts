@@ -50,8 +50,10 @@ export async function main(argv: string[]): Promise<number> {
     return (await import('../client/cli/main.ts')).runClientCommand(argv);
   }
   // `sync-host config check`: its own options (--json); starts nothing.
-  if (argv[0] === 'config') {
-    return (await import('./config-command.ts')).runConfigCommand(argv.slice(1));
+  const configAt = configCommandAt(argv);
+  if (configAt !== undefined) {
+    const args = [...argv.slice(0, configAt), ...argv.slice(configAt + 1)];
+    return (await import('./config-command.ts')).runConfigCommand(args);
   }
   let parsed: CommandLine;
   try {
@@ -288,4 +290,16 @@ function waitForSignal(host: Host, logger: Logger, stopping: ReturnType<typeof s
     if (stopping.signal.aborted) close();
     else stopping.signal.addEventListener('abort', close, { once: true });
   });
+}
+
+/**
+ * Where the word `config` stands when it is the command: first, or after `--config-dir DIR`
+ * (`sync-host --config-dir /etc/sync-host config check`).
+ */
+function configCommandAt(argv: string[]): number | undefined {
+  let at = 0;
+  while (argv[at] === '--config-dir' || argv[at]?.startsWith('--config-dir=')) {
+    at += argv[at] === '--config-dir' ? 2 : 1;
+  }
+  return argv[at] === 'config' ? at : undefined;
 }

@@ -239,4 +239,17 @@ describe('sync-host config check', () => {
       'sync-host config: unknown command "show"; the command is: sync-host config check\n',
     );
   });
+
+  it('takes --config-dir before the word config as well as after it', async () => {
+    const dir = configDir('PORT=9100\n');
+    for (const args of [
+      ['--config-dir', dir, 'config', 'check', '--json'],
+      [`--config-dir=${dir}`, 'config', 'check', '--json'],
+    ]) {
+      const res = await sh(args, scope.tempDir());
+      expect(res.code).toBe(0);
+      const config = JSON.parse(res.stdout) as EffectiveConfig;
+      expect(entry(config, 'auth', 'PORT').value).toBe(9100);
+    }
+  });
 });
