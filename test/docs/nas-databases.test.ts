@@ -74,10 +74,17 @@ async function configFor(marker: string, name: string, password: string): Promis
   return dir;
 }
 
-/** The host refuses to start: exit 2 with `line` among its stderr lines. */
+/**
+ * The host refuses to start: exit 2 with `line` among its stderr lines, up to the database
+ * server's own words in brackets (MariaDB adds `(using password: YES)` on some connections only).
+ */
 async function refusesWith(dir: string, line: string) {
   const res = await cli.cli(['--headless', '--config-dir', dir], dir);
-  expect(res.stderr.split('\n')).toContain(line);
+  const ours = line.slice(0, line.indexOf(' (') === -1 ? undefined : line.indexOf(' ('));
+  expect(
+    res.stderr.split('\n').some((l) => l.startsWith(ours)),
+    `${res.stderr} has no line starting ${ours}`,
+  ).toBe(true);
   expect(res.code).toBe(2);
 }
 
