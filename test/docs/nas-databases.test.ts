@@ -1,7 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,22 +8,13 @@ import { writeConf } from '../helpers/configs.ts';
 import { dbTargets } from '../helpers/databases.ts';
 import { freePort } from '../helpers/host-process.ts';
 import { processScope } from '../helpers/process-scope.ts';
+import { nasBlock } from './nas-doc.ts';
 
-const doc = readFileSync(resolve(import.meta.dirname, '../../docs/nas.md'), 'utf8');
 const docName = 'sync_host';
-
-/** The one fenced block of a language in docs/nas.md whose text includes `marker`. */
-function block(language: string, marker: string): string {
-  const blocks = [...doc.matchAll(new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``, 'g'))]
-    .map((m) => m[1] ?? '')
-    .filter((text) => text.includes(marker));
-  expect(blocks, `one \`\`\`${language} block with ${marker} in docs/nas.md`).toHaveLength(1);
-  return blocks[0] ?? '';
-}
 
 /** The doc's line of a ```text block that includes `marker`, with the doc's names replaced. */
 function errorLine(marker: string, name: string): string {
-  const line = block('text', marker)
+  const line = nasBlock('text', marker)
     .split('\n')
     .find((l) => l.includes(marker));
   expect(line, `a line with ${marker} in docs/nas.md`).toBeDefined();
@@ -34,7 +23,7 @@ function errorLine(marker: string, name: string): string {
 
 /** The doc's auth.conf lines of a database as key → value. */
 function iniBlock(marker: string): Record<string, string> {
-  const entries = block('ini', marker)
+  const entries = nasBlock('ini', marker)
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
@@ -118,7 +107,7 @@ describe.skipIf(pgSkip !== undefined)(
 
     /** One of the doc's `sudo -u postgres …` lines, run as postgres over 127.0.0.1. */
     function runDocLine(command: string) {
-      const line = block('sh', 'createuser')
+      const line = nasBlock('sh', 'createuser')
         .split('\n')
         .find((l) => l.includes(` ${command} `));
       const prefix = 'sudo -u postgres ';
@@ -191,7 +180,7 @@ describe.skipIf(mySkip !== undefined)(
     });
 
     it("after the doc's SQL the host starts on it with the doc auth.conf lines", async () => {
-      const sql = block('sql', 'CREATE USER')
+      const sql = nasBlock('sql', 'CREATE USER')
         .split(docName)
         .join(name)
         .split("'change-me'")

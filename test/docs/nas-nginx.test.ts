@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminPairing } from '../../server/admin/types.ts';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
@@ -16,20 +16,11 @@ import {
   startNginx,
 } from '../helpers/nginx.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
+import { nasBlock } from './nas-doc.ts';
 
-const doc = readFileSync(resolve(import.meta.dirname, '../../docs/nas.md'), 'utf8');
 const serverName = 'sync.example.com';
 /** The address the test's requests come from: not nginx's 127.0.0.1, so not a trusted proxy. */
 const clientAddress = '127.0.0.5';
-
-/** The one fenced block of a language in the doc whose text includes `marker`. */
-function block(language: string, marker: string): string {
-  const blocks = [...doc.matchAll(new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``, 'g'))]
-    .map((m) => m[1] ?? '')
-    .filter((text) => text.includes(marker));
-  expect(blocks, `one \`\`\`${language} block with ${marker} in docs/nas.md`).toHaveLength(1);
-  return blocks[0] ?? '';
-}
 
 /** `text` with `from` replaced by `to`, which must occur exactly `times` times. */
 function substitute(text: string, from: string, to: string, times = 1): string {
@@ -39,7 +30,7 @@ function substitute(text: string, from: string, to: string, times = 1): string {
 
 /** The doc's auth.conf block as key → value (comments and blank lines left out). */
 function docAuthConf(): Map<string, string> {
-  const entries = block('ini', 'TRUST_PROXY')
+  const entries = nasBlock('ini', 'TRUST_PROXY')
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
@@ -84,7 +75,7 @@ describe.skipIf(skip !== undefined)(
       httpsPort = await freePort();
       const authPort = new URL(th.base).port;
       const relayPort = new URL(th.relayUrl).port;
-      let http = block('nginx', 'server_name');
+      let http = nasBlock('nginx', 'server_name');
       http = substitute(http, 'listen 80;', `listen 127.0.0.1:${httpPort};`);
       http = substitute(http, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`);
       http = substitute(http, `/etc/letsencrypt/live/${serverName}/fullchain.pem`, cert);
