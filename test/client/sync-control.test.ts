@@ -3,8 +3,9 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { probeControl } from '../../client/cli/control-client.ts';
 import { controlSocketPath } from '../../client/cli/control-path.ts';
 import type { CloseInfo } from '../../client/relay-connection.ts';
 import { createRelayConnection } from '../../client/relay-connection.ts';
@@ -64,6 +65,9 @@ describe('a running sync owns the device’s connection: send, listen and a seco
     }
   });
 
+  // A test that failed leaves no sync running to stand in the next one's way.
+  afterEach(() => killAll());
+
   afterAll(async () => {
     killAll();
     await th?.close();
@@ -75,6 +79,19 @@ describe('a running sync owns the device’s connection: send, listen and a seco
 
   async function watching(run: CliRun): Promise<void> {
     await eventually(() => run.out.stdout.includes('watching'), 'the sync watching', 15_000);
+  }
+
+  /** Until the sync of `configDir` says, on its control socket, that it joined the room. */
+  async function joined(configDir: string): Promise<void> {
+    const socket = controlSocketPath(configDir, th.base, 'shared');
+    await eventually(
+      async () => {
+        const probe = await probeControl(socket);
+        return probe.kind === 'running' && probe.status?.state === 'joined';
+      },
+      'the sync joined',
+      15_000,
+    );
   }
 
   async function stop(...runs: CliRun[]): Promise<void> {
@@ -209,6 +226,8 @@ describe('a running sync owns the device’s connection: send, listen and a seco
     const one = startSync(config.one, folder.one);
     const two = startSync(config.two, folder.two);
     await Promise.all([watching(one), watching(two)]);
+    // "watching" comes before the join: an intruder joining first would be replaced instead.
+    await joined(config.one);
 
     const intruder = createRelayConnection({
       url: th.relayUrl,
