@@ -60,6 +60,13 @@ Credentials: $SYNC_HOST_CONFIG_DIR/credentials.json (default ~/.config/sync-host
 
 const exitFailure = 1;
 const exitUsage = 2;
+/**
+ * `sync` ended because this device may no longer join (removed, revoked, its token refused):
+ * starting it again cannot help until `login` is run again, so a service unit does not restart
+ * it (`RestartPreventExitStatus=2 3`).
+ */
+const exitDeviceRefused = 3;
+const deviceRefusals: ReadonlySet<string> = new Set(['revoked', 'auth_failed']);
 
 /** Runs a client subcommand; resolves with the exit code. Errors are one line on stderr. */
 export async function runClientCommand(
@@ -100,7 +107,7 @@ export async function runClientCommand(
     if (!(err instanceof SyncError)) throw err;
     // Error messages may come from the auth service or the relay: printed escaped.
     io.stderr.write(`sync-host ${command}: ${printable(errorLine(err))}\n`);
-    return exitFailure;
+    return command === 'sync' && deviceRefusals.has(err.code) ? exitDeviceRefused : exitFailure;
   }
 }
 

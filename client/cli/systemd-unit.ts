@@ -82,11 +82,12 @@ export function syncUnit(options: SyncUnitOptions): string {
     'Type=simple',
     environmentLine('SYNC_HOST_CONFIG_DIR', options.configDir),
     `ExecStart=${options.command.map(execWord).join(' ')}`,
-    // Exit 1 (relay or host unreachable at start, revoked...) is retried; exit 2 is a mistake
-    // on the command line (a passphrase file others may read...) that a retry cannot fix.
+    // Exit 1 (relay or host unreachable at start...) is retried; exit 2 is a mistake on the
+    // command line (a passphrase file others may read...) and exit 3 a device that may no
+    // longer join (removed or revoked): a retry cannot fix either.
     'Restart=on-failure',
     'RestartSec=30',
-    'RestartPreventExitStatus=2',
+    'RestartPreventExitStatus=2 3',
     'UMask=0077',
     '',
     '[Install]',

@@ -76,6 +76,8 @@ describe.skipIf(process.platform !== 'linux')('sync-host service install and rem
       `\nExecStart="${process.execPath}" "${launcher}" "sync" "notes" "${folder}" "--auth" "${th.base}" "--encrypt" "--passphrase-file" "${secret}"\n`,
     );
     expect(unit).toContain('\nRestart=on-failure\n');
+    // Not restarted after a command-line mistake (2) or once the device was removed (3).
+    expect(unit).toContain('\nRestartPreventExitStatus=2 3\n');
     expect(unit).toContain('\nWantedBy=default.target\n');
 
     const removed = await cli(['service', 'remove', 'notes'], config);

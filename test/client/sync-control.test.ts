@@ -262,7 +262,7 @@ describe('a running sync owns the device’s connection: send, listen and a seco
     await stop(one, two);
   }, 60_000);
 
-  it('ends with one line, exit 1, when its device is removed (no rejoin after revoked)', async () => {
+  it('ends with one line, exit 3, when its device is removed (no rejoin after revoked)', async () => {
     const three = await th.signIn('control@example.org', 'three');
     const configThree = tempDir();
     expect(
@@ -272,7 +272,7 @@ describe('a running sync owns the device’s connection: send, listen and a seco
     await watching(run);
     const removed = await cli(['devices', 'remove', String(three.deviceId)], config.one);
     expect(removed.code).toBe(0);
-    expect(await run.exited).toBe(1);
+    expect(await run.exited).toBe(3);
     expect(run.out.stderr).not.toContain('joining again');
     expect(run.out.stderr.trim().split('\n').at(-1)).toMatch(/^sync-host sync: .*\(revoked\)$/);
   }, 60_000);
