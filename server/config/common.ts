@@ -1,12 +1,18 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
-/** A TCP port, 1–65535 (0 is accepted so tests can ask for an ephemeral port). */
-export const portSchema = z.coerce
-  .number({ error: 'must be a port number' })
-  .int({ error: 'must be a whole port number' })
-  .min(0, { error: 'must be a port number between 1 and 65535' })
-  .max(65_535, { error: 'must be a port number between 1 and 65535' });
+/**
+ * A TCP port, 1–65535 (0 is accepted so tests can ask for an ephemeral port). A blank value
+ * (`PORT=`) is refused: read as a number it would be 0, an ephemeral port nobody could find.
+ */
+export const portSchema = z.preprocess(
+  (value) => (typeof value === 'string' && value.trim() === '' ? undefined : value),
+  z.coerce
+    .number({ error: 'must be a port number' })
+    .int({ error: 'must be a whole port number' })
+    .min(0, { error: 'must be a port number between 1 and 65535' })
+    .max(65_535, { error: 'must be a port number between 1 and 65535' }),
+);
 
 /** A positive whole number. */
 export const positiveInt = (what: string) =>

@@ -132,6 +132,12 @@ describe('auth.conf', () => {
     );
   });
 
+  it('refuses a blank port instead of reading it as 0 (an ephemeral port nobody could find)', () => {
+    expect(problemOf(() => auth('PORT='))).toMatch(/^auth\.conf:1: PORT: must be a port number/);
+    expect(problemOf(() => auth('DB_PORT=  '))).toMatch(/^auth\.conf:1: DB_PORT: must be a port/);
+    expect(auth('PORT=0').port).toBe(0);
+  });
+
   it('requires DB_USER, DB_PASS, DB_NAME, AUTH_SECRET and AUTH_BASE_URL with DB_HOST, each on its own line', () => {
     const message = problemOf(() => auth('DB_HOST=db.example'));
     const lines = message.split('\n');
