@@ -20,17 +20,19 @@ export async function login(ctx: Context): Promise<number> {
   const authUrl = authUrlOf(ctx.flags.auth);
   const auth = createAuthClient({ authUrl });
   const platform = ctx.flags.platform ?? process.platform;
-  const device = { deviceName: await deviceNameOf(ctx, platform), platform };
+  // Asked only when a new device is made: a device token names a device that has its name.
+  const describe = async () => ({ deviceName: await deviceNameOf(ctx, platform), platform });
   let signed: SignedIn;
   if (ctx.flags.token !== undefined) {
-    signed = await signInWithToken(auth, ctx.flags.token, device, ctx.flags.jwt ? 'jwt' : 'device');
+    const variant = ctx.flags.jwt ? 'jwt' : 'device';
+    signed = await signInWithToken(auth, ctx.flags.token, describe, variant);
   } else if (email === undefined || (await auth.hostInfo()).smtp === false) {
     if (email !== undefined) {
       ctx.io.stderr.write(
         `This host sends no e-mail (no SMTP): pairing instead. The host prints a sign-in link for ${email}; open it, paste it here, or approve the code below.\n`,
       );
     }
-    signed = await loginByPairing(ctx.io, auth, { ...device, email });
+    signed = await loginByPairing(ctx.io, auth, { ...(await describe()), email });
   } else {
     const variant = ctx.flags.jwt ? 'jwt' : 'device';
     await auth.requestLogin(email, variant);
@@ -39,7 +41,7 @@ export async function login(ctx: Context): Promise<number> {
     if (token === undefined) {
       throw new SyncError('no_token', 'no token or link was given on standard input');
     }
-    signed = await auth.signIn(token, device, variant);
+    signed = await auth.signIn(token, await describe(), variant);
   }
   if (email !== undefined && signed.user.email !== email.trim().toLowerCase()) {
     ctx.io.stderr.write(`note: the sign-in was for ${signed.user.email}\n`);

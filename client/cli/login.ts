@@ -134,12 +134,12 @@ const deviceTokenShape = /^\d+:\d+:\d+\.[0-9a-f]+$/;
 export async function signInWithToken(
   auth: AuthClient,
   given: string,
-  device: DeviceDescription,
+  describe: () => Promise<DeviceDescription>,
   variant: LoginVariant,
 ): Promise<SignedIn> {
   const token = given.trim().replace(/^.*--token\s+/, '');
   if (jwtShape.test(token)) {
-    const registered = await auth.registerDevice(token, device);
+    const registered = await auth.registerDevice(token, await describe());
     const { user } = await auth.withDeviceToken(registered.deviceToken).device();
     return { ...registered, user };
   }
@@ -147,5 +147,5 @@ export async function signInWithToken(
     const me = await auth.withDeviceToken(token).device();
     return { deviceToken: token, device: me.device, user: me.user };
   }
-  return auth.signIn(token, device, variant);
+  return auth.signIn(token, await describe(), variant);
 }

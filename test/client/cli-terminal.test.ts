@@ -54,6 +54,15 @@ describe.skipIf(!hasScript)('sync-host login in a terminal', { timeout: 60_000 }
     expect(shown).toMatch(/Signed in as tty@example\.org on .*: device \d+ "pty box"/);
   });
 
+  it('does not ask for a name when --token names a device that has one', async () => {
+    const { deviceToken } = await host.signIn('tty@example.org', 'named before');
+    const run = spawnInTerminal(['login', '--auth', host.base, '--token', deviceToken], tempDir());
+    runs.push(run);
+    expect(await run.exited).toBe(0);
+    expect(run.out.text).not.toContain('Name of this device');
+    expect(run.out.text).toMatch(/Signed in as tty@example\.org on .*: device \d+ "named before"/);
+  });
+
   it('keeps the default name when Enter is pressed', async () => {
     const shown = await loginAtTerminal('', 'tty@example.org');
     const name = defaultName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
