@@ -73,9 +73,9 @@ export async function listDevicesWithOwner(db: Db): Promise<Array<Omit<AdminDevi
   return rows.map((row) => ({ ...toDevice(row), email: row.email }));
 }
 
-/** Every project with its owner's e-mail, ordered by id. */
-export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
-  const rows = await db.kysely
+/** Every project's fields with its owner's e-mail; the two queries below narrow it. */
+function projectsWithOwner(db: Db) {
+  return db.kysely
     .selectFrom('projects')
     .innerJoin('users', 'users.id', 'projects.userId')
     .select([
@@ -86,9 +86,12 @@ export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
       'projects.name',
       'projects.roomId',
       'projects.createdAt',
-    ])
-    .orderBy('projects.id')
-    .execute();
+    ]);
+}
+
+/** Every project with its owner's e-mail, ordered by id. */
+export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
+  const rows = await projectsWithOwner(db).orderBy('projects.id').execute();
   return rows.map((row) => ({ ...toProject(row), email: row.email }));
 }
 
@@ -102,16 +105,7 @@ export async function projectsByRoom(
 ): Promise<Map<string, AdminRoomProject>> {
   const byRoom = new Map<string, AdminRoomProject>();
   for (let i = 0; i < roomIds.length; i += roomIdsPerQuery) {
-    const rows = await db.kysely
-      .selectFrom('projects')
-      .innerJoin('users', 'users.id', 'projects.userId')
-      .select([
-        'projects.id',
-        'projects.roomId',
-        'projects.name',
-        'projects.projectKey',
-        'users.email',
-      ])
+    const rows = await projectsWithOwner(db)
       .where('projects.roomId', 'in', roomIds.slice(i, i + roomIdsPerQuery))
       .execute();
     for (const row of rows) {
