@@ -29,6 +29,8 @@ import { parentsOf, pathProblem } from './folder-names.ts';
 export const maxTextBytes = 1_048_576;
 /** The suffix of temporary files; a dot file, so never synced; left ones are removed at start. */
 export const tempSuffix = '.sync-host-tmp';
+/** The start of sync-host's own names in the folder (the marker `.sync-host-folder`). */
+const ownPrefix = '.sync-host';
 
 /** What identifies one version of a file on disk without reading it. */
 export interface Stamp {
@@ -293,11 +295,19 @@ export function isWithin(path: string, scope: string): boolean {
   return scope === '' || path === scope || path.startsWith(`${scope}/`);
 }
 
+/** Whether a path stays on this device (`.syncignore`, dot files): see folder-ignore.ts. */
+export type IgnoreTest = (path: string, isFolder: boolean) => boolean;
+
 /**
  * Every file under the folder, or under the given parts of it (`scopes`: relative paths of
- * files or folders, `''` for all), without following links; dot files and folders left out.
+ * files or folders, `''` for all), without following links; what `ignores` matches and
+ * sync-host's own files left out without a word.
  */
-export function walkFolder(root: string, scopes: string[] = ['']): Walk {
+export function walkFolder(
+  root: string,
+  scopes: string[] = [''],
+  ignores: IgnoreTest = () => false,
+): Walk {
   const walk: Walk = { files: new Map(), unreadable: [], temps: [], skipped: new Map() };
   const visit = (folder: string) => {
     let entries: import('node:fs').Dirent<Buffer>[];
@@ -318,10 +328,12 @@ export function walkFolder(root: string, scopes: string[] = ['']): Walk {
         continue;
       }
       const path = folder === '' ? name : `${folder}/${name}`;
-      if (name.startsWith('.')) {
-        if (name.endsWith(tempSuffix) && dirent.isFile()) walk.temps.push(path);
+      if (name.startsWith(ownPrefix)) continue;
+      if (name.startsWith('.') && name.endsWith(tempSuffix)) {
+        if (dirent.isFile()) walk.temps.push(path);
         continue;
       }
+      if (ignores(path, dirent.isDirectory())) continue;
       if (dirent.isSymbolicLink()) {
         walk.skipped.set(path, 'a symbolic link (not followed, not synced)');
         continue;
@@ -356,6 +368,7 @@ export function walkFolder(root: string, scopes: string[] = ['']): Walk {
     } catch {
       continue;
     }
+    if (ignores(scope, stats.isDirectory())) continue;
     if (stats.isDirectory()) visit(scope);
     else if (stats.isFile()) addFile(scope);
     else if (stats.isSymbolicLink())

@@ -1,5 +1,6 @@
 import type * as Y from 'yjs';
 import type { Stamp } from './folder-fs.ts';
+import { SyncIgnore } from './folder-ignore.ts';
 import type { EntryIndex } from './folder-index.ts';
 import type { DiskRecord } from './folder-state.ts';
 
@@ -20,6 +21,8 @@ export class FolderMirror {
   readonly retry = new Set<string>();
   /** Paths to read at the next scan, also a partial one (a file moved aside, one left in place). */
   readonly readAgain = new Set<string>();
+  /** The folder's `.syncignore` rules as last read. */
+  rules = new SyncIgnore(undefined);
   /** How many lines about bad entries were printed. */
   reportedBadEntries = 0;
   private readonly pathsOfId = new Map<string, Set<string>>();
@@ -60,6 +63,11 @@ export class FolderMirror {
     const paths = this.pathsOfId.get(id);
     if (paths === undefined) this.pathsOfId.set(id, new Set([path]));
     else paths.add(path);
+  }
+
+  /** Whether `path` stays on this device: never read, sent, written nor deleted here. */
+  ignores(path: string, isFolder = false): boolean {
+    return this.rules.ignores(path, isFolder);
   }
 
   say(kind: 'out' | 'problem', line: string): void {

@@ -19,6 +19,15 @@ const reservedOnWindows = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\.|$
 /** A UTF-16 surrogate without its other half: a name that is not valid UTF-8 on disk. */
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/**
+ * Version-control folders: their files run commands (`core.fsmonitor` in `.git/config`, hooks in
+ * `.hg/hgrc`), so no rule can make them sync. Compared case-insensitively (macOS, Windows).
+ */
+const versionControlFolders: ReadonlySet<string> = new Set(['.git', '.hg', '.svn', '.bzr']);
+/** Names of sync-host's own files in the folder: `.sync-host-folder`, `….sync-host-tmp`. */
+const reservedPrefix = '.sync-host';
+const reservedSuffix = '.sync-host-tmp';
+
 /** Why `path` cannot be a synced file's name, or undefined when it can. */
 export function pathProblem(path: unknown): string | undefined {
   if (typeof path !== 'string') return 'the name is not a string';
@@ -36,7 +45,12 @@ export function pathProblem(path: unknown): string | undefined {
 function segmentProblem(segment: string): string | undefined {
   if (segment === '') return 'the path has an empty part (// or a trailing /)';
   if (segment === '.' || segment === '..') return `the path has a "${segment}" part`;
-  if (segment.startsWith('.')) return 'the path has a dot file or folder (not synced)';
+  if (versionControlFolders.has(segment.toLowerCase())) {
+    return `a ${segment} folder is never synced (what it holds can run commands)`;
+  }
+  if (segment.toLowerCase().startsWith(reservedPrefix) || segment.endsWith(reservedSuffix)) {
+    return 'the name is one sync-host keeps for itself';
+  }
   if (forbiddenCharacters.test(segment)) {
     return 'the name has a control character, a backslash or one of <>:"|?*';
   }

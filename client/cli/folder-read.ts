@@ -18,7 +18,7 @@ export function readFolder(
   scopes: string[] = [''],
 ): Map<string, DiskRecord | null> {
   const { dir, onDisk, stamps, skippedHere } = mirror;
-  const walk = walkFolder(dir, scopes);
+  const walk = walkFolder(dir, scopes, (path, isFolder) => mirror.ignores(path, isFolder));
   for (const temp of walk.temps) removeQuietly(dir, temp);
   for (const [path, why] of walk.skipped) {
     mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
@@ -53,6 +53,8 @@ export function readFolder(
     const missing = new Map<string, DiskRecord>();
     for (const [path, record] of onDisk) {
       if (walk.files.has(path) || skippedHere.has(path) || !inScope(path)) continue;
+      // A file that became ignored is not gone: it stays here, and its entry as it was.
+      if (mirror.ignores(path)) continue;
       if (walk.unreadable.some((folder) => isWithin(path, folder))) continue;
       missing.set(path, record);
     }

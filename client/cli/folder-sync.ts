@@ -1,6 +1,8 @@
 import { lstatSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as Y from 'yjs';
+import { readText } from './folder-fs.ts';
+import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
 import { type FolderLog, FolderMirror } from './folder-mirror.ts';
 import { readFolder } from './folder-read.ts';
@@ -102,6 +104,7 @@ export class FolderSync {
       options.log,
       now,
     );
+    this.refreshRules();
     for (const path of opened.onDisk.keys()) this.mirror.retry.add(path);
     const lost = finishPending(options.dir, options.device, opened.pending, now());
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
@@ -121,6 +124,7 @@ export class FolderSync {
     const started = performance.now();
     this.noticed.clear();
     this.fullScanDue = false;
+    this.refreshRules();
     this.read(['']);
     this.lastFullScanMs = performance.now() - started;
     this.applyRemote();
@@ -136,7 +140,7 @@ export class FolderSync {
 
   /** Reads what the watcher named since the last scan (all of it when it could not say). */
   scanNoticed(): void {
-    if (this.fullScanDue) {
+    if (this.fullScanDue || this.refreshRules()) {
       this.scan();
       return;
     }
@@ -151,6 +155,7 @@ export class FolderSync {
     clearTimeout(this.remoteTimer);
     this.remoteTimer = undefined;
     if (this.closed || !this.folderThere()) return;
+    if (this.refreshRules()) this.read(['']);
     this.applyRemote();
     this.settle();
   }
@@ -215,6 +220,24 @@ export class FolderSync {
       `the folder ${this.options.dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back (if it is, and only the file was deleted, create ${folderMarker} again; to start this folder afresh, stop sync and delete ${this.options.stateFile})`,
     );
     return false;
+  }
+
+  /**
+   * Reads `.syncignore` again; when its rules changed, every entry is looked at again (one the
+   * rules now let through is written) and true is returned: the caller reads the whole folder,
+   * for the files they now let through.
+   */
+  private refreshRules(): boolean {
+    const read = readText(this.options.dir, syncIgnoreName);
+    const text = read === undefined || 'problem' in read ? undefined : read.text;
+    if (text === this.mirror.rules.text) return false;
+    this.mirror.rules = new SyncIgnore(text);
+    const { problem } = this.mirror.rules;
+    if (problem !== undefined) {
+      this.mirror.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
+    }
+    for (const path of this.index.paths()) this.mirror.retry.add(path);
+    return true;
   }
 
   /** Changes from other devices, after the files the watcher named were read (edits there merge). */
@@ -293,6 +316,12 @@ export class FolderSync {
     this.hold(held);
     if (this.unsaved.length > 0) this.persist({});
     if (this.state.wantsCompaction) this.state.compact(this.disk, this.mirror.onDisk);
+    // Rules another device sent were just written: what they let through goes now, not at the
+    // next scan (once: the rules do not change again without a new write).
+    if (this.refreshRules()) {
+      this.read(['']);
+      this.settle();
+    }
   }
 
   /** One line per entry another device sent that cannot be used (it is never written). */

@@ -40,6 +40,8 @@ export function writeFolder(
   const changes = new Map<string, DiskRecord | null>();
   const writes: [string, ReturnType<typeof index.winnerAt> & object][] = [];
   for (const path of paths) {
+    // Ignored here: another device's version waits in the document, the file here stays as is.
+    if (mirror.ignores(path)) continue;
     const record = onDisk.get(path);
     const winner = index.winnerAt(path);
     if (winner === undefined) {

@@ -17,7 +17,10 @@ describe('folder names: the one check for names from another device and from dis
     ['../.bashrc'],
     ['/etc/passwd'],
     ['.git/config'],
-    ['notes/.hidden'],
+    ['sub/.GIT/hooks/pre-commit'],
+    ['.hg/hgrc'],
+    ['.sync-host-folder'],
+    ['notes/.a.md.0a1b2c3d.sync-host-tmp'],
     ['a\u0000b'],
     [''],
     ['.'],
@@ -35,6 +38,14 @@ describe('folder names: the one check for names from another device and from dis
   ])('refuses %j', (name) => {
     expect(pathProblem(name)).toEqual(expect.any(String));
   });
+
+  // Dot files are names like any other: whether they sync is the rules' business (.syncignore).
+  it.each([['notes/.hidden'], ['.obsidian/app.json'], ['.syncignore'], ['a/.gitignore']])(
+    'takes the dot name %j',
+    (name) => {
+      expect(pathProblem(name)).toBeUndefined();
+    },
+  );
 
   it.each([[null], [undefined], [42], [{ toString: () => 'a.md' }], [['a.md']]])(
     'refuses a name that is not a string: %j',
