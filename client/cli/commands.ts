@@ -12,6 +12,7 @@ export const clientCommands: ReadonlySet<string> = new Set([
   'send',
   'listen',
   'sync',
+  'status',
   'service',
 ]);
 

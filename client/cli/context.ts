@@ -27,6 +27,7 @@ const options = {
   timeout: { type: 'string' },
   encrypt: { type: 'boolean' },
   'passphrase-file': { type: 'string' },
+  json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -43,6 +43,14 @@ export function controlSocketPath(
   );
 }
 
+/** The folders where the control sockets of `configDir`'s syncs can be (none on Windows). */
+export function controlSocketFolders(configDir: string, tmp: string = tmpdir()): string[] {
+  if (process.platform === 'win32') return [];
+  const absolute = resolve(configDir);
+  const uid = process.getuid?.() ?? 0;
+  return [join(absolute, 'run'), join(tmp, `sync-host-${uid}-${hashOf(absolute).slice(0, 12)}`)];
+}
+
 /**
  * Checks (and with `create`, makes) the socket's folder: a directory, not a link, owned by this
  * user and closed to others (0700), so that no one else can plant or read the socket. Returns

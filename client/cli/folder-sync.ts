@@ -7,6 +7,7 @@ import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
 import { type FolderLog, FolderMirror } from './folder-mirror.ts';
 import { readFolder } from './folder-read.ts';
 import { type DiskRecord, FolderState, type PendingOp } from './folder-state.ts';
+import { conflictPattern, UnconfirmedFiles, type Waiting } from './folder-status.ts';
 import { finishPending, writeFolder } from './folder-write.ts';
 import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
 
@@ -72,6 +73,8 @@ export class FolderSync {
   private closed = false;
   /** How long the last full scan took. */
   lastFullScanMs = 0;
+  /** Files read here whose change the relay has not confirmed (see `markSent`). */
+  readonly unconfirmed = new UnconfirmedFiles();
 
   constructor(private readonly options: FolderSyncOptions) {
     const now = options.now ?? Date.now;
@@ -188,6 +191,31 @@ export class FolderSync {
     return files;
   }
 
+  /**
+   * What `sync-host status` shows of the folder: files waiting to be written here (held by the
+   * receive limits, or blocked), the conflict copies, the files here that do not sync.
+   */
+  folderStatus(): { waitingDown: Waiting; conflicts: string[]; skipped: number } {
+    const down: Waiting = { files: 0, bytes: 0 };
+    for (const path of this.mirror.retry) {
+      const winner = this.index.winnerAt(path);
+      if (winner === undefined || this.mirror.ignores(path)) continue;
+      down.files += 1;
+      down.bytes += Buffer.byteLength(winner.text.toString());
+    }
+    const conflicts: string[] = [];
+    for (const path of this.index.paths()) {
+      if (conflictPattern.test(path) && this.index.winnerAt(path) !== undefined) {
+        if (!this.mirror.ignores(path)) conflicts.push(path);
+      }
+    }
+    return {
+      waitingDown: down,
+      conflicts: conflicts.sort(),
+      skipped: this.mirror.skippedHere.size,
+    };
+  }
+
   /** Runs `work`; a failure is one line, never the end of the process. */
   guarded(work: () => void): void {
     try {
@@ -258,6 +286,9 @@ export class FolderSync {
   private read(scopes: string[]): void {
     const changes = readFolder(this.mirror, localOrigin, scopes);
     this.mirror.setRecords(changes);
+    for (const path of changes.keys()) {
+      this.unconfirmed.changed(path, this.mirror.stamps.get(path)?.size ?? 0);
+    }
     if (changes.size > 0 || this.unsaved.length > 0) this.persist({ disk: changes });
   }
 

@@ -12,6 +12,7 @@ import { login, logout, pairCommand } from './login-commands.ts';
 import { printable } from './printable.ts';
 import { listen, send } from './room-commands.ts';
 import { serviceCommand } from './service-command.ts';
+import { statusCommand } from './status-command.ts';
 import { syncFolder } from './sync-command.ts';
 
 export const clientUsage = `Client commands:
@@ -42,12 +43,16 @@ export const clientUsage = `Client commands:
       (through the running sync of the project when there is one)
   sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F]]
       keep the text files of <dir> in step with the project's other devices (Yjs documents;
-      binary files, files over 1 MiB, dot files and links are skipped; an edit wins over a
+      binary files, files over 1 MiB, links, what .syncignore matches and dot files it does not
+      let through are skipped; an edit wins over a
       delete; versions that cannot merge are kept as <name>.sync-conflict-<time>-<device>.<ext>
       copies); rejoins by itself when its connection is
       taken over; one sync per project and device (a second one is refused). --encrypt reads a
       passphrase from stdin, or from the first line of F (mode 0600 or 0400), and encrypts end
       to end (every device must use the same)
+  sync-host status [<projectKey>] [--json]
+      what the running syncs say: connected or not, when last in step, files waiting to go up
+      and to be written here, conflict copies, the other devices present
   sync-host service install <projectKey> <dir> [--encrypt --passphrase-file F]
       write a systemd user unit running that sync (~/.config/systemd/user/sync-host-<key>.service)
       and print the systemctl commands that start it; elsewhere, print what to run at login
@@ -133,6 +138,8 @@ function dispatch(command: string, ctx: Context): Promise<number> {
       return listen(ctx);
     case 'sync':
       return syncFolder(ctx);
+    case 'status':
+      return statusCommand(ctx);
     case 'service':
       return serviceCommand(ctx);
     default:

@@ -42,6 +42,8 @@ export async function runFolderSync(options: {
   passphrase: string | undefined;
   stopped: Promise<unknown>;
   limits?: ReceiveLimits;
+  /** Adds fields to what the control socket's `status` answers (the folder's counts). */
+  addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
   const { io, supervisor, state, passphrase } = options;
   const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
@@ -65,10 +67,36 @@ export async function runFolderSync(options: {
   });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
   provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
-  provider.on('synced', (synced) => out(synced ? 'in sync' : 'offline; reconnecting'));
+  // What `sync-host status` shows: files sent and not yet confirmed by the relay drop out once
+  // a flush after them is confirmed (after each read, and when the connection is back).
+  let lastInSync: string | null = null;
+  const confirmSent = () => {
+    const mark = folder.unconfirmed.mark();
+    if (mark === undefined) return;
+    provider.flush().then(
+      () => folder.unconfirmed.confirmed(mark),
+      () => undefined, // the connection ended: confirmed after the next one synced
+    );
+  };
+  let inSync = false;
+  provider.on('synced', (synced) => {
+    out(synced ? 'in sync' : 'offline; reconnecting');
+    if (inSync && !synced) lastInSync = new Date().toISOString();
+    inSync = synced;
+    if (synced) confirmSent();
+  });
+  options.addStatus?.(() => {
+    return {
+      inSync,
+      lastInSync: inSync ? new Date().toISOString() : lastInSync,
+      waitingUp: folder.unconfirmed.summary,
+      ...folder.folderStatus(),
+    };
+  });
 
   const ended = supervisor.ended;
   supervisor.start();
+  confirmSent();
   const stopped = options.stopped.then(() => 'stopped' as const);
   out(`watching ${dir}`);
 
@@ -80,10 +108,14 @@ export async function runFolderSync(options: {
   const scanSoon = (_event: string, name: string | Buffer | null) => {
     folder.notice(typeof name === 'string' ? name : null);
     clearTimeout(scanTimer);
-    scanTimer = setTimeout(() => folder.guarded(() => folder.scanNoticed()), settleMs);
+    scanTimer = setTimeout(() => {
+      folder.guarded(() => folder.scanNoticed());
+      confirmSent();
+    }, settleMs);
   };
   const fullScan = () => {
     folder.guarded(() => folder.scan());
+    confirmSent();
     const every = Math.min(maxFullScanMs, Math.max(minFullScanMs, 100 * folder.lastFullScanMs));
     fullScanTimer = setTimeout(fullScan, every);
   };
@@ -141,6 +173,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
       passphrase: await passphrase(),
       stopped: stopSignal(),
+      addStatus: session.addStatus,
     });
   } finally {
     await session.close();
