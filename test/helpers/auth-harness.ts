@@ -88,6 +88,7 @@ export async function startAuth(
           const host: Host = {
             urls: {},
             adminToken,
+            adminTokenFile: { path: join(dir, 'admin-token'), created: false },
             relayPaused: false,
             mdns: false,
             pauseRelay: async () => {},
