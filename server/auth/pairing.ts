@@ -89,6 +89,8 @@ export interface PairingDeps {
   logger: Logger;
   now: () => number;
   limiters: PairingLimiters;
+  /** Pairings waiting for approval at once, from every address together. */
+  maxPending: number;
   settings: { secret: string; tokenSignature: TokenSignature; baseUrl: string };
   /** A new device of a user, with its freshly signed token. */
   addDevice(
@@ -206,6 +208,15 @@ export function createPairingService(deps: PairingDeps) {
     ) {
       await limiters.creations.consume(client);
       await housekeeping();
+      // A cap for all addresses together: many addresses cannot bury the admin UI in cards.
+      if ((await listPendingPairings(db, new Date(now()))).length >= deps.maxPending) {
+        logger.warn({ client, limit: deps.maxPending }, 'pairing refused: too many pending');
+        throw new AppError(
+          'rate_limited',
+          'too many devices are waiting for approval; try again in a few minutes',
+          60,
+        );
+      }
       const pairingId = randomHex(32);
       const code = newCode();
       const created = new Date(now());
