@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isClientCommand } from '../client/cli/commands.ts';
+import { adminUrlLines } from '../server/admin/printed-url.ts';
 import { type LogLevel, logLevels } from '../server/config/common.ts';
 import { ConfigError } from '../server/config/conf-file.ts';
 import { ConfigProblems } from '../server/config/keys.ts';
@@ -237,7 +238,7 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   if (host.urls.auth) print(`auth:   ${host.urls.auth}`);
   if (host.urls.relay) print(`relay:  ${host.urls.relay}`);
   if (host.urls.status) print(`status: ${host.urls.status}`);
-  if (host.urls.admin) print(`admin:  ${host.urls.admin}`);
+  for (const line of adminUrlLines(host)) print(line);
   for (const line of nextStepLines(host.urls)) print(line);
   logger.info({ mode }, 'sync-host started');
   return waitForSignal(host, logger, stopping);

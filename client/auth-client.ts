@@ -24,6 +24,8 @@ import {
   sentSchema,
   subscriptionSchema,
   type User,
+  type WaitingPairing,
+  waitingPairingSchema,
 } from './auth-types.ts';
 import { AuthServiceError, SyncError } from './errors.ts';
 import { unreachable, wrongService } from './service-check.ts';
@@ -94,8 +96,16 @@ export interface AuthClient {
   startPairing(device: DeviceDescription, email?: string): Promise<PairingStarted>;
   /** `GET /auth/pair/:pairingId`: still pending, or approved with the device token (once). */
   pollPairing(pairingId: string): Promise<PairingPoll>;
-  /** Lets the new device showing `code` join this device's user; resolves with that device. */
-  approvePairing(code: string): Promise<Device>;
+  /**
+   * Lets the new device showing `code` join this device's user; resolves with that device. With
+   * `deviceName`, only a waiting device of that name (the one the approver confirmed). The new
+   * device gets its token once it accepts the account.
+   */
+  approvePairing(code: string, deviceName?: string): Promise<Device>;
+  /** `POST /auth/pair/describe`: the device waiting with `code` (name, platform, address). */
+  describePairing(code: string): Promise<WaitingPairing>;
+  /** The new device accepts (or declines) the account a signed-in device approved it into. */
+  answerPairing(pairingId: string, accept: boolean): Promise<void>;
   /** Refuses the new device showing `code`. */
   denyPairing(code: string): Promise<void>;
   /** Uses a pairing's sign-in link (or its token): approves that pairing for the link's address. */
@@ -270,13 +280,27 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       return (await call('GET', path, pairingPollSchema)).data;
     },
 
-    async approvePairing(code) {
+    async approvePairing(code, deviceName) {
       return (
         await call('POST', '/auth/pair/approve', approvedDeviceSchema, {
-          body: { code },
+          body: deviceName === undefined ? { code } : { code, deviceName },
           bearer: bearer(),
         })
       ).data.device;
+    },
+
+    async describePairing(code) {
+      return (
+        await call('POST', '/auth/pair/describe', waitingPairingSchema, {
+          body: { code },
+          bearer: bearer(),
+        })
+      ).data.pairing;
+    },
+
+    async answerPairing(pairingId, accept) {
+      const path = accept ? '/auth/pair/accept' : '/auth/pair/decline';
+      await call('POST', path, undefined, { body: { pairingId } });
     },
 
     async denyPairing(code) {

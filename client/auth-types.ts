@@ -64,6 +64,8 @@ export const approvedBySchema = z.object({
 });
 export const pairingPollSchema = z.discriminatedUnion('status', [
   z.object({ status: z.literal('pending') }),
+  // approved by a signed-in device: the account this device would join, to accept or decline
+  z.object({ status: z.literal('confirm'), email: z.string(), approvedBy: approvedBySchema }),
   z.object({
     status: z.literal('approved'),
     deviceToken: z.string(),
@@ -73,6 +75,18 @@ export const pairingPollSchema = z.discriminatedUnion('status', [
   }),
 ]);
 export const approvedDeviceSchema = z.object({ device: deviceSchema });
+/** A device waiting with a code, as an approver sees it before approving. */
+export const waitingPairingSchema = z.object({
+  pairing: z.object({
+    code: z.string(),
+    deviceName: z.string(),
+    platform: z.string(),
+    email: z.string().nullable(),
+    clientAddress: z.string(),
+    createdAt: timestamp,
+    expiresAt: timestamp,
+  }),
+});
 export const pairingLinkSchema = z.object({
   pairing: z.literal('approved'),
   device: deviceSchema,
@@ -85,6 +99,10 @@ export type PairingStarted = z.infer<typeof pairingStartedSchema>;
 /** Who approved a pairing: the administrator, a signed-in device (its name), or the link (its address). */
 export type ApprovedBy = z.infer<typeof approvedBySchema>;
 export type PairingPoll = z.infer<typeof pairingPollSchema>;
+/** The account a device approving this one offers: accepted, this device joins it. */
+export type PairingOffer = Extract<PairingPoll, { status: 'confirm' }>;
+/** A device waiting with a code: its name, platform and address. */
+export type WaitingPairing = z.infer<typeof waitingPairingSchema>['pairing'];
 /** An approved pairing: a signed-in device, and who approved it. */
 export type Paired = Extract<PairingPoll, { status: 'approved' }>;
 export type Device = z.infer<typeof deviceSchema>;

@@ -15,6 +15,7 @@ export type {
   DeviceDescription,
   HostInfo,
   Paired,
+  PairingOffer,
   PairingStarted,
   Project,
   SignedIn,

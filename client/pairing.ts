@@ -1,5 +1,5 @@
 import { type AuthClient, createAuthClient } from './auth-client.ts';
-import type { DeviceDescription, Paired, PairingStarted } from './auth-types.ts';
+import type { DeviceDescription, Paired, PairingOffer, PairingStarted } from './auth-types.ts';
 import { AuthServiceError, SyncError } from './errors.ts';
 
 export interface PairOptions {
@@ -20,6 +20,12 @@ export interface PairOptions {
   onCode?(started: PairingStarted): void;
   /** Called after each poll that found the pairing still waiting. */
   onPending?(info: { polls: number; expiresAt: string }): void;
+  /**
+   * A signed-in device approved this one into its account: resolves true to join that account,
+   * false to decline (then `pair()` rejects with `pair_denied`). Without it every such offer is
+   * declined: a device must not join an account nobody looked at.
+   */
+  onOffer?(offer: PairingOffer): boolean | Promise<boolean>;
 }
 
 /** Waits `ms`, or rejects with `aborted` when the signal fires first. */
@@ -60,6 +66,17 @@ export async function pair(options: PairOptions, auth?: AuthClient): Promise<Pai
     try {
       const answer = await client.pollPairing(started.pairingId);
       if (answer.status === 'approved') return answer;
+      if (answer.status === 'confirm') {
+        const accepted = (await options.onOffer?.(answer)) === true;
+        await client.answerPairing(started.pairingId, accepted);
+        if (!accepted)
+          throw new AuthServiceError(
+            'pair_denied',
+            `declined: this device did not join the account ${answer.email}`,
+            403,
+          );
+        continue;
+      }
       polls += 1;
       options.onPending?.({ polls, expiresAt: started.expiresAt });
     } catch (err: unknown) {

@@ -8,27 +8,32 @@ export interface HostSecrets {
   secret: string;
   /** Bearer token of the admin API and UI. */
   adminToken: string;
+  /** The file that keeps the admin token, and whether this start created it. */
+  adminTokenFile: { path: string; created: boolean };
 }
 
 /** Reads a generated file, creating it with fresh random content (mode 0600) the first time. */
-function readOrCreate(path: string): string {
+function readOrCreate(path: string): { value: string; created: boolean } {
   try {
     const existing = readFileSync(path, 'utf8').trim();
-    if (existing !== '') return existing;
+    if (existing !== '') return { value: existing, created: false };
   } catch (err: unknown) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   const value = randomHex(32);
   writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'w' });
   chmodSync(path, 0o600);
-  return value;
+  return { value, created: true };
 }
 
 /** Creates the data folder (mode 0700) and its generated secret and admin token. */
 export function prepareDataDir(dataDir: string): HostSecrets {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const adminTokenPath = join(dataDir, 'admin-token');
+  const admin = readOrCreate(adminTokenPath);
   return {
-    secret: readOrCreate(join(dataDir, 'secret')),
-    adminToken: readOrCreate(join(dataDir, 'admin-token')),
+    secret: readOrCreate(join(dataDir, 'secret')).value,
+    adminToken: admin.value,
+    adminTokenFile: { path: adminTokenPath, created: admin.created },
   };
 }

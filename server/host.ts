@@ -55,6 +55,8 @@ export interface HostUrls {
 export interface Host {
   urls: HostUrls;
   adminToken: string;
+  /** The file that keeps the admin token, and whether this start created it. */
+  adminTokenFile: { path: string; created: boolean };
   auth?: AuthServer;
   /** The running relay; undefined in `auth` mode and while paused. */
   relay?: Relay;
@@ -242,6 +244,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const host: Host = {
     urls,
     adminToken: generated.adminToken,
+    adminTokenFile: generated.adminTokenFile,
     relayPaused: false,
     mdns: false,
     async pauseRelay() {

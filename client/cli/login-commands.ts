@@ -102,9 +102,28 @@ export async function pairCommand(ctx: Context): Promise<number> {
     ctx.io.stderr.write(`Denied: the device showing ${code} was refused.\n`);
     return 0;
   }
-  const device = await auth.approvePairing(code);
+  // The approver sees what is waiting and confirms its name: a code read out by someone else
+  // must not put a stranger's device into this account, nor this account on a stranger's device.
+  const waiting = await auth.describePairing(code);
   ctx.io.stderr.write(
-    `Approved: device ${device.id} "${device.deviceName}" (${device.platform}) joined ${credential.email}.\n`,
+    `Waiting with ${waiting.code}: "${waiting.deviceName}" (${waiting.platform}) from ${waiting.clientAddress}.\n`,
+  );
+  let deviceName = ctx.flags['device-name'] ?? waiting.deviceName;
+  if (ctx.flags['device-name'] === undefined && ctx.io.stdin.isTTY && ctx.io.stderr.isTTY) {
+    const answer = await ask(
+      ctx.io,
+      `Approve it into ${credential.email}? Type its name to confirm`,
+      '',
+    );
+    if (answer !== waiting.deviceName) {
+      ctx.io.stderr.write("Not approved: the name typed is not the waiting device's.\n");
+      return 1;
+    }
+    deviceName = answer;
+  }
+  const device = await auth.approvePairing(code, deviceName);
+  ctx.io.stderr.write(
+    `Approved: device ${device.id} "${device.deviceName}" (${device.platform}) joins ${credential.email} once it accepts this account on its side.\n`,
   );
   return 0;
 }

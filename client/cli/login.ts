@@ -6,11 +6,12 @@ import type {
   ApprovedBy,
   DeviceDescription,
   Paired,
+  PairingOffer,
   PairingStarted,
   SignedIn,
 } from '../auth-types.ts';
 import { pair } from '../pairing.ts';
-import type { CliIo } from './io.ts';
+import { ask, type CliIo } from './io.ts';
 
 /** The name a device gets unless told otherwise: its host name and platform, `vm (linux)`. */
 export function defaultDeviceName(platform: string = process.platform): string {
@@ -22,6 +23,23 @@ export function approvedByLine(by: ApprovedBy): string {
   if (by.via === 'device') return `Approved on your device "${by.name ?? '?'}".`;
   if (by.via === 'link') return `Approved through the sign-in link sent to ${by.name ?? 'you'}.`;
   return 'Approved by the host administrator.';
+}
+
+/**
+ * A signed-in device approved this one into its account: says which account, and on a terminal
+ * asks before joining it (someone else may have typed this code). Without a terminal (a
+ * script) the account is said and joined.
+ */
+export async function acceptOffer(io: CliIo, offer: PairingOffer): Promise<boolean> {
+  io.stderr.write(
+    `The device "${offer.approvedBy.name ?? '?'}" approved this device into the account ${offer.email}.\n`,
+  );
+  if (io.stdin.isTTY !== true || io.stderr.isTTY !== true) {
+    io.stderr.write(`Joining ${offer.email} (no terminal to ask).\n`);
+    return true;
+  }
+  const answer = await ask(io, `Join the account ${offer.email}? (y/n)`, 'n');
+  return /^y(es)?$/i.test(answer);
 }
 
 /** The code, where to approve it, and a QR code of the approve URL for a phone. */
@@ -105,6 +123,11 @@ export async function loginByPairing(
         },
         email: options.email,
         signal: controller.signal,
+        onOffer: (offer) => {
+          // the answer is read from standard input: a pasted link is not waited for any more
+          pasted?.cancel();
+          return acceptOffer(io, offer);
+        },
         onCode: (started) => {
           showCode(io, started, options.email).catch((err: unknown) => {
             io.stderr.write(`(no QR code: ${err instanceof Error ? err.message : String(err)})\n`);

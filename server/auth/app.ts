@@ -29,6 +29,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     let error: AppError;
     if (err instanceof AppError) {
       error = err;
+    } else if (err instanceof URIError) {
+      // the router could not decode a path parameter (`/auth/pair/%ff`)
+      error = new AppError('invalid_request', 'the path is not valid percent-encoding');
     } else if (isBodyError(err)) {
       error = bodyError(err, req.headers['content-encoding']);
       logger.info(

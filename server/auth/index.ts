@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Express } from 'express';
+import { capConnectionsPerAddress } from '../address-cap.ts';
 import type { AuthConfig } from '../config/auth-config.ts';
 import { type Db, openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrate.ts';
@@ -35,6 +36,8 @@ export interface AuthServerOptions {
   retryMs?: number;
   /** HTTP timeouts (slowloris defence); the defaults suit production, tests shorten them. */
   httpTimeouts?: Partial<HttpTimeouts>;
+  /** Open connections per client address (server/address-cap.ts). Default 64. */
+  maxConnectionsPerAddress?: number;
 }
 
 /** Timeouts of the auth port's HTTP server. */
@@ -49,6 +52,11 @@ export interface HttpTimeouts {
 
 /** Default of AuthServerOptions.retryMs. */
 const migrateRetryMs = 2_000;
+/**
+ * Open connections per client address on the auth port: a browser opens up to six, a CLI one
+ * or two; past it slow connections from one address would take the descriptors of everyone else.
+ */
+const defaultMaxConnectionsPerAddress = 64;
 /** Headers read per request; the rest are dropped (a header flood costs nothing). */
 const maxHeadersCount = 100;
 
@@ -207,6 +215,11 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
   );
   server.maxHeadersCount = maxHeadersCount;
   guardClientErrors(server);
+  capConnectionsPerAddress(
+    server,
+    options.maxConnectionsPerAddress ?? defaultMaxConnectionsPerAddress,
+    config.trustProxy,
+  );
 
   return {
     service,

@@ -13,6 +13,9 @@ export const codeSchema = z
   .min(1, { error: 'must not be empty' })
   .max(32, { error: 'must be at most 32 characters' });
 const codeBody = z.object({ code: codeSchema });
+/** With `deviceName`, the approval holds only for a waiting device of that name. */
+const approveBody = codeBody.extend({ deviceName: deviceInputSchema.shape.deviceName.optional() });
+const pairingIdBody = z.object({ pairingId: z.string().max(128, { error: 'is too long' }) });
 const pairingIdParam = z.string().max(128, { error: 'is too long' });
 
 /** The handlers pairing shares with the other routes of the auth service. */
@@ -45,18 +48,43 @@ export function addPairingRoutes(
     res.set('Cache-Control', 'no-store');
     const id = parseInput(pairingIdParam, req.params.pairingId, 'pairingId');
     const answer = await pairing.poll(id, clientOf(req));
-    res.status(answer.status === 'pending' ? 202 : 200).json(answer);
+    res.status(answer.status === 'approved' ? 200 : 202).json(answer);
   });
 
   app.post('/auth/pair/approve', ready, body, authed, async (req, res) => {
-    const { code } = parseInput(codeBody, req.body, 'body');
+    const { code, deviceName } = parseInput(approveBody, req.body, 'body');
     const { user, device } = caller(req);
     const approved = await pairing.approveCode(
       code,
       { via: 'device', user, device },
       clientOf(req),
+      deviceName,
     );
-    res.json({ device: approved.device });
+    // the new device accepts the account before it gets its token
+    res.json({ device: approved.device, awaiting: 'acceptance' });
+  });
+
+  app.post('/auth/pair/describe', ready, body, authed, async (req, res) => {
+    const { code } = parseInput(codeBody, req.body, 'body');
+    const { user, device } = caller(req);
+    const waiting = await pairing.describeCode(
+      code,
+      { via: 'device', user, device },
+      clientOf(req),
+    );
+    res.json({ pairing: waiting });
+  });
+
+  app.post('/auth/pair/accept', ready, body, async (req, res) => {
+    const { pairingId } = parseInput(pairingIdBody, req.body, 'body');
+    await pairing.accept(pairingId, clientOf(req));
+    res.status(204).end();
+  });
+
+  app.post('/auth/pair/decline', ready, body, async (req, res) => {
+    const { pairingId } = parseInput(pairingIdBody, req.body, 'body');
+    await pairing.decline(pairingId, clientOf(req));
+    res.status(204).end();
   });
 
   app.post('/auth/pair/deny', ready, body, authed, async (req, res) => {

@@ -20,6 +20,7 @@ import { randomHex, sha256Hex } from '../hashing.ts';
 import type { Logger } from '../log.ts';
 import { signDeviceToken } from '../tokens.ts';
 import { AppError, notFound } from './errors.ts';
+import { createPairingAnswers } from './pairing-answers.ts';
 import type { Limiter } from './rate-limits.ts';
 
 /** The letters of a pairing code: no vowels (no words), no look-alikes of digits. */
@@ -62,6 +63,8 @@ export interface ApprovedBy {
 
 export type PollAnswer =
   | { status: 'pending' }
+  /** Approved by a signed-in device: the account it joins, for the new device to accept. */
+  | { status: 'confirm'; email: string; approvedBy: ApprovedBy }
   | { status: 'approved'; deviceToken: string; device: Device; user: User; approvedBy: ApprovedBy };
 
 /** A pending pairing as the admin API lists it. */
@@ -89,6 +92,8 @@ export interface PairingDeps {
   logger: Logger;
   now: () => number;
   limiters: PairingLimiters;
+  /** Pairings waiting for approval at once, from every address together. */
+  maxPending: number;
   settings: { secret: string; tokenSignature: TokenSignature; baseUrl: string };
   /** A new device of a user, with its freshly signed token. */
   addDevice(
@@ -121,7 +126,7 @@ export function createPairingService(deps: PairingDeps) {
     if (now() - lastHousekeeping < housekeepingEveryMs) return;
     lastHousekeeping = now();
     for (const stale of await listUnclaimedExpired(db, new Date(now()))) {
-      if (!(await transitionPairing(db, stale.id, 'approved', 'expired'))) continue;
+      if (!(await transitionPairing(db, stale.id, stale.status, 'expired'))) continue;
       if (stale.deviceId !== null && stale.userId !== null) {
         await deleteDevice(db, stale.deviceId, stale.userId, new Date(now()));
         deps.notifyRevoked(stale.deviceId, stale.userId);
@@ -150,6 +155,18 @@ export function createPairingService(deps: PairingDeps) {
     throw notFound('pairing code');
   }
 
+  /** What a new device approved by a signed-in device is asked to accept: the account. */
+  async function offer(pairing: Pairing): Promise<PollAnswer> {
+    const found =
+      pairing.deviceId === null ? undefined : await findDeviceForAuth(db, pairing.deviceId);
+    if (found === undefined) throw notFound('pairing');
+    return {
+      status: 'confirm',
+      email: found.user.email,
+      approvedBy: { via: 'device', name: pairing.approverName },
+    };
+  }
+
   const approverKey = (approver: Approver): string =>
     approver.via === 'device' ? `device:${approver.device.id}` : approver.via;
 
@@ -157,6 +174,9 @@ export function createPairingService(deps: PairingDeps) {
     pairing: Pairing,
     approver: Approver,
   ): Promise<{ device: Device; user: User }> {
+    // A device approves into its own account: the new device is told which and must accept it
+    // before it gets its token (someone else's code typed by mistake, or on purpose).
+    const to = approver.via === 'device' ? 'offered' : 'approved';
     const user =
       approver.via === 'device'
         ? approver.user
@@ -172,7 +192,7 @@ export function createPairingService(deps: PairingDeps) {
         : approver.via === 'link'
           ? approver.email
           : undefined;
-    const won = await transitionPairing(db, pairing.id, 'pending', 'approved', {
+    const won = await transitionPairing(db, pairing.id, 'pending', to, {
       userId: user.id,
       deviceId: created.device.id,
       tokenIssuedAt: issuedAt,
@@ -199,6 +219,14 @@ export function createPairingService(deps: PairingDeps) {
   }
 
   return {
+    ...createPairingAnswers({
+      db,
+      logger,
+      now,
+      unknownIds: limiters.unknownIds,
+      notifyRevoked: deps.notifyRevoked,
+    }),
+
     /** POST /auth/pair: a new pending pairing (and a magic link when an e-mail is given). */
     async create(
       input: { deviceName: string; platform: string; email?: string | undefined },
@@ -206,6 +234,15 @@ export function createPairingService(deps: PairingDeps) {
     ) {
       await limiters.creations.consume(client);
       await housekeeping();
+      // A cap for all addresses together: many addresses cannot bury the admin UI in cards.
+      if ((await listPendingPairings(db, new Date(now()))).length >= deps.maxPending) {
+        logger.warn({ client, limit: deps.maxPending }, 'pairing refused: too many pending');
+        throw new AppError(
+          'rate_limited',
+          'too many devices are waiting for approval; try again in a few minutes',
+          60,
+        );
+      }
       const pairingId = randomHex(32);
       const code = newCode();
       const created = new Date(now());
@@ -265,6 +302,7 @@ export function createPairingService(deps: PairingDeps) {
       if (pairing.status === 'expired' || Date.parse(pairing.expiresAt) <= at)
         throw new AppError('token_expired', 'the pairing code has expired; start again');
       if (pairing.status === 'pending') return { status: 'pending' };
+      if (pairing.status === 'offered') return offer(pairing);
       if (!(await transitionPairing(db, pairing.id, 'approved', 'claimed')))
         throw notFound('pairing');
       lastPoll.delete(key);
@@ -287,10 +325,24 @@ export function createPairingService(deps: PairingDeps) {
       };
     },
 
-    /** Approves the pairing of a code for the approver's user (or the given e-mail's). */
-    async approveCode(code: string, approver: Approver, client: string) {
+    /**
+     * Approves the pairing of a code for the approver's user (or the given e-mail's); with
+     * `deviceName`, only when the waiting device has that name (the approver confirmed it).
+     */
+    async approveCode(code: string, approver: Approver, client: string, deviceName?: string) {
       const pairing = await pendingByCode(code, approverKey(approver), client);
+      if (deviceName !== undefined && deviceName !== pairing.deviceName)
+        throw new AppError(
+          'invalid_request',
+          `the device waiting with this code is "${pairing.deviceName}", not "${deviceName}": approve nothing you did not start`,
+        );
       return approve(pairing, approver);
+    },
+
+    /** The waiting device of a code, for an approver to check before approving. */
+    async describeCode(code: string, approver: Approver, client: string) {
+      const pairing = await pendingByCode(code, approverKey(approver), client);
+      return describe(pairing);
     },
 
     /** Denies the pairing of a code; its device then polls 403 `pair_denied`. */
@@ -314,18 +366,21 @@ export function createPairingService(deps: PairingDeps) {
     /** Pending pairings for the admin API, oldest first. */
     async pending(): Promise<PendingPairing[]> {
       await housekeeping();
-      return (await listPendingPairings(db, new Date(now()))).map((p) => ({
-        code: formatCode(p.code),
-        deviceName: p.deviceName,
-        platform: p.platform,
-        email: p.email,
-        clientAddress: p.clientAddress,
-        createdAt: p.createdAt,
-        expiresAt: p.expiresAt,
-      }));
+      return (await listPendingPairings(db, new Date(now()))).map(describe);
     },
   };
 }
+
+/** A pending pairing as an approver sees it. */
+const describe = (p: Pairing): PendingPairing => ({
+  code: formatCode(p.code),
+  deviceName: p.deviceName,
+  platform: p.platform,
+  email: p.email,
+  clientAddress: p.clientAddress,
+  createdAt: p.createdAt,
+  expiresAt: p.expiresAt,
+});
 
 function missingEmail(): never {
   throw new AppError('invalid_request', 'email is required (the user the device is added to)');

@@ -1,4 +1,5 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { addressGroup } from '../address-group.ts';
 import type { Logger } from '../log.ts';
 import { AppError } from './errors.ts';
 
@@ -22,6 +23,8 @@ export interface AuthLimits {
   pairCodeFailuresPerApprover: { points: number; seconds: number };
   /** Unknown or wrong pairing codes per client address. */
   pairCodeFailuresPerClient: { points: number; seconds: number };
+  /** Pairings waiting for approval at once, all client addresses together. */
+  pendingPairings: number;
 }
 
 export const defaultAuthLimits: AuthLimits = {
@@ -34,12 +37,15 @@ export const defaultAuthLimits: AuthLimits = {
   pairPollFailuresPerClient: { points: 30, seconds: 15 * 60 },
   pairCodeFailuresPerApprover: { points: 10, seconds: 15 * 60 },
   pairCodeFailuresPerClient: { points: 20, seconds: 15 * 60 },
+  pendingPairings: 50,
 };
 
 /**
  * A named in-memory limiter that throws 429 `rate_limited` with Retry-After when exhausted.
  * Failure limiters spend points only on failures, after the credential was checked, so valid
  * credentials always pass whatever others sent from the same address (a reverse proxy, a NAT).
+ * A key that is an IPv6 address counts for its whole /64 (server/address-group.ts): one
+ * subscriber holds that many addresses.
  */
 export class Limiter {
   readonly #limiter: RateLimiterMemory;
@@ -57,7 +63,7 @@ export class Limiter {
   /** Spends one point for `key`; throws AppError 429 when none is left. */
   async consume(key: string): Promise<void> {
     try {
-      await this.#limiter.consume(key);
+      await this.#limiter.consume(addressGroup(key));
     } catch (err: unknown) {
       if (err instanceof RateLimiterRes) throw this.#tooMany(key, err);
       throw err;
@@ -69,7 +75,7 @@ export class Limiter {
    * the caller's own (an authenticated approver), never a shared client address.
    */
   async refuseIfSpent(key: string): Promise<void> {
-    const res = await this.#limiter.get(key);
+    const res = await this.#limiter.get(addressGroup(key));
     if (res !== null && res.remainingPoints <= 0) throw this.#tooMany(key, res);
   }
 

@@ -81,6 +81,7 @@ export function createAuthService(options: AuthServiceOptions) {
         logger,
       ),
     },
+    maxPending: limits.pendingPairings,
     settings,
     addDevice,
     userFor,

@@ -21,6 +21,7 @@ import {
   unknownKeyLines,
   validateKeys,
 } from './keys.ts';
+import { sharedSecretSchema } from './secret-strength.ts';
 
 const dbDrivers = ['sqlite', 'postgres', 'mysql'] as const;
 
@@ -57,7 +58,7 @@ const authKeys = {
   /** Auth HTTP port (also serves the admin UI). Default 8445. */
   port: configKey(portSchema.default(8445), 'PORT', 'port'),
   /** Shared secret for JWTs, device tokens and room ids; generated when absent without DB_HOST. */
-  authSecret: configKey(z.string().optional(), 'AUTH_SECRET', 'auth.secret'),
+  authSecret: configKey(sharedSecretSchema, 'AUTH_SECRET', 'auth.secret'),
   /** Public URL of the auth service used in magic links. Default http://<lan address>:<PORT>. */
   authBaseUrl: configKey(
     httpUrl.optional(),

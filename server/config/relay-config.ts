@@ -22,6 +22,7 @@ import {
   upperKey,
   validateKeys,
 } from './keys.ts';
+import { sharedSecretSchema } from './secret-strength.ts';
 
 /** A relay.conf key: its dotted spelling, also accepted in upper case (`RATE_PER_SECOND`). */
 const relayKey = <S extends z.ZodType>(dotted: string, schema: S): S =>
@@ -41,7 +42,7 @@ const mebibyte = 1024 * 1024;
 function relaySchema(paths: RelayPaths) {
   return z.object({
     /** Shared secret. undefined: not configured (co-hosted takes the auth secret); '': validation disabled (development only). */
-    secret: relayKey('auth.secret', z.string().optional()),
+    secret: relayKey('auth.secret', sharedSecretSchema),
     /** SQLite file of the durable buffer (absolute). Default <data dir>/relay.db. */
     sqlitePath: relayKey(
       'sqlite.path',

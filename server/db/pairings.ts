@@ -2,7 +2,11 @@ import { sha256Hex } from '../hashing.ts';
 import type { Db } from './connect.ts';
 import { type PairingRow, type PairingsTable, toIso } from './schema.ts';
 
-export type PairingStatus = 'pending' | 'approved' | 'denied' | 'claimed' | 'expired';
+/**
+ * `offered`: approved by a signed-in device, its device created, waiting for the new device to
+ * accept the account it would join (then `approved`) or decline it (then `denied`).
+ */
+export type PairingStatus = 'pending' | 'offered' | 'approved' | 'denied' | 'claimed' | 'expired';
 
 /** How a pairing was approved: in the admin API or UI, by a signed-in device, by its e-mail link. */
 export type ApprovedVia = 'admin' | 'device' | 'link';
@@ -148,12 +152,12 @@ export async function transitionPairing(
   return Number(result.numUpdatedRows) === 1;
 }
 
-/** Approved pairings nobody claimed before they expired (their devices are removed). */
+/** Approved or offered pairings nobody claimed before they expired (their devices are removed). */
 export async function listUnclaimedExpired(db: Db, now: Date): Promise<Pairing[]> {
   const rows = await db.kysely
     .selectFrom('pairings')
     .selectAll()
-    .where('status', '=', 'approved')
+    .where('status', 'in', ['approved', 'offered'])
     .where('expiresAt', '<=', db.date(now))
     .execute();
   return rows.map(toPairing);

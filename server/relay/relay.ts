@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
+import { capConnectionsPerAddress } from '../address-cap.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
@@ -42,6 +43,8 @@ export interface RelayTuning {
    * as on the auth port, or the connection is cut. Default 10 s.
    */
   requestTimeoutMs: number;
+  /** Open connections per client address on the status port (past it: 429). Default 16. */
+  statusConnectionsPerAddress: number;
 }
 
 const secondMs = 1_000;
@@ -55,6 +58,7 @@ export const defaultTuning: RelayTuning = {
   closeTimeoutMs: 2_000,
   expiredRetentionMs: 24 * hourMs,
   requestTimeoutMs: 10 * secondMs,
+  statusConnectionsPerAddress: 16,
 };
 
 export interface RelayOptions {
@@ -292,6 +296,7 @@ export function createRelay(options: RelayOptions): Relay {
     },
     requestLimits,
   );
+  capConnectionsPerAddress(statusServer, tuning.statusConnectionsPerAddress, config.trustProxy);
 
   const stops: Array<() => void> = [];
   let closed: Promise<void> | undefined;

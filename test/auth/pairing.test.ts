@@ -61,6 +61,11 @@ for (const target of targets) {
       h.clock.advance(2_000);
       return h.request('GET', `/auth/pair/${id}`);
     };
+    /** The new device accepts the account a signed-in device approved it into. */
+    const accept = async (pairingId: string) => {
+      const res = await h.request('POST', '/auth/pair/accept', { body: { pairingId } });
+      expect(res.status).toBe(204);
+    };
     const admin = (path: string, body?: unknown) =>
       h.request(body === undefined ? 'GET' : 'POST', `/admin/api${path}`, {
         token: adminToken,
@@ -115,6 +120,16 @@ for (const target of targets) {
       const { device } = (await approved.json()) as { device: { id: number; userId: number } };
       expect(device).toMatchObject({ userId: approver.user.id, deviceName: 'phone' });
 
+      // the new device is shown the account first, and gets its token once it accepts
+      const offered = await poll(started.pairingId);
+      expect(offered.status).toBe(202);
+      expect(await offered.json()).toEqual({
+        status: 'confirm',
+        email: approver.user.email,
+        approvedBy: { via: 'device', name: 'desk' },
+      });
+      await accept(started.pairingId);
+
       const got = await poll(started.pairingId);
       expect(got.status).toBe(200);
       const body = (await got.json()) as {
@@ -162,6 +177,7 @@ for (const target of targets) {
         body: { code: started.code },
       });
       expect(approved.status).toBe(200);
+      await accept(started.pairingId);
       h.clock.advance(2_000);
       const answers = await Promise.all(
         Array.from({ length: 6 }, () => h.request('GET', `/auth/pair/${started.pairingId}`)),
@@ -177,6 +193,7 @@ for (const target of targets) {
         body: { code: started.code },
       });
       expect(res.status).toBe(200);
+      await accept(started.pairingId);
       const row = await h.server.db.kysely
         .selectFrom('pairings')
         .select('id')

@@ -51,7 +51,7 @@ describe('command line', () => {
     const dir = tempDir();
     writeFileSync(
       join(dir, 'auth.conf'),
-      'DB_HOST=127.0.0.1\nDB_USER=postgres\nDB_PASS=\nAUTH_SECRET=x\nAUTH_BASE_URL=http://h\n',
+      'DB_HOST=127.0.0.1\nDB_USER=postgres\nDB_PASS=\nAUTH_SECRET=x-0123456789abcdef0123456789abcdef\nAUTH_BASE_URL=http://h\n',
     );
     const res = run(['auth', '--config-dir', dir], tempDir());
     expect(res.status).toBe(2);

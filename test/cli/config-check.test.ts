@@ -110,8 +110,8 @@ describe('sync-host config check', () => {
     const secrets = {
       dbPass: 'db-pass-Zq81xkq',
       smtpPass: 'smtp-pass-Lm42vvr',
-      authSecret: 'auth-secret-Pf77wwe',
-      relaySecret: 'relay-secret-Ab19ppo',
+      authSecret: 'auth-secret-Pf77wwe-0123456789abcdef0123456789abcdef',
+      relaySecret: 'relay-secret-Ab19ppo-0123456789abcdef0123456789abcdef',
       urlPassword: 'url-pass-Ke55ttu',
     };
     const dir = configDir(
@@ -212,7 +212,7 @@ describe('sync-host config check', () => {
           'DB_USER=sync',
           'DB_PASS=',
           'DB_NAME=sync',
-          'AUTH_SECRET=s',
+          'AUTH_SECRET=s-0123456789abcdef0123456789abcdef',
           'AUTH_BASE_URL=http://127.0.0.1:1',
         ].join('\n'),
       );

@@ -73,10 +73,10 @@ describe('auth.conf', () => {
 
   it('accepts the upper-case and the dotted spelling of the same keys', () => {
     const upper = auth(
-      'DB_HOST=db\nDB_USER=u\nDB_PASS=p\nDB_NAME=n\nAUTH_SECRET=s\nAUTH_BASE_URL=https://sync.example/\nSMTP_HOST=mail\nSMTP_USER=m\nSMTP_PASS=mp',
+      'DB_HOST=db\nDB_USER=u\nDB_PASS=p\nDB_NAME=n\nAUTH_SECRET=s-0123456789abcdef0123456789abcdef\nAUTH_BASE_URL=https://sync.example/\nSMTP_HOST=mail\nSMTP_USER=m\nSMTP_PASS=mp',
     );
     const dotted = auth(
-      'db.host=db\ndb.user=u\ndb.password=p\ndb.name=n\nauth.secret=s\nauth.baseUrl=https://sync.example/\nsmtp.host=mail\nsmtp.user=m\nsmtp.password=mp',
+      'db.host=db\ndb.user=u\ndb.password=p\ndb.name=n\nauth.secret=s-0123456789abcdef0123456789abcdef\nauth.baseUrl=https://sync.example/\nsmtp.host=mail\nsmtp.user=m\nsmtp.password=mp',
     );
     expect(dotted).toEqual(upper);
     expect(upper.db).toEqual({
@@ -99,7 +99,7 @@ describe('auth.conf', () => {
 
   it('selects MySQL with DB_DRIVER and its default port, and parses the extra keys', () => {
     const c = auth(
-      'db.driver=mariadb\nDB_HOST=h\nDB_USER=u\nDB_PASS=\nDB_NAME=n\nAUTH_SECRET=s\nAUTH_BASE_URL=http://h:8445\nSIGNUP=allowlist\nALLOWED_EMAILS= A@X.example , *@Team.example\nDEFAULT_TIER=pro\nMDNS=off\nTOKEN_SIGNATURE=djb2\nRELAY_URL=wss://relay.example',
+      'db.driver=mariadb\nDB_HOST=h\nDB_USER=u\nDB_PASS=\nDB_NAME=n\nAUTH_SECRET=s-0123456789abcdef0123456789abcdef\nAUTH_BASE_URL=http://h:8445\nSIGNUP=allowlist\nALLOWED_EMAILS= A@X.example , *@Team.example\nDEFAULT_TIER=pro\nMDNS=off\nTOKEN_SIGNATURE=djb2\nRELAY_URL=wss://relay.example',
     );
     expect(c.db).toEqual({
       driver: 'mysql',
@@ -179,12 +179,12 @@ describe('relay.conf and loading', () => {
     const d = dir();
     writeFileSync(
       join(d, 'relay.conf'),
-      'auth.secret = "abc"\nRATE_PER_SECOND=50\nroom.maxDevices=8\n',
+      'auth.secret = "abc-0123456789abcdef0123456789abcdef"\nRATE_PER_SECOND=50\nroom.maxDevices=8\n',
     );
     const { relay, files } = loadConfig(d, {});
     expect(files).toEqual({ auth: false, relay: true });
     expect(relay).toMatchObject({
-      secret: 'abc',
+      secret: 'abc-0123456789abcdef0123456789abcdef',
       sqlitePath: join(d, 'data', 'relay.db'),
       wsPort: 8443,
       statusPort: 8444,

@@ -9,7 +9,7 @@ import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { eventually } from '../helpers/wait.ts';
 
-const secret = 'crash-test-secret-0123456789';
+const secret = 'crash-test-secret-0123456789abcdef';
 const token = (userId: number, deviceId: number) =>
   signDeviceToken(
     { userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) },

@@ -8,7 +8,7 @@ import { writeLoopbackRelayConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 
-const secret = 'relay-memory-secret-0123456789';
+const secret = 'relay-memory-secret-0123456789abcdef';
 const mebibyte = 1024 * 1024;
 const dir = mkdtempSync(join(tmpdir(), 'relay-memory-'));
 const clients: RelayClient[] = [];

@@ -72,7 +72,7 @@ export async function startAuth(
       clock.now += ms;
     },
   };
-  const secret = options.secret ?? 'test-secret-0123456789abcdef';
+  const secret = options.secret ?? 'test-secret-0123456789abcdef-0123456789';
   const server = await createAuthServer({
     config,
     secret,
@@ -88,6 +88,7 @@ export async function startAuth(
           const host: Host = {
             urls: {},
             adminToken,
+            adminTokenFile: { path: join(dir, 'admin-token'), created: false },
             relayPaused: false,
             mdns: false,
             pauseRelay: async () => {},

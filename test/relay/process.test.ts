@@ -5,7 +5,7 @@ import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
 import { processScope } from '../helpers/process-scope.ts';
 import { eventually } from '../helpers/wait.ts';
 
-const secret = 'process-test-secret-0123456789';
+const secret = 'process-test-secret-0123456789abcdef';
 const { tempDir, start, connect } = processScope('relay-process-');
 
 const token = (userId: number, deviceId: number, withSecret = secret) =>
@@ -167,7 +167,7 @@ describe('relay with the auth service in separate processes', () => {
   it('refuses that token with auth_failed and 4001 when the relay has another secret', async () => {
     const dir = tempDir();
     writeConf(dir, 'relay.conf', {
-      'auth.secret': 'a-different-secret',
+      'auth.secret': 'a-different-secret-0123456789abcdef',
       'ws.port': 0,
       'status.port': 0,
       bind: '127.0.0.1',
