@@ -1,6 +1,7 @@
-import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SyncError } from '../errors.ts';
 import type { Target } from '../relay-events.ts';
 import { probeControl } from './control-client.ts';
@@ -73,7 +74,7 @@ export async function serveControl(
     socket.on('close', () => sockets.delete(socket));
     serveSocket(socket, handlers);
   });
-  await listenOn(server, path);
+  await withStartLock(path, () => listenOn(server, path));
   if (process.platform !== 'win32') chmodSync(path, 0o600);
   return {
     path,
@@ -82,6 +83,40 @@ export async function serveControl(
       return new Promise((resolveClose) => server.close(() => resolveClose()));
     },
   };
+}
+
+/** How long a start lock may stand before a start takes it for one left by a killed process. */
+const startLockStaleMs = 10_000;
+
+/**
+ * Runs `work` (probe, replace a stale socket, listen) while holding `<path>.lock`, a folder made
+ * with mkdir (atomic): two syncs starting at once over a stale socket would otherwise both see it
+ * stale, and the second would remove the first one's new socket and listen in its place.
+ */
+async function withStartLock(path: string, work: () => Promise<void>): Promise<void> {
+  if (process.platform === 'win32') return work();
+  const lock = `${path}.lock`;
+  for (;;) {
+    try {
+      mkdirSync(lock, { mode: 0o700 });
+      break;
+    } catch (err: unknown) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let age = 0;
+    try {
+      age = Date.now() - statSync(lock).mtimeMs;
+    } catch {
+      continue; // released meanwhile
+    }
+    if (age > startLockStaleMs) rmSync(lock, { recursive: true, force: true });
+    else await sleep(20);
+  }
+  try {
+    await work();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 /** Listens on `path` after making sure no one answers there; replaces a stale socket file. */
