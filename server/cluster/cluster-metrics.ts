@@ -16,6 +16,8 @@ export interface ClusterState {
   /** Relay nodes alive, this one included. */
   nodes: number;
   counters: ClusterCounters;
+  /** Records dropped for a missing or wrong seal (another NATS client, another secret). */
+  rejected?: number;
 }
 
 /** The `/health` addition and the `/metrics` lines of a cluster node. */
@@ -26,7 +28,7 @@ export function describeCluster(state: ClusterState): {
   const { node, counters } = state;
   const nats = state.accepting ? 'connected' : 'disconnected';
   return {
-    health: { cluster: { node, nats, nodes: state.nodes } },
+    health: { cluster: { node, nats, nodes: state.nodes, rejected: state.rejected ?? 0 } },
     metrics: [
       metric(
         'connected',
@@ -44,6 +46,12 @@ export function describeCluster(state: ClusterState): {
       ),
       metric('received_total', 'counter', 'Frames from other nodes.', counters.received),
       metric('replayed_total', 'counter', 'Frames replayed on rejoin.', counters.replayed),
+      metric(
+        'rejected_records_total',
+        'counter',
+        'Records from NATS dropped for a missing or wrong seal of the shared secret.',
+        state.rejected ?? 0,
+      ),
     ].join(''),
   };
 }

@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import type { NatsLink } from './nats-link.ts';
 import { watchBucket } from './ordered-follow.ts';
+import type { RecordSeal } from './record-seal.ts';
 
 /** The KV bucket of node heartbeats: key = node name (hex), value = its clock. */
 export const nodesBucket = 'sync-host-nodes';
@@ -27,6 +28,7 @@ export function watchNodes(
   logger: Logger,
   now: () => number,
   replicas: number,
+  seal: RecordSeal,
 ): NodeLiveness {
   const lastSeen = new Map<string, number>();
   let watchingSince: number | undefined;
@@ -35,7 +37,7 @@ export function watchNodes(
 
   const beat = setInterval(() => {
     if (bucket !== undefined && link.connected) {
-      bucket.put(key, String(now())).catch(() => {});
+      bucket.put(key, seal.seal('beat', key, String(now()))).catch(() => {});
     }
   }, beatMs);
   beat.unref();
@@ -55,7 +57,7 @@ export function watchNodes(
         replicas,
       });
       bucket = kv;
-      await kv.put(key, String(now()));
+      await kv.put(key, seal.seal('beat', key, String(now())));
       if (stopWatch !== undefined || stopped) return;
       watchingSince = now();
       // made again by itself after any loss, from the next beat on
@@ -64,8 +66,10 @@ export function watchNodes(
         nodesBucket,
         'last-per-subject',
         (change) => {
-          if (change.operation === 'PUT')
-            lastSeen.set(Buffer.from(change.key, 'hex').toString('utf8'), now());
+          if (change.operation !== 'PUT') return;
+          // a beat without the seal (another NATS client) keeps no node alive
+          if (!seal.verify('beat', change.key, change.value)) return;
+          lastSeen.set(Buffer.from(change.key, 'hex').toString('utf8'), now());
         },
         (err) => {
           watchingSince = now();

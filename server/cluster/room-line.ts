@@ -103,6 +103,7 @@ export class ClusterRoomLine implements RoomLine {
     const js = context.js();
     if (this.#released || js === undefined) return;
     this.#stop = followStream(js, this.roomId, this.cursor + 1, context.nodeBytes, {
+      seal: context.seal,
       frame: (f) => this.#take(f),
       own: (seq) => {
         if (seq > this.cursor) this.cursor = seq;
@@ -370,7 +371,10 @@ export class ClusterRoomLine implements RoomLine {
       context.publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
       return;
     }
-    const { payload, headers } = encodeRecord({ to, from, node: context.node, nodeSeq: n, frame });
+    const { payload, headers } = encodeRecord(
+      { to, from, node: context.node, nodeSeq: n, frame },
+      { seal: context.seal, subject: this.#subject },
+    );
     context.publications.send(nc, n, this.#subject, payload, headers);
   }
 
