@@ -150,6 +150,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
 
     settled: () => publications.settled(),
 
+    stored: (room, device) => publications.stored(room, device),
+
     accepting() {
       return link.connected && mirror.loaded;
     },

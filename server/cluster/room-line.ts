@@ -353,8 +353,8 @@ export class ClusterRoomLine implements RoomLine {
    * publications track it); in order after the ones made before the stream was open.
    */
   #publish(to: string, frame: Buffer): void {
-    const n = this.context.publications.begin(this.roomId);
     const from = senderOf(frame);
+    const n = this.context.publications.begin(this.roomId, from);
     // after every frame of the stream its replay covers, whatever its sequence turns out to be
     if (this.local.size > 0 && (to === '*' || this.local.has(to))) {
       const seq = Number.POSITIVE_INFINITY;
