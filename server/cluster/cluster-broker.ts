@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
 import type { Broker } from '../relay/broker.ts';
+import { createClusterClock } from './cluster-clock.ts';
 import { type ClusterCounters, describeCluster } from './cluster-metrics.ts';
 import { Handover, positionEveryMs } from './handover.ts';
 import type { RoomLineContext } from './line-context.ts';
@@ -38,14 +39,17 @@ export interface ClusterBrokerOptions {
  */
 export function createClusterBroker(options: ClusterBrokerOptions): Broker {
   const { node, logger, bufferWindowMs } = options;
-  const now = options.now ?? Date.now;
+  const localNow = options.now ?? Date.now;
+  // what nodes compare (drops, buffer windows) is on NATS's clock, whatever this node's says
+  const clock = createClusterClock(localNow, logger);
+  const now = clock.now;
   const replicas = replicasFor(options.urls);
   const seal = recordSealFor(options.secret, logger);
   const link = openNatsLink(options.urls, `sync-host relay ${node}`, logger, options.access);
   const lines = new Map<string, ClusterRoomLine>();
   const counters: ClusterCounters = { published: 0, publishFailures: 0, received: 0, replayed: 0 };
-  const publications = new Publications(counters, logger, now);
-  const liveness = watchNodes(link, node, logger, now, replicas, seal);
+  const publications = new Publications(counters, logger, localNow);
+  const liveness = watchNodes(link, node, logger, localNow, replicas, seal, clock);
   const handover = new Handover(node, replicas, rosterRetentionMs, logger, seal);
   const mirror = createRosterMirror({
     node,
@@ -164,6 +168,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
         nodes: liveness.count(),
         counters,
         rejected: seal.rejected,
+        clockOffsetMs: clock.offsetMs,
       });
     },
 

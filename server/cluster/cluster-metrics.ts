@@ -18,6 +18,8 @@ export interface ClusterState {
   counters: ClusterCounters;
   /** Records dropped for a missing or wrong seal (another NATS client, another secret). */
   rejected?: number;
+  /** NATS's clock minus this node's (ms), once measured (cluster-clock.ts). */
+  clockOffsetMs?: number | undefined;
 }
 
 /** The `/health` addition and the `/metrics` lines of a cluster node. */
@@ -28,7 +30,15 @@ export function describeCluster(state: ClusterState): {
   const { node, counters } = state;
   const nats = state.accepting ? 'connected' : 'disconnected';
   return {
-    health: { cluster: { node, nats, nodes: state.nodes, rejected: state.rejected ?? 0 } },
+    health: {
+      cluster: {
+        node,
+        nats,
+        nodes: state.nodes,
+        rejected: state.rejected ?? 0,
+        clockOffsetMs: state.clockOffsetMs === undefined ? null : Math.round(state.clockOffsetMs),
+      },
+    },
     metrics: [
       metric(
         'connected',

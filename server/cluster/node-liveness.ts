@@ -2,6 +2,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
+import type { ClusterClock } from './cluster-clock.ts';
 import type { NatsLink } from './nats-link.ts';
 import { watchBucket } from './ordered-follow.ts';
 import type { RecordSeal } from './record-seal.ts';
@@ -29,15 +30,18 @@ export function watchNodes(
   now: () => number,
   replicas: number,
   seal: RecordSeal,
+  clock: ClusterClock,
 ): NodeLiveness {
   const lastSeen = new Map<string, number>();
   let watchingSince: number | undefined;
   let bucket: KV | undefined;
   const key = Buffer.from(self, 'utf8').toString('hex');
+  // each beat also measures this node's offset from NATS's clock
+  const beatValue = () => seal.seal('beat', key, String(now()));
 
   const beat = setInterval(() => {
     if (bucket !== undefined && link.connected) {
-      bucket.put(key, seal.seal('beat', key, String(now()))).catch(() => {});
+      clock.beat(bucket, key, beatValue).catch(() => {});
     }
   }, beatMs);
   beat.unref();
@@ -57,7 +61,7 @@ export function watchNodes(
         replicas,
       });
       bucket = kv;
-      await kv.put(key, seal.seal('beat', key, String(now())));
+      await clock.beat(kv, key, beatValue);
       if (stopWatch !== undefined || stopped) return;
       watchingSince = now();
       // made again by itself after any loss, from the next beat on
