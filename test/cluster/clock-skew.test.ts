@@ -114,7 +114,10 @@ describe.skipIf(skip !== undefined)(
       await dropping.join(room, 2, deviceToken(userId, 2));
       await sender.next('presence');
       dropping.terminate();
-      expect(await sender.next('presence', 15_000)).toMatchObject({ state: 'left', reason: 'disconnect' });
+      expect(await sender.next('presence', 15_000)).toMatchObject({
+        state: 'left',
+        reason: 'disconnect',
+      });
       for (let n = 0; n < 50; n++) sender.send({ to: 2, payload: { n } });
       await sender.sync();
       expect(sender.frames.filter((f) => f.type === 'error')).toEqual([]);
