@@ -70,16 +70,16 @@ export async function acceptsAnonymous(nc: NatsConnection, access: NatsAccess): 
 }
 
 /**
- * Says once per process, at the first connection, when the NATS server accepts clients without
- * credentials: whoever reaches it could read the rooms' traffic and publish in them (records
+ * Says when the NATS server of a new connection accepts clients without credentials (once per
+ * process): whoever reaches it could read the rooms' traffic and publish in them (records
  * without the shared secret's seal are dropped, but the traffic can still be read or deleted).
  */
 let anonymousSaid = false;
 export function warnIfAnonymous(nc: NatsConnection, access: NatsAccess, logger: Logger): void {
   if (anonymousSaid) return;
-  anonymousSaid = true;
   void acceptsAnonymous(nc, access).then((open) => {
-    if (!open) return;
+    if (!open || anonymousSaid) return;
+    anonymousSaid = true;
     logger.warn(
       { nats: nc.getServer() },
       'cluster: NATS accepts clients without credentials: anyone who reaches it can read the cluster’s traffic (set up authorization and TLS on nats-server, and cluster.user/cluster.password, cluster.token, cluster.nkeyFile or cluster.credsFile here; see docs/cluster.md)',
