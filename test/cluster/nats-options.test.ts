@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createUser } from '@nats-io/nkeys';
+import { nkeys } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NatsLink, openNatsLink } from '../../server/cluster/nats-link.ts';
 import { acceptsAnonymous } from '../../server/cluster/nats-options.ts';
@@ -23,7 +23,7 @@ describe.skipIf(skip !== undefined)(
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'sync-host-nats-options-'));
-      const user = createUser();
+      const user = nkeys.createUser();
       seedFile = join(dir, 'relay.nk');
       writeFileSync(seedFile, `${new TextDecoder().decode(user.getSeed())}\n`);
       const users = `users = [ { user: "relay", password: "${password}" }, { nkey: "${user.getPublicKey()}" } ]`;
