@@ -6,6 +6,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAuthClient } from '../../client/auth-client.ts';
 import { RecordSeal } from '../../server/cluster/record-seal.ts';
 import { streamOf } from '../../server/cluster/room-stream.ts';
 import { roomHash, rosterBucket, rosterKey } from '../../server/cluster/roster.ts';
@@ -125,6 +126,28 @@ describe.skipIf(skip !== undefined)(`NATS security${skip ? ` (skipped: ${skip})`
       expect(output.filter((line) => line.includes(password))).toEqual([]);
       expect(output.filter((line) => line.includes(anonymousWarning))).toEqual([]);
     }
+  });
+
+  it('publishes a revocation from an auth process signed in over TLS, and the node applies it', {
+    timeout: 90_000,
+  }, async () => {
+    const auth = await processes.authProcess(secured.url.replace('nats://', 'tls://'), {
+      CLUSTER_USER: 'relay',
+      CLUSTER_PASSWORD: password,
+      CLUSTER_CA_FILE: ca,
+    });
+    const keeper = await auth.signIn('owner@example.org', 'keeper');
+    const leaving = await auth.signIn('owner@example.org', 'leaving');
+    const room = createRoomId(keeper.user.id, clusterSecret);
+    const onNode = client(securedNodes[0]!);
+    expect(await onNode.join(room, leaving.device.id, leaving.deviceToken)).toMatchObject({
+      type: 'joined',
+    });
+    const owner = createAuthClient({ authUrl: auth.url, deviceToken: keeper.deviceToken });
+    await owner.deleteDevice(leaving.device.id);
+    expect((await onNode.waitClosed(10_000)).code).toBe(4003);
+    const output = [...auth.process.stdout, ...auth.process.stderr];
+    expect(output.filter((line) => line.includes(password))).toEqual([]);
   });
 
   it('warns at start when NATS accepts clients without credentials', async () => {
