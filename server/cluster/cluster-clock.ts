@@ -42,7 +42,7 @@ export function createClusterClock(local: () => number, logger: Logger): Cluster
       saidMs = offsetMs;
       logger.warn(
         { offsetMs: Math.round(offsetMs) },
-        `cluster: this node's clock is ${(Math.abs(offsetMs) / 1000).toFixed(1)} s ${offsetMs > 0 ? 'behind' : 'ahead of'} NATS's; buffer windows use NATS's clock, but tokens and device checks use this node's (they fail past 300 s): set its time (NTP)`,
+        `cluster: this node's clock is ${(Math.abs(offsetMs) / 1000).toFixed(1)} s ${offsetMs > 0 ? 'behind' : 'ahead of'} NATS's; buffer windows use NATS's clock, device checks over NATS the auth processes', those over auth.url this node's (refused past 300 s): set its time (NTP)`,
       );
     } else if (!skewed && saidMs !== undefined) {
       saidMs = undefined;
