@@ -13,6 +13,7 @@ import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers } from '@nats-io/transport-node';
 import type { ClusterCounters } from '../server/cluster/cluster-metrics.ts';
 import { Publications } from '../server/cluster/publications.ts';
+import { RecordSeal } from '../server/cluster/record-seal.ts';
 import { ensureStream, followStream, streamOf } from '../server/cluster/room-stream.ts';
 import { encodeRecord, senderOf } from '../server/cluster/stream-record.ts';
 import { createLogger } from '../server/log.ts';
@@ -103,7 +104,11 @@ async function requestWay(rooms: string[]): Promise<() => Promise<void>> {
   };
 }
 
-/** The way now: `Publications`, routing in the record, a node's own records skipped. */
+/**
+ * The way now: `Publications`, routing in the record, each record sealed with the shared secret
+ * and checked by the other nodes, a node's own records skipped.
+ */
+const seal = new RecordSeal('bench-secret-0123456789abcdef0123');
 async function recordWay(rooms: string[]): Promise<() => Promise<void>> {
   let seen = 0;
   const stops: Array<() => void> = [];
@@ -112,6 +117,7 @@ async function recordWay(rooms: string[]): Promise<() => Promise<void>> {
     for (const node of nodes) {
       stops.push(
         followStream(js, room, last + 1, Buffer.from(node), {
+          seal,
           frame: () => seen++,
           own: () => seen++,
           error: (err) => logger.warn({ err: String(err) }, 'follow'),
@@ -124,14 +130,12 @@ async function recordWay(rooms: string[]): Promise<() => Promise<void>> {
       const room = rooms[i % roomCount] as string;
       const frame = frameOf(i);
       const n = publications.begin(room);
-      const record = encodeRecord({
-        to: '*',
-        from: senderOf(frame),
-        node: 'node-a',
-        nodeSeq: n,
-        frame,
-      });
-      publications.send(nc, n, streamOf(room).subject, record.payload, record.headers);
+      const subject = streamOf(room).subject;
+      const record = encodeRecord(
+        { to: '*', from: senderOf(frame), node: 'node-a', nodeSeq: n, frame },
+        { seal, subject },
+      );
+      publications.send(nc, n, subject, record.payload, record.headers);
       await turn();
     }
     await publications.settled();

@@ -42,6 +42,15 @@ export const JoinsUnavailable = {
   reason: 'relay cannot take joins now, retry',
 } as const satisfies CloseEvent;
 
+/**
+ * Messages this connection sent were not stored (a cluster node that lost NATS before NATS took
+ * them): no `pong` confirms them; the client reconnects and sends what was not confirmed again.
+ */
+export const NotStored = {
+  code: 1013,
+  reason: 'messages not stored, send them again',
+} as const satisfies CloseEvent;
+
 /** Join refused: bad token, secret mismatch, device not the token's, room of another user. */
 export const AuthFailed = { code: 4001, reason: 'auth failed' } as const satisfies CloseEvent;
 

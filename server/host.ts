@@ -8,6 +8,7 @@ import { publishDeviceRevocations } from './cluster/revocation-wiring.ts';
 import type { DbConfig } from './config/auth-config.ts';
 import { ConfigError } from './config/conf-file.ts';
 import type { LoadedConfig } from './config/load.ts';
+import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import { prepareDataDir } from './data-dir.ts';
 import type { Db } from './db/connect.ts';
@@ -221,6 +222,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
                 urls: relayConfig.clusterNats,
                 node: relayConfig.clusterNode ?? `${hostname()}:${relayConfig.wsPort}`,
                 bufferWindowMs: relayConfig.bufferSeconds * 1000,
+                secret: paths.secret,
+                access: natsAccessOf(relayConfig),
                 logger,
                 now: options.now,
               })
@@ -314,6 +317,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
             onDeviceRevoked: (listener) => auth.service.onDeviceRevoked(listener),
             relayDevice: (deviceId) => auth.service.relayDevice(deviceId),
             secret,
+            access: natsAccessOf(config.auth),
             logger,
             now: options.now ?? Date.now,
           }),

@@ -4,6 +4,7 @@ import { type NatsLink, openNatsLink } from './cluster/nats-link.ts';
 import { applyDeviceRevocations } from './cluster/revocation-wiring.ts';
 import type { Revocation } from './cluster/revocations.ts';
 import { ConfigError } from './config/conf-file.ts';
+import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import type { Logger } from './log.ts';
 import { createAuthDirectory, type FeedTarget, followAuthFeed } from './relay/auth-feed.ts';
@@ -90,12 +91,23 @@ export function revocationPaths(options: RevocationPathOptions): RevocationPaths
     follow(target) {
       const stops: Array<() => Promise<void>> = [];
       if (relay.clusterNats.length > 0) {
-        const link = openNatsLink(relay.clusterNats, 'sync-host relay revocations', logger);
+        const link = openNatsLink(
+          relay.clusterNats,
+          'sync-host relay revocations',
+          logger,
+          natsAccessOf(relay),
+        );
         natsLink = link;
         const apply = ({ deviceId, revokedAt }: Revocation) =>
           target.revokeDevice(deviceId, revokedAt);
         // Stopped in reverse order: the follower first, then its link.
-        const revocations = applyDeviceRevocations(link, relay.clusterNats, apply, logger);
+        const revocations = applyDeviceRevocations(
+          link,
+          relay.clusterNats,
+          apply,
+          logger,
+          options.secret,
+        );
         stops.push(() => link.close(), revocations);
       }
       if (mode === 'relay' && relay.authUrl !== undefined) {

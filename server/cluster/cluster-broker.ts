@@ -1,13 +1,16 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
 import type { Broker } from '../relay/broker.ts';
+import { createClusterClock } from './cluster-clock.ts';
 import { type ClusterCounters, describeCluster } from './cluster-metrics.ts';
 import { Handover, positionEveryMs } from './handover.ts';
 import type { RoomLineContext } from './line-context.ts';
 import { openNatsLink, replicasFor } from './nats-link.ts';
 import { watchNodes } from './node-liveness.ts';
 import { Publications } from './publications.ts';
+import { recordSealFor } from './record-seal.ts';
 import { ClusterRoomLine } from './room-line.ts';
 import { type RosterEntry, roomHash } from './roster.ts';
 import { createRosterMirror, rosterRetentionMs } from './roster-mirror.ts';
@@ -19,6 +22,10 @@ export interface ClusterBrokerOptions {
   node: string;
   /** `buffer.seconds` in ms: the retention of each room's stream. */
   bufferWindowMs: number;
+  /** The shared secret (`auth.secret`): the seal of every record (record-seal.ts). */
+  secret: string;
+  /** Credentials and CA for NATS (`cluster.user`...). */
+  access?: NatsAccess;
   logger: Logger;
   now?: () => number;
 }
@@ -32,14 +39,18 @@ export interface ClusterBrokerOptions {
  */
 export function createClusterBroker(options: ClusterBrokerOptions): Broker {
   const { node, logger, bufferWindowMs } = options;
-  const now = options.now ?? Date.now;
+  const localNow = options.now ?? Date.now;
+  // what nodes compare (drops, buffer windows) is on NATS's clock, whatever this node's says
+  const clock = createClusterClock(localNow, logger);
+  const now = clock.now;
   const replicas = replicasFor(options.urls);
-  const link = openNatsLink(options.urls, `sync-host relay ${node}`, logger);
+  const seal = recordSealFor(options.secret, logger);
+  const link = openNatsLink(options.urls, `sync-host relay ${node}`, logger, options.access);
   const lines = new Map<string, ClusterRoomLine>();
   const counters: ClusterCounters = { published: 0, publishFailures: 0, received: 0, replayed: 0 };
-  const publications = new Publications(counters, logger, now);
-  const liveness = watchNodes(link, node, logger, now, replicas);
-  const handover = new Handover(node, replicas, rosterRetentionMs, logger);
+  const publications = new Publications(counters, logger, localNow);
+  const liveness = watchNodes(link, node, logger, localNow, replicas, seal, clock);
+  const handover = new Handover(node, replicas, rosterRetentionMs, logger, seal);
   const mirror = createRosterMirror({
     node,
     logger,
@@ -47,6 +58,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     replicas,
     link,
     liveness,
+    seal,
     heldRoom: (hash) => lines.get(hash),
   });
   let closed = false;
@@ -67,6 +79,7 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     write: mirror.write,
     counters,
     publications,
+    seal,
     released: (hash) => lines.delete(hash),
   };
 
@@ -141,6 +154,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
 
     settled: () => publications.settled(),
 
+    stored: (room, device) => publications.stored(room, device),
+
     accepting() {
       return link.connected && mirror.loaded;
     },
@@ -152,6 +167,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
         accepting: link.connected && mirror.loaded,
         nodes: liveness.count(),
         counters,
+        rejected: seal.rejected,
+        clockOffsetMs: clock.offsetMs,
       });
     },
 

@@ -16,6 +16,10 @@ export interface ClusterState {
   /** Relay nodes alive, this one included. */
   nodes: number;
   counters: ClusterCounters;
+  /** Records dropped for a missing or wrong seal (another NATS client, another secret). */
+  rejected?: number;
+  /** NATS's clock minus this node's (ms), once measured (cluster-clock.ts). */
+  clockOffsetMs?: number | undefined;
 }
 
 /** The `/health` addition and the `/metrics` lines of a cluster node. */
@@ -26,7 +30,15 @@ export function describeCluster(state: ClusterState): {
   const { node, counters } = state;
   const nats = state.accepting ? 'connected' : 'disconnected';
   return {
-    health: { cluster: { node, nats, nodes: state.nodes } },
+    health: {
+      cluster: {
+        node,
+        nats,
+        nodes: state.nodes,
+        rejected: state.rejected ?? 0,
+        clockOffsetMs: state.clockOffsetMs === undefined ? null : Math.round(state.clockOffsetMs),
+      },
+    },
     metrics: [
       metric(
         'connected',
@@ -44,6 +56,12 @@ export function describeCluster(state: ClusterState): {
       ),
       metric('received_total', 'counter', 'Frames from other nodes.', counters.received),
       metric('replayed_total', 'counter', 'Frames replayed on rejoin.', counters.replayed),
+      metric(
+        'rejected_records_total',
+        'counter',
+        'Records from NATS dropped for a missing or wrong seal of the shared secret.',
+        state.rejected ?? 0,
+      ),
     ].join(''),
   };
 }

@@ -35,6 +35,11 @@ const answerSchema = z.object({
   device: recordSchema.nullable().optional(),
   /** Set instead of `device` when the auth database cannot answer now. */
   error: z.literal('unavailable').optional(),
+  /**
+   * Set instead of both when the credential was made with the secret but its time is too far
+   * from the auth process's clock: that clock's unix second, for the node to ask again.
+   */
+  clock: z.number().int().positive().optional(),
   mac: z.string(),
 });
 
@@ -48,6 +53,19 @@ function answerMac(secret: string, nonce: string, deviceId: number, outcome: Out
         ? 'none'
         : `${outcome.device.userId}:${outcome.device.tokenDigest}`;
   return hmacHex(secret, `${macPurpose}:${nonce}:${deviceId}:${what}`);
+}
+
+/** The MAC of a `clock` answer: the auth process's time, for this request only. */
+function clockMac(secret: string, nonce: string, deviceId: number, seconds: number): string {
+  return hmacHex(secret, `${macPurpose}:${nonce}:${deviceId}:clock:${seconds}`);
+}
+
+/** The time of a relay credential made with `secret`, whatever its distance to now. */
+function credentialTime(credential: string, secret: string): number | undefined {
+  const time = Number(/^relay\.(\d{1,12})\./.exec(credential)?.[1]);
+  return Number.isSafeInteger(time) && verifyRelayCredential(credential, secret, time)
+    ? time
+    : undefined;
 }
 
 function parseJson(text: string): unknown {
@@ -82,7 +100,16 @@ export function answerDeviceChecks(
     const request = requestSchema.safeParse(parseJson(data));
     if (!request.success) return;
     const { deviceId, nonce, credential } = request.data;
-    if (!verifyRelayCredential(credential, secret, Math.floor(options.now() / 1000))) {
+    const seconds = Math.floor(options.now() / 1000);
+    if (
+      !verifyRelayCredential(credential, secret, seconds) &&
+      credentialTime(credential, secret) !== undefined
+    ) {
+      // made with the secret on a clock too far from this one: the node asks again on this one
+      respond(JSON.stringify({ clock: seconds, mac: clockMac(secret, nonce, deviceId, seconds) }));
+      return;
+    }
+    if (!verifyRelayCredential(credential, secret, seconds)) {
       // Said once per run of refusals: a NATS client can send these as often as it likes.
       if (!refusing) {
         logger.warn(
@@ -134,29 +161,52 @@ export function createNatsDeviceDirectory(
   const { secret, logger } = options;
   const timeoutMs = options.timeoutMs ?? 3_000;
   let forgedSaid = false;
+  /** The auth processes' clock minus this node's (s), learnt from a `clock` answer. */
+  let authOffsetSeconds = 0;
+  /** One request; a `clock` answer (its MAC checked) moves the offset and asks once again. */
+  async function ask(
+    deviceId: number,
+    again: boolean,
+  ): Promise<{ answer: z.infer<typeof answerSchema> | undefined; nonce: string }> {
+    const nc = link()?.connection;
+    if (nc === undefined || link()?.connected !== true) throw new Error('NATS is not connected');
+    const nonce = randomHex(16);
+    const seconds = Math.floor(options.now() / 1000);
+    const credential = signRelayCredential(secret, seconds + authOffsetSeconds);
+    const msg = await nc.request(
+      deviceCheckSubject,
+      JSON.stringify({ deviceId, nonce, credential }),
+      { timeout: timeoutMs },
+    );
+    const answer = answerSchema.safeParse(parseJson(msg.string()));
+    const clock = answer.data?.clock;
+    if (
+      !again ||
+      clock === undefined ||
+      !safeEqual(answer.data?.mac ?? '', clockMac(secret, nonce, deviceId, clock))
+    ) {
+      return { answer: answer.success ? answer.data : undefined, nonce };
+    }
+    authOffsetSeconds = clock - seconds;
+    logger.warn(
+      { offsetSeconds: authOffsetSeconds },
+      `cluster: the auth processes' clock is ${Math.abs(authOffsetSeconds)} s ${authOffsetSeconds > 0 ? 'ahead of' : 'behind'} this node's; device checks are signed on theirs (set this node's time: NTP)`,
+    );
+    return ask(deviceId, false);
+  }
   return {
     async lookup(deviceId) {
-      const nc = link()?.connection;
-      if (nc === undefined || link()?.connected !== true) throw new Error('NATS is not connected');
-      const nonce = randomHex(16);
-      const credential = signRelayCredential(secret, Math.floor(options.now() / 1000));
-      const msg = await nc.request(
-        deviceCheckSubject,
-        JSON.stringify({ deviceId, nonce, credential }),
-        { timeout: timeoutMs },
-      );
-      const answer = answerSchema.safeParse(parseJson(msg.string()));
-      const outcome: Outcome | undefined = !answer.success
-        ? undefined
-        : answer.data.error !== undefined
-          ? { error: answer.data.error }
-          : answer.data.device !== undefined
-            ? { device: answer.data.device }
+      const { answer, nonce } = await ask(deviceId, true);
+      const outcome: Outcome | undefined =
+        answer?.error !== undefined
+          ? { error: answer.error }
+          : answer?.device !== undefined
+            ? { device: answer.device }
             : undefined;
       if (
+        answer === undefined ||
         outcome === undefined ||
-        !answer.success ||
-        !safeEqual(answer.data.mac, answerMac(secret, nonce, deviceId, outcome))
+        !safeEqual(answer.mac, answerMac(secret, nonce, deviceId, outcome))
       ) {
         if (!forgedSaid) {
           logger.warn(

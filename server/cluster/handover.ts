@@ -1,6 +1,8 @@
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { randomHex } from '../hashing.ts';
 import type { Logger } from '../log.ts';
+import type { RecordSeal } from './record-seal.ts';
 
 /**
  * Where a device's replay starts when it joins on this node while the roster still has it present
@@ -46,6 +48,7 @@ export class Handover {
     private readonly replicas: number,
     private readonly ttlMs: number,
     private readonly logger: Logger,
+    private readonly seal: RecordSeal,
   ) {}
 
   /** On each (re)connect: the positions bucket, and the answer to release requests. */
@@ -61,12 +64,21 @@ export class Handover {
   /** Answers release requests from now on (before the bucket: a node that answers is alive). */
   #answer(nc: NatsConnection, release: Release): void {
     this.#nc = nc;
-    this.#subscription = nc.subscribe(releaseSubject(this.node), {
+    const subject = releaseSubject(this.node);
+    this.#subscription = nc.subscribe(subject, {
       callback: (err, msg) => {
         if (err !== null) return;
         try {
-          const { hash, device } = msg.json<{ hash: string; device: string }>();
-          msg.respond(JSON.stringify(release(hash, device)));
+          // a request without the seal (another NATS client) closes nothing and gets no answer
+          const text = this.seal.openText('release', subject, msg.data);
+          if (text === undefined) return;
+          const { hash, device, nonce } = JSON.parse(text) as {
+            hash: string;
+            device: string;
+            nonce: string;
+          };
+          const answer = JSON.stringify(release(hash, device));
+          msg.respond(this.seal.seal('release', nonce, answer));
         } catch (e: unknown) {
           this.logger.warn({ err: String(e) }, 'cluster: unreadable release request');
         }
@@ -77,7 +89,8 @@ export class Handover {
   /** Records this node's position in a room's stream. */
   async record(hash: string, cursor: number): Promise<void> {
     if (this.#positions === undefined) throw new Error('not connected to NATS');
-    await this.#positions.put(`${hash}.${hex(this.node)}`, String(cursor));
+    const key = `${hash}.${hex(this.node)}`;
+    await this.#positions.put(key, this.seal.seal('position', key, String(cursor)));
   }
 
   /**
@@ -88,10 +101,13 @@ export class Handover {
   async release(from: string, hash: string, device: string): Promise<Origin | undefined> {
     if (this.#nc === undefined) throw new Error('not connected to NATS');
     try {
-      const reply = await this.#nc.request(releaseSubject(from), JSON.stringify({ hash, device }), {
-        timeout: releaseTimeoutMs,
-      });
-      const held = reply.json<{ cursor: number; nodeSeq: number } | null>();
+      const subject = releaseSubject(from);
+      const nonce = randomHex(16);
+      const request = this.seal.seal('release', subject, JSON.stringify({ hash, device, nonce }));
+      const reply = await this.#nc.request(subject, request, { timeout: releaseTimeoutMs });
+      const text = this.seal.openText('release', nonce, reply.data);
+      if (text === undefined) throw new Error('release answer without the seal');
+      const held = JSON.parse(text) as { cursor: number; nodeSeq: number } | null;
       return held === null ? undefined : { ...held, node: from, lost: false };
     } catch {
       return this.lostOn(from, hash);
@@ -101,8 +117,14 @@ export class Handover {
   /** The origin of a device whose node died: that node's last recorded position in the room. */
   async lostOn(from: string, hash: string): Promise<Origin> {
     if (this.#positions === undefined) throw new Error('not connected to NATS');
-    const entry = await this.#positions.get(`${hash}.${hex(from)}`);
-    const cursor = entry === null || entry.operation !== 'PUT' ? 0 : Number(entry.string());
+    const key = `${hash}.${hex(from)}`;
+    const entry = await this.#positions.get(key);
+    const text =
+      entry === null || entry.operation !== 'PUT'
+        ? undefined
+        : this.seal.openText('position', key, entry.value);
+    // none recorded (or not by a node): the whole stream is replayed, with `gap`
+    const cursor = text === undefined ? 0 : Number(text);
     return { cursor, node: from, nodeSeq: Number.MAX_SAFE_INTEGER, lost: true };
   }
 

@@ -36,7 +36,7 @@ export async function replayOf(
   origin: Origin,
   entry: RosterEntry | undefined,
   bounds: { first: number; last: number },
-  context: Pick<RoomLineContext, 'now' | 'bufferWindowMs'>,
+  context: Pick<RoomLineContext, 'now' | 'bufferWindowMs' | 'seal'>,
   routedHere: { node: string; after: number },
 ): Promise<{ frames: string[]; gap: boolean }> {
   if (entry?.state === 'absent' && context.now() >= entry.droppedAt + context.bufferWindowMs) {
@@ -44,7 +44,7 @@ export async function replayOf(
   }
   const aged = bounds.first > origin.cursor + 1 && bounds.last >= bounds.first;
   const from = Math.max(origin.cursor, bounds.first - 1);
-  const range = await readRange(js, roomId, from, bounds.last);
+  const range = await readRange(js, roomId, from, bounds.last, context.seal);
   const frames: string[] = [];
   for (const f of range) {
     if (f.to !== key && (f.to !== '*' || f.from === key)) continue;

@@ -4,6 +4,7 @@ import type { Logger } from '../log.ts';
 import type { ClusterCounters } from './cluster-metrics.ts';
 import type { Handover } from './handover.ts';
 import type { Publications } from './publications.ts';
+import type { RecordSeal } from './record-seal.ts';
 import type { RoomRoster, RosterEntry } from './roster.ts';
 
 /** What a room's line shares with the rest of its node's broker. */
@@ -32,6 +33,8 @@ export interface RoomLineContext {
   readonly counters: ClusterCounters;
   /** This node's publications (every line's count on its counter). */
   readonly publications: Publications;
+  /** Seals what the node publishes and checks what it reads (record-seal.ts). */
+  readonly seal: RecordSeal;
   /** The line is no longer held (its broker forgets it). */
   released(hash: string): void;
 }

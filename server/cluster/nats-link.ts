@@ -1,5 +1,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
+import { natsConnectOptions, warnIfAnonymous } from './nats-options.ts';
 
 /**
  * Client pings: a NATS server that stops answering is noticed after about
@@ -37,8 +39,18 @@ export interface NatsLink {
   close(): Promise<void>;
 }
 
-/** Opens a link to the NATS servers `urls` (tried in turn); `name` shows in the server's monitoring. */
-export function openNatsLink(urls: readonly string[], name: string, logger: Logger): NatsLink {
+/**
+ * Opens a link to the NATS servers `urls` (tried in turn) with `access`'s credentials and CA;
+ * `name` shows in the server's monitoring.
+ */
+export function openNatsLink(
+  urls: readonly string[],
+  name: string,
+  logger: Logger,
+  access: NatsAccess = {},
+): NatsLink {
+  const secured = natsConnectOptions(access);
+  let lastRefusal = '';
   let connection: NatsConnection | undefined;
   let connected = false;
   let closing = false;
@@ -80,17 +92,25 @@ export function openNatsLink(urls: readonly string[], name: string, logger: Logg
         pingInterval: pingIntervalMs,
         maxPingOut,
         timeout: 2_000,
+        ...secured,
       });
       if (closing) {
         await nc.close();
         return;
       }
       connection = nc;
+      lastRefusal = '';
+      warnIfAnonymous(nc, access, logger);
       void follow(nc);
       void nc.closed().then(() => down());
       up(nc);
     } catch (err: unknown) {
-      logger.debug({ err: String(err) }, 'cluster: NATS not reachable yet');
+      const why = String(err);
+      // a refusal (credentials, TLS) is said once, until it changes: retried every second
+      if (/auth|tls|certificate|permission/i.test(why) && why !== lastRefusal) {
+        logger.warn({ err: why }, 'cluster: NATS refused the connection; retrying');
+      } else logger.debug({ err: why }, 'cluster: NATS not reachable yet');
+      lastRefusal = why;
       retry = setTimeout(() => void attempt(), retryMs);
     }
   }

@@ -2,8 +2,10 @@ import { jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
+import type { ClusterClock } from './cluster-clock.ts';
 import type { NatsLink } from './nats-link.ts';
 import { watchBucket } from './ordered-follow.ts';
+import type { RecordSeal } from './record-seal.ts';
 
 /** The KV bucket of node heartbeats: key = node name (hex), value = its clock. */
 export const nodesBucket = 'sync-host-nodes';
@@ -27,15 +29,19 @@ export function watchNodes(
   logger: Logger,
   now: () => number,
   replicas: number,
+  seal: RecordSeal,
+  clock: ClusterClock,
 ): NodeLiveness {
   const lastSeen = new Map<string, number>();
   let watchingSince: number | undefined;
   let bucket: KV | undefined;
   const key = Buffer.from(self, 'utf8').toString('hex');
+  // each beat also measures this node's offset from NATS's clock
+  const beatValue = () => seal.seal('beat', key, String(now()));
 
   const beat = setInterval(() => {
     if (bucket !== undefined && link.connected) {
-      bucket.put(key, String(now())).catch(() => {});
+      clock.beat(bucket, key, beatValue).catch(() => {});
     }
   }, beatMs);
   beat.unref();
@@ -55,7 +61,7 @@ export function watchNodes(
         replicas,
       });
       bucket = kv;
-      await kv.put(key, String(now()));
+      await clock.beat(kv, key, beatValue);
       if (stopWatch !== undefined || stopped) return;
       watchingSince = now();
       // made again by itself after any loss, from the next beat on
@@ -64,8 +70,10 @@ export function watchNodes(
         nodesBucket,
         'last-per-subject',
         (change) => {
-          if (change.operation === 'PUT')
-            lastSeen.set(Buffer.from(change.key, 'hex').toString('utf8'), now());
+          if (change.operation !== 'PUT') return;
+          // a beat without the seal (another NATS client) keeps no node alive
+          if (!seal.verify('beat', change.key, change.value)) return;
+          lastSeen.set(Buffer.from(change.key, 'hex').toString('utf8'), now());
         },
         (err) => {
           watchingSince = now();

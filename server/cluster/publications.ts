@@ -13,8 +13,13 @@ export const publishTimeoutMs = 5_000;
 /** One publication not answered yet: when it was sent (undefined while it waits for its stream). */
 interface Open {
   room: string;
+  /** The sender's device key, when known: a failure is held against its connection. */
+  sender: string | undefined;
   sentAt: number | undefined;
 }
+
+/** A sender's failure is kept this long for its next `ping` (then its connection is long gone). */
+const failureKeptMs = 10 * 60_000;
 
 /** A publication to hand to NATS at the end of this turn of the event loop. */
 interface Outgoing {
@@ -46,6 +51,8 @@ export class Publications {
   #inbox = '';
   #subscription: Subscription | undefined;
   #outgoing: Outgoing[] = [];
+  /** Senders (room and device key) with a publication that failed, and when it last did. */
+  readonly #failed = new Map<string, number>();
   readonly #sweep: NodeJS.Timeout;
 
   constructor(
@@ -57,10 +64,13 @@ export class Publications {
     this.#sweep.unref();
   }
 
-  /** Numbers a new publication of a frame for `room`; `send` or `fail` closes it later. */
-  begin(room: string): number {
+  /**
+   * Numbers a new publication of a frame for `room` from device `sender`; `send` or `fail`
+   * closes it later.
+   */
+  begin(room: string, sender?: string): number {
     const n = ++this.count;
-    this.#open.set(n, { room, sentAt: undefined });
+    this.#open.set(n, { room, sender, sentAt: undefined });
     return n;
   }
 
@@ -101,7 +111,22 @@ export class Publications {
     if (open === undefined) return;
     this.counters.publishFailures++;
     this.logger.warn({ err: String(err), room: open.room }, 'cluster: frame not published');
+    // before the waiters hear of it: the sender's next pong must not confirm it
+    if (open.sender !== undefined) this.#failed.set(senderKey(open.room, open.sender), this.now());
     this.#close(n);
+  }
+
+  /**
+   * For a `ping` of `sender` in `room`: resolves, once every publication made so far is closed,
+   * whether all of the sender's were stored since its previous ping (the mark of a failure is
+   * taken by the answer); undefined when nothing is open and nothing failed.
+   */
+  stored(room: string, sender: string): Promise<boolean> | undefined {
+    const key = senderKey(room, sender);
+    const take = (): boolean => !this.#failed.delete(key);
+    const settled = this.settled();
+    if (settled !== undefined) return settled.then(take);
+    return this.#failed.has(key) ? Promise.resolve(take()) : undefined;
   }
 
   /** Resolves once every publication made so far is closed; undefined when none is open. */
@@ -155,6 +180,8 @@ export class Publications {
 
   /** Sent publications without an answer after `publishTimeoutMs` failed. */
   #expire(): void {
+    const forgotten = this.now() - failureKeptMs;
+    for (const [key, at] of this.#failed) if (at < forgotten) this.#failed.delete(key);
     const before = this.now() - publishTimeoutMs;
     for (const [n, open] of this.#open) {
       if (open.sentAt !== undefined && open.sentAt <= before) {
@@ -163,6 +190,8 @@ export class Publications {
     }
   }
 }
+
+const senderKey = (room: string, sender: string): string => `${room}\n${sender}`;
 
 const decoder = new TextDecoder();
 

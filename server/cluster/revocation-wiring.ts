@@ -1,7 +1,9 @@
+import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
 import type { DeviceRecord } from '../relay/device-check.ts';
 import { answerDeviceChecks, type DeviceCheckOptions } from './device-checks.ts';
 import { type NatsLink, openNatsLink, replicasFor } from './nats-link.ts';
+import { recordSealFor } from './record-seal.ts';
 import { createRevocationPublisher, followRevocations, type Revocation } from './revocations.ts';
 
 /** Something that closes a device's connections (the running relay, or a queue while paused). */
@@ -12,6 +14,8 @@ export interface AuthOnNats extends DeviceCheckOptions {
   onDeviceRevoked: (listener: (deviceId: number) => void) => unknown;
   /** The device's record for a join check (the auth database); undefined when gone. */
   relayDevice: (deviceId: number) => Promise<DeviceRecord | undefined>;
+  /** Credentials and CA for NATS (`CLUSTER_USER`...). */
+  access?: NatsAccess;
 }
 
 /**
@@ -23,8 +27,9 @@ export function publishDeviceRevocations(
   auth: AuthOnNats,
 ): () => Promise<void> {
   const { logger, now } = auth;
-  const link = openNatsLink(urls, 'sync-host auth', logger);
-  const publisher = createRevocationPublisher(link, replicasFor(urls), logger);
+  const link = openNatsLink(urls, 'sync-host auth', logger, auth.access);
+  const seal = recordSealFor(auth.secret, logger);
+  const publisher = createRevocationPublisher(link, replicasFor(urls), logger, seal);
   auth.onDeviceRevoked((deviceId) =>
     publisher.publish({ deviceId, revokedAt: Math.floor(now() / 1000) }),
   );
@@ -44,7 +49,9 @@ export function applyDeviceRevocations(
   urls: readonly string[],
   apply: ApplyRevocation,
   logger: Logger,
+  secret: string,
 ): () => Promise<void> {
-  const follower = followRevocations(link, replicasFor(urls), apply, logger);
+  const seal = recordSealFor(secret, logger);
+  const follower = followRevocations(link, replicasFor(urls), apply, logger, seal);
   return async () => follower.stop();
 }

@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import type { NatsLink } from './nats-link.ts';
 import { watchBucket } from './ordered-follow.ts';
+import type { RecordSeal } from './record-seal.ts';
 
 /**
  * Deleted devices, one key per device id holding `{"revokedAt":<unix s>}`. A KV bucket (a
@@ -66,6 +67,7 @@ export function createRevocationPublisher(
   link: NatsLink,
   replicas: number,
   logger: Logger,
+  seal: RecordSeal,
 ): RevocationPublisher {
   const pending = new Map<number, Revocation>();
   let flushing = false;
@@ -78,9 +80,10 @@ export function createRevocationPublisher(
     try {
       const kv = await openBucket(nc, replicas, logger);
       for (const revocation of [...pending.values()]) {
+        const key = String(revocation.deviceId);
         await kv.put(
-          String(revocation.deviceId),
-          JSON.stringify({ revokedAt: revocation.revokedAt }),
+          key,
+          seal.seal('revocation', key, JSON.stringify({ revokedAt: revocation.revokedAt })),
         );
         if (pending.get(revocation.deviceId) === revocation) pending.delete(revocation.deviceId);
         logger.info({ device: revocation.deviceId }, 'cluster: revocation published');
@@ -119,6 +122,7 @@ export function followRevocations(
   replicas: number,
   apply: (revocation: Revocation) => void,
   logger: Logger,
+  seal: RecordSeal,
 ): { stop(): void } {
   let stopped = false;
   let stopWatch: (() => void) | undefined;
@@ -144,7 +148,9 @@ export function followRevocations(
       1,
       (change) => {
         if (change.operation !== 'PUT') return;
-        const revocation = parse(change.key, Buffer.from(change.value).toString('utf8'));
+        // a revocation without the seal (another NATS client) cuts nobody off
+        const text = seal.openText('revocation', change.key, change.value);
+        const revocation = text === undefined ? undefined : parse(change.key, text);
         if (revocation !== undefined) apply(revocation);
       },
       (err) => logger.warn({ err: String(err) }, 'cluster: following revocations again'),

@@ -103,6 +103,7 @@ export class ClusterRoomLine implements RoomLine {
     const js = context.js();
     if (this.#released || js === undefined) return;
     this.#stop = followStream(js, this.roomId, this.cursor + 1, context.nodeBytes, {
+      seal: context.seal,
       frame: (f) => this.#take(f),
       own: (seq) => {
         if (seq > this.cursor) this.cursor = seq;
@@ -352,8 +353,8 @@ export class ClusterRoomLine implements RoomLine {
    * publications track it); in order after the ones made before the stream was open.
    */
   #publish(to: string, frame: Buffer): void {
-    const n = this.context.publications.begin(this.roomId);
     const from = senderOf(frame);
+    const n = this.context.publications.begin(this.roomId, from);
     // after every frame of the stream its replay covers, whatever its sequence turns out to be
     if (this.local.size > 0 && (to === '*' || this.local.has(to))) {
       const seq = Number.POSITIVE_INFINITY;
@@ -370,7 +371,10 @@ export class ClusterRoomLine implements RoomLine {
       context.publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
       return;
     }
-    const { payload, headers } = encodeRecord({ to, from, node: context.node, nodeSeq: n, frame });
+    const { payload, headers } = encodeRecord(
+      { to, from, node: context.node, nodeSeq: n, frame },
+      { seal: context.seal, subject: this.#subject },
+    );
     context.publications.send(nc, n, this.#subject, payload, headers);
   }
 

@@ -1,7 +1,8 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { followOrdered } from './ordered-follow.ts';
+import type { RecordSeal } from './record-seal.ts';
 import { roomHash } from './roster.ts';
-import { decodeRecord, isRecordOf, type StreamFrame } from './stream-record.ts';
+import { decodeRecord, isRecordOf, isSealedRecord, type StreamFrame } from './stream-record.ts';
 
 const msPerNs = 1_000_000;
 /** JetStream remembers message ids this long to drop re-sends (at most the retention). */
@@ -47,6 +48,8 @@ export async function streamBounds(
 
 /** What a node does with what it reads of a room's stream. */
 export interface StreamFollower {
+  /** Only records sealed with it are taken (record-seal.ts); absent: every record. */
+  seal?: RecordSeal;
   /** A frame another node published. */
   frame(f: StreamFrame): void;
   /** A frame this node published (it delivered it itself): its sequence only, not decoded. */
@@ -58,7 +61,8 @@ export interface StreamFollower {
 /**
  * Follows the room's stream from `startSeq` (in order, each once) for the node whose name's
  * bytes are `node`; made again from the next sequence when its consumer ends, fails or falls
- * silent (see {@link followOrdered}). Returns its stop.
+ * silent (see {@link followOrdered}). A record of another node without a valid seal of the
+ * follower's is skipped like one of this node's own (only its sequence counts). Returns its stop.
  */
 export function followStream(
   js: JetStreamClient,
@@ -67,11 +71,14 @@ export function followStream(
   node: Buffer,
   follower: StreamFollower,
 ): () => void {
+  const { stream, subject } = streamOf(roomId);
+  const { seal } = follower;
   return followOrdered(js, {
-    stream: streamOf(roomId).stream,
+    stream,
     from: startSeq,
     onMessage(m) {
       if (isRecordOf(m.data, node)) follower.own(m.seq);
+      else if (seal !== undefined && !isSealedRecord(m.data, seal, subject)) follower.own(m.seq);
       else follower.frame(decodeRecord(m));
     },
     onRestart: (err) => follower.error(err),
@@ -82,15 +89,19 @@ export function followStream(
 const readRangeDeadlineMs = 10_000;
 
 /**
- * Reads the frames with sequence in (`after`, `upto`] in order; rejects when they cannot be
- * read within {@link readRangeDeadlineMs} (the stream's servers unreachable meanwhile).
+ * Reads the frames with sequence in (`after`, `upto`] in order (with `seal`, only those sealed
+ * with it); rejects when they cannot be read within {@link readRangeDeadlineMs} (the stream's
+ * servers unreachable meanwhile).
  */
 export function readRange(
   js: JetStreamClient,
   roomId: string,
   after: number,
   upto: number,
+  seal?: RecordSeal,
 ): Promise<StreamFrame[]> {
+  const { subject } = streamOf(roomId);
+  const admit = (data: Uint8Array) => seal === undefined || isSealedRecord(data, seal, subject);
   if (upto <= after) return Promise.resolve([]);
   return new Promise((resolve, reject) => {
     const frames: StreamFrame[] = [];
@@ -107,7 +118,7 @@ export function readRange(
       stream: streamOf(roomId).stream,
       from: after + 1,
       onMessage(m) {
-        if (m.seq <= upto) frames.push(decodeRecord(m));
+        if (m.seq <= upto && admit(m.data)) frames.push(decodeRecord(m));
         if (m.seq < upto && m.info.pending > 0) return;
         clearTimeout(deadline);
         stop();

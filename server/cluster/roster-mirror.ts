@@ -12,6 +12,7 @@ import type { RoomListener } from '../relay/broker.ts';
 import type { NatsLink } from './nats-link.ts';
 import type { NodeLiveness } from './node-liveness.ts';
 import { type BucketChange, watchBucket } from './ordered-follow.ts';
+import type { RecordSeal } from './record-seal.ts';
 import { parseRosterKey, RoomRoster, type RosterEntry, rosterBucket, rosterKey } from './roster.ts';
 
 /** Roster entries are kept a day, so a device that comes back late learns of its `gap`. */
@@ -33,6 +34,8 @@ export interface RosterMirrorOptions {
   replicas: number;
   link: NatsLink;
   liveness: NodeLiveness;
+  /** Seals the entries this node writes; entries without a valid seal are dropped. */
+  seal: RecordSeal;
   /** The room this node holds with that hash, if any. */
   heldRoom(hash: string): HeldRoom | undefined;
 }
@@ -62,7 +65,7 @@ export interface RosterMirror {
 }
 
 export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
-  const { node, logger, now, replicas, link, liveness, heldRoom } = options;
+  const { node, logger, now, replicas, link, liveness, heldRoom, seal } = options;
   const rosters = new Map<string, RoomRoster>();
   let kv: KV | undefined;
   let js: JetStreamClient | undefined;
@@ -122,7 +125,7 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
       for (let attempt = 1; ; attempt++) {
         try {
           if (kv === undefined) throw new Error('not connected to NATS');
-          const revision = await kv.put(key, JSON.stringify(entry));
+          const revision = await kv.put(key, seal.seal('roster', key, JSON.stringify(entry)));
           applyEntry(hash, device, entry, revision);
           return revision;
         } catch (err: unknown) {
@@ -167,9 +170,13 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
   /** Applies a roster change; the last of the bucket's first read marks the roster loaded. */
   function apply(change: BucketChange): void {
     const key = parseRosterKey(change.key);
-    if (key !== undefined && change.operation === 'PUT') {
+    const text =
+      key !== undefined && change.operation === 'PUT'
+        ? seal.openText('roster', change.key, change.value)
+        : undefined;
+    if (key !== undefined && text !== undefined) {
       try {
-        const entry = JSON.parse(Buffer.from(change.value).toString('utf8')) as RosterEntry;
+        const entry = JSON.parse(text) as RosterEntry;
         applyEntry(key[0], key[1], entry, change.revision);
       } catch (err: unknown) {
         logger.warn({ err: String(err), key: change.key }, 'cluster: unreadable roster entry');
@@ -193,8 +200,9 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
           cursor: -1,
           droppedAt: now(),
         };
+        const key = rosterKey(hash, device);
         bucket
-          .update(rosterKey(hash, device), JSON.stringify(absent), stored.revision)
+          .update(key, seal.seal('roster', key, JSON.stringify(absent)), stored.revision)
           .then((revision) => applyEntry(hash, device, absent, revision))
           .catch(() => {});
       }

@@ -1,5 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { type MsgHdrs, headers as natsHeaders } from '@nats-io/transport-node';
+import { type RecordSeal, sealBytes } from './record-seal.ts';
 
 /** One routed frame as it travels in a room's stream. */
 export interface StreamFrame {
@@ -23,6 +24,8 @@ export interface StreamFrame {
  * record (its own publications come back too and are skipped) before anything else.
  */
 const recordVersion = 1;
+/** Version 2: the same, followed by the record's seal (record-seal.ts), over the bytes before it. */
+const sealedVersion = 2;
 const lengthBytes = 2;
 const nodeSeqBytes = 8;
 
@@ -64,8 +67,14 @@ function bytesOfNode(node: string): Buffer {
   return nodeBytes;
 }
 
-/** A frame's record and its headers (only a message id, when the frame has an envelope). */
-export function encodeRecord(frame: Omit<StreamFrame, 'seq'>): {
+/**
+ * A frame's record and its headers (only a message id, when the frame has an envelope); sealed
+ * for `subject` (the room's) with `sealed`.
+ */
+export function encodeRecord(
+  frame: Omit<StreamFrame, 'seq'>,
+  sealed?: { seal: RecordSeal; subject: string },
+): {
   payload: Buffer;
   headers: MsgHdrs | undefined;
 } {
@@ -73,8 +82,9 @@ export function encodeRecord(frame: Omit<StreamFrame, 'seq'>): {
   const from = Buffer.from(frame.from, 'utf8');
   const node = bytesOfNode(frame.node);
   const routing = 1 + 3 * lengthBytes + to.length + from.length + node.length + nodeSeqBytes;
-  const payload = Buffer.allocUnsafe(routing + frame.frame.length);
-  payload[0] = recordVersion;
+  const body = routing + frame.frame.length;
+  const payload = Buffer.allocUnsafe(body + (sealed === undefined ? 0 : sealBytes));
+  payload[0] = sealed === undefined ? recordVersion : sealedVersion;
   let at = 1;
   for (const part of [to, from, node]) {
     at = payload.writeUInt16BE(part.length, at);
@@ -82,6 +92,9 @@ export function encodeRecord(frame: Omit<StreamFrame, 'seq'>): {
   }
   at = payload.writeDoubleBE(frame.nodeSeq, at);
   frame.frame.copy(payload, at);
+  if (sealed !== undefined) {
+    sealed.seal.tag('frame', sealed.subject, payload.subarray(0, body)).copy(payload, body);
+  }
   const id = messageIdOf(frame.from, frame.frame);
   if (id === undefined) return { payload, headers: undefined };
   const headers = natsHeaders();
@@ -91,7 +104,7 @@ export function encodeRecord(frame: Omit<StreamFrame, 'seq'>): {
 
 /** Whether the record `data` was published by the node whose name's bytes are `node`. */
 export function isRecordOf(data: Uint8Array, node: Buffer): boolean {
-  if (data[0] !== recordVersion) return false;
+  if (data[0] !== recordVersion && data[0] !== sealedVersion) return false;
   const nodeAt = skip(data, skip(data, 1));
   const length = ((data[nodeAt] ?? 0) << 8) | (data[nodeAt + 1] ?? 0);
   return length === node.length && node.equals(data.subarray(nodeAt + 2, nodeAt + 2 + length));
@@ -102,11 +115,19 @@ function skip(data: Uint8Array, at: number): number {
   return at + lengthBytes + (((data[at] ?? 0) << 8) | (data[at + 1] ?? 0));
 }
 
-/** Reads a record back (or a frame of the format before, routed by headers). */
+/**
+ * Reads a record back (or a frame of the format before, routed by headers); the seal of a sealed
+ * one is checked by {@link isSealedRecord} before.
+ */
 export function decodeRecord(m: Pick<JsMsg, 'seq' | 'data' | 'headers'>): StreamFrame {
   const { seq, data } = m;
-  const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  if (bytes[0] !== recordVersion) {
+  const sealed = data[0] === sealedVersion;
+  const bytes = Buffer.from(
+    data.buffer,
+    data.byteOffset,
+    data.byteLength - (sealed ? sealBytes : 0),
+  );
+  if (bytes[0] !== recordVersion && !sealed) {
     const headers = m.headers;
     return {
       seq,
@@ -128,4 +149,13 @@ export function decodeRecord(m: Pick<JsMsg, 'seq' | 'data' | 'headers'>): Stream
   const nodeSeq = bytes.readDoubleBE(at);
   // a copy: the frame may wait in a receiver's queue, and must not hold NATS's read buffer
   return { seq, to, from, node, nodeSeq, frame: Buffer.from(bytes.subarray(at + nodeSeqBytes)) };
+}
+
+/** Whether `data` is a record sealed for `subject` with `seal` (a failure is counted there). */
+export function isSealedRecord(data: Uint8Array, seal: RecordSeal, subject: string): boolean {
+  if (data[0] !== sealedVersion) {
+    seal.reject('frame');
+    return false;
+  }
+  return seal.verify('frame', subject, data);
 }

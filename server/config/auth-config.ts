@@ -21,6 +21,7 @@ import {
   unknownKeyLines,
   validateKeys,
 } from './keys.ts';
+import { natsAccessKeys, refineNatsAccess } from './nats-access.ts';
 import { sharedSecretSchema } from './secret-strength.ts';
 
 const dbDrivers = ['sqlite', 'postgres', 'mysql'] as const;
@@ -151,6 +152,8 @@ const authKeys = {
   logLevel: configKey(logLevelSchema.default('info'), 'LOG_LEVEL', 'log.level'),
   /** NATS server URLs, comma-separated: device revocations are published there for every relay node. */
   clusterNats: configKey(natsUrlsSchema.default([]), 'CLUSTER_NATS', 'cluster.nats'),
+  /** How this process signs in to NATS and checks its TLS certificate (nats-access.ts). */
+  ...natsAccessKeys('upper'),
   /** Devices one user may have at most. Default 100. */
   deviceLimit: configKey(
     positiveInt('the most devices one user may have').default(100),
@@ -264,6 +267,7 @@ const authSchema = (baseDir: string) =>
   z
     .object(authKeys)
     .superRefine(checkDatabaseKeys)
+    .superRefine(refineNatsAccess(authKeyNames))
     .transform((c) => settle(c, baseDir));
 
 export type DbDriver = (typeof dbDrivers)[number];

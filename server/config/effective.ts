@@ -39,8 +39,8 @@ export interface EffectiveConfig {
   warnings: string[];
 }
 
-/** Keys whose values are never shown: any spelling naming a secret or a password. */
-const secretLike = /secret|pass/i;
+/** Keys whose values are never shown: any spelling naming a secret, a password or NATS's token. */
+const secretLike = /secret|pass|^cluster\.token$/i;
 
 /** A URL's password (`nats://user:pw@host`) masked; other text unchanged. */
 const maskUrlPassword = (text: string) => text.replace(/(\/\/[^/@\s:]*:)[^/@\s]+@/g, '$1****@');

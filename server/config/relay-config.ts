@@ -22,6 +22,7 @@ import {
   upperKey,
   validateKeys,
 } from './keys.ts';
+import { natsAccessKeys, refineNatsAccess } from './nats-access.ts';
 import { sharedSecretSchema } from './secret-strength.ts';
 
 /** A relay.conf key: its dotted spelling, also accepted in upper case (`RATE_PER_SECOND`). */
@@ -40,7 +41,7 @@ const mebibyte = 1024 * 1024;
 
 /** The relay.conf schema: every key once, with its spelling, default and meaning. */
 function relaySchema(paths: RelayPaths) {
-  return z.object({
+  const keys = z.object({
     /** Shared secret. undefined: not configured (co-hosted takes the auth secret); '': validation disabled (development only). */
     secret: relayKey('auth.secret', sharedSecretSchema),
     /** SQLite file of the durable buffer (absolute). Default <data dir>/relay.db. */
@@ -138,6 +139,8 @@ function relaySchema(paths: RelayPaths) {
     logLevel: relayKey('log.level', logLevelSchema.default('info')),
     /** NATS server URLs, comma-separated; set, the relay runs as one node of a cluster. */
     clusterNats: relayKey('cluster.nats', natsUrlsSchema.default([])),
+    /** How this node signs in to NATS and checks its TLS certificate (nats-access.ts). */
+    ...natsAccessKeys('dotted'),
     /** This node's name in the cluster. undefined: host name and ws port. */
     clusterNode: relayKey(
       'cluster.node',
@@ -150,6 +153,7 @@ function relaySchema(paths: RelayPaths) {
         .optional(),
     ),
   });
+  return keys.superRefine((c, ctx) => refineNatsAccess(relayKeyNames)(c, ctx));
 }
 
 /** relay.conf keys: per field, its dotted spelling and its upper-case one. */

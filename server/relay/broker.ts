@@ -37,6 +37,12 @@ export interface Broker {
    * answers a `ping` only then, so a `pong` confirms that what was sent before the ping is kept.
    */
   settled?(): Promise<void> | undefined;
+  /**
+   * Like `settled`, for a `ping` of the device `device` in room `room`: resolves false when a
+   * frame it sent could not be stored since its previous call (the relay then closes the
+   * connection instead of answering, so the client sends again what was not confirmed).
+   */
+  stored?(room: string, device: string): Promise<boolean> | undefined;
   /** What `/health` adds (the cluster's state), and extra `/metrics` lines. Absent: nothing. */
   describe?(): { health: Record<string, unknown>; metrics: string };
   /** Shutdown, after the rooms dropped everything: releases what the broker holds. */

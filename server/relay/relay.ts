@@ -240,6 +240,7 @@ export function createRelay(options: RelayOptions): Relay {
     maxMemoryBytes: config.maxMemoryBytes,
     joined: (stream) => unjoined.joined(stream),
     settled: broker.settled?.bind(broker),
+    stored: broker.stored?.bind(broker),
   });
   const wss = new WebSocketServer({
     noServer: true,

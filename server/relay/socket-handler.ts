@@ -3,6 +3,7 @@ import type { RawData, WebSocket } from 'ws';
 import {
   AuthFailed,
   JoinTimeout,
+  NotStored,
   TryAgainLater,
   UnsupportedData,
 } from '../../protocol/relay-codes.ts';
@@ -35,6 +36,8 @@ export interface SocketHandlerOptions {
   joined?: (stream: Duplex) => void;
   /** What a `pong` waits for: the frames handed beyond this process being stored (the broker's). */
   settled?: () => Promise<void> | undefined;
+  /** What a `pong` of a joined device waits for: false when some of its frames were not stored. */
+  stored?: (room: string, device: string) => Promise<boolean> | undefined;
 }
 
 /**
@@ -177,6 +180,11 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
       case 'ping': {
+        const stored = conn.room && options.stored?.(conn.room.id, conn.deviceKey);
+        if (stored) {
+          void stored.then((ok) => (ok ? sendData(conn, pongFrame) : closeWith(conn, NotStored)));
+          return;
+        }
         const settled = options.settled?.();
         if (settled === undefined) sendData(conn, pongFrame);
         else void settled.then(() => sendData(conn, pongFrame));

@@ -44,7 +44,7 @@ describe.skipIf(skip !== undefined)(
       to = '*',
       from = '1',
     ): number {
-      const n = publications.begin(room);
+      const n = publications.begin(room, from);
       const { payload, headers: h } = encodeRecord({
         to,
         from,
@@ -83,6 +83,20 @@ describe.skipIf(skip !== undefined)(
       await publications.settled();
       expect(count).toMatchObject({ published: 0, publishFailures: 1 });
       expect(lines.join('\n')).toContain('frame not published');
+      publications.stop();
+    });
+
+    it("holds a frame NATS did not store against its sender's next ping, once", async () => {
+      const publications = new Publications(counters(), captureLogger().logger);
+      const room = 'room-without-stream';
+      publish(publications, room, { i: 0 }, '2', '1');
+      // its sender's ping is not answered with a pong: the relay closes the connection instead
+      expect(await publications.stored(room, '1')).toBe(false);
+      expect(publications.stored(room, '1')).toBeUndefined();
+      expect(publications.stored(room, '2')).toBeUndefined();
+      publish(publications, room, { i: 1 }, '1', '2');
+      expect(await publications.stored(room, '1')).toBe(true);
+      expect(await publications.stored(room, '2')).toBe(false);
       publications.stop();
     });
 

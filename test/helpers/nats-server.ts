@@ -56,13 +56,16 @@ interface ServerPlan {
   dir: string;
   /** Cluster arguments (name, route port, routes); none for a single server. */
   clusterArgs: string[];
+  /** A configuration file (`-c`): authorization, TLS. */
+  config?: string;
 }
 
 const readyDeadlineMs = 10_000;
 
 function startProcess(plan: ServerPlan): Promise<ChildProcess> {
   const args = ['-js', '-sd', plan.dir, '-a', '127.0.0.1', '-p', String(plan.port)];
-  const child = spawn('nats-server', [...args, ...plan.clusterArgs], {
+  const config = plan.config === undefined ? [] : ['-c', plan.config];
+  const child = spawn('nats-server', [...config, ...args, ...plan.clusterArgs], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -121,10 +124,15 @@ function serverOf(plan: ServerPlan): NatsServer {
   };
 }
 
-/** Starts one JetStream-enabled nats-server on a free loopback port. */
-export async function startNatsServer(): Promise<NatsServer> {
+/**
+ * Starts one JetStream-enabled nats-server on a free loopback port, with the configuration file
+ * `config` (authorization, TLS) when given.
+ */
+export async function startNatsServer(config?: string): Promise<NatsServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sync-host-nats-'));
-  const server = serverOf({ port: await freePort(), dir, clusterArgs: [] });
+  const plan: ServerPlan = { port: await freePort(), dir, clusterArgs: [] };
+  if (config !== undefined) plan.config = config;
+  const server = serverOf(plan);
   await server.start();
   return server;
 }
