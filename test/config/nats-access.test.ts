@@ -54,7 +54,7 @@ describe('NATS credentials and CA in auth.conf and relay.conf', () => {
     const configDir = mkdtempSync(join(dir, 'conf-'));
     writeFileSync(
       join(configDir, 'relay.conf'),
-      'auth.secret=s\ncluster.nats=nats://n:4222\ncluster.token=the-nats-token\n',
+      'auth.secret=a-test-secret-of-at-least-32-bytes-long\ncluster.nats=nats://n:4222\ncluster.token=the-nats-token\n',
     );
     writeFileSync(join(configDir, 'auth.conf'), 'CLUSTER_USER=a\nCLUSTER_PASSWORD=the-nats-pw\n');
     const shown = JSON.stringify(effectiveConfig(configDir, {}));
