@@ -50,6 +50,11 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
     heldRoom: (hash) => lines.get(hash),
   });
   let closed = false;
+  /**
+   * Devices revoked while this node runs; the revocation bucket tells a restarted node the
+   * earlier ones again (`revocation-paths.ts`).
+   */
+  const revoked = new Map<string, number>();
 
   const context: RoomLineContext = {
     node,
@@ -117,7 +122,8 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       return line;
     },
 
-    revoke(device) {
+    revoke(device, revokedAt) {
+      revoked.set(device, revokedAt);
       for (const [hash, roster] of mirror.rosters) {
         const stored = roster.devices.get(device);
         if (stored === undefined || stored.entry.state === 'left') continue;
@@ -139,20 +145,26 @@ export function createClusterBroker(options: ClusterBrokerOptions): Broker {
       return count;
     },
 
+    revoked: () => revoked,
+
     settled: () => publications.settled(),
+
+    healthy: () => true,
 
     accepting() {
       return link.connected && mirror.loaded;
     },
 
     describe() {
-      return describeCluster({
+      const cluster = describeCluster({
         node,
         connected: link.connected,
         accepting: link.connected && mirror.loaded,
         nodes: liveness.count(),
         counters,
       });
+      // nothing is kept on this node: the rooms' streams keep it in NATS
+      return { stored: 0, pending: 0, bytes: 0, fileBytes: 0, ...cluster };
     },
 
     async close() {

@@ -5,7 +5,10 @@ import type { AbsentDevice, MessageBuffer } from './buffer.ts';
 import type { RelayMetrics } from './metrics.ts';
 
 export interface LocalBrokerOptions {
-  /** The SQLite buffer; its absent devices of the previous run are taken over at once. */
+  /**
+   * The SQLite buffer (`local-buffer.ts`), owned by the broker from now on (closed by its
+   * `close`); its absent devices of the previous run are taken over at once.
+   */
   buffer: MessageBuffer;
   metrics: RelayMetrics;
   logger: Logger;
@@ -167,6 +170,8 @@ export function createLocalBroker(options: LocalBrokerOptions): Broker {
     return line;
   }
 
+  /** Revoked devices, as the buffer keeps them across restarts. */
+  const revoked = buffer.revoked();
   for (const entry of buffer.restore(now())) lineOf(entry.room).absent.set(entry.device, entry);
 
   return {
@@ -177,6 +182,7 @@ export function createLocalBroker(options: LocalBrokerOptions): Broker {
     },
 
     revoke(device, revokedAt) {
+      revoked.set(device, revokedAt);
       buffer.revoke(device, revokedAt);
       for (const line of [...lines.values()]) {
         line.absent.delete(device);
@@ -184,10 +190,17 @@ export function createLocalBroker(options: LocalBrokerOptions): Broker {
       }
     },
 
+    revoked: () => revoked,
+
     sweep() {
       const at = now();
       for (const line of [...lines.values()]) {
         for (const device of [...line.absent.keys()]) line.kept(device, at);
+      }
+      try {
+        buffer.purge(at);
+      } catch (err: unknown) {
+        logger.error({ err }, 'buffer purge failed');
       }
     },
 
@@ -195,6 +208,27 @@ export function createLocalBroker(options: LocalBrokerOptions): Broker {
       let count = 0;
       for (const line of lines.values()) count += line.absent.size;
       return count;
+    },
+
+    accepting: () => true,
+
+    settled: () => undefined,
+
+    healthy: () => buffer.healthy(),
+
+    describe() {
+      return {
+        stored: buffer.stored,
+        pending: buffer.pending,
+        bytes: buffer.bytes,
+        fileBytes: buffer.fileBytes(),
+        health: {},
+        metrics: '',
+      };
+    },
+
+    async close() {
+      buffer.close();
     },
   };
 }

@@ -224,13 +224,6 @@ export class Room implements RoomListener, JoinedRoom {
     this.#toEveryone(frame);
   }
 
-  replacedElsewhere(device: string): void {
-    const conn = this.members.get(device);
-    if (conn === undefined || !this.#remove(conn)) return;
-    this.#context.metrics.replaced++;
-    closeWith(conn, Replaced);
-  }
-
   deliver(frame: Buffer, to: string | undefined): void {
     if (to !== undefined) {
       const receiver = this.members.get(to);
