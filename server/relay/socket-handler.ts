@@ -12,11 +12,11 @@ import { type Connection, createConnection, type RelaySocket } from './connectio
 import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
-import { createOutbound, release, sendData } from './outbound.ts';
-import { closeWith, sendError } from './protocol-errors.ts';
+import { closeWith, sendError, terminate } from './protocol-errors.ts';
 import { createTokenBucket } from './rate-limit.ts';
 import type { Rooms } from './rooms.ts';
 import { recogniseRouted } from './routed-bytes.ts';
+import { Writer } from './send-queue.ts';
 
 export interface SocketHandlerOptions {
   rooms: Rooms;
@@ -29,7 +29,7 @@ export interface SocketHandlerOptions {
   joinTimeoutMs: number;
   /** `relay.maxQueuedBytes`: unsent bytes one receiver may have before it is closed (1013). */
   maxQueuedBytes: number;
-  /** `relay.maxMemoryBytes`: unsent bytes of all receivers together (see `outbound.ts`). */
+  /** `relay.maxMemoryBytes`: unsent bytes of all receivers together (see `send-queue.ts`). */
   maxMemoryBytes: number;
   /** A connection joined a room for the first time (`stream` is its TCP stream). */
   joined?: (stream: Duplex) => void;
@@ -72,7 +72,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
   let nextId = 1;
   // A receiver past the bounds on unsent frames: it becomes absent (what it had queued is kept
   // for it, like everything routed to it from now on) and is closed with 1013.
-  const outbound = createOutbound(options.maxQueuedBytes, options.maxMemoryBytes, (conn) => {
+  const writer = new Writer<Connection>(options.maxQueuedBytes, options.maxMemoryBytes, (conn) => {
     metrics.slowReceivers++;
     logger.info(
       { connection: conn.id, room: conn.room?.id, device: conn.deviceKey || undefined },
@@ -86,7 +86,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     clearJoinTimer(conn);
     conn.joinTimer = setTimeout(() => {
       conn.joinTimer = undefined;
-      if (conn.room !== undefined || conn.done) return;
+      if (conn.room !== undefined || conn.queue.done) return;
       metrics.joinTimeouts++;
       closeWith(conn, JoinTimeout);
     }, options.joinTimeoutMs);
@@ -132,7 +132,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     void verdict.then((refusal) => {
       const held = conn.held ?? [];
       conn.held = undefined;
-      if (conn.done || conn.socket.readyState !== conn.socket.OPEN) return;
+      if (conn.queue.done || conn.socket.readyState !== conn.socket.OPEN) return;
       if (refusal === undefined) admit(conn, frame);
       else refuse(conn, frame, refusal);
       for (const { data, isBinary } of held) connectionOnMessage(conn, data, isBinary);
@@ -145,7 +145,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
   }
 
   function connectionOnMessage(conn: Connection, data: RawData, isBinary: boolean): void {
-    if (conn.done) return;
+    if (conn.queue.done) return;
     if (conn.held !== undefined) {
       conn.held.push({ data, isBinary });
       return;
@@ -158,7 +158,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     if (!conn.bucket.take()) {
       metrics.rateLimited++;
       // a sender that does not read its own socket gets no error frames, only silence
-      if (conn.pending === undefined) {
+      if (!conn.queue.isBehind) {
         sendError(conn, metrics, 'rate_limited', 'too many messages: this one was dropped');
       }
       return;
@@ -178,8 +178,8 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         return;
       case 'ping': {
         const settled = options.settled?.();
-        if (settled === undefined) sendData(conn, pongFrame);
-        else void settled.then(() => sendData(conn, pongFrame));
+        if (settled === undefined) conn.queue.send(pongFrame);
+        else void settled.then(() => conn.queue.send(pongFrame));
         return;
       }
       case 'join':
@@ -227,7 +227,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     clearJoinTimer(conn);
     connections.delete(conn);
     rooms.drop(conn);
-    release(conn);
+    conn.queue.release();
   }
 
   return {
@@ -239,7 +239,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         socket,
         stream,
         createTokenBucket(options.ratePerSecond, options.rateBurst),
-        outbound,
+        writer,
       );
       socket.conn = conn;
       connections.add(conn);
@@ -251,7 +251,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     },
 
     unsentBytes() {
-      return outbound.queuedBytes + outbound.socketBytes;
+      return writer.unsentBytes;
     },
 
     heartbeat(slice = 0, slices = 1) {
@@ -259,8 +259,7 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
         if (conn.id % slices !== slice) continue;
         if (!conn.alive) {
           metrics.heartbeatTimeouts++;
-          conn.done = true;
-          conn.socket.terminate();
+          terminate(conn);
           continue;
         }
         conn.alive = false;
