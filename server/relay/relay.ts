@@ -8,7 +8,6 @@ import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { Broker } from './broker.ts';
 import { RelaySocket } from './connection.ts';
-import { createDeviceCheck, type DeviceDirectory } from './device-check.ts';
 import { createLocalBroker } from './local-broker.ts';
 import { openLocalBuffer } from './local-buffer.ts';
 import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
@@ -18,6 +17,7 @@ import { createRooms, type RoomStatus } from './rooms.ts';
 import { createShards, defaultShardCount } from './shards.ts';
 import { createSocketHandler } from './socket-handler.ts';
 import { createStatusServer } from './status.ts';
+import { createDeviceCheck, type DeviceDirectory } from './stored-device-check.ts';
 import { createUnjoinedLimit } from './unjoined.ts';
 
 /**
