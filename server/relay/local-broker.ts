@@ -25,14 +25,6 @@ export interface LocalBrokerOptions {
 }
 
 /**
- * A device that dropped without leave: while `droppedAt + window` is ahead, every frame for it
- * goes to the buffer.
- */
-function absentDevice(room: string, device: string, droppedAt: number): AbsentDevice {
-  return { room, device, droppedAt, messages: 0, bytes: 0, gap: false };
-}
-
-/**
  * The single-process broker: every device of a room is connected to this process or absent, so
  * the roster is a Map here (join order; the first is host) and a message for a device that is not
  * connected goes to the SQLite buffer while its window lasts.
@@ -55,9 +47,7 @@ export class LocalBroker implements Broker {
     this.now = options.now;
     this.bufferWindowMs = options.bufferWindowMs;
     this.#revoked = this.buffer.revoked();
-    for (const entry of this.buffer.restore(this.now())) {
-      this.#lineOf(entry.room).absent.set(entry.device, entry);
-    }
+    for (const entry of this.buffer.restore(this.now())) this.#lineOf(entry.room);
   }
 
   #lineOf(roomId: string): LocalRoomLine {
@@ -78,10 +68,7 @@ export class LocalBroker implements Broker {
   revoke(device: string, revokedAt: number): void {
     this.#revoked.set(device, revokedAt);
     this.buffer.revoke(device, revokedAt);
-    for (const line of [...this.lines.values()]) {
-      line.absent.delete(device);
-      line.forgetIfIdle();
-    }
+    for (const line of [...this.lines.values()]) line.forgetIfIdle();
   }
 
   revoked(): Map<string, number> {
@@ -91,7 +78,9 @@ export class LocalBroker implements Broker {
   sweep(): void {
     const at = this.now();
     for (const line of [...this.lines.values()]) {
-      for (const device of [...line.absent.keys()]) line.kept(device, at);
+      for (const entry of [...this.buffer.absent.inRoom(line.roomId)]) {
+        line.kept(entry.device, at);
+      }
     }
     try {
       this.buffer.purge(at);
@@ -101,9 +90,7 @@ export class LocalBroker implements Broker {
   }
 
   absentDevices(): number {
-    let count = 0;
-    for (const line of this.lines.values()) count += line.absent.size;
-    return count;
+    return this.buffer.absent.size;
   }
 
   accepting(): boolean {
@@ -147,7 +134,6 @@ class LocalRoomLine implements RoomLine {
   listener: RoomListener | undefined;
   /** Present devices by key, in join order. */
   readonly present = new Map<string, DeviceId>();
-  readonly absent = new Map<string, AbsentDevice>();
   hostKey: string | undefined;
 
   constructor(roomId: string, broker: LocalBroker) {
@@ -173,7 +159,6 @@ class LocalRoomLine implements RoomLine {
     // a device already present keeps its place in the Map (and so its role)
     this.present.set(key, device);
     this.hostKey ??= key;
-    this.absent.delete(key);
     let replayed = false;
     try {
       this.#broker.buffer.takeOver(this.roomId, key, this.#broker.now(), (frames, gap) => {
@@ -189,6 +174,7 @@ class LocalRoomLine implements RoomLine {
       );
       if (!replayed) replay([], true);
     }
+    this.#broker.buffer.present(this.roomId, key);
     if (isNew) this.listener?.joined(device);
   }
 
@@ -210,14 +196,12 @@ class LocalRoomLine implements RoomLine {
 
   /** Starts keeping messages for a device that dropped at `at`. */
   keepFor(device: string, at: number): void {
-    const entry = absentDevice(this.roomId, device, at);
-    this.absent.set(device, entry);
-    this.#broker.buffer.markAbsent(entry);
+    this.#broker.buffer.markAbsent(this.roomId, device, at);
   }
 
   /** The device's entry while its window lasts; an entry whose window passed is expired. */
   kept(device: string, at: number): AbsentDevice | undefined {
-    const entry = this.absent.get(device);
+    const entry = this.#broker.buffer.absent.get(this.roomId, device);
     if (entry === undefined) return undefined;
     if (at < entry.droppedAt + this.#broker.bufferWindowMs) return entry;
     this.expire(entry, at);
@@ -225,7 +209,6 @@ class LocalRoomLine implements RoomLine {
   }
 
   expire(entry: AbsentDevice, at: number): void {
-    this.absent.delete(entry.device);
     this.#broker.buffer.expire(entry, at);
     this.forgetIfIdle();
   }
@@ -239,11 +222,12 @@ class LocalRoomLine implements RoomLine {
   }
 
   broadcast(frame: Buffer): void {
-    if (this.absent.size === 0) return;
+    const { absent } = this.#broker.buffer;
+    if (absent.countIn(this.roomId) === 0) return;
     const at = this.#broker.now();
     const kept: AbsentDevice[] = [];
-    // deleting the current entry (an expired one) while iterating a Map is safe
-    for (const entry of this.absent.values()) {
+    // expiring the current entry while iterating the room's devices is safe
+    for (const entry of absent.inRoom(this.roomId)) {
       if (at < entry.droppedAt + this.#broker.bufferWindowMs) kept.push(entry);
       else this.expire(entry, at);
     }
@@ -266,7 +250,8 @@ class LocalRoomLine implements RoomLine {
   }
 
   forgetIfIdle(): void {
-    if (this.listener === undefined && this.present.size === 0 && this.absent.size === 0) {
+    const idle = this.listener === undefined && this.present.size === 0;
+    if (idle && this.#broker.buffer.absent.countIn(this.roomId) === 0) {
       this.#broker.lines.delete(this.roomId);
     }
   }
