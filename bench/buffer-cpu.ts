@@ -82,18 +82,10 @@ function run(shape: Shape): { store: number; replay: number } {
     const now = Date.now();
     const rooms = Array.from({ length: shape.rooms }, (_, r) => {
       const room = createRoomId(r + 1, 'buffer-cpu-secret-0123456789');
-      const devices = Array.from({ length: shape.absent }, (_, d): AbsentDevice => {
-        const entry = {
-          room,
-          device: String(d + 2),
-          droppedAt: now,
-          messages: 0,
-          bytes: 0,
-          gap: false,
-        };
-        buffer.markAbsent(entry);
-        return entry;
-      });
+      const devices = Array.from(
+        { length: shape.absent },
+        (_, d): AbsentDevice => buffer.markAbsent(room, String(d + 2), now),
+      );
       return { room, devices };
     });
     buffer.flush();

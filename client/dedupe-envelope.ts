@@ -1,28 +1,15 @@
+import { envelopeKey, envelopeOf } from '../protocol/sync-envelope.ts';
 import { SyncError } from './errors.ts';
 
-/** The payload key that carries the sender's session and sequence number. */
-export const envelopeKey = '_sync';
+export { envelopeKey } from '../protocol/sync-envelope.ts';
 
 /** Receivers remember this many sender sessions; the least recently advanced is forgotten first. */
 export const maxRememberedSessions = 1024;
-
-/** What the envelope holds: the sender's session (random per connection object) and a sequence number. */
-interface Envelope {
-  s: string;
-  n: number;
-}
 
 function randomSession(): string {
   const bytes = new Uint8Array(8);
   globalThis.crypto.getRandomValues(bytes);
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-function envelopeOf(payload: Record<string, unknown>): Envelope | undefined {
-  const envelope = payload[envelopeKey];
-  if (typeof envelope !== 'object' || envelope === null) return undefined;
-  const { s, n } = envelope as { s?: unknown; n?: unknown };
-  return typeof s === 'string' && typeof n === 'number' ? { s, n } : undefined;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Command-line handling of the Electron app, without Electron: `SyncHost --headless` (and the
- * other CLI modes) runs the command line of cli/main.ts instead of the tray.
+ * other CLI modes) runs the command line of program/main.ts instead of the tray.
  */
 
 const cliWords = new Set([

@@ -14,7 +14,7 @@ import {
   shell,
   Tray,
 } from 'electron';
-import { main as runCli } from '../cli/main.ts';
+import { main as runCli } from '../program/main.ts';
 import { createAdminMount } from '../server/admin/index.ts';
 import { loadConfig } from '../server/config/load.ts';
 import { type Host, startHost } from '../server/host.ts';

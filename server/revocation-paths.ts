@@ -1,5 +1,5 @@
 import type { AuthService } from './auth/service.ts';
-import { createNatsDeviceDirectory } from './cluster/device-checks.ts';
+import { createNatsDeviceDirectory } from './cluster/nats-device-lookups.ts';
 import { type NatsLink, openNatsLink } from './cluster/nats-link.ts';
 import { applyDeviceRevocations } from './cluster/revocation-wiring.ts';
 import type { Revocation } from './cluster/revocations.ts';
@@ -8,8 +8,8 @@ import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import type { Logger } from './log.ts';
 import { createAuthDirectory, type FeedTarget, followAuthFeed } from './relay/auth-feed.ts';
-import type { DeviceDirectory } from './relay/device-check.ts';
 import { openFeedCursor } from './relay/feed-cursor.ts';
+import type { DeviceDirectory } from './relay/stored-device-check.ts';
 
 type Mode = 'headless' | 'auth' | 'relay';
 

@@ -2,18 +2,18 @@ import { setTimeout as pause } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
-import type { Broker } from '../relay/broker.ts';
-import { createClusterClock } from './cluster-clock.ts';
+import type { Broker, BrokerReport, RoomLine, RoomListener } from '../relay/broker.ts';
+import { type ClusterClock, createClusterClock } from './cluster-clock.ts';
 import { type ClusterCounters, describeCluster } from './cluster-metrics.ts';
 import { Handover, positionEveryMs } from './handover.ts';
 import type { RoomLineContext } from './line-context.ts';
-import { openNatsLink, replicasFor } from './nats-link.ts';
-import { watchNodes } from './node-liveness.ts';
+import { type NatsLink, openNatsLink, replicasFor } from './nats-link.ts';
+import { type NodeLiveness, watchNodes } from './node-liveness.ts';
 import { Publications } from './publications.ts';
-import { recordSealFor } from './record-seal.ts';
+import { type RecordSeal, recordSealFor } from './record-seal.ts';
 import { ClusterRoomLine } from './room-line.ts';
 import { type RosterEntry, roomHash } from './roster.ts';
-import { createRosterMirror, rosterRetentionMs } from './roster-mirror.ts';
+import { createRosterMirror, type RosterMirror, rosterRetentionMs } from './roster-mirror.ts';
 
 export interface ClusterBrokerOptions {
   /** NATS server URLs (`cluster.nats`). */
@@ -22,12 +22,12 @@ export interface ClusterBrokerOptions {
   node: string;
   /** `buffer.seconds` in ms: the retention of each room's stream. */
   bufferWindowMs: number;
+  logger: Logger;
+  now?: () => number;
   /** The shared secret (`auth.secret`): the seal of every record (record-seal.ts). */
   secret: string;
   /** Credentials and CA for NATS (`cluster.user`...). */
   access?: NatsAccess;
-  logger: Logger;
-  now?: () => number;
 }
 
 /**
@@ -37,151 +37,205 @@ export interface ClusterBrokerOptions {
  * stream (retention `buffer.seconds`), which every node holding the room follows; a device that
  * rejoins on any node gets, from the stream, what it had not received.
  */
-export function createClusterBroker(options: ClusterBrokerOptions): Broker {
-  const { node, logger, bufferWindowMs } = options;
-  const localNow = options.now ?? Date.now;
-  // what nodes compare (drops, buffer windows) is on NATS's clock, whatever this node's says
-  const clock = createClusterClock(localNow, logger);
-  const now = clock.now;
-  const replicas = replicasFor(options.urls);
-  const seal = recordSealFor(options.secret, logger);
-  const link = openNatsLink(options.urls, `sync-host relay ${node}`, logger, options.access);
-  const lines = new Map<string, ClusterRoomLine>();
-  const counters: ClusterCounters = { published: 0, publishFailures: 0, received: 0, replayed: 0 };
-  const publications = new Publications(counters, logger, localNow);
-  const liveness = watchNodes(link, node, logger, localNow, replicas, seal, clock);
-  const handover = new Handover(node, replicas, rosterRetentionMs, logger, seal);
-  const mirror = createRosterMirror({
-    node,
-    logger,
-    now,
-    replicas,
-    link,
-    liveness,
-    seal,
-    heldRoom: (hash) => lines.get(hash),
-  });
-  let closed = false;
-
-  const context: RoomLineContext = {
-    node,
-    nodeBytes: Buffer.from(node, 'utf8'),
-    logger,
-    now,
-    bufferWindowMs,
-    replicas,
-    connection: () => link.connection,
-    js: () => mirror.js,
-    jsm: () => mirror.jsm,
-    handover,
-    rosterOf: mirror.rosterOf,
-    applyEntry: mirror.applyEntry,
-    write: mirror.write,
-    counters,
-    publications,
-    seal,
-    released: (hash) => lines.delete(hash),
+export class ClusterBroker implements Broker {
+  readonly #node: string;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #bufferWindowMs: number;
+  readonly #link: NatsLink;
+  /** NATS's clock: what nodes compare (drops, buffer windows), whatever this node's says. */
+  readonly #clock: ClusterClock;
+  readonly #seal: RecordSeal;
+  readonly #lines = new Map<string, ClusterRoomLine>();
+  readonly #counters: ClusterCounters = {
+    published: 0,
+    publishFailures: 0,
+    received: 0,
+    replayed: 0,
   };
+  readonly #publications: Publications;
+  readonly #liveness: NodeLiveness;
+  readonly #handover: Handover;
+  readonly #mirror: RosterMirror;
+  readonly #context: RoomLineContext;
+  readonly #timers: NodeJS.Timeout[];
+  #closed = false;
+  /**
+   * Devices revoked while this node runs; the revocation bucket tells a restarted node the
+   * earlier ones again (`revocation-paths.ts`).
+   */
+  readonly #revoked = new Map<string, number>();
+
+  constructor(options: ClusterBrokerOptions) {
+    const { node, logger, bufferWindowMs } = options;
+    const localNow = options.now ?? Date.now;
+    const clock = createClusterClock(localNow, logger);
+    const now = clock.now;
+    const seal = recordSealFor(options.secret, logger);
+    this.#clock = clock;
+    this.#seal = seal;
+    this.#node = node;
+    this.#logger = logger;
+    this.#now = now;
+    this.#bufferWindowMs = bufferWindowMs;
+    const replicas = replicasFor(options.urls);
+    const link = openNatsLink(options.urls, `sync-host relay ${node}`, logger, options.access);
+    this.#link = link;
+    this.#publications = new Publications(this.#counters, logger, localNow);
+    this.#liveness = watchNodes(link, node, logger, localNow, replicas, seal, clock);
+    this.#handover = new Handover(node, replicas, rosterRetentionMs, logger, seal);
+    const mirror = createRosterMirror({
+      node,
+      logger,
+      now,
+      replicas,
+      link,
+      liveness: this.#liveness,
+      seal,
+      heldRoom: (hash) => this.#lines.get(hash),
+    });
+    this.#mirror = mirror;
+    this.#context = {
+      node,
+      nodeBytes: Buffer.from(node, 'utf8'),
+      logger,
+      now,
+      bufferWindowMs,
+      replicas,
+      connection: () => link.connection,
+      js: () => mirror.js,
+      jsm: () => mirror.jsm,
+      handover: this.#handover,
+      rosterOf: mirror.rosterOf,
+      applyEntry: mirror.applyEntry,
+      write: mirror.write,
+      counters: this.#counters,
+      publications: this.#publications,
+      seal,
+      released: (hash) => this.#lines.delete(hash),
+    };
+    link.onConnected((nc) => {
+      mirror.follow(nc).catch((err: unknown) => {
+        logger.error({ err: String(err) }, 'cluster: cannot follow the roster');
+      });
+      void this.#openPositions(nc);
+    });
+    // The position of each room with devices here is recorded, so a kill -9 of this node loses
+    // nothing; nodes that stopped beating have their devices marked absent.
+    const positions = setInterval(() => this.#recordPositions(), positionEveryMs);
+    const deadNodeCheck = setInterval(mirror.markDeadNodes, 1_000);
+    this.#timers = [positions.unref(), deadNodeCheck.unref()];
+  }
 
   /** The positions bucket and the release answers, again until JetStream answers. */
-  async function openPositions(nc: NatsConnection): Promise<void> {
-    for (let attempt = 1; !closed && !nc.isClosed(); attempt++) {
+  async #openPositions(nc: NatsConnection): Promise<void> {
+    for (let attempt = 1; !this.#closed && !nc.isClosed(); attempt++) {
       try {
-        await handover.connected(nc, release);
+        await this.#handover.connected(nc, (hash, device) => this.#release(hash, device));
         return;
       } catch (err: unknown) {
-        logger.warn({ err: String(err), attempt }, 'cluster: positions bucket not ready, again');
+        this.#logger.warn(
+          { err: String(err), attempt },
+          'cluster: positions bucket not ready, again',
+        );
         await pause(500 * Math.min(attempt, 4));
       }
     }
   }
 
-  link.onConnected((nc) => {
-    mirror.follow(nc).catch((err: unknown) => {
-      logger.error({ err: String(err) }, 'cluster: cannot follow the roster');
-    });
-    void openPositions(nc);
-  });
-
   /**
    * Another node takes a device of this node over: its connection here is closed (4009) and
    * the answer says up to where the room's stream and this node's own publications reached it.
    */
-  function release(hash: string, device: string): { cursor: number; nodeSeq: number } | null {
-    const cursor = lines.get(hash)?.handOver(device);
-    return cursor === undefined ? null : { cursor, nodeSeq: publications.count };
+  #release(hash: string, device: string): { cursor: number; nodeSeq: number } | null {
+    const cursor = this.#lines.get(hash)?.handOver(device);
+    return cursor === undefined ? null : { cursor, nodeSeq: this.#publications.count };
   }
 
-  /** Records the position of each room with devices here, so a kill -9 of this node loses nothing. */
-  const positions = setInterval(() => {
-    if (!link.connected) return;
-    for (const line of lines.values()) line.recordPosition();
-  }, positionEveryMs);
-  positions.unref();
+  #recordPositions(): void {
+    if (!this.#link.connected) return;
+    for (const line of this.#lines.values()) line.recordPosition();
+  }
 
-  const deadNodeCheck = setInterval(mirror.markDeadNodes, 1_000);
-  deadNodeCheck.unref();
+  open(roomId: string, listener: RoomListener): RoomLine {
+    const hash = roomHash(roomId);
+    const line = new ClusterRoomLine(this.#context, roomId, hash, listener);
+    this.#lines.set(hash, line);
+    return line;
+  }
 
-  return {
-    open(roomId, listener) {
-      const hash = roomHash(roomId);
-      const line = new ClusterRoomLine(context, roomId, hash, listener);
-      lines.set(hash, line);
-      return line;
-    },
+  revoke(device: string, revokedAt: number): void {
+    this.#revoked.set(device, revokedAt);
+    for (const [hash, roster] of this.#mirror.rosters) {
+      const stored = roster.devices.get(device);
+      if (stored === undefined || stored.entry.state === 'left') continue;
+      const entry: RosterEntry = { ...stored.entry, state: 'left', reason: 'revoked' };
+      this.#mirror.write(hash, device, entry).catch(() => {});
+    }
+  }
 
-    revoke(device) {
-      for (const [hash, roster] of mirror.rosters) {
-        const stored = roster.devices.get(device);
-        if (stored === undefined || stored.entry.state === 'left') continue;
-        const entry: RosterEntry = { ...stored.entry, state: 'left', reason: 'revoked' };
-        mirror.write(hash, device, entry).catch(() => {});
+  sweep(): void {
+    this.#mirror.markDeadNodes();
+  }
+
+  absentDevices(): number {
+    let count = 0;
+    const at = this.#now();
+    for (const roster of this.#mirror.rosters.values()) {
+      for (const { entry } of roster.devices.values()) {
+        if (entry.state === 'absent' && at < entry.droppedAt + this.#bufferWindowMs) count++;
       }
-    },
+    }
+    return count;
+  }
 
-    sweep: mirror.markDeadNodes,
+  revoked(): Map<string, number> {
+    return this.#revoked;
+  }
 
-    absentDevices() {
-      let count = 0;
-      const at = now();
-      for (const roster of mirror.rosters.values()) {
-        for (const { entry } of roster.devices.values()) {
-          if (entry.state === 'absent' && at < entry.droppedAt + bufferWindowMs) count++;
-        }
-      }
-      return count;
-    },
+  settled(): Promise<void> | undefined {
+    return this.#publications.settled();
+  }
 
-    settled: () => publications.settled(),
+  stored(room: string, device: string): Promise<boolean> | undefined {
+    return this.#publications.stored(room, device);
+  }
 
-    stored: (room, device) => publications.stored(room, device),
+  healthy(): boolean {
+    return true;
+  }
 
-    accepting() {
-      return link.connected && mirror.loaded;
-    },
+  accepting(): boolean {
+    return this.#link.connected && this.#mirror.loaded;
+  }
 
-    describe() {
-      return describeCluster({
-        node,
-        connected: link.connected,
-        accepting: link.connected && mirror.loaded,
-        nodes: liveness.count(),
-        counters,
-        rejected: seal.rejected,
-        clockOffsetMs: clock.offsetMs,
-      });
-    },
+  describe(): BrokerReport {
+    const cluster = describeCluster({
+      node: this.#node,
+      connected: this.#link.connected,
+      accepting: this.accepting(),
+      nodes: this.#liveness.count(),
+      counters: this.#counters,
+      rejected: this.#seal.rejected,
+      clockOffsetMs: this.#clock.offsetMs,
+    });
+    // nothing is kept on this node: the rooms' streams keep it in NATS
+    return { stored: 0, pending: 0, bytes: 0, fileBytes: 0, ...cluster };
+  }
 
-    async close() {
-      closed = true;
-      mirror.close();
-      clearInterval(deadNodeCheck);
-      clearInterval(positions);
-      handover.stop();
-      publications.stop();
-      for (const line of [...lines.values()]) line.release();
-      await liveness.stop();
-      await link.close();
-    },
-  };
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#mirror.close();
+    for (const timer of this.#timers) clearInterval(timer);
+    this.#handover.stop();
+    this.#publications.stop();
+    for (const line of [...this.#lines.values()]) line.release();
+    await this.#liveness.stop();
+    await this.#link.close();
+  }
+}
+
+/** The cluster broker of `options` (see `ClusterBroker`). */
+export function createClusterBroker(options: ClusterBrokerOptions): Broker {
+  return new ClusterBroker(options);
 }

@@ -1,3 +1,4 @@
+import { setTimeout as pause } from 'node:timers/promises';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Origin } from './handover.ts';
 import type { RoomLineContext } from './line-context.ts';
@@ -104,4 +105,33 @@ export function undoOf(
     nodeSeq,
     droppedAt: absent ? entry.droppedAt : here.now,
   };
+}
+
+/** A refused join's roster entry is written back this many times at most, this far apart. */
+const undoAttempts = 5;
+const undoPauseMs = 2_000;
+
+/**
+ * Writes back the roster entry of a refused join (a few tries: NATS may be back soon), unless
+ * the device joined again meanwhile, here (`stillAway` false) or on another node.
+ */
+export async function undoJoin(
+  context: Pick<RoomLineContext, 'node' | 'logger' | 'rosterOf' | 'write'>,
+  hash: string,
+  key: string,
+  undo: RosterEntry | undefined,
+  stillAway: () => boolean,
+): Promise<void> {
+  if (undo === undefined) return;
+  for (let attempt = 1; attempt <= undoAttempts; attempt++) {
+    const now = context.rosterOf(hash).devices.get(key)?.entry;
+    if (!stillAway() || (now?.state === 'present' && now.node !== context.node)) return;
+    try {
+      await context.write(hash, key, undo);
+      return;
+    } catch (err: unknown) {
+      context.logger.warn({ err: String(err), device: key, attempt }, 'cluster: join not undone');
+      await pause(undoPauseMs);
+    }
+  }
 }

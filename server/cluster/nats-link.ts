@@ -22,9 +22,9 @@ export function replicasFor(urls: readonly string[]): number {
 }
 
 /**
- * One process's connection to NATS, made in the background and kept for its whole life: it
- * retries until a server answers and reconnects by itself after any loss. Nothing waits for it
- * at start, so a process starts while NATS is down.
+ * A handle on the process's connection to NATS, made in the background and kept for its whole
+ * life: it retries until a server answers and reconnects by itself after any loss. Nothing waits
+ * for it at start, so a process starts while NATS is down.
  */
 export interface NatsLink {
   /** The connection; undefined until the first successful connect. */
@@ -35,13 +35,37 @@ export interface NatsLink {
   onConnected(listener: (nc: NatsConnection) => void): void;
   /** Runs `listener` on every loss of the connection. */
   onDisconnected(listener: () => void): void;
-  /** Closes the connection (pending publications are flushed) and stops retrying. */
+  /**
+   * Closes the handle (its pending publications are flushed); the last handle closes the
+   * connection and stops retrying.
+   */
+  close(): Promise<void>;
+}
+
+/** One listener pair of a `NatsLink` handle. */
+interface Listeners {
+  up: Array<(nc: NatsConnection) => void>;
+  down: Array<() => void>;
+}
+
+/** The process's connection to one list of NATS servers, and the handles opened on it. */
+interface SharedLink {
+  readonly connection: NatsConnection | undefined;
+  readonly connected: boolean;
+  readonly handles: Set<Listeners>;
   close(): Promise<void>;
 }
 
 /**
- * Opens a link to the NATS servers `urls` (tried in turn) with `access`'s credentials and CA;
- * `name` shows in the server's monitoring.
+ * The process's NATS connections, one per list of servers: the relay's broker, its revocation
+ * follower and its device checks, and a co-hosted auth service's publisher share it.
+ */
+const sharedLinks = new Map<string, SharedLink>();
+
+/**
+ * Opens a link to the NATS servers `urls` (tried in turn) with `access`'s credentials and CA: a
+ * handle on the process's one connection to them with those credentials, made by the first
+ * handle (`name` shows in the server's monitoring) and closed with the last.
  */
 export function openNatsLink(
   urls: readonly string[],
@@ -49,26 +73,72 @@ export function openNatsLink(
   logger: Logger,
   access: NatsAccess = {},
 ): NatsLink {
+  const key = `${urls.join(',')}\n${JSON.stringify(access)}`;
+  let shared = sharedLinks.get(key);
+  if (shared === undefined) {
+    const made = connectLink(urls, name, logger, access);
+    sharedLinks.set(key, made);
+    shared = made;
+  }
+  const link = shared;
+  const listeners: Listeners = { up: [], down: [] };
+  link.handles.add(listeners);
+  let closed = false;
+  return {
+    get connection() {
+      return closed ? undefined : link.connection;
+    },
+    get connected() {
+      return !closed && link.connected;
+    },
+    onConnected(listener) {
+      listeners.up.push(listener);
+      if (link.connected && link.connection !== undefined) listener(link.connection);
+    },
+    onDisconnected(listener) {
+      listeners.down.push(listener);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      link.handles.delete(listeners);
+      if (link.handles.size > 0) {
+        // the others keep the connection: what this handle published is sent now
+        await link.connection?.flush().catch(() => {});
+        return;
+      }
+      if (sharedLinks.get(key) === link) sharedLinks.delete(key);
+      await link.close();
+    },
+  };
+}
+
+/** Connects to `urls` in the background, again until a server answers, for the whole process. */
+function connectLink(
+  urls: readonly string[],
+  name: string,
+  logger: Logger,
+  access: NatsAccess,
+): SharedLink {
   const secured = natsConnectOptions(access);
   let lastRefusal = '';
   let connection: NatsConnection | undefined;
   let connected = false;
   let closing = false;
   let retry: NodeJS.Timeout | undefined;
-  const upListeners: Array<(nc: NatsConnection) => void> = [];
-  const downListeners: Array<() => void> = [];
+  const handles = new Set<Listeners>();
 
   function up(nc: NatsConnection): void {
     connected = true;
     logger.info({ nats: nc.getServer() }, 'cluster: connected to NATS');
-    for (const listener of upListeners) listener(nc);
+    for (const { up: listeners } of [...handles]) for (const listener of listeners) listener(nc);
   }
 
   function down(): void {
     if (!connected) return;
     connected = false;
     logger.warn('cluster: lost the connection to NATS; reconnecting');
-    for (const listener of downListeners) listener();
+    for (const { down: listeners } of [...handles]) for (const listener of listeners) listener();
   }
 
   async function follow(nc: NatsConnection): Promise<void> {
@@ -124,13 +194,7 @@ export function openNatsLink(
     get connected() {
       return connected;
     },
-    onConnected(listener) {
-      upListeners.push(listener);
-      if (connected && connection !== undefined) listener(connection);
-    },
-    onDisconnected(listener) {
-      downListeners.push(listener);
-    },
+    handles,
     async close() {
       closing = true;
       if (retry !== undefined) clearTimeout(retry);

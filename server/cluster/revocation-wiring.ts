@@ -1,7 +1,7 @@
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
-import type { DeviceRecord } from '../relay/device-check.ts';
-import { answerDeviceChecks, type DeviceCheckOptions } from './device-checks.ts';
+import type { DeviceRecord } from '../relay/stored-device-check.ts';
+import { answerDeviceChecks, type DeviceCheckOptions } from './nats-device-lookups.ts';
 import { type NatsLink, openNatsLink, replicasFor } from './nats-link.ts';
 import { recordSealFor } from './record-seal.ts';
 import { createRevocationPublisher, followRevocations, type Revocation } from './revocations.ts';

@@ -1,7 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
 import type { DepartureReason, Refusal, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
-import { originOf, replayOf, undoOf } from './join-replay.ts';
+import { originOf, replayOf, undoJoin, undoOf } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
 import type { RoomLineContext } from './line-context.ts';
 import { ensureStream, followStream, streamBounds, streamOf } from './room-stream.ts';
@@ -15,9 +15,6 @@ const openAttempts = 20;
  * timeout (10 s): JetStream does not answer (NATS just lost, or a NATS cluster electing leaders).
  */
 const joinDeadlineMs = 8_000;
-/** A refused join's roster entry is written back this many times at most, this far apart. */
-const undoAttempts = 5;
-const undoPauseMs = 2_000;
 
 /** One join of a device here while it is registered. */
 interface JoinAttempt {
@@ -183,7 +180,10 @@ export class ClusterRoomLine implements RoomLine {
       .finally(() => {
         clearTimeout(deadline);
         local.queue = [];
-        if (attempt.abandoned) void this.#undo(key, attempt.undo);
+        if (attempt.abandoned) {
+          const stillAway = () => !this.local.has(key);
+          void undoJoin(this.context, this.hash, key, attempt.undo, stillAway);
+        }
       });
   }
 
@@ -235,26 +235,6 @@ export class ClusterRoomLine implements RoomLine {
     if (origin === undefined) return { frames: [], gap: false };
     const routedHere = { node: context.node, after: local.ownFrom };
     return replayOf(js, this.roomId, key, origin, before?.entry, bounds, context, routedHere);
-  }
-
-  /**
-   * Writes back the roster entry of a refused join (a few tries: NATS may be back soon), unless
-   * the device joined again meanwhile, here or on another node.
-   */
-  async #undo(key: string, undo: RosterEntry | undefined): Promise<void> {
-    if (undo === undefined) return;
-    const { context } = this;
-    for (let attempt = 1; attempt <= undoAttempts; attempt++) {
-      const now = this.#roster.devices.get(key)?.entry;
-      if (this.local.has(key) || (now?.state === 'present' && now.node !== context.node)) return;
-      try {
-        await context.write(this.hash, key, undo);
-        return;
-      } catch (err: unknown) {
-        context.logger.warn({ err: String(err), device: key, attempt }, 'cluster: join not undone');
-        await pause(undoPauseMs);
-      }
-    }
   }
 
   /**

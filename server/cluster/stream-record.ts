@@ -1,5 +1,10 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { type MsgHdrs, headers as natsHeaders } from '@nats-io/transport-node';
+import {
+  envelopeIdAt,
+  envelopeTextMaxLength,
+  envelopeTextStart,
+} from '../../protocol/sync-envelope.ts';
 import { type RecordSeal, sealBytes } from './record-seal.ts';
 
 /** One routed frame as it travels in a room's stream. */
@@ -29,12 +34,6 @@ const sealedVersion = 2;
 const lengthBytes = 2;
 const nodeSeqBytes = 8;
 
-/** `_sync` envelope of the client library: its session and counter make a message id. */
-const envelopeStart = '"_sync":{"s":"';
-const envelope = /^"_sync":\{"s":"([A-Za-z0-9_-]{1,64})","n":(\d{1,16})\}/;
-/** The longest envelope: the key, a 64-character session and a 16-digit counter. */
-const envelopeMaxLength = envelopeStart.length + 64 + '","n":'.length + 16 + 1;
-
 /** The sender's device key from a routed frame (`{"from":<id>,...`). */
 export function senderOf(frame: Buffer): string {
   const text = frame.toString('utf8', 0, Math.min(frame.length, 400));
@@ -48,12 +47,15 @@ export function senderOf(frame: Buffer): string {
   return text.slice(start, end);
 }
 
-/** The JetStream message id of a frame with the client library's envelope (NATS drops re-sends). */
+/**
+ * The JetStream message id of a frame with the client library's envelope (`protocol/sync-envelope.ts`;
+ * NATS drops re-sends).
+ */
 function messageIdOf(from: string, frame: Buffer): string | undefined {
-  const at = frame.indexOf(envelopeStart);
+  const at = frame.indexOf(envelopeTextStart);
   if (at < 0) return undefined;
-  const id = envelope.exec(frame.toString('utf8', at, at + envelopeMaxLength));
-  return id ? `${from}.${id[1]}.${id[2]}` : undefined;
+  const id = envelopeIdAt(frame.toString('utf8', at, at + envelopeTextMaxLength));
+  return id === undefined ? undefined : `${from}.${id}`;
 }
 
 /** The bytes of `node` in a record, kept for the node's own name (one per process). */

@@ -2,7 +2,7 @@ import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
 import { signRelayCredential } from '../tokens.ts';
-import type { DeviceDirectory } from './device-check.ts';
+import type { DeviceDirectory } from './stored-device-check.ts';
 
 /**
  * A relay running as its own process and the auth service (`auth.url` in relay.conf): device

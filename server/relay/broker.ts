@@ -8,11 +8,13 @@ import type { DeviceId } from '../../protocol/relay-frames.ts';
  * through the room's `RoomListener`.
  *
  * In-process (`local-broker.ts`, the single-node relay): the roster is a Map in this process, and a
- * message for a device that is not connected is kept in the SQLite buffer while the device is
- * absent. A cluster broker (NATS JetStream) would keep the roster and host election in a key-value
- * bucket, publish messages for devices on other nodes to a per-room stream, and replay a device's
- * stream from its last acknowledged sequence on rejoin, calling the same listener methods when
- * another node reports a join, a departure, a new host or a message for a device of this node.
+ * message for a device that is not connected is kept in the SQLite buffer, which this broker
+ * opens and owns, while the device is absent. In a cluster (`../cluster/cluster-broker.ts`, NATS
+ * JetStream) the roster and host election are a key-value bucket mirrored in every node, messages
+ * for devices on other nodes or absent go to a per-room stream, and a device that rejoins on any
+ * node is replayed the stream from where it had reached; the other nodes' joins, departures, new
+ * hosts and messages reach the room through the same listener. Both pass one contract suite
+ * (`test/relay/broker-contract.test.ts`).
  *
  * Every routing call is synchronous and returns at once (a cluster broker publishes without
  * awaiting the acknowledgement on this path); joins may complete later (`join`'s `replay`).
@@ -22,31 +24,56 @@ export interface Broker {
   open(roomId: string, listener: RoomListener): RoomLine;
   /** A device was revoked: nothing is kept for it in any room, and its tokens stay refused. */
   revoke(device: string, revokedAt: number): void;
-  /** Forgets devices whose buffer window passed (they get `gap` when they come back). */
+  /**
+   * Devices revoked so far, by key, with the Unix second of their revocation: the relay refuses
+   * their tokens issued up to then, and adds to this map what it revokes from now on.
+   */
+  revoked(): Map<string, number>;
+  /**
+   * The relay's periodic sweep: forgets devices whose buffer window passed (they get `gap` when
+   * they come back) and tidies what the broker keeps.
+   */
   sweep(): void;
   /** Devices kept for (dropped without leave, within their window), in every room. */
   absentDevices(): number;
   /**
    * False while the broker cannot take joins (a cluster node cut off from NATS): a join is then
-   * closed with 1013 and the client retries later. Absent: always true.
+   * closed with 1013 and the client retries later.
    */
-  accepting?(): boolean;
+  accepting(): boolean;
   /**
    * Resolves once every frame handed to the broker so far is stored (a cluster broker: NATS
    * acknowledged its publication, or refused it); undefined when nothing is in flight. The relay
    * answers a `ping` only then, so a `pong` confirms that what was sent before the ping is kept.
    */
-  settled?(): Promise<void> | undefined;
+  settled(): Promise<void> | undefined;
   /**
    * Like `settled`, for a `ping` of the device `device` in room `room`: resolves false when a
    * frame it sent could not be stored since its previous call (the relay then closes the
-   * connection instead of answering, so the client sends again what was not confirmed).
+   * connection instead of answering, so the client sends again what was not confirmed);
+   * undefined when nothing of it is in flight.
    */
-  stored?(room: string, device: string): Promise<boolean> | undefined;
-  /** What `/health` adds (the cluster's state), and extra `/metrics` lines. Absent: nothing. */
-  describe?(): { health: Record<string, unknown>; metrics: string };
+  stored(room: string, device: string): Promise<boolean> | undefined;
+  /** False while what the broker keeps cannot be written (`/health` answers 503). */
+  healthy(): boolean;
+  /** What `/health` and `/metrics` show of the broker. */
+  describe(): BrokerReport;
   /** Shutdown, after the rooms dropped everything: releases what the broker holds. */
-  close?(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What the broker keeps for absent devices on this process, and what it adds to the status. */
+export interface BrokerReport {
+  /** Frames kept, written and still to be written. */
+  stored: number;
+  pending: number;
+  /** Bytes of the frames kept, and of the files that keep them. */
+  bytes: number;
+  fileBytes: number;
+  /** Fields added to `/health`. */
+  health: Record<string, unknown>;
+  /** Lines added to `/metrics`. */
+  metrics: string;
 }
 
 /** Why a device is no longer present: `leave` and `revoked` keep nothing, `disconnect` does. */
@@ -106,8 +133,6 @@ export interface RoomListener {
   left(device: DeviceId, reason: DepartureReason): void;
   /** The host left and `device` (the longest connected) is host now. */
   hostChanged(device: DeviceId): void;
-  /** The device joined on another node: its connection here is closed with 4009, silently. */
-  replacedElsewhere(device: string): void;
   /**
    * A routed frame from another node for this room's connections: one device (`to` its key) or
    * every connection here (`to` undefined). The in-process broker never calls it.

@@ -5,7 +5,7 @@ import type { BufferStoreNotes } from './buffer-store.ts';
 
 /**
  * A device that disconnected without `leave`: while `droppedAt + window` is ahead, every frame
- * addressed to it is stored. The broker keeps this object; the buffer updates its counters.
+ * addressed to it is stored. The buffer makes, counts and forgets it (`buffer-absent.ts`).
  */
 export interface AbsentDevice {
   readonly room: string;
@@ -17,6 +17,16 @@ export interface AbsentDevice {
   bytes: number;
   /** Some frames for it were dropped (a cap or bound, a failed write). */
   gap: boolean;
+}
+
+/** The devices the buffer keeps frames for, as the broker reads them. */
+export interface AbsentDevices {
+  /** Devices kept for, in every room. */
+  readonly size: number;
+  get(room: string, device: string): AbsentDevice | undefined;
+  /** The devices kept for in `room` (one may be expired while this is iterated). */
+  inRoom(room: string): IterableIterator<AbsentDevice>;
+  countIn(room: string): number;
 }
 
 export interface BufferLimits {
@@ -68,8 +78,10 @@ export interface MessageBuffer {
   restore(now: number): AbsentDevice[];
   /** Device ids revoked earlier, with the Unix second of revocation. */
   revoked(): Map<string, number>;
-  /** Records that a device dropped without leave. */
-  markAbsent(entry: AbsentDevice): void;
+  /** The devices kept for (made by `markAbsent` and `restore`). */
+  readonly absent: AbsentDevices;
+  /** Records that a device dropped without leave at `droppedAt`: it is kept for from now on. */
+  markAbsent(room: string, device: string, droppedAt: number): AbsentDevice;
   /**
    * Stores a frame for absent devices (committed on the next flush): once, referenced by each.
    */
@@ -78,6 +90,11 @@ export interface MessageBuffer {
   expire(entry: AbsentDevice, now: number): void;
   /** A device left cleanly: nothing is kept for it in that room. */
   forget(room: string, device: string): void;
+  /**
+   * The device is present again (its join took over what was kept, or could not read it): no
+   * longer kept for.
+   */
+  present(room: string, device: string): void;
   /** A device was revoked: nothing is kept for it anywhere, and its tokens stay refused. */
   revoke(device: string, revokedAt: number): void;
   /**

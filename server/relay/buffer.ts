@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import { AbsentRegistry } from './buffer-absent.ts';
 import { createFrameStore } from './buffer-frames.ts';
 import { openBufferStore, reclaimSpace } from './buffer-store.ts';
 import type { AbsentDevice, BufferEvents, BufferLimits, MessageBuffer } from './buffer-types.ts';
@@ -26,8 +27,6 @@ interface AbsentRow {
   gap: number;
 }
 
-const keyOf = (room: string, device: string) => `${room}\n${device}`;
-
 /** Opens (and creates, or migrates) the buffer database at `path`. */
 export function openMessageBuffer(
   path: string,
@@ -37,7 +36,7 @@ export function openMessageBuffer(
   const { db, notes } = openBufferStore(path);
   if (notes.migrated !== undefined || notes.vacuumFailed !== undefined) events.opened(notes);
   /** The absent devices known to this run, to count what they lose to a bound. */
-  const entries = new Map<string, AbsentDevice>();
+  const entries = new AbsentRegistry();
   /** Frames lost to a bound in the transaction under way, reported once it commits. */
   const lostInTransaction = { user: 0, buffer: 0 };
   /** Rows were deleted since the last reclaim. */
@@ -73,7 +72,7 @@ export function openMessageBuffer(
       lostInTransaction[scope]++;
       freed = true;
       setGap.run(room, device);
-      const entry = entries.get(keyOf(room, device));
+      const entry = entries.get(room, device);
       if (entry === undefined) return;
       entry.messages--;
       entry.bytes -= bytes;
@@ -244,7 +243,7 @@ export function openMessageBuffer(
       deliver: (frames: string[], gap: boolean) => void,
     ): void => {
       const row = selectDevice.get(room, device);
-      const remembered = entries.get(keyOf(room, device))?.gap === true;
+      const remembered = entries.get(room, device)?.gap === true;
       let texts: string[] = [];
       let gap = remembered;
       if (row !== undefined && row.state === 'absent' && now < row.since + limits.windowMs) {
@@ -259,7 +258,7 @@ export function openMessageBuffer(
       // Also when a bound took everything it had: its bufferedDevices row goes too.
       if (frames.release(room, device) > 0) freed = true;
       upsertDevice.run(room, device, 'present', now, 0);
-      entries.delete(keyOf(room, device));
+      entries.delete(room, device);
     },
   );
 
@@ -293,7 +292,7 @@ export function openMessageBuffer(
             bytes: kept.reduce((sum, ref) => sum + ref.bytes, 0),
             gap: row.gap === 1,
           };
-          entries.set(keyOf(row.room, row.device), entry);
+          entries.set(entry);
           return entry;
         });
       })();
@@ -306,9 +305,12 @@ export function openMessageBuffer(
         .all();
       return new Map(rows.map((row) => [row.device, row.revokedAt]));
     },
-    markAbsent(entry) {
-      entries.set(keyOf(entry.room, entry.device), entry);
+    absent: entries,
+    markAbsent(room, device, droppedAt) {
+      const entry: AbsentDevice = { room, device, droppedAt, messages: 0, bytes: 0, gap: false };
+      entries.set(entry);
       enqueue({ kind: 'absent', entry });
+      return entry;
     },
     append(targets, frame, bytes) {
       if (targets.length === 0) return;
@@ -320,15 +322,18 @@ export function openMessageBuffer(
       enqueue({ kind: 'message', entries: targets, frame, bytes });
     },
     expire(entry, now) {
-      entries.delete(keyOf(entry.room, entry.device));
+      entries.delete(entry.room, entry.device);
       enqueue({ kind: 'expire', room: entry.room, device: entry.device, at: now });
     },
     forget(room, device) {
-      entries.delete(keyOf(room, device));
+      entries.delete(room, device);
       enqueue({ kind: 'forget', room, device });
     },
+    present(room, device) {
+      entries.delete(room, device);
+    },
     revoke(device, revokedAt) {
-      for (const [key, entry] of entries) if (entry.device === device) entries.delete(key);
+      entries.deleteEverywhere(device);
       enqueue({ kind: 'forgetDevice', device });
       enqueue({ kind: 'revoke', device, revokedAt });
     },

@@ -2,10 +2,11 @@ import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
 import type { DeviceId, RouteTarget } from '../../protocol/relay-frames.ts';
 import type { TokenBucket } from './rate-limit.ts';
+import { SendQueue, type Writer } from './send-queue.ts';
 
 /**
  * What a connection and the room directory use of the room it joined (`Room` in room.ts, which
- * implements it): declared here so that this record imports neither the room nor the writer.
+ * implements it): declared here so that this record does not import the room.
  */
 export interface JoinedRoom {
   readonly id: string;
@@ -18,27 +19,11 @@ export interface JoinedRoom {
   close(): void;
 }
 
-/** The relay's bounds on unsent frames, shared by its connections (kept by `outbound.ts`). */
-export interface Outbound {
-  /** `relay.maxQueuedBytes`: unsent bytes one receiver may have. */
-  readonly maxQueuedBytes: number;
-  /** `relay.maxMemoryBytes`: unsent bytes of every receiver together. */
-  readonly maxMemoryBytes: number;
-  /** Bytes in the queues of the connections that are behind. */
-  queuedBytes: number;
-  /** Bytes in the write buffers of the sockets of connections that are behind, as last seen. */
-  socketBytes: number;
-  /** Connections whose socket did not take everything (their queue is `pending`). */
-  readonly behind: Set<Connection>;
-  /** Closes a receiver past a bound (1013) and keeps its queued frames for it. */
-  readonly cut: (conn: Connection) => void;
-}
-
 /** One WebSocket and what the relay knows about it. */
 export interface Connection {
   readonly id: number;
   readonly socket: WebSocket;
-  /** The TCP stream under `socket`, corked while a batch of frames is written to it. */
+  /** The TCP stream under `socket` (its queue corks it while a batch of frames is written). */
   readonly stream: Duplex;
   readonly bucket: TokenBucket;
   /** Answered the last ping (or sent something) since the previous heartbeat. */
@@ -55,22 +40,11 @@ export interface Connection {
   deviceJson: string;
   /** `{"from":<deviceJson>,"to":` as bytes, made on the first routed frame after a join. */
   routeHead: Buffer | undefined;
-  /** Replaced, revoked or closing: further frames are ignored. */
-  done: boolean;
-  /** The relay's bounds on unsent frames, shared by its connections. */
-  readonly outbound: Outbound;
   /**
-   * Frames waiting for the socket to drain (from `pendingHead` on), while the socket does not
-   * take what it is given; undefined while it keeps up (see `outbound.ts`).
+   * Its frames on their way to the socket, within the relay's bounds on unsent bytes (`done`
+   * once replaced, revoked or closing: further frames are ignored).
    */
-  pending: Buffer[] | undefined;
-  pendingHead: number;
-  /** Bytes in `pending` from `pendingHead` on. */
-  pendingBytes: number;
-  /** The socket's write-buffer bytes as last counted in `outbound.socketBytes`. */
-  socketBytes: number;
-  /** Unsent bytes allowed beyond `relay.maxQueuedBytes` while a join's replay is written out. */
-  allowanceBytes: number;
+  readonly queue: SendQueue<Connection>;
   /**
    * Frames that arrived while the join was being checked with the auth side (the socket is
    * paused meanwhile); handled in order once the check answers. Undefined outside such a check.
@@ -87,15 +61,15 @@ export class RelaySocket extends WebSocket {
   conn: Connection | undefined = undefined;
 }
 
-/** A connection just accepted: not joined, alive, with its own token bucket. */
+/** A connection just accepted: not joined, alive, with its own token bucket and send queue. */
 export function createConnection(
   id: number,
   socket: WebSocket,
   stream: Duplex,
   bucket: TokenBucket,
-  outbound: Outbound,
+  writer: Writer<Connection>,
 ): Connection {
-  return {
+  const conn: Omit<Connection, 'queue'> & { queue: SendQueue<Connection> | undefined } = {
     id,
     socket,
     stream,
@@ -107,13 +81,9 @@ export function createConnection(
     deviceId: '',
     deviceJson: '""',
     routeHead: undefined,
-    done: false,
-    outbound,
-    pending: undefined,
-    pendingHead: 0,
-    pendingBytes: 0,
-    socketBytes: 0,
-    allowanceBytes: 0,
+    queue: undefined,
     held: undefined,
   };
+  conn.queue = new SendQueue(conn as Connection, socket, stream, writer);
+  return conn as Connection;
 }

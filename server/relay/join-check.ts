@@ -2,7 +2,7 @@ import type { DeviceTokenClaims } from '../../protocol/device-token.ts';
 import { deviceKey, type JoinFrame } from '../../protocol/relay-frames.ts';
 import type { TokenSignature } from '../config/common.ts';
 import { verifyDeviceToken, verifyRoomId } from '../tokens.ts';
-import type { DeviceCheck } from './device-check.ts';
+import type { DeviceCheck } from './stored-device-check.ts';
 
 /** Why a join was refused; every reason is reported to the client as `auth_failed`. */
 export const joinRefusals = {

@@ -1,11 +1,21 @@
 import type { DeviceId } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
-import type { Broker, DepartureReason, Replay, RoomLine, RoomListener } from './broker.ts';
+import type {
+  Broker,
+  BrokerReport,
+  DepartureReason,
+  Replay,
+  RoomLine,
+  RoomListener,
+} from './broker.ts';
 import type { AbsentDevice, MessageBuffer } from './buffer.ts';
 import type { RelayMetrics } from './metrics.ts';
 
 export interface LocalBrokerOptions {
-  /** The SQLite buffer; its absent devices of the previous run are taken over at once. */
+  /**
+   * The SQLite buffer (`local-buffer.ts`), owned by the broker from now on (closed by its
+   * `close`); its absent devices of the previous run are taken over at once.
+   */
   buffer: MessageBuffer;
   metrics: RelayMetrics;
   logger: Logger;
@@ -15,186 +25,239 @@ export interface LocalBrokerOptions {
 }
 
 /**
- * A device that dropped without leave: while `droppedAt + window` is ahead, every frame for it
- * goes to the buffer.
- */
-function absentDevice(room: string, device: string, droppedAt: number): AbsentDevice {
-  return { room, device, droppedAt, messages: 0, bytes: 0, gap: false };
-}
-
-/**
  * The single-process broker: every device of a room is connected to this process or absent, so
  * the roster is a Map here (join order; the first is host) and a message for a device that is not
  * connected goes to the SQLite buffer while its window lasts.
  */
-export function createLocalBroker(options: LocalBrokerOptions): Broker {
-  const { buffer, metrics, logger, now, bufferWindowMs } = options;
+export class LocalBroker implements Broker {
+  readonly buffer: MessageBuffer;
+  readonly metrics: RelayMetrics;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly bufferWindowMs: number;
   /** Lines of rooms held by a Room or with devices kept for; forgotten when neither. */
-  const lines = new Map<string, LocalRoomLine>();
+  readonly lines = new Map<string, LocalRoomLine>();
+  /** Revoked devices, as the buffer keeps them across restarts. */
+  readonly #revoked: Map<string, number>;
 
-  class LocalRoomLine implements RoomLine {
-    readonly roomId: string;
-    listener: RoomListener | undefined;
-    /** Present devices by key, in join order. */
-    readonly present = new Map<string, DeviceId>();
-    readonly absent = new Map<string, AbsentDevice>();
-    hostKey: string | undefined;
-
-    constructor(roomId: string) {
-      this.roomId = roomId;
-    }
-
-    get size(): number {
-      return this.present.size;
-    }
-
-    idOf(device: string): DeviceId | undefined {
-      return this.present.get(device);
-    }
-
-    devices(): DeviceId[] {
-      return [...this.present.values()];
-    }
-
-    join(device: DeviceId, replay: Replay): void {
-      const key = typeof device === 'number' ? String(device) : device;
-      const isNew = !this.present.has(key);
-      // a device already present keeps its place in the Map (and so its role)
-      this.present.set(key, device);
-      this.hostKey ??= key;
-      this.absent.delete(key);
-      let replayed = false;
-      try {
-        buffer.takeOver(this.roomId, key, now(), (frames, gap) => {
-          replayed = true;
-          metrics.bufferDelivered += frames.length;
-          replay(frames, gap);
-        });
-      } catch (err: unknown) {
-        // The join still succeeds; the client learns from gap that it must resync.
-        logger.error({ err, room: this.roomId, device: key }, 'buffer read failed on join');
-        if (!replayed) replay([], true);
-      }
-      if (isNew) this.listener?.joined(device);
-    }
-
-    depart(device: string, reason: DepartureReason): void {
-      const id = this.present.get(device);
-      if (id === undefined) return;
-      this.present.delete(device);
-      let newHost: DeviceId | undefined;
-      if (this.hostKey === device) {
-        const next = this.present.keys().next();
-        this.hostKey = next.done ? undefined : next.value;
-        if (this.hostKey !== undefined) newHost = this.present.get(this.hostKey);
-      }
-      if (reason === 'disconnect') this.keepFor(device, now());
-      else buffer.forget(this.roomId, device);
-      this.listener?.left(id, reason);
-      if (newHost !== undefined) this.listener?.hostChanged(newHost);
-    }
-
-    /** Starts keeping messages for a device that dropped at `at`. */
-    keepFor(device: string, at: number): void {
-      const entry = absentDevice(this.roomId, device, at);
-      this.absent.set(device, entry);
-      buffer.markAbsent(entry);
-    }
-
-    /** The device's entry while its window lasts; an entry whose window passed is expired. */
-    kept(device: string, at: number): AbsentDevice | undefined {
-      const entry = this.absent.get(device);
-      if (entry === undefined) return undefined;
-      if (at < entry.droppedAt + bufferWindowMs) return entry;
-      this.expire(entry, at);
-      return undefined;
-    }
-
-    expire(entry: AbsentDevice, at: number): void {
-      this.absent.delete(entry.device);
-      buffer.expire(entry, at);
-      this.forgetIfIdle();
-    }
-
-    sendTo(device: string, frame: Buffer): boolean {
-      const entry = this.kept(device, now());
-      if (entry === undefined) return false;
-      buffer.append([entry], frame.toString('utf8'), frame.length);
-      metrics.messagesBuffered++;
-      return true;
-    }
-
-    broadcast(frame: Buffer): void {
-      if (this.absent.size === 0) return;
-      const at = now();
-      const kept: AbsentDevice[] = [];
-      // deleting the current entry (an expired one) while iterating a Map is safe
-      for (const entry of this.absent.values()) {
-        if (at < entry.droppedAt + bufferWindowMs) kept.push(entry);
-        else this.expire(entry, at);
-      }
-      if (kept.length === 0) return;
-      // stored once, referenced by each absent device
-      buffer.append(kept, frame.toString('utf8'), frame.length);
-      metrics.messagesBuffered += kept.length;
-    }
-
-    dropAll(): void {
-      const at = now();
-      for (const device of this.present.keys()) this.keepFor(device, at);
-      this.present.clear();
-      this.hostKey = undefined;
-    }
-
-    release(): void {
-      this.listener = undefined;
-      this.forgetIfIdle();
-    }
-
-    forgetIfIdle(): void {
-      if (this.listener === undefined && this.present.size === 0 && this.absent.size === 0) {
-        lines.delete(this.roomId);
-      }
-    }
+  constructor(options: LocalBrokerOptions) {
+    this.buffer = options.buffer;
+    this.metrics = options.metrics;
+    this.logger = options.logger;
+    this.now = options.now;
+    this.bufferWindowMs = options.bufferWindowMs;
+    this.#revoked = this.buffer.revoked();
+    for (const entry of this.buffer.restore(this.now())) this.#lineOf(entry.room);
   }
 
-  function lineOf(roomId: string): LocalRoomLine {
-    let line = lines.get(roomId);
+  #lineOf(roomId: string): LocalRoomLine {
+    let line = this.lines.get(roomId);
     if (line === undefined) {
-      line = new LocalRoomLine(roomId);
-      lines.set(roomId, line);
+      line = new LocalRoomLine(roomId, this);
+      this.lines.set(roomId, line);
     }
     return line;
   }
 
-  for (const entry of buffer.restore(now())) lineOf(entry.room).absent.set(entry.device, entry);
+  open(roomId: string, listener: RoomListener): RoomLine {
+    const line = this.#lineOf(roomId);
+    line.listener = listener;
+    return line;
+  }
 
-  return {
-    open(roomId, listener) {
-      const line = lineOf(roomId);
-      line.listener = listener;
-      return line;
-    },
+  revoke(device: string, revokedAt: number): void {
+    this.#revoked.set(device, revokedAt);
+    this.buffer.revoke(device, revokedAt);
+    for (const line of [...this.lines.values()]) line.forgetIfIdle();
+  }
 
-    revoke(device, revokedAt) {
-      buffer.revoke(device, revokedAt);
-      for (const line of [...lines.values()]) {
-        line.absent.delete(device);
-        line.forgetIfIdle();
+  revoked(): Map<string, number> {
+    return this.#revoked;
+  }
+
+  sweep(): void {
+    const at = this.now();
+    for (const line of [...this.lines.values()]) {
+      for (const entry of [...this.buffer.absent.inRoom(line.roomId)]) {
+        line.kept(entry.device, at);
       }
-    },
+    }
+    try {
+      this.buffer.purge(at);
+    } catch (err: unknown) {
+      this.logger.error({ err }, 'buffer purge failed');
+    }
+  }
 
-    sweep() {
-      const at = now();
-      for (const line of [...lines.values()]) {
-        for (const device of [...line.absent.keys()]) line.kept(device, at);
-      }
-    },
+  absentDevices(): number {
+    return this.buffer.absent.size;
+  }
 
-    absentDevices() {
-      let count = 0;
-      for (const line of lines.values()) count += line.absent.size;
-      return count;
-    },
-  };
+  accepting(): boolean {
+    return true;
+  }
+
+  settled(): undefined {
+    return undefined;
+  }
+
+  /** Nothing leaves this process: a frame is kept (or delivered) when it is handled. */
+  stored(): undefined {
+    return undefined;
+  }
+
+  healthy(): boolean {
+    return this.buffer.healthy();
+  }
+
+  describe(): BrokerReport {
+    const { buffer } = this;
+    return {
+      stored: buffer.stored,
+      pending: buffer.pending,
+      bytes: buffer.bytes,
+      fileBytes: buffer.fileBytes(),
+      health: {},
+      metrics: '',
+    };
+  }
+
+  async close(): Promise<void> {
+    this.buffer.close();
+  }
+}
+
+/** The single-process broker on `options.buffer` (see `LocalBroker`). */
+export function createLocalBroker(options: LocalBrokerOptions): Broker {
+  return new LocalBroker(options);
+}
+
+/** One room as the local broker keeps it. */
+class LocalRoomLine implements RoomLine {
+  readonly roomId: string;
+  readonly #broker: LocalBroker;
+  listener: RoomListener | undefined;
+  /** Present devices by key, in join order. */
+  readonly present = new Map<string, DeviceId>();
+  hostKey: string | undefined;
+
+  constructor(roomId: string, broker: LocalBroker) {
+    this.roomId = roomId;
+    this.#broker = broker;
+  }
+
+  get size(): number {
+    return this.present.size;
+  }
+
+  idOf(device: string): DeviceId | undefined {
+    return this.present.get(device);
+  }
+
+  devices(): DeviceId[] {
+    return [...this.present.values()];
+  }
+
+  join(device: DeviceId, replay: Replay): void {
+    const key = typeof device === 'number' ? String(device) : device;
+    const isNew = !this.present.has(key);
+    // a device already present keeps its place in the Map (and so its role)
+    this.present.set(key, device);
+    this.hostKey ??= key;
+    let replayed = false;
+    try {
+      this.#broker.buffer.takeOver(this.roomId, key, this.#broker.now(), (frames, gap) => {
+        replayed = true;
+        this.#broker.metrics.bufferDelivered += frames.length;
+        replay(frames, gap);
+      });
+    } catch (err: unknown) {
+      // The join still succeeds; the client learns from gap that it must resync.
+      this.#broker.logger.error(
+        { err, room: this.roomId, device: key },
+        'buffer read failed on join',
+      );
+      if (!replayed) replay([], true);
+    }
+    this.#broker.buffer.present(this.roomId, key);
+    if (isNew) this.listener?.joined(device);
+  }
+
+  depart(device: string, reason: DepartureReason): void {
+    const id = this.present.get(device);
+    if (id === undefined) return;
+    this.present.delete(device);
+    let newHost: DeviceId | undefined;
+    if (this.hostKey === device) {
+      const next = this.present.keys().next();
+      this.hostKey = next.done ? undefined : next.value;
+      if (this.hostKey !== undefined) newHost = this.present.get(this.hostKey);
+    }
+    if (reason === 'disconnect') this.keepFor(device, this.#broker.now());
+    else this.#broker.buffer.forget(this.roomId, device);
+    this.listener?.left(id, reason);
+    if (newHost !== undefined) this.listener?.hostChanged(newHost);
+  }
+
+  /** Starts keeping messages for a device that dropped at `at`. */
+  keepFor(device: string, at: number): void {
+    this.#broker.buffer.markAbsent(this.roomId, device, at);
+  }
+
+  /** The device's entry while its window lasts; an entry whose window passed is expired. */
+  kept(device: string, at: number): AbsentDevice | undefined {
+    const entry = this.#broker.buffer.absent.get(this.roomId, device);
+    if (entry === undefined) return undefined;
+    if (at < entry.droppedAt + this.#broker.bufferWindowMs) return entry;
+    this.expire(entry, at);
+    return undefined;
+  }
+
+  expire(entry: AbsentDevice, at: number): void {
+    this.#broker.buffer.expire(entry, at);
+    this.forgetIfIdle();
+  }
+
+  sendTo(device: string, frame: Buffer): boolean {
+    const entry = this.kept(device, this.#broker.now());
+    if (entry === undefined) return false;
+    this.#broker.buffer.append([entry], frame.toString('utf8'), frame.length);
+    this.#broker.metrics.messagesBuffered++;
+    return true;
+  }
+
+  broadcast(frame: Buffer): void {
+    const { absent } = this.#broker.buffer;
+    if (absent.countIn(this.roomId) === 0) return;
+    const at = this.#broker.now();
+    const kept: AbsentDevice[] = [];
+    // expiring the current entry while iterating the room's devices is safe
+    for (const entry of absent.inRoom(this.roomId)) {
+      if (at < entry.droppedAt + this.#broker.bufferWindowMs) kept.push(entry);
+      else this.expire(entry, at);
+    }
+    if (kept.length === 0) return;
+    // stored once, referenced by each absent device
+    this.#broker.buffer.append(kept, frame.toString('utf8'), frame.length);
+    this.#broker.metrics.messagesBuffered += kept.length;
+  }
+
+  dropAll(): void {
+    const at = this.#broker.now();
+    for (const device of this.present.keys()) this.keepFor(device, at);
+    this.present.clear();
+    this.hostKey = undefined;
+  }
+
+  release(): void {
+    this.listener = undefined;
+    this.forgetIfIdle();
+  }
+
+  forgetIfIdle(): void {
+    const idle = this.listener === undefined && this.present.size === 0;
+    if (idle && this.#broker.buffer.absent.countIn(this.roomId) === 0) {
+      this.#broker.lines.delete(this.roomId);
+    }
+  }
 }

@@ -90,6 +90,14 @@ function line(out: string[], name: string, type: 'counter' | 'gauge', help: stri
 /** Prometheus text exposition format 0.0.4. */
 export function renderMetrics(metrics: RelayMetrics, gauges: RelayGauges): string {
   const out: string[] = [];
+  renderTraffic(out, metrics, gauges);
+  renderBuffer(out, metrics, gauges);
+  renderClosures(out, metrics, gauges);
+  return `${out.join('\n')}\n`;
+}
+
+/** Connections, rooms, joins and routed messages. */
+function renderTraffic(out: string[], metrics: RelayMetrics, gauges: RelayGauges): void {
   line(out, 'relay_connections', 'gauge', 'Open WebSocket connections.', gauges.connections);
   line(out, 'relay_rooms', 'gauge', 'Rooms with at least one device present.', gauges.rooms);
   line(out, 'relay_absent_devices', 'gauge', 'Devices being buffered for.', gauges.absentDevices);
@@ -143,6 +151,10 @@ export function renderMetrics(metrics: RelayMetrics, gauges: RelayGauges): strin
     'Buffered messages delivered on rejoin.',
     metrics.bufferDelivered,
   );
+}
+
+/** What the buffer keeps, drops and writes. */
+function renderBuffer(out: string[], metrics: RelayMetrics, gauges: RelayGauges): void {
   out.push(
     '# HELP relay_messages_dropped_total Buffered messages dropped.',
     '# TYPE relay_messages_dropped_total counter',
@@ -180,6 +192,10 @@ export function renderMetrics(metrics: RelayMetrics, gauges: RelayGauges): strin
     'Buffer write transactions.',
     metrics.bufferFlushes,
   );
+}
+
+/** Frames dropped and connections closed by the relay's limits, and error frames. */
+function renderClosures(out: string[], metrics: RelayMetrics, gauges: RelayGauges): void {
   line(
     out,
     'relay_rate_limited_total',
@@ -230,5 +246,4 @@ export function renderMetrics(metrics: RelayMetrics, gauges: RelayGauges): strin
   );
   for (const [code, count] of metrics.errors)
     out.push(`relay_errors_total{code="${code}"} ${count}`);
-  return `${out.join('\n')}\n`;
 }

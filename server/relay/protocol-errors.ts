@@ -1,7 +1,6 @@
 import type { CloseEvent, RelayErrorCode } from '../../protocol/relay-codes.ts';
 import type { Connection } from './connection.ts';
 import { countError, type RelayMetrics } from './metrics.ts';
-import { sendData } from './outbound.ts';
 
 /**
  * How the relay tells a client that something went wrong: a `{"type":"error"}` frame (the
@@ -31,14 +30,20 @@ export function sendError(
   message: string,
 ): void {
   countError(metrics, code);
-  sendData(conn, errorFrame(code, message));
+  conn.queue.send(errorFrame(code, message));
 }
 
 /** Stops handling the connection's frames and closes it with a named close code. */
 export function closeWith(conn: Connection, event: CloseEvent): void {
-  conn.done = true;
+  conn.queue.end();
   const state = conn.socket.readyState;
   if (state === conn.socket.OPEN || state === conn.socket.CONNECTING) {
     conn.socket.close(event.code, event.reason);
   }
+}
+
+/** A connection that did not answer the heartbeat: cut without a close frame. */
+export function terminate(conn: Connection): void {
+  conn.queue.end();
+  conn.socket.terminate();
 }

@@ -8,10 +8,9 @@ import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { Broker } from './broker.ts';
-import { openMessageBuffer } from './buffer.ts';
 import { RelaySocket } from './connection.ts';
-import { createDeviceCheck, type DeviceDirectory } from './device-check.ts';
 import { createLocalBroker } from './local-broker.ts';
+import { openLocalBuffer } from './local-buffer.ts';
 import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
 import { closeWith } from './protocol-errors.ts';
 import type { Room } from './room.ts';
@@ -19,6 +18,7 @@ import { createRooms, type RoomStatus } from './rooms.ts';
 import { createShards, defaultShardCount } from './shards.ts';
 import { createSocketHandler } from './socket-handler.ts';
 import { createStatusServer } from './status.ts';
+import { createDeviceCheck, type DeviceDirectory } from './stored-device-check.ts';
 import { createUnjoinedLimit } from './unjoined.ts';
 
 /**
@@ -142,8 +142,9 @@ async function closeServer(server: Server): Promise<void> {
 }
 
 /**
- * The relay of contract section 6. Opens the buffer database at once (throws when it cannot);
- * devices that were absent, or present when a previous run was killed, are buffered for again.
+ * The relay. Without a broker given, opens the single-node broker on the SQLite buffer at once
+ * (throws when it cannot); devices that were absent, or present when a previous run was killed,
+ * are buffered for again. A cluster broker keeps nothing in SQLite: no file is opened then.
  */
 export function createRelay(options: RelayOptions): Relay {
   const { config, secret, logger } = options;
@@ -151,67 +152,16 @@ export function createRelay(options: RelayOptions): Relay {
   const repeat = options.repeat ?? repeatEvery;
   const tuning: RelayTuning = { ...defaultTuning, ...options.tuning };
   const metrics = createMetrics();
-  let bufferFailing = false;
-  const bufferWindowMs = config.bufferSeconds * secondMs;
-  const buffer = openMessageBuffer(
-    config.sqlitePath,
-    {
-      windowMs: bufferWindowMs,
-      maxMessages: config.bufferMaxMessages,
-      deviceMaxBytes: config.bufferDeviceMaxBytes,
-      userMaxBytes: config.bufferUserMaxBytes,
-      maxBytes: config.bufferMaxBytes,
-      expiredRetentionMs: tuning.expiredRetentionMs,
-    },
-    {
-      droppedExpired: (count) => {
-        metrics.bufferDroppedExpired += count;
-      },
-      droppedCap: (count) => {
-        metrics.bufferDroppedCap += count;
-      },
-      droppedBound: (scope, count) => {
-        if (scope === 'user') metrics.bufferDroppedUserBound += count;
-        else metrics.bufferDroppedBufferBound += count;
-      },
-      flushed: () => {
-        metrics.bufferFlushes++;
-      },
-      failed: (err, lost) => {
-        metrics.bufferWriteFailures++;
-        metrics.bufferDroppedWriteFailed += lost;
-        // One line when the failures start; the metrics count every one after it.
-        if (!bufferFailing)
-          logger.error(
-            { err, lost },
-            'buffer write failed (dropped, with gap for their devices): the relay reports itself unhealthy until a write succeeds',
-          );
-        bufferFailing = true;
-      },
-      recovered: () => {
-        bufferFailing = false;
-        logger.info('buffer writes succeed again');
-      },
-      unhealthy: (err) => {
-        logger.error({ err }, 'buffer database unusable: the relay reports itself unhealthy');
-      },
-      opened: ({ migrated, vacuumFailed }) => {
-        if (migrated !== undefined)
-          logger.info(
-            { fromVersion: migrated.fromVersion, references: migrated.references },
-            'buffer database migrated to the current layout: everything kept is still delivered',
-          );
-        if (vacuumFailed !== undefined)
-          logger.warn(
-            { err: vacuumFailed },
-            'buffer database could not be vacuumed once: it keeps its size until a later start',
-          );
-      },
-    },
-  );
   const broker =
-    options.broker ?? createLocalBroker({ buffer, metrics, logger, now, bufferWindowMs });
-  const revoked = buffer.revoked();
+    options.broker ??
+    createLocalBroker({
+      buffer: openLocalBuffer(config, tuning.expiredRetentionMs, metrics, logger),
+      metrics,
+      logger,
+      now,
+      bufferWindowMs: config.bufferSeconds * secondMs,
+    });
+  const revoked = broker.revoked();
   const devices = options.devices && createDeviceCheck(options.devices, logger);
 
   if (secret === '') {
@@ -239,8 +189,8 @@ export function createRelay(options: RelayOptions): Relay {
     maxQueuedBytes: config.maxQueuedBytes,
     maxMemoryBytes: config.maxMemoryBytes,
     joined: (stream) => unjoined.joined(stream),
-    settled: broker.settled?.bind(broker),
-    stored: broker.stored?.bind(broker),
+    settled: () => broker.settled(),
+    stored: (room, device) => broker.stored(room, device),
   });
   const wss = new WebSocketServer({
     noServer: true,
@@ -278,22 +228,25 @@ export function createRelay(options: RelayOptions): Relay {
 
   const statusServer = createStatusServer(
     {
-      healthy: () => buffer.healthy(),
+      healthy: () => broker.healthy(),
       rooms: () => rooms.active(),
       connections: () => sockets.connections.size,
-      metrics: () =>
-        renderMetrics(metrics, {
+      metrics: () => {
+        const kept = broker.describe();
+        const gauges = {
           connections: sockets.connections.size,
           rooms: rooms.active(),
-          bufferedStored: buffer.stored,
-          bufferedPending: buffer.pending,
-          bufferBytes: buffer.bytes,
-          bufferFileBytes: buffer.fileBytes(),
+          bufferedStored: kept.stored,
+          bufferedPending: kept.pending,
+          bufferBytes: kept.bytes,
+          bufferFileBytes: kept.fileBytes,
           absentDevices: broker.absentDevices(),
           unsentBytes: sockets.unsentBytes(),
           unjoinedRefused: unjoined.refused,
-        }) + (broker.describe?.().metrics ?? ''),
-      extra: () => broker.describe?.().health ?? {},
+        };
+        return renderMetrics(metrics, gauges) + kept.metrics;
+      },
+      extra: () => broker.describe().health,
     },
     requestLimits,
   );
@@ -319,8 +272,7 @@ export function createRelay(options: RelayOptions): Relay {
     }
     await stopAccepting;
     wss.close();
-    await broker.close?.();
-    buffer.close();
+    await broker.close();
     await closeServer(statusServer);
     logger.info('relay closed');
   }
@@ -348,11 +300,6 @@ export function createRelay(options: RelayOptions): Relay {
         }),
         repeat('sweep', tuning.purgeIntervalMs, () => {
           rooms.sweep();
-          try {
-            buffer.purge(now());
-          } catch (err: unknown) {
-            logger.error({ err }, 'buffer purge failed');
-          }
         }),
       );
       logger.info({ wsPort, statusPort, bind: config.bind }, 'relay listening');
@@ -386,10 +333,11 @@ export function createRelay(options: RelayOptions): Relay {
 
     status() {
       const perRoom = rooms.status();
+      const kept = broker.describe();
       return {
         rooms: perRoom.length,
         connections: sockets.connections.size,
-        buffered: buffer.stored + buffer.pending,
+        buffered: kept.stored + kept.pending,
         perRoom,
       };
     },

@@ -12,7 +12,6 @@ import type { Logger } from '../log.ts';
 import type { Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
 import type { Connection, JoinedRoom } from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
-import { sendControl, sendData, takePending } from './outbound.ts';
 import { payloadSpan } from './payload-span.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
 import { composeRoutedFrame, spliceRoutedFrame } from './routed-bytes.ts';
@@ -113,7 +112,7 @@ export class Room implements RoomListener, JoinedRoom {
     let carried: Buffer[] = [];
     if (older !== undefined) {
       older.room = undefined;
-      carried = takePending(older).filter(isRouted);
+      carried = older.queue.takeUnsent().filter(isRouted);
       metrics.replaced++;
       closeWith(older, Replaced);
     }
@@ -150,7 +149,7 @@ export class Room implements RoomListener, JoinedRoom {
     if (conn === undefined) return false;
     this.#remove(conn);
     this.#line.depart(device, 'revoked');
-    takePending(conn);
+    conn.queue.takeUnsent();
     this.#context.metrics.revoked++;
     closeWith(conn, Revoked);
     return true;
@@ -224,13 +223,6 @@ export class Room implements RoomListener, JoinedRoom {
     this.#toEveryone(frame);
   }
 
-  replacedElsewhere(device: string): void {
-    const conn = this.members.get(device);
-    if (conn === undefined || !this.#remove(conn)) return;
-    this.#context.metrics.replaced++;
-    closeWith(conn, Replaced);
-  }
-
   deliver(frame: Buffer, to: string | undefined): void {
     if (to !== undefined) {
       const receiver = this.members.get(to);
@@ -273,11 +265,11 @@ export class Room implements RoomListener, JoinedRoom {
       buffered: carried.length + frames.length,
       gap,
     };
-    sendControl(conn, joined);
+    conn.queue.send(Buffer.from(JSON.stringify(joined)));
     const replay = carried.concat(frames.map((text) => Buffer.from(text)));
     // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
-    for (const frame of replay) conn.allowanceBytes += frame.length;
-    for (const frame of replay) sendData(conn, frame);
+    for (const frame of replay) conn.queue.allowReplay(frame.length);
+    for (const frame of replay) conn.queue.send(frame);
     this.#context.logger.debug(
       { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
       'joined',
@@ -302,7 +294,7 @@ export class Room implements RoomListener, JoinedRoom {
    * anything routed to it from now on.
    */
   #keepPending(conn: Connection): void {
-    for (const frame of takePending(conn)) {
+    for (const frame of conn.queue.takeUnsent()) {
       if (isRouted(frame)) this.#line.sendTo(conn.deviceKey, frame);
     }
   }
@@ -328,7 +320,7 @@ export class Room implements RoomListener, JoinedRoom {
     if (this.members.size === 0) return;
     const data = Buffer.from(JSON.stringify(frame));
     for (const member of this.members.values()) {
-      if (member !== except) sendData(member, data);
+      if (member !== except) member.queue.send(data);
     }
   }
 
@@ -399,9 +391,9 @@ export class Room implements RoomListener, JoinedRoom {
 
   /**
    * Sends to a connection here; one that stopped reading queues it, within the bounds of
-   * `outbound.ts` (past them it is closed with 1013 and kept for).
+   * `send-queue.ts` (past them it is closed with 1013 and kept for).
    */
   #deliver(receiver: Connection, data: Buffer): void {
-    sendData(receiver, data);
+    receiver.queue.send(data);
   }
 }

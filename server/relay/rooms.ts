@@ -41,7 +41,7 @@ export function createRooms(shards: Shards<Room>, context: RoomContext): Rooms {
 
   return {
     join(conn, frame) {
-      if (context.broker.accepting?.() === false) {
+      if (!context.broker.accepting()) {
         closeWith(conn, JoinsUnavailable);
         return;
       }

@@ -13,11 +13,11 @@ import { type Connection, createConnection, type RelaySocket } from './connectio
 import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
-import { createOutbound, release, sendData } from './outbound.ts';
-import { closeWith, sendError } from './protocol-errors.ts';
+import { closeWith, sendError, terminate } from './protocol-errors.ts';
 import { createTokenBucket } from './rate-limit.ts';
 import type { Rooms } from './rooms.ts';
 import { recogniseRouted } from './routed-bytes.ts';
+import { Writer } from './send-queue.ts';
 
 export interface SocketHandlerOptions {
   rooms: Rooms;
@@ -30,7 +30,7 @@ export interface SocketHandlerOptions {
   joinTimeoutMs: number;
   /** `relay.maxQueuedBytes`: unsent bytes one receiver may have before it is closed (1013). */
   maxQueuedBytes: number;
-  /** `relay.maxMemoryBytes`: unsent bytes of all receivers together (see `outbound.ts`). */
+  /** `relay.maxMemoryBytes`: unsent bytes of all receivers together (see `send-queue.ts`). */
   maxMemoryBytes: number;
   /** A connection joined a room for the first time (`stream` is its TCP stream). */
   joined?: (stream: Duplex) => void;
@@ -69,49 +69,128 @@ function frameBytes(data: RawData): Buffer {
 }
 
 /** Accepts the relay's sockets; see `SocketHandler`. */
-export function createSocketHandler(options: SocketHandlerOptions): SocketHandler {
-  const { rooms, metrics, logger, check } = options;
-  const connections = new Set<Connection>();
-  let nextId = 1;
-  // A receiver past the bounds on unsent frames: it becomes absent (what it had queued is kept
-  // for it, like everything routed to it from now on) and is closed with 1013.
-  const outbound = createOutbound(options.maxQueuedBytes, options.maxMemoryBytes, (conn) => {
-    metrics.slowReceivers++;
-    logger.info(
-      { connection: conn.id, room: conn.room?.id, device: conn.deviceKey || undefined },
-      'receiver too slow: closed (1013), buffered for',
-    );
-    rooms.drop(conn);
-    closeWith(conn, TryAgainLater);
-  });
+class RelaySocketHandler implements SocketHandler {
+  readonly connections = new Set<Connection>();
+  readonly #options: SocketHandlerOptions;
+  readonly #rooms: Rooms;
+  readonly #metrics: RelayMetrics;
+  readonly #logger: Logger;
+  readonly #writer: Writer<Connection>;
+  #nextId = 1;
+  // One function per event for every socket; `this` is the socket (a RelaySocket, created by
+  // the relay's WebSocketServer), which carries its Connection.
+  readonly #onMessage: (this: WebSocket, data: RawData, isBinary: boolean) => void;
+  readonly #onPong: (this: WebSocket) => void;
+  readonly #onError: (this: WebSocket, err: Error) => void;
+  readonly #onClose: (this: WebSocket) => void;
 
-  function armJoinTimer(conn: Connection): void {
-    clearJoinTimer(conn);
-    conn.joinTimer = setTimeout(() => {
-      conn.joinTimer = undefined;
-      if (conn.room !== undefined || conn.done) return;
-      metrics.joinTimeouts++;
-      closeWith(conn, JoinTimeout);
-    }, options.joinTimeoutMs);
+  constructor(options: SocketHandlerOptions) {
+    this.#options = options;
+    const { rooms, metrics, logger } = options;
+    this.#rooms = rooms;
+    this.#metrics = metrics;
+    this.#logger = logger;
+    // A receiver past the bounds on unsent frames: it becomes absent (what it had queued is
+    // kept for it, like everything routed to it from now on) and is closed with 1013.
+    this.#writer = new Writer<Connection>(
+      options.maxQueuedBytes,
+      options.maxMemoryBytes,
+      (conn) => {
+        metrics.slowReceivers++;
+        logger.info(
+          { connection: conn.id, room: conn.room?.id, device: conn.deviceKey || undefined },
+          'receiver too slow: closed (1013), buffered for',
+        );
+        rooms.drop(conn);
+        closeWith(conn, TryAgainLater);
+      },
+    );
+    const handler = this;
+    this.#onMessage = function onMessage(data, isBinary) {
+      const conn = (this as RelaySocket).conn;
+      if (conn !== undefined) handler.#connectionOnMessage(conn, data, isBinary);
+    };
+    this.#onPong = function onPong() {
+      const conn = (this as RelaySocket).conn;
+      if (conn !== undefined) conn.alive = true;
+    };
+    this.#onError = function onError(err) {
+      // Protocol violations (oversized frame: ws closes with 1009, bad UTF-8: 1007).
+      const conn = (this as RelaySocket).conn;
+      logger.debug({ connection: conn?.id, code: (err as { code?: string }).code }, err.message);
+    };
+    this.#onClose = function onClose() {
+      const conn = (this as RelaySocket).conn;
+      if (conn === undefined) return;
+      handler.#clearJoinTimer(conn);
+      handler.connections.delete(conn);
+      rooms.drop(conn);
+      conn.queue.release();
+    };
   }
 
-  function clearJoinTimer(conn: Connection): void {
+  accept(socket: RelaySocket, stream: Duplex): void {
+    const { ratePerSecond, rateBurst } = this.#options;
+    const conn = createConnection(
+      this.#nextId++,
+      socket,
+      stream,
+      createTokenBucket(ratePerSecond, rateBurst),
+      this.#writer,
+    );
+    socket.conn = conn;
+    this.connections.add(conn);
+    this.#armJoinTimer(conn);
+    socket.on('message', this.#onMessage);
+    socket.on('pong', this.#onPong);
+    socket.on('error', this.#onError);
+    socket.on('close', this.#onClose);
+  }
+
+  unsentBytes(): number {
+    return this.#writer.unsentBytes;
+  }
+
+  heartbeat(slice = 0, slices = 1): void {
+    for (const conn of this.connections) {
+      if (conn.id % slices !== slice) continue;
+      if (!conn.alive) {
+        this.#metrics.heartbeatTimeouts++;
+        terminate(conn);
+        continue;
+      }
+      conn.alive = false;
+      conn.socket.ping();
+    }
+  }
+
+  #armJoinTimer(conn: Connection): void {
+    this.#clearJoinTimer(conn);
+    conn.joinTimer = setTimeout(() => {
+      conn.joinTimer = undefined;
+      if (conn.room !== undefined || conn.queue.done) return;
+      this.#metrics.joinTimeouts++;
+      closeWith(conn, JoinTimeout);
+    }, this.#options.joinTimeoutMs);
+  }
+
+  #clearJoinTimer(conn: Connection): void {
     if (conn.joinTimer !== undefined) clearTimeout(conn.joinTimer);
     conn.joinTimer = undefined;
   }
 
-  function refuse(conn: Connection, frame: JoinFrame, refusal: JoinRefusal): void {
-    metrics.authFailures++;
-    logger.info({ room: frame.room, device: frame.device, refusal }, 'join refused');
-    sendError(conn, metrics, 'auth_failed', joinRefusals[refusal]);
+  #refuse(conn: Connection, frame: JoinFrame, refusal: JoinRefusal): void {
+    this.#metrics.authFailures++;
+    this.#logger.info({ room: frame.room, device: frame.device, refusal }, 'join refused');
+    sendError(conn, this.#metrics, 'auth_failed', joinRefusals[refusal]);
     closeWith(conn, AuthFailed);
   }
 
-  function admit(conn: Connection, frame: JoinFrame): void {
-    rooms.join(conn, frame);
+  #admit(conn: Connection, frame: JoinFrame): void {
+    this.#rooms.join(conn, frame);
     if (conn.room === undefined) return;
-    clearJoinTimer(conn);
-    options.joined?.(conn.stream);
+    this.#clearJoinTimer(conn);
+    this.#options.joined?.(conn.stream);
   }
 
   /**
@@ -119,15 +198,15 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
    * device must be looked up at the auth side, the socket is paused and the frames that came
    * with the join are held until the answer, then handled in order.
    */
-  function connectionOnJoin(conn: Connection, frame: JoinFrame): void {
+  #connectionOnJoin(conn: Connection, frame: JoinFrame): void {
     if (conn.room !== undefined) {
-      sendError(conn, metrics, 'already_joined', `already joined room ${conn.room.id}`);
+      sendError(conn, this.#metrics, 'already_joined', `already joined room ${conn.room.id}`);
       return;
     }
-    const verdict = checkJoin(frame, check);
+    const verdict = checkJoin(frame, this.#options.check);
     if (!(verdict instanceof Promise)) {
-      if (verdict === undefined) admit(conn, frame);
-      else refuse(conn, frame, verdict);
+      if (verdict === undefined) this.#admit(conn, frame);
+      else this.#refuse(conn, frame, verdict);
       return;
     }
     conn.held = [];
@@ -135,20 +214,20 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
     void verdict.then((refusal) => {
       const held = conn.held ?? [];
       conn.held = undefined;
-      if (conn.done || conn.socket.readyState !== conn.socket.OPEN) return;
-      if (refusal === undefined) admit(conn, frame);
-      else refuse(conn, frame, refusal);
-      for (const { data, isBinary } of held) connectionOnMessage(conn, data, isBinary);
+      if (conn.queue.done || conn.socket.readyState !== conn.socket.OPEN) return;
+      if (refusal === undefined) this.#admit(conn, frame);
+      else this.#refuse(conn, frame, refusal);
+      for (const { data, isBinary } of held) this.#connectionOnMessage(conn, data, isBinary);
       conn.socket.resume();
     });
   }
 
-  function notJoined(conn: Connection): void {
-    sendError(conn, metrics, 'not_joined', 'join a room first');
+  #notJoined(conn: Connection): void {
+    sendError(conn, this.#metrics, 'not_joined', 'join a room first');
   }
 
-  function connectionOnMessage(conn: Connection, data: RawData, isBinary: boolean): void {
-    if (conn.done) return;
+  #connectionOnMessage(conn: Connection, data: RawData, isBinary: boolean): void {
+    if (conn.queue.done) return;
     if (conn.held !== undefined) {
       conn.held.push({ data, isBinary });
       return;
@@ -159,121 +238,60 @@ export function createSocketHandler(options: SocketHandlerOptions): SocketHandle
       return;
     }
     if (!conn.bucket.take()) {
-      metrics.rateLimited++;
+      this.#metrics.rateLimited++;
       // a sender that does not read its own socket gets no error frames, only silence
-      if (conn.pending === undefined) {
-        sendError(conn, metrics, 'rate_limited', 'too many messages: this one was dropped');
+      if (!conn.queue.isBehind) {
+        sendError(conn, this.#metrics, 'rate_limited', 'too many messages: this one was dropped');
       }
       return;
     }
     const bytes = frameBytes(data);
     const routed = recogniseRouted(bytes);
     if (routed !== undefined) {
-      if (conn.room === undefined) notJoined(conn);
+      if (conn.room === undefined) this.#notJoined(conn);
       else conn.room.routeBytes(conn, routed.to, bytes, routed.toEnd);
       return;
     }
     const frame = parseFrame(bytes.toString('utf8'));
     switch (frame.type) {
       case 'route':
-        if (conn.room === undefined) notJoined(conn);
+        if (conn.room === undefined) this.#notJoined(conn);
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
       case 'ping': {
-        const stored = conn.room && options.stored?.(conn.room.id, conn.deviceKey);
+        const stored = conn.room && this.#options.stored?.(conn.room.id, conn.deviceKey);
         if (stored) {
-          void stored.then((ok) => (ok ? sendData(conn, pongFrame) : closeWith(conn, NotStored)));
+          void stored.then((ok) => (ok ? conn.queue.send(pongFrame) : closeWith(conn, NotStored)));
           return;
         }
-        const settled = options.settled?.();
-        if (settled === undefined) sendData(conn, pongFrame);
-        else void settled.then(() => sendData(conn, pongFrame));
+        const settled = this.#options.settled?.();
+        if (settled === undefined) conn.queue.send(pongFrame);
+        else void settled.then(() => conn.queue.send(pongFrame));
         return;
       }
       case 'join':
-        connectionOnJoin(conn, frame);
+        this.#connectionOnJoin(conn, frame);
         return;
       case 'leave':
         if (conn.room === undefined) {
-          sendError(conn, metrics, 'not_joined', 'not in a room');
+          sendError(conn, this.#metrics, 'not_joined', 'not in a room');
           return;
         }
-        rooms.leave(conn);
+        this.#rooms.leave(conn);
         // an open socket outside any room must join again in time, as after connecting
-        armJoinTimer(conn);
+        this.#armJoinTimer(conn);
         return;
       case 'invalid_json':
-        sendError(conn, metrics, 'invalid_json', 'the frame is not valid JSON');
+        sendError(conn, this.#metrics, 'invalid_json', 'the frame is not valid JSON');
         return;
       case 'invalid_message':
-        sendError(conn, metrics, 'invalid_message', frame.message);
+        sendError(conn, this.#metrics, 'invalid_message', frame.message);
         return;
     }
   }
+}
 
-  // One function per event for every socket; `this` is the socket (a RelaySocket, created by
-  // the relay's WebSocketServer), which carries its Connection.
-  function onMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
-    const conn = (this as RelaySocket).conn;
-    if (conn !== undefined) connectionOnMessage(conn, data, isBinary);
-  }
-
-  function onPong(this: WebSocket): void {
-    const conn = (this as RelaySocket).conn;
-    if (conn !== undefined) conn.alive = true;
-  }
-
-  function onError(this: WebSocket, err: Error): void {
-    // Protocol violations (oversized frame: ws closes with 1009, bad UTF-8: 1007).
-    const conn = (this as RelaySocket).conn;
-    logger.debug({ connection: conn?.id, code: (err as { code?: string }).code }, err.message);
-  }
-
-  function onClose(this: WebSocket): void {
-    const conn = (this as RelaySocket).conn;
-    if (conn === undefined) return;
-    clearJoinTimer(conn);
-    connections.delete(conn);
-    rooms.drop(conn);
-    release(conn);
-  }
-
-  return {
-    connections,
-
-    accept(socket, stream) {
-      const conn = createConnection(
-        nextId++,
-        socket,
-        stream,
-        createTokenBucket(options.ratePerSecond, options.rateBurst),
-        outbound,
-      );
-      socket.conn = conn;
-      connections.add(conn);
-      armJoinTimer(conn);
-      socket.on('message', onMessage);
-      socket.on('pong', onPong);
-      socket.on('error', onError);
-      socket.on('close', onClose);
-    },
-
-    unsentBytes() {
-      return outbound.queuedBytes + outbound.socketBytes;
-    },
-
-    heartbeat(slice = 0, slices = 1) {
-      for (const conn of connections) {
-        if (conn.id % slices !== slice) continue;
-        if (!conn.alive) {
-          metrics.heartbeatTimeouts++;
-          conn.done = true;
-          conn.socket.terminate();
-          continue;
-        }
-        conn.alive = false;
-        conn.socket.ping();
-      }
-    },
-  };
+/** Accepts the relay's sockets; see `SocketHandler`. */
+export function createSocketHandler(options: SocketHandlerOptions): SocketHandler {
+  return new RelaySocketHandler(options);
 }

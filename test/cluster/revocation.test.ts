@@ -2,7 +2,7 @@ import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
-import { deviceCheckSubject } from '../../server/cluster/device-checks.ts';
+import { deviceCheckSubject } from '../../server/cluster/nats-device-lookups.ts';
 import { revocationBucket } from '../../server/cluster/revocations.ts';
 import { sha256Hex } from '../../server/hashing.ts';
 import { createRoomId, signDeviceToken, signRelayCredential } from '../../server/tokens.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { _electron } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { buildElectronBundles } from '../../build/electron-bundle.ts';
-import { electronBinary } from '../../cli/main.ts';
+import { electronBinary } from '../../program/main.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const binary = electronBinary();

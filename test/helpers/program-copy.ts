@@ -12,7 +12,7 @@ const root = resolve(import.meta.dirname, '../..');
 export function treeWithoutNativeSqlite(tree: string): string {
   for (const part of [
     'bin',
-    'cli',
+    'program',
     'server',
     'client',
     'protocol',

@@ -9,10 +9,10 @@ import { type MessageBuffer, openMessageBuffer } from '../../server/relay/buffer
 import { type Connection, createConnection } from '../../server/relay/connection.ts';
 import { createLocalBroker } from '../../server/relay/local-broker.ts';
 import { createMetrics } from '../../server/relay/metrics.ts';
-import { createOutbound } from '../../server/relay/outbound.ts';
 import { createTokenBucket } from '../../server/relay/rate-limit.ts';
 import type { Room } from '../../server/relay/room.ts';
 import { createRooms } from '../../server/relay/rooms.ts';
+import { Writer } from '../../server/relay/send-queue.ts';
 import { createShards } from '../../server/relay/shards.ts';
 
 let dir: string;
@@ -43,7 +43,7 @@ function recordingConnection(id: number): { conn: Connection; sent: unknown[] } 
     socket as unknown as WebSocket,
     stream as unknown as Duplex,
     createTokenBucket(1_000, 1_000),
-    createOutbound(1_000_000, 1_000_000, () => {}),
+    new Writer<Connection>(1_000_000, 1_000_000, () => {}),
   );
   return { conn, sent };
 }

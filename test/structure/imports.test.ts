@@ -3,7 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..', '..');
-const folders = ['protocol', 'cli', 'server', 'client', 'electron', 'renderer', 'build'];
+const folders = ['protocol', 'program', 'server', 'client', 'electron', 'renderer', 'build'];
 
 /** Every .ts file under the source folders, relative to the repository root. */
 function sourceFiles(): string[] {
@@ -43,16 +43,16 @@ describe('the direction of imports', () => {
       .map((e) => `${e.from} → ${e.to}`);
 
   it('finds the imports it checks', () => {
-    expect(edges.some((e) => e.from === 'cli/main.ts' && e.to === 'server/host.ts')).toBe(true);
+    expect(edges.some((e) => e.from === 'program/main.ts' && e.to === 'server/host.ts')).toBe(true);
   });
 
   it('keeps protocol/ free of both sides', () => {
-    expect(crossing('protocol', ['server', 'client', 'cli', 'electron', 'build'])).toEqual([]);
+    expect(crossing('protocol', ['server', 'client', 'program', 'electron', 'build'])).toEqual([]);
   });
 
   it('never imports the server from the client or the client from the server', () => {
-    expect(crossing('client', ['server', 'cli', 'build'])).toEqual([]);
-    expect(crossing('server', ['client', 'cli', 'build', 'electron'])).toEqual([]);
+    expect(crossing('client', ['server', 'program', 'build'])).toEqual([]);
+    expect(crossing('server', ['client', 'program', 'build', 'electron'])).toEqual([]);
   });
 
   it('keeps the database layer below the auth service', () => {

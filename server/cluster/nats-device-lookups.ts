@@ -2,7 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { hmacHex, randomHex, safeEqual } from '../hashing.ts';
 import type { Logger } from '../log.ts';
-import type { DeviceDirectory, DeviceRecord } from '../relay/device-check.ts';
+import type { DeviceDirectory, DeviceRecord } from '../relay/stored-device-check.ts';
 import { signRelayCredential, verifyRelayCredential } from '../tokens.ts';
 import type { NatsLink } from './nats-link.ts';
 

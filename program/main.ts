@@ -105,7 +105,7 @@ export async function main(argv: string[]): Promise<number> {
 
 type Flags = CommandLine['values'];
 
-/** The repository (or installed package) root: bin/, cli/, server/, electron/ live under it. */
+/** The repository (or installed package) root: bin/, program/, server/, electron/ live under it. */
 const appRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The Electron executable when the `electron` package and its binary are installed. */

@@ -1,0 +1,332 @@
+import type { Duplex } from 'node:stream';
+import type { WebSocket } from 'ws';
+
+/**
+ * What the relay writes to its receivers, and the bounds on what it holds unsent.
+ *
+ * Frames are handed to a receiver's socket at once while the socket keeps up; its writes are
+ * corked until the end of the event-loop turn so that one turn's frames leave in one `writev`.
+ * When the kernel does not take a receiver's bytes (it stopped reading), the frames that follow
+ * wait in the connection's own queue and are handed over on the socket's `drain`, a slice at a
+ * time: the socket's write buffer stays small, and every frame still queued is known, so a
+ * receiver closed for slowness (1013) or that drops has them kept for it (buffered) instead of
+ * losing them. A receiver's unsent bytes are its queue plus its socket's write buffer; past
+ * `maxQueuedBytes` for one receiver, or `maxMemoryBytes` for the whole relay, the receivers with
+ * the most unsent bytes are closed at the end of the turn.
+ *
+ * Each relay has one `Writer` (its bounds, its corked sockets, its turn's end); each connection
+ * has one `SendQueue`. Both are written by this module alone: the rest of the relay calls their
+ * methods.
+ */
+
+const textFrame = { binary: false } as const;
+
+/**
+ * Above this many bytes in one receiver's corked write buffer, they are written out before the
+ * end of the turn: a receiver that does not take them is behind from then on.
+ */
+const flushAtBytes = 1024 * 1024;
+/** On `drain`, frames are handed from the queue to the socket until its buffer holds this much. */
+const drainSliceBytes = 256 * 1024;
+/**
+ * Above this many frames held in one event-loop turn everything is flushed at once: with
+ * thousands of busy connections a single turn can read megabytes, and holding every reply
+ * until its end costs more (memory, GC) than the system calls it saves.
+ */
+const maxCorkedFrames = 8192;
+
+/** One relay's writer: the bounds on unsent frames shared by its connections (`Owner`s). */
+export class Writer<Owner> {
+  /** `relay.maxQueuedBytes`: unsent bytes one receiver may have. */
+  readonly maxQueuedBytes: number;
+  /** `relay.maxMemoryBytes`: unsent bytes of every receiver together. */
+  readonly maxMemoryBytes: number;
+  /** Bytes in the queues of the connections that are behind (kept by their SendQueue). */
+  queuedBytes = 0;
+  /** Bytes in the write buffers of the sockets of connections behind, as last seen. */
+  socketBytes = 0;
+  /** Connections whose socket did not take everything. */
+  readonly behind = new Set<SendQueue<Owner>>();
+  /** Closes a receiver past a bound (1013) and keeps its queued frames for it. */
+  readonly #cut: (owner: Owner) => void;
+  #corked: SendQueue<Owner>[] = [];
+  /** Frames written to corked streams since the last flush. */
+  #corkedFrames = 0;
+  /** A receiver is past a bound: checked at the end of the turn. */
+  #over = false;
+  #turnEndScheduled = false;
+  readonly #turnEnd = (): void => this.#endTurn();
+
+  constructor(maxQueuedBytes: number, maxMemoryBytes: number, cut: (owner: Owner) => void) {
+    this.maxQueuedBytes = maxQueuedBytes;
+    this.maxMemoryBytes = maxMemoryBytes;
+    this.#cut = cut;
+  }
+
+  /** Unsent bytes of every receiver: queues and socket write buffers. */
+  get unsentBytes(): number {
+    return this.queuedBytes + this.socketBytes;
+  }
+
+  /**
+   * Holds a receiver's writes until the end of this event-loop turn, so that every frame routed
+   * to it while the relay handles one batch of input leaves in one `writev` instead of one
+   * system call per frame (the dominant cost of a small message otherwise).
+   */
+  cork(queue: SendQueue<Owner>): void {
+    if (queue.stream.writableCorked > 0) return;
+    queue.stream.cork();
+    this.#corked.push(queue);
+    this.#scheduleTurnEnd();
+  }
+
+  /** One frame was written to a corked stream; past `maxCorkedFrames` everything is written out. */
+  wrote(): void {
+    if (++this.#corkedFrames < maxCorkedFrames) return;
+    this.#corkedFrames = 0;
+    for (const queue of this.#corked) {
+      queue.stream.uncork();
+      queue.stream.cork();
+    }
+  }
+
+  /** A receiver may be past a bound: checked at the end of the turn. */
+  checkBounds(queue: SendQueue<Owner>): void {
+    if (queue.pastOwnBound || this.unsentBytes > this.maxMemoryBytes) {
+      this.#over = true;
+      this.#scheduleTurnEnd();
+    }
+  }
+
+  #scheduleTurnEnd(): void {
+    if (this.#turnEndScheduled) return;
+    this.#turnEndScheduled = true;
+    setImmediate(this.#turnEnd);
+  }
+
+  /**
+   * The end of the turn: writes out every corked socket (a socket that does not take its bytes
+   * is behind from now on), then closes the receivers past a bound.
+   */
+  #endTurn(): void {
+    this.#turnEndScheduled = false;
+    const queues = this.#corked;
+    this.#corked = [];
+    this.#corkedFrames = 0;
+    for (const queue of queues) queue.uncorked();
+    if (!this.#over) return;
+    this.#over = false;
+    this.#enforce();
+  }
+
+  /**
+   * Closes the receivers past a bound: each one past `maxQueuedBytes`, then, while the relay is
+   * past `maxMemoryBytes`, the ones with the most unsent bytes first.
+   */
+  #enforce(): void {
+    for (const queue of [...this.behind]) {
+      if (queue.pastOwnBound) this.#cutBehind(queue);
+    }
+    if (this.unsentBytes <= this.maxMemoryBytes) return;
+    const slowest = [...this.behind].sort((a, b) => b.counted - a.counted);
+    for (const queue of slowest) {
+      if (this.unsentBytes <= this.maxMemoryBytes) return;
+      this.#cutBehind(queue);
+    }
+  }
+
+  #cutBehind(queue: SendQueue<Owner>): void {
+    if (!queue.done) {
+      this.#cut(queue.owner);
+      return;
+    }
+    // already closed for being behind: its socket still holds bytes nobody reads
+    queue.release();
+    queue.socket.terminate();
+  }
+}
+
+/** One connection's frames on their way to its socket (see the module's comment). */
+export class SendQueue<Owner> {
+  readonly owner: Owner;
+  readonly socket: WebSocket;
+  /** The TCP stream under `socket`, corked while a batch of frames is written to it. */
+  readonly stream: Duplex;
+  readonly writer: Writer<Owner>;
+  /**
+   * Frames waiting for the socket to drain (from `#head` on), while the socket does not take
+   * what it is given; undefined while it keeps up.
+   */
+  #frames: Buffer[] | undefined = undefined;
+  #head = 0;
+  /** Bytes in `#frames` from `#head` on. */
+  #bytes = 0;
+  /** The socket's write-buffer bytes as last counted in the writer's `socketBytes`. */
+  #socketBytes = 0;
+  /** Unsent bytes allowed beyond `relay.maxQueuedBytes` while a join's replay is written out. */
+  #allowance = 0;
+  #done = false;
+
+  constructor(owner: Owner, socket: WebSocket, stream: Duplex, writer: Writer<Owner>) {
+    this.owner = owner;
+    this.socket = socket;
+    this.stream = stream;
+    this.writer = writer;
+  }
+
+  /** Replaced, revoked or closing: nothing more is queued, and its input is ignored. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** The connection is ending: nothing more is queued for it. */
+  end(): void {
+    this.#done = true;
+  }
+
+  /** The socket does not take what it is given: frames wait in the queue. */
+  get isBehind(): boolean {
+    return this.#frames !== undefined;
+  }
+
+  /** Unsent bytes as the writer counts them: the queue and the socket's buffer when last seen. */
+  get counted(): number {
+    return this.#bytes + this.#socketBytes;
+  }
+
+  /** Past `relay.maxQueuedBytes` (and the replay's allowance). */
+  get pastOwnBound(): boolean {
+    return this.counted > this.writer.maxQueuedBytes + this.#allowance;
+  }
+
+  /** The unsent bytes of the receiver: its queue and its socket's write buffer. */
+  get unsentBytes(): number {
+    return this.#bytes + this.stream.writableLength;
+  }
+
+  /**
+   * A join's replay may exceed `relay.maxQueuedBytes` on its own: `bytes` more are allowed
+   * until the queue is written out.
+   */
+  allowReplay(bytes: number): void {
+    this.#allowance += bytes;
+  }
+
+  /** Sends an already serialized text frame; the same Buffer is shared by every receiver. */
+  send(data: Buffer): void {
+    if (this.#frames !== undefined) {
+      this.#enqueue(data);
+      return;
+    }
+    const { socket, stream } = this;
+    if (socket.readyState !== socket.OPEN) return;
+    this.writer.cork(this);
+    socket.send(data, textFrame);
+    if (stream.writableLength > flushAtBytes) {
+      stream.uncork();
+      stream.cork();
+      this.#checkBehind();
+    }
+    this.writer.wrote();
+  }
+
+  /**
+   * Takes the frames still queued (never handed to the socket), in order: what a receiver that
+   * is closed or dropped would have received next. Its socket's buffer stays counted until the
+   * socket closes (`release`).
+   */
+  takeUnsent(): Buffer[] {
+    const frames = this.#frames;
+    if (frames === undefined || this.#head >= frames.length) return [];
+    const unsent = frames.slice(this.#head);
+    this.#frames = [];
+    this.#head = 0;
+    this.writer.queuedBytes -= this.#bytes;
+    this.#bytes = 0;
+    return unsent;
+  }
+
+  /** Stops counting the connection (caught up, or its socket closed). */
+  release(): void {
+    const { writer } = this;
+    if (!writer.behind.delete(this)) return;
+    writer.queuedBytes -= this.#bytes;
+    writer.socketBytes -= this.#socketBytes;
+    this.#bytes = 0;
+    this.#socketBytes = 0;
+  }
+
+  /** The writer wrote out the turn's bytes: a socket that did not take them is behind. */
+  uncorked(): void {
+    this.stream.uncork();
+    if (this.#frames === undefined) this.#checkBehind();
+  }
+
+  /**
+   * After a write-out: a socket still holding bytes it asked to be drained of is behind; what
+   * follows waits in the queue until `drain`.
+   */
+  #checkBehind(): void {
+    const { stream, socket, writer } = this;
+    if (!stream.writableNeedDrain || stream.writableLength === 0) return;
+    if (socket.readyState !== socket.OPEN) return;
+    this.#frames = [];
+    this.#head = 0;
+    this.#socketBytes = stream.writableLength;
+    writer.socketBytes += this.#socketBytes;
+    writer.behind.add(this);
+    stream.once('drain', () => this.#drain());
+    writer.checkBounds(this);
+  }
+
+  /** A frame for a receiver that is behind: into its queue. */
+  #enqueue(data: Buffer): void {
+    if (this.#done) return;
+    (this.#frames as Buffer[]).push(data);
+    this.#bytes += data.length;
+    this.writer.queuedBytes += data.length;
+    this.writer.checkBounds(this);
+  }
+
+  /** The socket took its buffer: hands it the next slice of the queue. */
+  #drain(): void {
+    const frames = this.#frames;
+    if (frames === undefined) return;
+    const { stream, socket, writer } = this;
+    if (socket.readyState !== socket.OPEN) return;
+    stream.cork();
+    let head = this.#head;
+    let handed = 0;
+    while (head < frames.length && stream.writableLength < drainSliceBytes) {
+      const data = frames[head] as Buffer;
+      frames[head++] = undefined as unknown as Buffer;
+      handed += data.length;
+      socket.send(data, textFrame);
+    }
+    stream.uncork();
+    this.#bytes -= handed;
+    writer.queuedBytes -= handed;
+    writer.socketBytes += stream.writableLength - this.#socketBytes;
+    this.#socketBytes = stream.writableLength;
+    if (head < frames.length) {
+      // drop what was handed over once it is most of the array
+      if (head > 1024 && head * 2 > frames.length) {
+        this.#frames = frames.slice(head);
+        head = 0;
+      }
+      this.#head = head;
+      stream.once('drain', () => this.#drain());
+      return;
+    }
+    this.#frames = [];
+    this.#head = 0;
+    if (stream.writableNeedDrain && stream.writableLength > 0) {
+      stream.once('drain', () => this.#drain());
+      return;
+    }
+    this.#allowance = 0;
+    // no longer behind: frames go to the socket at once again
+    this.#frames = undefined;
+    this.release();
+  }
+}

@@ -1,0 +1,296 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { DeviceId } from '../../protocol/relay-frames.ts';
+import { createClusterBroker } from '../../server/cluster/cluster-broker.ts';
+import { parseConf } from '../../server/config/conf-file.ts';
+import { buildRelayConfig } from '../../server/config/relay-config.ts';
+import { createLogger } from '../../server/log.ts';
+import type { Broker, DepartureReason, RoomLine, RoomListener } from '../../server/relay/broker.ts';
+import { createLocalBroker } from '../../server/relay/local-broker.ts';
+import { openLocalBuffer } from '../../server/relay/local-buffer.ts';
+import { createMetrics } from '../../server/relay/metrics.ts';
+import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
+import { eventually } from '../helpers/wait.ts';
+
+/**
+ * One suite of what a room may count on from its broker, run against every broker: the
+ * in-process one on its SQLite buffer and the cluster one on a nats-server of the test's own.
+ */
+
+const windowMs = 60_000;
+
+/** A clock the test moves: the buffer window passes without waiting for it. */
+interface Clock {
+  now(): number;
+  advance(ms: number): void;
+}
+
+function testClock(): Clock {
+  let offset = 0;
+  return {
+    now: () => Date.now() + offset,
+    advance(ms) {
+      offset += ms;
+    },
+  };
+}
+
+/** Makes a broker for one test; `dispose` closes it and removes what it made. */
+interface BrokerFactory {
+  make(clock: Clock): Promise<Broker>;
+  dispose(): Promise<void>;
+}
+
+/** What a room heard from its line, in order. */
+type Heard =
+  | { event: 'joined'; device: DeviceId }
+  | { event: 'left'; device: DeviceId; reason: DepartureReason }
+  | { event: 'host'; device: DeviceId }
+  | { event: 'deliver'; frame: string; to: string | undefined }
+  | { event: 'replaced'; device: string };
+
+function recorder(): RoomListener & { heard: Heard[] } {
+  const heard: Heard[] = [];
+  return {
+    heard,
+    joined: (device) => heard.push({ event: 'joined', device }),
+    left: (device, reason) => heard.push({ event: 'left', device, reason }),
+    hostChanged: (device) => heard.push({ event: 'host', device }),
+    deliver: (frame, to) => heard.push({ event: 'deliver', frame: frame.toString('utf8'), to }),
+    replaced: (device) => heard.push({ event: 'replaced', device }),
+  };
+}
+
+/** A join answered: what was kept for the device, or the refusal. */
+function joinAs(
+  line: RoomLine,
+  device: DeviceId,
+): Promise<{ frames: readonly string[]; gap: boolean }> {
+  return new Promise((resolve, reject) => {
+    line.join(
+      device,
+      (frames, gap) => resolve({ frames, gap }),
+      () => reject(new Error('refused')),
+    );
+  });
+}
+
+/** A routed frame as the room builds it. */
+function routed(from: DeviceId, to: DeviceId | 'broadcast', text: string): Buffer {
+  const payload = JSON.stringify({ text });
+  return Buffer.from(
+    `{"from":${JSON.stringify(from)},"to":${JSON.stringify(to)},"room":"r","payload":${payload}}`,
+  );
+}
+
+let rooms = 0;
+/** A room id of its own for each test (the cluster's streams outlive a broker). */
+const freshRoom = () => `contract-room-${process.pid}-${++rooms}`;
+
+function brokerContract(name: string, factory: () => BrokerFactory, skip?: string): void {
+  describe.skipIf(skip !== undefined)(`broker contract: ${name}${skip ? ` (${skip})` : ''}`, () => {
+    let made: BrokerFactory;
+    let broker: Broker;
+    let clock: Clock;
+
+    beforeAll(() => {
+      made = factory();
+    });
+    afterAll(async () => {
+      await made?.dispose();
+    });
+
+    async function start(): Promise<Broker> {
+      clock = testClock();
+      broker = await made.make(clock);
+      await eventually(() => broker.accepting(), 'the broker accepts joins');
+      return broker;
+    }
+
+    afterEach(async () => {
+      await broker?.close();
+    });
+
+    it('accepts joins once ready; the first device is host, the others follow in join order', async () => {
+      await start();
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      expect(await joinAs(line, 1)).toEqual({ frames: [], gap: false });
+      expect(await joinAs(line, 'two')).toEqual({ frames: [], gap: false });
+      await eventually(() => line.size === 2, 'both devices present');
+      expect(line.devices()).toEqual([1, 'two']);
+      expect(line.hostKey).toBe('1');
+      expect(line.idOf('two')).toBe('two');
+      expect(line.idOf('3')).toBeUndefined();
+      await eventually(
+        () => listener.heard.some((h) => h.event === 'joined' && h.device === 'two'),
+        'the second join heard',
+      );
+    });
+
+    it('a departure is heard, and the longest present becomes host', async () => {
+      await start();
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, 1);
+      await joinAs(line, 2);
+      await joinAs(line, 3);
+      line.depart('1', 'leave');
+      await eventually(() => line.hostKey === '2', 'the second device is host');
+      await eventually(
+        () => listener.heard.some((h) => h.event === 'host' && h.device === 2),
+        'the new host heard',
+      );
+      expect(listener.heard).toContainEqual({ event: 'left', device: 1, reason: 'leave' });
+      expect(line.devices()).toEqual([2, 3]);
+    });
+
+    it('keeps what is sent to a device that dropped, in order, and replays it when it rejoins', async () => {
+      await start();
+      const line = broker.open(freshRoom(), recorder());
+      await joinAs(line, 1);
+      await joinAs(line, 2);
+      line.depart('2', 'disconnect');
+      await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
+      expect(line.sendTo('2', routed(1, 2, 'first'))).toBe(true);
+      line.broadcast(routed(1, 'broadcast', 'second'));
+      await broker.settled();
+      const replay = await joinAs(line, 2);
+      expect(replay.gap).toBe(false);
+      expect(replay.frames.map((frame) => JSON.parse(frame).payload.text)).toEqual([
+        'first',
+        'second',
+      ]);
+      await eventually(() => broker.absentDevices() === 0, 'nobody is kept for');
+    });
+
+    it('keeps nothing for a device that left, and has no such device to send to', async () => {
+      await start();
+      const line = broker.open(freshRoom(), recorder());
+      await joinAs(line, 1);
+      await joinAs(line, 2);
+      line.depart('2', 'leave');
+      await eventually(() => line.idOf('2') === undefined, 'the device is gone');
+      expect(line.sendTo('2', routed(1, 2, 'lost'))).toBe(false);
+      expect(line.sendTo('9', routed(1, 9, 'nobody'))).toBe(false);
+      expect(broker.absentDevices()).toBe(0);
+      expect(await joinAs(line, 2)).toEqual({ frames: [], gap: false });
+    });
+
+    it('past the buffer window a dropped device is no longer kept for, and learns of a gap', async () => {
+      await start();
+      const line = broker.open(freshRoom(), recorder());
+      await joinAs(line, 1);
+      await joinAs(line, 2);
+      line.depart('2', 'disconnect');
+      await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
+      expect(line.sendTo('2', routed(1, 2, 'missed'))).toBe(true);
+      await broker.settled();
+      clock.advance(windowMs + 1_000);
+      expect(line.sendTo('2', routed(1, 2, 'too late'))).toBe(false);
+      broker.sweep();
+      await eventually(() => broker.absentDevices() === 0, 'the window passed');
+      const replay = await joinAs(line, 2);
+      expect(replay.frames).toEqual([]);
+      expect(replay.gap).toBe(true);
+    });
+
+    it('a revoked device is kept for nowhere, and its revocation is remembered', async () => {
+      await start();
+      const line = broker.open(freshRoom(), recorder());
+      await joinAs(line, 1);
+      await joinAs(line, 7);
+      line.depart('7', 'disconnect');
+      await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
+      line.sendTo('7', routed(1, 7, 'secret'));
+      broker.revoke('7', 1_700_000_000);
+      expect(broker.revoked().get('7')).toBe(1_700_000_000);
+      await eventually(() => broker.absentDevices() === 0, 'nothing kept for the revoked device');
+      expect(line.sendTo('7', routed(1, 7, 'after'))).toBe(false);
+    });
+
+    it('a device that joins again keeps its place and role, and nobody hears of it', async () => {
+      await start();
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, 1);
+      await joinAs(line, 2);
+      await eventually(() => line.size === 2, 'both devices present');
+      const heard = listener.heard.length;
+      await joinAs(line, 1);
+      expect(line.devices()).toEqual([1, 2]);
+      expect(line.hostKey).toBe('1');
+      expect(listener.heard.slice(heard).filter((h) => h.event !== 'deliver')).toEqual([]);
+    });
+
+    it('settles, reports itself healthy, and describes what it keeps', async () => {
+      await start();
+      const line = broker.open(freshRoom(), recorder());
+      await joinAs(line, 1);
+      await joinAs(line, 2);
+      line.depart('2', 'disconnect');
+      line.sendTo('2', routed(1, 2, 'kept'));
+      await broker.settled();
+      expect(broker.healthy()).toBe(true);
+      const report = broker.describe();
+      expect(report.stored + report.pending).toBeGreaterThanOrEqual(0);
+      expect(typeof report.metrics).toBe('string');
+      line.dropAll();
+      line.release();
+    });
+  });
+}
+
+brokerContract('in-process on SQLite', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'broker-contract-'));
+  let runs = 0;
+  return {
+    async make(clock) {
+      const path = join(dir, `relay-${++runs}.db`);
+      const entries = parseConf(`sqlite.path = ${path}\n`, 'relay.conf');
+      const config = buildRelayConfig(entries, 'relay.conf', dir, dir);
+      const metrics = createMetrics();
+      const logger = createLogger('silent');
+      return createLocalBroker({
+        buffer: openLocalBuffer(config, 60_000, metrics, logger),
+        metrics,
+        logger,
+        now: clock.now,
+        bufferWindowMs: windowMs,
+      });
+    },
+    async dispose() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+const skip = natsSkipReason();
+brokerContract(
+  'cluster on NATS JetStream',
+  () => {
+    let nats: NatsServer | undefined;
+    let nodes = 0;
+    return {
+      async make(clock) {
+        // a server of its own for each test: a roster bucket nobody else wrote to
+        await nats?.dispose();
+        nats = await startNatsServer();
+        return createClusterBroker({
+          urls: [nats.url],
+          node: `contract-${++nodes}`,
+          bufferWindowMs: windowMs,
+          secret: 'a-contract-test-secret-of-32-bytes',
+          logger: createLogger('silent'),
+          now: clock.now,
+        });
+      },
+      async dispose() {
+        await nats?.dispose();
+      },
+    };
+  },
+  skip === undefined ? undefined : `skipped: ${skip}`,
+);
