@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { isClientCommand } from '../client/cli/commands.ts';
+import { appRoot, buildKind } from '../server/build-kind.ts';
 import { type LogLevel, logLevels } from '../server/config/common.ts';
 import { ConfigError } from '../server/config/conf-file.ts';
 import { ConfigProblems } from '../server/config/keys.ts';
@@ -104,11 +104,10 @@ export async function main(argv: string[]): Promise<number> {
 
 type Flags = CommandLine['values'];
 
-/** The repository (or installed package) root: bin/, cli/, server/, electron/ live under it. */
-const appRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-
 /** The Electron executable when the `electron` package and its binary are installed. */
 export function electronBinary(): string | undefined {
+  // The single executable is the headless host only.
+  if (buildKind === 'sea') return undefined;
   try {
     const pkgDir = dirname(createRequire(import.meta.url).resolve('electron/package.json'));
     const pathFile = join(pkgDir, 'path.txt');
@@ -127,8 +126,11 @@ export function electronBinary(): string | undefined {
 async function launchTrayApp(argv: string[]): Promise<number | undefined> {
   const binary = electronBinary();
   if (binary === undefined) return undefined;
-  const { buildElectronBundles } = await import('../build/electron-bundle.ts');
-  await buildElectronBundles();
+  // The compiled build made the Electron bundles already (npm run build).
+  if (buildKind === 'source') {
+    const { buildElectronBundles } = await import('../build/electron-bundle.ts');
+    await buildElectronBundles();
+  }
   const child = spawn(binary, [appRoot, ...argv], {
     stdio: 'inherit',
     env: { ...process.env, SYNC_HOST_CWD: process.cwd() },
