@@ -1,5 +1,6 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { dataDirAccessError } from './data-lock.ts';
 import { randomHex } from './hashing.ts';
 
 /** Generated files of the host, all in the data folder with mode 0600. */
@@ -24,11 +25,19 @@ function readOrCreate(path: string): string {
   return value;
 }
 
-/** Creates the data folder (mode 0700) and its generated secret and admin token. */
+/**
+ * Creates the data folder (mode 0700) and its generated secret and admin token. A folder this
+ * user cannot write is refused with a DataDirError (one line with the `chown` that fixes it).
+ */
 export function prepareDataDir(dataDir: string): HostSecrets {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  return {
-    secret: readOrCreate(join(dataDir, 'secret')),
-    adminToken: readOrCreate(join(dataDir, 'admin-token')),
-  };
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    accessSync(dataDir, constants.W_OK);
+    return {
+      secret: readOrCreate(join(dataDir, 'secret')),
+      adminToken: readOrCreate(join(dataDir, 'admin-token')),
+    };
+  } catch (err: unknown) {
+    throw dataDirAccessError(dataDir, err);
+  }
 }

@@ -10,6 +10,7 @@ import { ConfigError } from './config/conf-file.ts';
 import type { LoadedConfig } from './config/load.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import { prepareDataDir } from './data-dir.ts';
+import { lockDataDir } from './data-lock.ts';
 import type { Db } from './db/connect.ts';
 import { chooseSqliteEngine } from './db/sqlite-engine.ts';
 import { databaseMistake } from './db/unavailable.ts';
@@ -169,10 +170,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
       ? await chooseSqliteEngine(options.sqliteEngine, logger)
       : options.sqliteEngine;
   const generated = prepareDataDir(config.auth.dataDir);
+  // Released last at close (the stops run in reverse).
+  const lock = lockDataDir(config.auth.dataDir, mode === 'headless' ? ['auth', 'relay'] : [mode]);
   const secret = config.auth.authSecret ?? generated.secret;
   const lan = lanAddress(config.auth.bind);
   const urls: HostUrls = {};
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Array<() => Promise<void>> = [async () => lock.release()];
   let relayPorts: { wsPort: number; statusPort: number } | undefined;
   const relayConfig = { ...config.relay };
   if (mode === 'headless' && !relayConfig.explicit.has('tokenSignature')) {
