@@ -3,7 +3,7 @@
 // script). The admin UI is bundled here too, once, instead of at start.
 import { copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import type { Plugin } from 'esbuild';
 import { buildRenderer } from '../server/admin/renderer-bundle.ts';
 import { repoRoot } from './electron-bundle.ts';
@@ -45,8 +45,8 @@ function replacePlugin(root: string, kind: BundleKind): Plugin {
       build.onLoad(
         { filter: /[\\/]server[\\/](build-kind|db[\\/]better-sqlite3)\.ts$/ },
         (args) => {
-          const relative = args.path.slice(root.length + 1).replaceAll('\\', '/');
-          const replacement = kind === 'sea' ? replacedInSea[relative] : undefined;
+          const file = relative(root, args.path).replaceAll('\\', '/');
+          const replacement = kind === 'sea' ? replacedInSea[file] : undefined;
           if (replacement !== undefined) {
             return {
               contents: readFileSync(join(root, replacement), 'utf8'),
@@ -56,16 +56,35 @@ function replacePlugin(root: string, kind: BundleKind): Plugin {
           }
           const source = readFileSync(args.path, 'utf8');
           // The compiled build differs from the sources in its kind only.
-          const contents =
-            relative === 'server/build-kind.ts'
-              ? source.replace("= 'source';", `= '${kind}';`)
-              : source;
+          if (file !== 'server/build-kind.ts') return { contents: source, loader: 'ts' };
+          const contents = source.replace(
+            "buildKind: BuildKind = 'source';",
+            `buildKind: BuildKind = '${kind}';`,
+          );
+          if (contents === source) throw new Error(`${file}: no buildKind = 'source' to replace`);
           return { contents, loader: 'ts' };
         },
       );
     },
   };
 }
+
+/**
+ * In the single executable, `require` reaches Node's own modules only: a package left out is a
+ * module that is not found (ws and pg then go without their optional native speed-ups).
+ */
+const absentInSea: Plugin = {
+  name: 'sync-host-absent-in-sea',
+  setup(build) {
+    const names = external.filter((name) => name !== 'better-sqlite3');
+    const filter = new RegExp(`^(${names.map((n) => n.replace('/*', '(/.*)?')).join('|')})$`);
+    build.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'absent' }));
+    build.onLoad({ filter: /.*/, namespace: 'absent' }, (args) => ({
+      contents: `throw Object.assign(new Error(${JSON.stringify(`${args.path} is not in the single executable`)}), { code: 'MODULE_NOT_FOUND' });`,
+      loader: 'js',
+    }));
+  },
+};
 
 /** Writes a file beside its final name, then renames it: a reader never sees half a bundle. */
 function writeAtomically(path: string, contents: Uint8Array): void {
@@ -89,7 +108,7 @@ export async function bundle(kind: BundleKind, outfile: string, root = repoRoot)
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-    external: kind === 'sea' ? external.filter((name) => name !== 'better-sqlite3') : external,
+    external: kind === 'sea' ? [] : external,
     // Modules compute paths from import.meta.url; in one bundle it is the bundle's own URL (which
     // sits one folder below the package root, as every source module does).
     define: { 'import.meta.url': '__syncHostBundleUrl', 'import.meta.dirname': '__dirname' },
@@ -105,7 +124,8 @@ export async function bundle(kind: BundleKind, outfile: string, root = repoRoot)
     minifyWhitespace: true,
     minifySyntax: true,
     legalComments: 'eof',
-    plugins: [replacePlugin(root, kind)],
+    plugins:
+      kind === 'sea' ? [absentInSea, replacePlugin(root, kind)] : [replacePlugin(root, kind)],
     logLevel: 'error',
   });
   mkdirSync(dirname(outfile), { recursive: true });

@@ -24,10 +24,11 @@ function loadAddon(): object {
 
 /** better-sqlite3 with the addon carried inside the executable (loaded at the first open). */
 export function requireBetterSqlite3(): typeof BetterSqlite3 {
-  const open = (path: string, options: BetterSqlite3.Options = {}) => {
+  // Called with `new` (a function returning an object: `new` gives that object).
+  function open(path: string, options: BetterSqlite3.Options = {}) {
     addon ??= loadAddon();
     return new BetterSqlite3(path, { ...options, nativeBinding: addon as unknown as string });
-  };
+  }
   return open as unknown as typeof BetterSqlite3;
 }
 
