@@ -63,6 +63,8 @@ describe('the compiled build (npm run build)', () => {
 
   it('bin/sync-host runs the sources through tsx when one is newer than the build', async () => {
     const launcher = join(tree, 'bin', 'sync-host');
+    // A development checkout: server/ and cli/ beside the build.
+    mkdirSync(join(tree, 'server'));
     mkdirSync(join(tree, 'cli'));
     const entry = join(tree, 'cli', 'main.ts');
     writeFileSync(
@@ -79,7 +81,9 @@ describe('the compiled build (npm run build)', () => {
       const fromBuild = await run(process.execPath, [launcher, '--version']);
       expect(fromBuild.stdout).toBe(`${version}\n`);
     } finally {
-      rmSync(join(tree, 'cli'), { recursive: true, force: true });
+      for (const folder of ['cli', 'server']) {
+        rmSync(join(tree, folder), { recursive: true, force: true });
+      }
     }
   });
 });
