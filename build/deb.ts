@@ -25,10 +25,7 @@ export function debUnit(root = repoRoot): string {
       /^# Install:[\s\S]*?^\[Unit\]/m,
       '# Installed by the sync-host package; settings in /etc/sync-host/auth.conf.\n[Unit]',
     )
-    .replace(
-      /^Documentation=.*$/m,
-      'Documentation=https://github.com/sync-host/sync-host/blob/main/docs/nas.md',
-    )
+    .replace(/^Documentation=.*$/m, 'Documentation=file:///usr/share/doc/sync-host/nas.md.gz')
     .replace(
       /^ExecStart=.*$/m,
       'ExecStart=/usr/bin/sync-host --headless --config-dir /etc/sync-host',
@@ -84,7 +81,6 @@ fi
 
 const copyright = `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: sync-host
-Source: https://github.com/sync-host/sync-host
 
 Files: *
 Copyright: 2025-2026 sync-host contributors
@@ -193,7 +189,6 @@ export function buildDeb(
       'Depends: adduser, libc6 (>= 2.28), libstdc++6, libgcc-s1',
       'Section: net',
       'Priority: optional',
-      'Homepage: https://github.com/sync-host/sync-host',
       'Description: self-hosted local-first sync host (headless)',
       ' Magic-link auth service and WebSocket relay in one program: devices sign in,',
       ' pair and keep documents and folders in step through the host. This package',

@@ -8,6 +8,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -73,9 +74,11 @@ export async function buildExecutable(
   execFileSync(process.execPath, ['--experimental-sea-config', config], {
     stdio: 'pipe',
   });
-  copyFileSync(process.execPath, output);
-  chmodSync(output, 0o755);
-  stripSymbols(output);
+  // Made aside and renamed over the output: a running copy of the old one is left alone.
+  const aside = `${output}.${process.pid}.tmp`;
+  copyFileSync(process.execPath, aside);
+  chmodSync(aside, 0o755);
+  stripSymbols(aside);
   // postject's ELF reader warns about note sections of node's binary it does not name: noise.
   const warn = console.warn;
   console.warn = (...args: unknown[]) => {
@@ -83,10 +86,11 @@ export async function buildExecutable(
   };
   try {
     const { inject } = await import('postject');
-    await inject(output, 'NODE_SEA_BLOB', readFileSync(blob), { sentinelFuse: fuse });
+    await inject(aside, 'NODE_SEA_BLOB', readFileSync(blob), { sentinelFuse: fuse });
   } finally {
     console.warn = warn;
   }
+  renameSync(aside, output);
   return output;
 }
 

@@ -47,7 +47,17 @@ const shutdownLimitMs = 5_000;
 export async function main(argv: string[]): Promise<number> {
   // Client subcommands (login, devices, projects, project, subscription, send, listen, sync, service): client/cli.
   if (isClientCommand(argv)) {
-    return (await import('../client/cli/main.ts')).runClientCommand(argv);
+    // `service install` writes how to start this copy: the executable itself, or node with bin/.
+    const launcher =
+      buildKind === 'sea'
+        ? [process.execPath]
+        : [process.execPath, join(appRoot, 'bin', 'sync-host')];
+    return (await import('../client/cli/main.ts')).runClientCommand(
+      argv,
+      undefined,
+      undefined,
+      launcher,
+    );
   }
   // `sync-host config check`: its own options (--json); starts nothing.
   const configAt = configCommandAt(argv);

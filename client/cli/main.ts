@@ -66,6 +66,7 @@ export async function runClientCommand(
   argv: string[],
   io: CliIo = processIo,
   env: NodeJS.ProcessEnv = process.env,
+  launcher?: string[],
 ): Promise<number> {
   const [command = '', ...rest] = argv;
   let context: Context;
@@ -81,6 +82,7 @@ export async function runClientCommand(
       args: positionals,
       store: new CredentialStore(configDir(env)),
       env,
+      launcher,
     };
   } catch (err: unknown) {
     io.stderr.write(

@@ -1,19 +1,14 @@
 import { existsSync, lstatSync, mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { appRoot, buildKind } from '../../server/build-kind.ts';
 import { SyncError } from '../errors.ts';
 import { type Context, expectArgs, signedIn, UsageError, unknownSubcommand } from './context.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import { syncUnit, systemdUnitName } from './systemd-unit.ts';
 
-/**
- * The command line that starts this copy of the program: the executable itself when it is the
- * single executable, else this node with `bin/sync-host`.
- */
-const launcher =
-  buildKind === 'sea' ? [process.execPath] : [process.execPath, join(appRoot, 'bin', 'sync-host')];
+/** The launcher of a development checkout (this node with `bin/sync-host`), unless given. */
+const sourceLauncher = [process.execPath, resolve(import.meta.dirname, '../../bin/sync-host')];
 
 /** `~/.config/systemd/user` (or under `$XDG_CONFIG_HOME`): where systemd looks for user units. */
 function userUnitFolder(env: NodeJS.ProcessEnv): string {
@@ -55,7 +50,14 @@ async function install(ctx: Context): Promise<number> {
   }
   passphraseSource(ctx); // checks the file now (mode 0600/0400, a first line), not at the first start
   const { authUrl } = await signedIn(ctx);
-  const command = [...launcher, 'sync', projectKey, resolve(dir), '--auth', authUrl];
+  const command = [
+    ...(ctx.launcher ?? sourceLauncher),
+    'sync',
+    projectKey,
+    resolve(dir),
+    '--auth',
+    authUrl,
+  ];
   if (ctx.flags.relay !== undefined) command.push('--relay', ctx.flags.relay);
   const file = ctx.flags['passphrase-file'];
   if (file !== undefined) command.push('--encrypt', '--passphrase-file', resolve(file));
