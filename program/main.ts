@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { isClientCommand } from '../client/cli/commands.ts';
 import { adminUrlLines } from '../server/admin/printed-url.ts';
+import { appRoot, buildKind } from '../server/build-kind.ts';
 import { type LogLevel, logLevels } from '../server/config/common.ts';
 import { ConfigError } from '../server/config/conf-file.ts';
 import { ConfigProblems } from '../server/config/keys.ts';
@@ -48,7 +48,17 @@ const shutdownLimitMs = 5_000;
 export async function main(argv: string[]): Promise<number> {
   // Client subcommands (login, devices, projects, project, subscription, send, listen, sync, service): client/cli.
   if (isClientCommand(argv)) {
-    return (await import('../client/cli/main.ts')).runClientCommand(argv);
+    // `service install` writes how to start this copy: the executable itself, or node with bin/.
+    const launcher =
+      buildKind === 'sea'
+        ? [process.execPath]
+        : [process.execPath, join(appRoot, 'bin', 'sync-host')];
+    return (await import('../client/cli/main.ts')).runClientCommand(
+      argv,
+      undefined,
+      undefined,
+      launcher,
+    );
   }
   // `sync-host config check`: its own options (--json); starts nothing.
   const configAt = configCommandAt(argv);
@@ -105,11 +115,10 @@ export async function main(argv: string[]): Promise<number> {
 
 type Flags = CommandLine['values'];
 
-/** The repository (or installed package) root: bin/, program/, server/, electron/ live under it. */
-const appRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-
 /** The Electron executable when the `electron` package and its binary are installed. */
 export function electronBinary(): string | undefined {
+  // The single executable is the headless host only.
+  if (buildKind === 'sea') return undefined;
   try {
     const pkgDir = dirname(createRequire(import.meta.url).resolve('electron/package.json'));
     const pathFile = join(pkgDir, 'path.txt');
@@ -128,8 +137,11 @@ export function electronBinary(): string | undefined {
 async function launchTrayApp(argv: string[]): Promise<number | undefined> {
   const binary = electronBinary();
   if (binary === undefined) return undefined;
-  const { buildElectronBundles } = await import('../build/electron-bundle.ts');
-  await buildElectronBundles();
+  // The compiled build made the Electron bundles already (npm run build).
+  if (buildKind === 'source') {
+    const { buildElectronBundles } = await import('../build/electron-bundle.ts');
+    await buildElectronBundles();
+  }
   const child = spawn(binary, [appRoot, ...argv], {
     stdio: 'inherit',
     env: { ...process.env, SYNC_HOST_CWD: process.cwd() },

@@ -1,5 +1,6 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { dataDirAccessError } from './data-lock.ts';
 import { randomHex } from './hashing.ts';
 
 /** Generated files of the host, all in the data folder with mode 0600. */
@@ -26,14 +27,22 @@ function readOrCreate(path: string): { value: string; created: boolean } {
   return { value, created: true };
 }
 
-/** Creates the data folder (mode 0700) and its generated secret and admin token. */
+/**
+ * Creates the data folder (mode 0700) and its generated secret and admin token. A folder this
+ * user cannot write is refused with a DataDirError (one line with the `chown` that fixes it).
+ */
 export function prepareDataDir(dataDir: string): HostSecrets {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const adminTokenPath = join(dataDir, 'admin-token');
-  const admin = readOrCreate(adminTokenPath);
-  return {
-    secret: readOrCreate(join(dataDir, 'secret')).value,
-    adminToken: admin.value,
-    adminTokenFile: { path: adminTokenPath, created: admin.created },
-  };
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    accessSync(dataDir, constants.W_OK);
+    const adminTokenPath = join(dataDir, 'admin-token');
+    const admin = readOrCreate(adminTokenPath);
+    return {
+      secret: readOrCreate(join(dataDir, 'secret')).value,
+      adminToken: admin.value,
+      adminTokenFile: { path: adminTokenPath, created: admin.created },
+    };
+  } catch (err: unknown) {
+    throw dataDirAccessError(dataDir, err);
+  }
 }

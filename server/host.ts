@@ -7,6 +7,7 @@ import { type HostMode, relayConfigFor, relaySecret } from './config/host-config
 import type { LoadedConfig } from './config/load.ts';
 import { natsAccessOf } from './config/nats-access.ts';
 import { prepareDataDir } from './data-dir.ts';
+import { lockDataDir } from './data-lock.ts';
 import type { Db } from './db/connect.ts';
 import { chooseSqliteEngine } from './db/sqlite-engine.ts';
 import { advertise } from './discovery/advertise.ts';
@@ -87,10 +88,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
       ? await chooseSqliteEngine(options.sqliteEngine, logger)
       : options.sqliteEngine;
   const generated = prepareDataDir(config.auth.dataDir);
+  // Released last at close (the stops run in reverse).
+  const lock = lockDataDir(config.auth.dataDir, mode === 'headless' ? ['auth', 'relay'] : [mode]);
   const secret = config.auth.authSecret ?? generated.secret;
   const lan = lanAddress(config.auth.bind);
   const urls: HostUrls = {};
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Array<() => Promise<void>> = [async () => lock.release()];
   const relayConfig = relayConfigFor(mode, config);
   // Co-hosted, joins are checked against the auth database once it is open (until then, and
   // while it is unreachable, the cache and the signature decide).

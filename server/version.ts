@@ -1,6 +1,4 @@
-import { createRequire } from 'node:module';
+import packageJson from '../package.json' with { type: 'json' };
 
 /** The package version (semver), shown by --version and advertised over mDNS. */
-export const version: string = (
-  createRequire(import.meta.url)('../package.json') as { version: string }
-).version;
+export const version: string = packageJson.version;

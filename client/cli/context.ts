@@ -81,6 +81,11 @@ export interface Context {
   args: string[];
   store: CredentialStore;
   env: NodeJS.ProcessEnv;
+  /**
+   * The command line that starts this copy of the program (what `service install` writes into
+   * the unit); default: this node with the checkout's `bin/sync-host`.
+   */
+  launcher?: string[] | undefined;
 }
 
 /** The one line an error prints as on stderr. */

@@ -78,6 +78,7 @@ export async function runClientCommand(
   argv: string[],
   io: CliIo = processIo,
   env: NodeJS.ProcessEnv = process.env,
+  launcher?: string[],
 ): Promise<number> {
   const [command = '', ...rest] = argv;
   let context: Context;
@@ -93,6 +94,7 @@ export async function runClientCommand(
       args: positionals,
       store: new CredentialStore(configDir(env)),
       env,
+      launcher,
     };
   } catch (err: unknown) {
     io.stderr.write(

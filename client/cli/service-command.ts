@@ -7,8 +7,8 @@ import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import { syncUnit, systemdUnitName } from './systemd-unit.ts';
 
-/** The launcher the unit runs (with this node): `bin/sync-host` of this copy. */
-const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
+/** The launcher of a development checkout (this node with `bin/sync-host`), unless given. */
+const sourceLauncher = [process.execPath, resolve(import.meta.dirname, '../../bin/sync-host')];
 
 /** `~/.config/systemd/user` (or under `$XDG_CONFIG_HOME`): where systemd looks for user units. */
 function userUnitFolder(env: NodeJS.ProcessEnv): string {
@@ -50,7 +50,14 @@ async function install(ctx: Context): Promise<number> {
   }
   passphraseSource(ctx); // checks the file now (mode 0600/0400, a first line), not at the first start
   const { authUrl } = await signedIn(ctx);
-  const command = [process.execPath, launcher, 'sync', projectKey, resolve(dir), '--auth', authUrl];
+  const command = [
+    ...(ctx.launcher ?? sourceLauncher),
+    'sync',
+    projectKey,
+    resolve(dir),
+    '--auth',
+    authUrl,
+  ];
   if (ctx.flags.relay !== undefined) command.push('--relay', ctx.flags.relay);
   const file = ctx.flags['passphrase-file'];
   if (file !== undefined) command.push('--encrypt', '--passphrase-file', resolve(file));

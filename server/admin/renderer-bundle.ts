@@ -1,11 +1,11 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { appRoot } from '../build-kind.ts';
 
 /** Folder of the admin UI sources (TypeScript, HTML, CSS), next to server/ in the repository. */
-export const rendererSourceDir = fileURLToPath(new URL('../../renderer/', import.meta.url));
+export const rendererSourceDir = join(appRoot, 'renderer');
 /** Folder the bundled admin UI is written to and served from. */
-export const rendererDistDir = fileURLToPath(new URL('../../dist/renderer/', import.meta.url));
+export const rendererDistDir = join(appRoot, 'dist', 'renderer');
 
 /** Files the bundle consists of; app.js is bundled, the others are copied. */
 export const rendererFiles = ['index.html', 'app.css', 'favicon.svg', 'app.js'] as const;

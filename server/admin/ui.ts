@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Router } from 'express';
+import { buildKind, embeddedAsset } from '../build-kind.ts';
 import type { Logger } from '../log.ts';
 import { ensureRendererBundle, rendererDistDir, rendererSourceDir } from './renderer-bundle.ts';
 
@@ -27,7 +28,10 @@ export interface AdminUiOptions {
   logger: Logger;
   /** Where the bundle is served from. Default dist/renderer of the repository. */
   distDir?: string;
-  /** Sources to (re)build from when the bundle is missing or stale; false: never build. */
+  /**
+   * Sources to (re)build from when the bundle is missing or stale; false: never build (the
+   * default of the compiled build and the single executable, whose UI was bundled by the build).
+   */
   sourceDir?: string | false;
 }
 
@@ -37,7 +41,10 @@ export interface AdminUiOptions {
  */
 export function createAdminUiRouter(options: AdminUiOptions): Router {
   const distDir = options.distDir ?? rendererDistDir;
-  const sourceDir = options.sourceDir === undefined ? rendererSourceDir : options.sourceDir;
+  const sourceDir =
+    options.sourceDir ?? (buildKind === 'source' ? rendererSourceDir : (false as const));
+  // The single executable carries the bundle inside itself (unless a test names a folder).
+  const embedded = buildKind === 'sea' && options.distDir === undefined;
   const ready: Promise<boolean> =
     sourceDir === false
       ? Promise.resolve(true)
@@ -64,7 +71,8 @@ export function createAdminUiRouter(options: AdminUiOptions): Router {
     let body: Buffer | undefined;
     if (await ready) {
       try {
-        body = await readFile(join(distDir, name));
+        const asset = embedded ? embeddedAsset(`renderer/${name}`) : undefined;
+        body = asset === undefined ? await readFile(join(distDir, name)) : Buffer.from(asset);
       } catch (err: unknown) {
         // A missing file is an unbuilt UI (503 below); anything else is a fault of this host.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {

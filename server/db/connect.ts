@@ -1,5 +1,4 @@
 import { accessSync, constants as fsConstants, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import {
   Kysely,
@@ -11,11 +10,10 @@ import {
 } from 'kysely';
 import type { DbConfig, DbDriver } from '../config/auth-config.ts';
 import type { Logger } from '../log.ts';
+import { requireBetterSqlite3 } from './better-sqlite3.ts';
 import type { Database } from './schema.ts';
 import { isNativeLoadFailure } from './sqlite-engine.ts';
 import { openSqlJsDatabase } from './sqljs-database.ts';
-
-const require = createRequire(import.meta.url);
 
 type ServerDbConfig = Exclude<DbConfig, { driver: 'sqlite' }>;
 
@@ -52,7 +50,7 @@ function loadBetterSqlite3(
   path: string,
   nativeBinding: string | undefined,
 ): import('better-sqlite3').Database {
-  const BetterSqlite: BetterSqlite3 = require('better-sqlite3');
+  const BetterSqlite: BetterSqlite3 = requireBetterSqlite3();
   return new BetterSqlite(path, nativeBinding === undefined ? {} : { nativeBinding });
 }
 

@@ -1,10 +1,8 @@
-import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import initSqlJs from 'sql.js';
 import type { Logger } from '../log.ts';
+import { requireBetterSqlite3, sqlJsOptions } from './better-sqlite3.ts';
 import { readSqliteImage, writeSqliteImage } from './sqljs-database.ts';
-
-const require = createRequire(import.meta.url);
 
 /** `native`: better-sqlite3 (compiled addon); `wasm`: sql.js (SQLite in WebAssembly). */
 export type SqliteEngine = 'native' | 'wasm';
@@ -32,7 +30,7 @@ export function loadNativeSqlite(): { module?: typeof BetterSqlite3; failure?: s
   if (native !== undefined) return native;
   try {
     // Opening a database loads the addon itself (the package's import alone does not).
-    const module = require('better-sqlite3') as typeof BetterSqlite3;
+    const module = requireBetterSqlite3();
     new module(':memory:').close();
     native = { module };
   } catch (err: unknown) {
@@ -62,7 +60,7 @@ export async function chooseSqliteEngine(
     current = 'native';
     return current;
   }
-  sqlJs ??= await initSqlJs();
+  sqlJs ??= await initSqlJs(sqlJsOptions());
   current = 'wasm';
   const why =
     failure === undefined

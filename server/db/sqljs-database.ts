@@ -11,6 +11,7 @@ import {
 } from 'node:fs';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
 import initSqlJs from 'sql.js';
+import { sqlJsOptions } from './better-sqlite3.ts';
 
 type SqlJsDatabase = import('sql.js').Database;
 type SqlValue = number | string | Uint8Array | null;
@@ -63,7 +64,7 @@ export function writeSqliteImage(path: string, image: Uint8Array): void {
  * service's small tables) and uses a rollback-journal file format instead of WAL.
  */
 export async function openSqlJsDatabase(path: string): Promise<SqliteDatabase> {
-  const SQL = await initSqlJs();
+  const SQL = await initSqlJs(sqlJsOptions());
   const db = new SQL.Database(readSqliteImage(path));
   const pragmas = () => db.run('PRAGMA foreign_keys = ON');
   pragmas();

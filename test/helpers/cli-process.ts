@@ -20,11 +20,21 @@ export interface CliRun {
  * launcher) with its credentials in `configDir` (SYNC_HOST_CONFIG_DIR). `killAll()` in teardown
  * ends the ones still running.
  */
-export function createCliRunner(options: { launcher?: string; env?: Record<string, string> } = {}) {
+export function createCliRunner(
+  options: {
+    launcher?: string;
+    /** A program run instead of node with a launcher (the single executable). */
+    executable?: string;
+    env?: Record<string, string>;
+  } = {},
+) {
   const children: ChildProcessWithoutNullStreams[] = [];
 
   function spawnCli(args: string[], configDir: string): CliRun {
-    const child = spawn(process.execPath, [options.launcher ?? defaultLauncher, ...args], {
+    const [command, ...prefix] = options.executable
+      ? [options.executable]
+      : [process.execPath, options.launcher ?? defaultLauncher];
+    const child = spawn(command as string, [...prefix, ...args], {
       env: { ...process.env, SYNC_HOST_CONFIG_DIR: configDir, LOG_LEVEL: 'warn', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

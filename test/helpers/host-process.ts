@@ -39,6 +39,8 @@ export async function startHostProcess(
   dir: string,
   options: {
     launcher?: string;
+    /** A program run instead of node with a launcher (the single executable). */
+    executable?: string;
     env?: Record<string, string>;
     /** A command that runs node for it, e.g. `['prlimit', '--nofile=400']` (a descriptor limit). */
     wrapper?: string[];
@@ -46,14 +48,16 @@ export async function startHostProcess(
     nodeArgs?: string[];
   } = {},
 ): Promise<HostProcess> {
-  const [command, ...wrapperArgs] = options.wrapper ?? [process.execPath];
+  const [command, ...wrapperArgs] = options.wrapper ?? [options.executable ?? process.execPath];
+  const program = options.executable
+    ? []
+    : [...(options.nodeArgs ?? []), options.launcher ?? launcher];
   const child = spawn(
     command as string,
     [
       ...wrapperArgs,
-      ...(options.wrapper ? [process.execPath] : []),
-      ...(options.nodeArgs ?? []),
-      options.launcher ?? launcher,
+      ...(options.wrapper ? [options.executable ?? process.execPath] : []),
+      ...program,
       ...args,
       '--config-dir',
       dir,
