@@ -23,6 +23,8 @@ import {
   revocationPaths,
   warnAboutRevocation,
 } from './revocation-paths.ts';
+import { prepareHostTls, relayTls } from './tls/host-tls.ts';
+import { serveTls } from './tls/secure-port.ts';
 import { version } from './version.ts';
 
 export type HostMode = 'headless' | 'auth' | 'relay';
@@ -62,6 +64,8 @@ export interface Host {
   relayPaused: boolean;
   /** Whether this host advertises itself on the LAN by mDNS (MDNS in auth.conf). */
   mdns: boolean;
+  /** The certificate's fingerprint (SHA-256 of its public key, base64url); undefined without TLS. */
+  fingerprint?: string;
   /** Closes the relay (clients get 1001 and reconnect later); a no-op without a running relay. */
   pauseRelay(): Promise<void>;
   /** Starts the relay again on the same ports after pauseRelay. */
@@ -173,6 +177,13 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const lan = lanAddress(config.auth.bind);
   const urls: HostUrls = {};
   const stops: Array<() => Promise<void>> = [];
+  // The certificate of the auth port, and co-hosted of the relay port too (TLS=off: none).
+  const authTls =
+    mode === 'relay'
+      ? undefined
+      : await prepareHostTls({ mode, config: config.auth, logger, now: options.now });
+  if (authTls) stops.push(async () => authTls.stop());
+  const wsTls = mode === 'auth' ? undefined : relayTls(config.relay, authTls);
   let relayPorts: { wsPort: number; statusPort: number } | undefined;
   const relayConfig = { ...config.relay };
   if (mode === 'headless' && !relayConfig.explicit.has('tokenSignature')) {
@@ -213,6 +224,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         logger,
         now: options.now,
         devices,
+        tls: wsTls,
         broker:
           relayConfig.clusterNats.length > 0
             ? createClusterBroker({
@@ -244,6 +256,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     adminToken: generated.adminToken,
     relayPaused: false,
     mdns: false,
+    fingerprint: authTls?.fingerprint ?? wsTls?.fingerprint,
     async pauseRelay() {
       const relay = host.relay;
       if (relay === undefined) return;
@@ -285,7 +298,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       );
       const ports = await startRelay();
       const relayLan = lanAddress(relayConfig.bind);
-      urls.relay = `ws://${relayLan}:${ports.wsPort}`;
+      urls.relay = `${wsTls ? 'wss' : 'ws'}://${relayLan}:${ports.wsPort}`;
       urls.status = `http://${relayLan}:${ports.statusPort}`;
     }
     if (mode !== 'relay') {
@@ -316,10 +329,15 @@ export async function startHost(options: HostOptions): Promise<Host> {
           }),
         );
       }
+      if (authTls) serveTls(auth.server, authTls);
       const port = await auth.listen();
-      const baseUrl = config.auth.authBaseUrl ?? `http://${lan}:${port}`;
-      const relayUrl = config.auth.relayUrl ?? urls.relay ?? `ws://${lan}:${config.relay.wsPort}`;
-      auth.setUrls({ baseUrl, relayUrl });
+      const scheme = authTls ? 'https' : 'http';
+      const baseUrl = config.auth.authBaseUrl ?? `${scheme}://${lan}:${port}`;
+      const relayUrl =
+        config.auth.relayUrl ??
+        urls.relay ??
+        `${authTls ? 'wss' : 'ws'}://${lan}:${config.relay.wsPort}`;
+      auth.setUrls({ baseUrl, relayUrl, fingerprint: host.fingerprint });
       urls.auth = baseUrl;
       urls.relay = relayUrl;
       urls.admin = `${baseUrl}/admin/#token=${generated.adminToken}`;
@@ -333,7 +351,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
       if (config.auth.mdns) {
         const advertisement = advertise({
           port,
-          txt: { auth: baseUrl, relay: relayUrl, version },
+          txt: {
+            auth: baseUrl,
+            relay: relayUrl,
+            version,
+            ...(host.fingerprint ? { fp: host.fingerprint } : {}),
+          },
           logger,
         });
         stops.push(() => advertisement.stop());

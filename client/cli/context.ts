@@ -8,6 +8,7 @@ import {
   WrongServiceError,
   wrongServiceLabels,
 } from '../errors.ts';
+import { pinnedFetch } from '../pinning.ts';
 import { parseSettings } from '../settings.ts';
 import type { CredentialStore } from './credentials.ts';
 import type { CliIo } from './io.ts';
@@ -27,6 +28,7 @@ const options = {
   timeout: { type: 'string' },
   encrypt: { type: 'boolean' },
   'passphrase-file': { type: 'string' },
+  fingerprint: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -164,6 +166,10 @@ export async function signedIn(ctx: Context) {
   return {
     authUrl,
     credential,
-    auth: createAuthClient({ authUrl, deviceToken: credential.deviceToken }),
+    auth: createAuthClient({
+      authUrl,
+      deviceToken: credential.deviceToken,
+      fetch: credential.fingerprint === undefined ? undefined : pinnedFetch(credential.fingerprint),
+    }),
   };
 }

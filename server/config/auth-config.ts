@@ -23,6 +23,7 @@ import {
 } from './keys.ts';
 
 const dbDrivers = ['sqlite', 'postgres', 'mysql'] as const;
+export const tlsModes = ['off', 'self-signed', 'files'] as const;
 
 const wsUrl = z
   .string()
@@ -150,6 +151,24 @@ const authKeys = {
   logLevel: configKey(logLevelSchema.default('info'), 'LOG_LEVEL', 'log.level'),
   /** NATS server URLs, comma-separated: device revocations are published there for every relay node. */
   clusterNats: configKey(natsUrlsSchema.default([]), 'CLUSTER_NATS', 'cluster.nats'),
+  /**
+   * off, self-signed (a certificate made on first start in DATA_DIR) or files (TLS_CERT and
+   * TLS_KEY). Default: self-signed for the all-in-one host, off for `auth` run on its own.
+   */
+  tls: configKey(
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .pipe(z.enum(tlsModes, { error: 'must be off, self-signed or files' }))
+      .optional(),
+    'TLS',
+    'tls',
+  ),
+  /** PEM certificate (with its chain) when TLS=files. */
+  tlsCert: configKey(z.string().trim().min(1).optional(), 'TLS_CERT', 'tls.cert'),
+  /** PEM private key of TLS_CERT when TLS=files. */
+  tlsKey: configKey(z.string().trim().min(1).optional(), 'TLS_KEY', 'tls.key'),
   /** Devices one user may have at most. Default 100. */
   deviceLimit: configKey(
     positiveInt('the most devices one user may have').default(100),
@@ -186,6 +205,20 @@ function checkDatabaseKeys(c: AuthKeys, ctx: z.RefinementCtx): void {
       path: ['dbDriver'],
       message: `${driver} needs DB_HOST (the database server's host name)`,
     });
+  }
+  if (c.tls === 'files') {
+    for (const [field, key] of [
+      ['tlsCert', 'TLS_CERT'],
+      ['tlsKey', 'TLS_KEY'],
+    ] as const) {
+      if (c[field] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `${key} is required when TLS=files`,
+        });
+      }
+    }
   }
   if (c.dbHost === undefined) return;
   const required: Array<[keyof typeof c, string]> = [
@@ -255,7 +288,9 @@ function settle(c: AuthKeys, baseDir: string) {
         };
   // Empty counts as absent: the host then fills in the generated secret.
   const authSecret = rest.authSecret === '' ? undefined : rest.authSecret;
-  return { ...rest, db, smtp, dataDir, authSecret };
+  const tlsCert = rest.tlsCert === undefined ? undefined : resolve(baseDir, rest.tlsCert);
+  const tlsKey = rest.tlsKey === undefined ? undefined : resolve(baseDir, rest.tlsKey);
+  return { ...rest, db, smtp, dataDir, authSecret, tlsCert, tlsKey };
 }
 
 /** The auth.conf schema: the keys, their cross-checks, and the settings they make. */

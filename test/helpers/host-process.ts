@@ -146,14 +146,18 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** A config dir for a headless host on loopback (ephemeral ports unless given), mDNS off, new users on `pro`. */
-export function hostDir(ports?: HostPorts): string {
+/**
+ * A config dir for a headless host on loopback (ephemeral ports unless given), mDNS off, new
+ * users on `pro`, and TLS off (plain http:// and ws://) unless `tls` says otherwise.
+ */
+export function hostDir(ports?: HostPorts, tls: 'off' | 'self-signed' = 'off'): string {
   const dir = mkdtempSync(join(tmpdir(), 'sync-host-'));
   writeConf(dir, 'auth.conf', {
     PORT: ports?.auth ?? 0,
     BIND: '127.0.0.1',
     MDNS: 'off',
     DEFAULT_TIER: 'pro',
+    TLS: tls,
   });
   writeConf(dir, 'relay.conf', { 'ws.port': ports?.ws ?? 0, 'status.port': ports?.status ?? 0 });
   return dir;

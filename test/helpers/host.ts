@@ -33,7 +33,7 @@ export interface TestHost {
 /**
  * The in-process host factory: the real host (auth + relay + admin, `startHost` of
  * server/host.ts with the config the real loader reads) on 127.0.0.1 with ephemeral ports, a
- * temp data folder, mDNS off and silent logs. The spawned factory is `startHostProcess` in
+ * temp data folder, mDNS off, TLS off (`auth: ['TLS=self-signed']` turns it on) and silent logs. The spawned factory is `startHostProcess` in
  * ./host-process.ts.
  */
 export async function startTestHost(
@@ -52,7 +52,8 @@ export async function startTestHost(
   const dir = mkdtempSync(join(tmpdir(), 'sync-host-admin-'));
   writeFileSync(
     join(dir, 'auth.conf'),
-    ['PORT=0', 'BIND=127.0.0.1', 'MDNS=off', ...(options.auth ?? [])].join('\n'),
+    // TLS off unless a test's own lines turn it on (a later line wins).
+    ['PORT=0', 'BIND=127.0.0.1', 'MDNS=off', 'TLS=off', ...(options.auth ?? [])].join('\n'),
   );
   writeFileSync(
     join(dir, 'relay.conf'),
