@@ -168,6 +168,8 @@ export interface RunningHost {
   process: HostProcess;
   authUrl: string;
   relayUrl: string;
+  /** The certificate's fingerprint the host printed (TLS on), else undefined. */
+  fingerprint: string | undefined;
   /** Waits for the next dev-mode magic-link token printed for `email`. */
   magicToken(email: string): Promise<string>;
 }
@@ -175,10 +177,13 @@ export interface RunningHost {
 /** Starts `bin/sync-host --headless` on the config dir `dir` (see `hostDir`). */
 export async function startHost(dir: string): Promise<RunningHost> {
   const process = await startHostProcess(['--headless'], dir);
+  const authUrl = await process.url('auth');
+  const certificate = authUrl.startsWith('https:') ? await process.line('certificate:') : '';
   return {
     process,
-    authUrl: await process.url('auth'),
+    authUrl,
     relayUrl: await process.url('relay'),
+    fingerprint: /\(sha256 (\S+)\)$/.exec(certificate)?.[1],
     magicToken: process.magicToken,
   };
 }

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
+import { pinnedFetch } from '../../client/pinning.ts';
 import { createAdminMount } from '../../server/admin/index.ts';
 import { loadConfig } from '../../server/config/load.ts';
 import { type Host, startHost } from '../../server/host.ts';
@@ -84,6 +85,8 @@ export async function startTestHost(
   });
   const base = host.urls.auth ?? '';
   const relayUrl = host.urls.relay ?? '';
+  // With TLS on, the helpers reach the host pinned to its certificate, as a paired device does.
+  const fetch = host.fingerprint === undefined ? globalThis.fetch : pinnedFetch(host.fingerprint);
 
   const admin: TestHost['admin'] = async (method, path, body, token = host.adminToken) => {
     const res = await fetch(`${base}/admin/api${path}`, {
