@@ -105,24 +105,23 @@ export function pinnedAgent(fingerprint: string, options: AgentOptions = {}): Ag
 /** A `fetch` for https:// URLs over a pinned agent (what the auth client needs: method, headers, a text body). */
 export function pinnedFetch(fingerprint: string): typeof fetch {
   const agent = pinnedAgent(fingerprint);
-  return (input, init = {}) =>
-    new Promise<Response>((resolve, reject) => {
-      const url = new URL(input instanceof Request ? input.url : String(input));
-      if (url.protocol !== 'https:') {
-        reject(
-          new SyncError(
-            'not_https',
-            `${url.origin} is not https://: a pinned host is reached over TLS only`,
-          ),
-        );
-        return;
-      }
-      const headers = Object.fromEntries(new Headers(init.headers).entries());
-      const body = typeof init.body === 'string' ? init.body : undefined;
-      if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  return async (input, init) => {
+    // The Request class reads every kind of body (text, form fields, bytes) and the headers.
+    const asked = new Request(input, init);
+    const url = new URL(asked.url);
+    if (url.protocol !== 'https:') {
+      throw new SyncError(
+        'not_https',
+        `${url.origin} is not https://: a pinned host is reached over TLS only`,
+      );
+    }
+    const headers = Object.fromEntries(asked.headers.entries());
+    const body = asked.body === null ? undefined : Buffer.from(await asked.arrayBuffer());
+    if (body !== undefined) headers['content-length'] = String(body.byteLength);
+    return new Promise<Response>((resolve, reject) => {
       const req = request(
         url,
-        { method: init.method ?? 'GET', headers, agent, signal: init.signal ?? undefined },
+        { method: asked.method, headers, agent, signal: init?.signal ?? undefined },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -154,6 +153,7 @@ export function pinnedFetch(fingerprint: string): typeof fetch {
       );
       req.end(body);
     });
+  };
 }
 
 /** The `ws` WebSocket class over a pinned agent; a ws:// URL is refused (never in clear). */
