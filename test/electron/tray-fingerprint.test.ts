@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { connectionDetails, trayMenu, trayStateOf } from '../../electron/tray-menu.ts';
+import { shortFingerprint } from '../../protocol/fingerprint.ts';
+
+const fingerprint = 'KC2clrNXhjoRtm6xigvp7drS8kFwUjPOx8cetJ4cWAk';
+const host = {
+  urls: { auth: 'https://192.168.1.5:8445', relay: 'wss://192.168.1.5:8443' },
+  relayPaused: false,
+};
+
+describe('the tray of a host with TLS', () => {
+  it('shows the certificate short form in the menu and copies the fingerprint with the settings', () => {
+    const state = trayStateOf({ ...host, fingerprint }, false);
+    const labels = trayMenu(state).map((item) => item.label);
+    expect(labels).toContain(`Certificate: ${shortFingerprint(fingerprint)}`);
+    expect(connectionDetails(state)).toBe(
+      `syncAuthUrl: ${host.urls.auth}\nsyncRelayUrl: ${host.urls.relay}\nfingerprint: ${fingerprint}\n`,
+    );
+  });
+
+  it('shows no certificate line for a host without TLS', () => {
+    const state = trayStateOf(host, false);
+    expect(trayMenu(state).some((item) => item.label.startsWith('Certificate'))).toBe(false);
+    expect(connectionDetails(state)).not.toContain('fingerprint');
+  });
+});
