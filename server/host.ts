@@ -66,6 +66,8 @@ export interface Host {
   mdns: boolean;
   /** The certificate's fingerprint (SHA-256 of its public key, base64url); undefined without TLS. */
   fingerprint?: string;
+  /** Whether the auth port speaks TLS (https://). */
+  authTls?: boolean;
   /** Closes the relay (clients get 1001 and reconnect later); a no-op without a running relay. */
   pauseRelay(): Promise<void>;
   /** Starts the relay again on the same ports after pauseRelay. */
@@ -257,6 +259,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     relayPaused: false,
     mdns: false,
     fingerprint: authTls?.fingerprint ?? wsTls?.fingerprint,
+    authTls: authTls !== undefined,
     async pauseRelay() {
       const relay = host.relay;
       if (relay === undefined) return;

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { pinnedFetch } from '../../client/pinning.ts';
+import { createTrayAdminApi } from '../../electron/admin-client.ts';
 import { connectionDetails, trayMenu, trayStateOf } from '../../electron/tray-menu.ts';
 import { shortFingerprint } from '../../protocol/fingerprint.ts';
+import { startTestHost } from '../helpers/host.ts';
 
 const fingerprint = 'KC2clrNXhjoRtm6xigvp7drS8kFwUjPOx8cetJ4cWAk';
 const host = {
@@ -22,5 +25,22 @@ describe('the tray of a host with TLS', () => {
     const state = trayStateOf(host, false);
     expect(trayMenu(state).some((item) => item.label.startsWith('Certificate'))).toBe(false);
     expect(connectionDetails(state)).not.toContain('fingerprint');
+  });
+
+  it("reaches its own host's admin API pinned to the certificate, and nothing else", async () => {
+    const th = await startTestHost({ auth: ['TLS=self-signed'] });
+    try {
+      const fingerprint = th.host.fingerprint ?? '';
+      const base = () => th.base;
+      const token = () => th.host.adminToken;
+      const pinned = createTrayAdminApi(base, token, () => pinnedFetch(fingerprint));
+      expect(await pinned.pairings()).toEqual([]);
+      const other = pinnedFetch('AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+      await expect(createTrayAdminApi(base, token, () => other).pairings()).rejects.toThrow(
+        /cannot be reached .*shows certificate/,
+      );
+    } finally {
+      await th.close();
+    }
   });
 });
