@@ -87,7 +87,12 @@ export interface Context {
 /** The one line an error prints as on stderr. */
 export function errorLine(err: unknown): string {
   if (err instanceof AuthServiceError) {
-    const hint = err.code === 'unauthorized' ? '; sign in again with sync-host login' : '';
+    const hint =
+      err.code === 'unauthorized'
+        ? '; sign in again with sync-host login'
+        : err.code === 'tls_required'
+          ? '; give the auth URL with https:// (the host prints it at start)'
+          : '';
     return `${err.message} (${err.code}, HTTP ${err.status})${hint}`;
   }
   if (err instanceof WrongServiceError) {

@@ -68,7 +68,8 @@ export function serveTls(server: Server, source: TlsContextSource): void {
       socket.pause();
       if (chunk[0] !== handshakeRecord) {
         socket.on('error', () => socket.destroy());
-        socket.end(refusal(chunk.toString('latin1')));
+        // Closed once the answer is written, whether or not the client closes its side.
+        socket.end(refusal(chunk.toString('latin1')), () => socket.destroy());
         return;
       }
       // The TLS socket reads what is unshifted here before the rest from the network.
