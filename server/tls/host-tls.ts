@@ -74,6 +74,12 @@ export async function prepareHostTls(options: {
   const now = options.now ?? Date.now;
   const mode = config.tls ?? (options.mode === 'headless' ? 'self-signed' : 'off');
   if (mode === 'off') return undefined;
+  if (config.authBaseUrl?.startsWith('http://')) {
+    logger.warn(
+      { tls: mode },
+      'AUTH_BASE_URL is http:// but the auth port speaks TLS: links to it will fail; write https:// or set TLS=off behind a proxy',
+    );
+  }
   if (mode === 'files') {
     const pair = readFiles('auth.conf', config.tlsCert ?? '', config.tlsKey ?? '', {
       cert: 'TLS_CERT',

@@ -264,6 +264,23 @@ describe('TLS settings', { timeout: 60_000 }, () => {
     }
   });
 
+  it('warns at start when AUTH_BASE_URL is http:// while the auth port speaks TLS', async () => {
+    const logs: string[] = [];
+    const host = await startTestHost({
+      auth: ['TLS=self-signed', 'AUTH_BASE_URL=http://sync.example.org:8445'],
+      logs,
+    });
+    hosts.push(host);
+    const warnings = logs.filter((line) => line.includes('AUTH_BASE_URL is http://'));
+    expect(warnings).toHaveLength(1);
+    const plain = await startTestHost({
+      auth: ['AUTH_BASE_URL=http://sync.example.org:8445'],
+      logs,
+    });
+    hosts.push(plain);
+    expect(logs.filter((line) => line.includes('AUTH_BASE_URL is http://'))).toHaveLength(1);
+  });
+
   it('refuses TLS=files without its files, naming the key', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'auth.conf'), 'TLS=files\nTLS_KEY=key.pem\n');
