@@ -131,7 +131,8 @@ export function createProcesses(options: BenchOptions): Processes {
       );
       kinds.set(server, kind);
       const { port, dbPath } = await server.next('ready');
-      const url = kind === 'sio' ? `http://127.0.0.1:${port}` : `ws://127.0.0.1:${port}/`;
+      const scheme = process.env.BENCH_TLS === '1' ? 'wss' : 'ws';
+      const url = kind === 'sio' ? `http://127.0.0.1:${port}` : `${scheme}://127.0.0.1:${port}/`;
       return { server, url, dbPath };
     },
     async stopServer(server) {

@@ -4,7 +4,8 @@
  *   relay   the product (createRelay: HMAC tokens, room checks, rate limit, metrics all on)
  *   ws      the bare-ws reference forwarder (bench/reference/bare-ws.ts)
  *   sio     the Socket.IO reference (bench/reference/socket-io.ts)
- * It reports `{kind:'ready', port}` over IPC and answers `stats` and `memory` requests.
+ * It reports `{kind:'ready', port}` over IPC and answers `stats` and `memory` requests. With
+ * `BENCH_TLS=1` the relay and bare ws speak wss:// (bench/tls.ts).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -17,6 +18,7 @@ import { testRelayConfig } from '../test/helpers/configs.ts';
 import { type BenchServer, benchSecret, type ServerKind, type ServerReport } from './protocol.ts';
 import { startBareWs } from './reference/bare-ws.ts';
 import { startSocketIo } from './reference/socket-io.ts';
+import { benchCertificate, benchTls } from './tls.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -33,6 +35,7 @@ async function startRelay(): Promise<BenchServer> {
     }),
     secret: benchSecret,
     logger: createLogger('silent'),
+    tls: benchTls ? await benchCertificate() : undefined,
   });
   const ports = await relay.listen();
   return {

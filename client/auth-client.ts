@@ -152,7 +152,8 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       });
       text = await res.text();
     } catch (err: unknown) {
-      throw unreachable(authUrl, err);
+      // A pinned host that shows another certificate says so itself.
+      throw err instanceof SyncError ? err : unreachable(authUrl, err);
     }
     let body: unknown;
     try {

@@ -33,6 +33,8 @@ export const hostInfoSchema = z.object({
   version: z.string(),
   /** Whether the host e-mails login links (false: development mode, links are printed). */
   smtp: z.boolean().optional(),
+  /** With TLS on: the certificate's fingerprint (SHA-256 of its public key, base64url). */
+  fingerprint: z.string().optional(),
 });
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }),

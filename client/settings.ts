@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { parseFingerprint } from '../protocol/fingerprint.ts';
 import { SettingsError } from './errors.ts';
 
 const wsUrl = /^wss?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
 const httpUrl = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
 const deviceToken = /^\d+:\d+:\d+\.[0-9a-f]+$/;
 
-/** The client settings of the seed spec, exactly these four, with their defaults. */
+/** The client settings: the four of every client, with their defaults, and an optional pin. */
 export const settingsSchema = z.strictObject({
   /** Enables cross-device sync. Default false: nothing connects while it is false. */
   syncEnabled: z.boolean({ error: 'must be true or false' }).default(false),
@@ -29,6 +30,25 @@ export const settingsSchema = z.strictObject({
       error: 'must be empty or a device token (<userId>:<deviceId>:<timestamp>.<hash>)',
     })
     .default(''),
+  /**
+   * The host certificate's fingerprint (SHA-256 of its public key, base64url or hex) to pin in
+   * Node; absent: the platform's usual certificate checks. Browsers ignore it (their own trust
+   * decides).
+   */
+  syncFingerprint: z
+    .string({ error: 'must be a string' })
+    .transform((value, ctx) => {
+      const parsed = parseFingerprint(value);
+      if (parsed === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be a SHA-256 fingerprint (base64url or hex)',
+        });
+        return z.NEVER;
+      }
+      return parsed;
+    })
+    .optional(),
 });
 
 /** Validated settings. */
@@ -49,7 +69,7 @@ export function parseSettings(input: unknown = {}): SyncSettings {
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys') {
-      return `unknown setting ${issue.keys.map((key) => `"${key}"`).join(', ')} (expected syncEnabled, syncRelayUrl, syncAuthUrl, syncDeviceToken)`;
+      return `unknown setting ${issue.keys.map((key) => `"${key}"`).join(', ')} (expected syncEnabled, syncRelayUrl, syncAuthUrl, syncDeviceToken, syncFingerprint)`;
     }
     const key = issue.path.join('.');
     return key === '' ? 'settings must be an object' : `${key} ${issue.message}`;

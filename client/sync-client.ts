@@ -19,6 +19,12 @@ export interface SyncClientOptions {
   WebSocket?: WebSocketConstructor;
   /** Default: the global `fetch`. */
   fetch?: typeof fetch;
+  /**
+   * Makes the pinned `fetch` and `WebSocket` for `syncFingerprint`: `pinTo` of
+   * `client/pinning.ts` in Node. Without it a fingerprint is refused in Node and left to the
+   * browser's own trust in a browser.
+   */
+  pin?: (fingerprint: string) => { fetch: typeof fetch; WebSocket: WebSocketConstructor };
   /** Tuning passed to every relay connection (backoff, queue size, timeouts). */
   connection?: Omit<RelayConnectionOptions, 'url' | 'room' | 'device' | 'token' | 'WebSocket'>;
 }
@@ -53,6 +59,7 @@ export class SyncClient {
     const reconnectNeeded =
       !next.syncEnabled ||
       next.syncRelayUrl !== this.current.syncRelayUrl ||
+      next.syncFingerprint !== this.current.syncFingerprint ||
       next.syncDeviceToken !== this.current.syncDeviceToken;
     this.current = next;
     if (reconnectNeeded) await this.closeConnections({ leave: false });
@@ -65,8 +72,22 @@ export class SyncClient {
     return createAuthClient({
       authUrl: this.current.syncAuthUrl,
       deviceToken: this.current.syncDeviceToken || undefined,
-      fetch: this.options.fetch,
+      fetch: this.transport().fetch,
     });
+  }
+
+  /** The fetch and WebSocket to use: pinned to `syncFingerprint` when it is set (in Node). */
+  private transport(): { fetch?: typeof fetch; WebSocket?: WebSocketConstructor } {
+    const fingerprint = this.current.syncFingerprint;
+    if (fingerprint === undefined) return this.options;
+    if (this.options.pin !== undefined) return this.options.pin(fingerprint);
+    const inNode = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions
+      ?.node;
+    if (inNode === undefined) return this.options;
+    throw new SyncError(
+      'invalid_options',
+      'syncFingerprint needs the pinning of client/pinning.ts in Node: new SyncClient(settings, { pin: pinTo })',
+    );
   }
 
   /**
@@ -100,7 +121,7 @@ export class SyncClient {
       room: roomId,
       device: String(ids.deviceId),
       token,
-      WebSocket: this.options.WebSocket,
+      WebSocket: this.transport().WebSocket,
     });
     this.connections.add(connection);
     connection.on('close', () => this.connections.delete(connection));

@@ -18,11 +18,19 @@ export interface TrayAdminApi {
   denyPairing(code: string): Promise<void>;
 }
 
-/** An admin API client for `base` (`http://127.0.0.1:<auth port>`). */
-export function createTrayAdminApi(base: () => string, adminToken: () => string): TrayAdminApi {
+/**
+ * An admin API client for `base` (`http://127.0.0.1:<auth port>`, or https:// with TLS, reached
+ * through `fetch`: pinned to the host's own certificate).
+ */
+export function createTrayAdminApi(
+  base: () => string,
+  adminToken: () => string,
+  fetch?: () => typeof globalThis.fetch | undefined,
+): TrayAdminApi {
   const call = createAdminCall({
     base,
     token: adminToken,
+    fetch,
     unreachable: (err) =>
       `the host's admin API cannot be reached (${err instanceof Error ? err.message : String(err)})`,
   });

@@ -14,11 +14,13 @@ import {
   shell,
   Tray,
 } from 'electron';
+import { pinnedFetch } from '../client/pinning.ts';
 import { main as runCli } from '../program/main.ts';
 import { createAdminMount } from '../server/admin/index.ts';
 import { loadConfig } from '../server/config/load.ts';
 import { type Host, startHost } from '../server/host.ts';
 import { createLogger } from '../server/log.ts';
+import { certificateFingerprint } from '../server/tls/certificate.ts';
 import { createTrayAdminApi } from './admin-client.ts';
 import { autostartDesktopEntry, configDirArg, isCliInvocation, userArgs } from './args.ts';
 import {
@@ -99,7 +101,8 @@ function startTrayApp(): void {
     if (!address || typeof address === 'string') return host?.urls.auth ?? '';
     const ip =
       address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
-    return `http://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
+    const scheme = host?.authTls ? 'https' : 'http';
+    return `${scheme}://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
   };
 
   const refresh = (): void => {
@@ -161,7 +164,24 @@ function startTrayApp(): void {
 
   // Pairing requests: one notification each, with Approve / Deny where the system shows buttons
   // (macOS, Windows); a click opens the admin UI at the request.
-  const adminApi = createTrayAdminApi(localBase, () => host?.adminToken ?? '');
+  // With TLS, the tray reaches its own host pinned to the host's certificate, and its window
+  // accepts that certificate only (a self-signed one no CA vouches for).
+  let pinned: { fingerprint: string; fetch: typeof fetch } | undefined;
+  const hostFetch = (): typeof fetch | undefined => {
+    const fingerprint = host?.authTls ? host.fingerprint : undefined;
+    if (fingerprint === undefined) return undefined;
+    if (pinned?.fingerprint !== fingerprint)
+      pinned = { fingerprint, fetch: pinnedFetch(fingerprint) };
+    return pinned.fetch;
+  };
+  app.on('certificate-error', (event, _contents, url, _error, certificate, callback) => {
+    const fingerprint = host?.authTls ? host.fingerprint : undefined;
+    if (fingerprint === undefined || !url.startsWith(`${localBase()}/`)) return;
+    if (certificateFingerprint(certificate.data) !== fingerprint) return;
+    event.preventDefault();
+    callback(true);
+  });
+  const adminApi = createTrayAdminApi(localBase, () => host?.adminToken ?? '', hostFetch);
   const notices = new Map<string, Notification>();
   const notify = (body: string): void => {
     if (Notification.isSupported()) new Notification({ title: 'sync-host', body }).show();

@@ -1,3 +1,5 @@
+import { shortFingerprint } from '../protocol/fingerprint.ts';
+
 /**
  * The tray's state, menu and texts as plain data: no Electron import, so it is unit tested
  * without Electron. main.ts turns `trayMenu()` into a native menu and runs the actions.
@@ -12,6 +14,8 @@ export interface TrayState {
   rooms: number;
   authUrl: string;
   relayUrl: string;
+  /** The certificate's fingerprint (base64url) when the host speaks TLS: devices pin it. */
+  fingerprint?: string;
   openAtLogin: boolean;
   error?: string;
 }
@@ -36,6 +40,7 @@ export interface TrayMenuItem {
 /** The host as the tray sees it (a subset of server/host.ts's Host). */
 export interface TrayHostView {
   urls: { auth?: string; relay?: string };
+  fingerprint?: string;
   relayPaused: boolean;
   relay?: { status(): { connections: number; rooms: number } };
 }
@@ -81,6 +86,15 @@ export function trayMenu(state: TrayState): TrayMenuItem[] {
       action: 'copy-connection',
     },
     relayItem,
+    ...(state.fingerprint === undefined
+      ? []
+      : [
+          {
+            label: `Certificate: ${shortFingerprint(state.fingerprint)}`,
+            type: 'normal',
+            enabled: false,
+          } satisfies TrayMenuItem,
+        ]),
     { label: '', type: 'separator', enabled: true },
     {
       label: 'Open at login',
@@ -94,8 +108,11 @@ export function trayMenu(state: TrayState): TrayMenuItem[] {
 }
 
 /** What "Copy connection details" puts on the clipboard: the client settings, ready to paste. */
-export function connectionDetails(state: Pick<TrayState, 'authUrl' | 'relayUrl'>): string {
-  return `syncAuthUrl: ${state.authUrl}\nsyncRelayUrl: ${state.relayUrl}\n`;
+export function connectionDetails(
+  state: Pick<TrayState, 'authUrl' | 'relayUrl' | 'fingerprint'>,
+): string {
+  const pin = state.fingerprint === undefined ? '' : `fingerprint: ${state.fingerprint}\n`;
+  return `syncAuthUrl: ${state.authUrl}\nsyncRelayUrl: ${state.relayUrl}\n${pin}`;
 }
 
 /** The tray state of a running host. */
@@ -108,6 +125,7 @@ export function trayStateOf(host: TrayHostView, openAtLogin: boolean): TrayState
     rooms: status?.rooms ?? 0,
     authUrl: host.urls.auth ?? '',
     relayUrl: host.urls.relay ?? '',
+    ...(host.fingerprint === undefined ? {} : { fingerprint: host.fingerprint }),
     openAtLogin,
   };
 }

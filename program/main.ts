@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { isClientCommand } from '../client/cli/commands.ts';
+import { shortFingerprint } from '../protocol/fingerprint.ts';
 import { adminUrlLines } from '../server/admin/printed-url.ts';
 import { appRoot, buildKind } from '../server/build-kind.ts';
 import { type LogLevel, logLevels } from '../server/config/common.ts';
@@ -14,7 +15,7 @@ import { ListenError } from '../server/http-listen.ts';
 import { createLogger, type Logger } from '../server/log.ts';
 import { version } from '../server/version.ts';
 import { type CommandLine, CommandLineMistake, parseCommandLine } from './command-line.ts';
-import { nextStepLines } from './next-steps.ts';
+import { fingerprintLine, nextStepLines } from './next-steps.ts';
 
 const usage = `Usage: sync-host [mode] [options]
 
@@ -178,8 +179,12 @@ async function discover(flags: Flags): Promise<number> {
     return 0;
   }
   for (const host of hosts) {
+    const certificate =
+      host.fingerprint === undefined
+        ? ''
+        : `  certificate: ${shortFingerprint(host.fingerprint)} (sha256 ${host.fingerprint})\n`;
     process.stdout.write(
-      `${host.name}\n  auth:    ${host.authUrl}\n  relay:   ${host.relayUrl}\n  version: ${host.version}\n`,
+      `${host.name}\n  auth:    ${host.authUrl}\n  relay:   ${host.relayUrl}\n  version: ${host.version}\n${certificate}`,
     );
   }
   return 0;
@@ -251,6 +256,7 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   if (host.urls.relay) print(`relay:  ${host.urls.relay}`);
   if (host.urls.status) print(`status: ${host.urls.status}`);
   for (const line of adminUrlLines(host)) print(line);
+  if (host.fingerprint) print(fingerprintLine(host.fingerprint));
   for (const line of nextStepLines(host.urls)) print(line);
   logger.info({ mode }, 'sync-host started');
   return waitForSignal(host, logger, stopping);

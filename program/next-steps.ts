@@ -1,4 +1,10 @@
+import { shortFingerprint } from '../protocol/fingerprint.ts';
 import type { HostUrls } from '../server/host.ts';
+
+/** The certificate's fingerprint as the host prints it: the short form, then the whole. */
+export function fingerprintLine(fingerprint: string): string {
+  return `certificate: ${shortFingerprint(fingerprint)} (sha256 ${fingerprint})`;
+}
 
 /**
  * What a person does after the host is up, printed below its URLs: sign in each machine that

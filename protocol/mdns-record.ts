@@ -17,6 +17,11 @@ export const hostTxtSchema = z.object({
     .string()
     .max(64)
     .regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, { error: 'must be a semver version' }),
+  /** The certificate's fingerprint (SHA-256 of its public key, base64url) when the host speaks TLS. */
+  fp: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{43}$/, { error: 'must be a base64url SHA-256 fingerprint' })
+    .optional(),
 });
 
 export type HostTxt = z.infer<typeof hostTxtSchema>;
@@ -27,6 +32,8 @@ export interface DiscoveredHost {
   authUrl: string;
   relayUrl: string;
   version: string;
+  /** The certificate's fingerprint when the host speaks TLS. */
+  fingerprint?: string;
   /** Addresses the host answered from. */
   addresses: string[];
 }
@@ -50,6 +57,7 @@ export function toDiscoveredHost(service: ServiceAnswer): DiscoveredHost | strin
     authUrl: parsed.data.auth,
     relayUrl: parsed.data.relay,
     version: parsed.data.version,
+    ...(parsed.data.fp === undefined ? {} : { fingerprint: parsed.data.fp }),
     addresses: [...(service.addresses ?? [])],
   };
 }

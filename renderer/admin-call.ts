@@ -24,6 +24,8 @@ export interface AdminCallOptions {
   unreachable: (err: unknown) => string;
   /** Further fetch options for every call (the UI asks for `cache: 'no-store'`). */
   init?: RequestInit;
+  /** The fetch to use (the tray's is pinned to the host's certificate); default the global one. */
+  fetch?: () => typeof fetch | undefined;
 }
 
 export type AdminCall = <T>(method: string, path: string, body?: unknown) => Promise<T>;
@@ -36,7 +38,8 @@ export function createAdminCall(options: AdminCallOptions): AdminCall {
   return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     let res: Response;
     try {
-      res = await fetch(`${options.base()}/admin/api${path}`, {
+      const doFetch = options.fetch?.() ?? fetch;
+      res = await doFetch(`${options.base()}/admin/api${path}`, {
         ...options.init,
         method,
         headers: {

@@ -1,3 +1,4 @@
+import { shortFingerprint } from '../protocol/fingerprint.ts';
 import type { AdminConnection } from '../server/admin/types.ts';
 import { h } from './dom.ts';
 import { qrDataUrl } from './qr.ts';
@@ -13,14 +14,18 @@ function isLoopback(url: string): boolean {
   }
 }
 
-/** A QR code of the auth URL, so a client on a phone can be pointed at this host. */
-function authQr(authUrl: string): HTMLElement {
+/**
+ * A QR code of the auth URL, so a client on a phone can be pointed at this host; with TLS it
+ * carries the certificate's fingerprint too (`#fp=`), which the client pins.
+ */
+function authQr(authUrl: string, fingerprint: string | null): HTMLElement {
+  const text = fingerprint === null ? authUrl : `${authUrl}/#fp=${fingerprint}`;
   const img = h('img', {
     class: 'qr',
     width: 168,
     height: 168,
     alt: `QR code of the auth URL ${authUrl}`,
-    'data-text': authUrl,
+    'data-text': text,
   });
   const figure = h(
     'figure',
@@ -39,7 +44,7 @@ function authQr(authUrl: string): HTMLElement {
         : null,
     ),
   );
-  qrDataUrl(authUrl).then(
+  qrDataUrl(text).then(
     (src) => {
       img.src = src;
     },
@@ -60,7 +65,11 @@ export function connectionView(connection: AdminConnection): Node {
       copyButton(value, 'Copy', `copy-${key}`),
     );
   const settings = JSON.stringify(
-    { syncAuthUrl: connection.authUrl, syncRelayUrl: connection.relayUrl },
+    {
+      syncAuthUrl: connection.authUrl,
+      syncRelayUrl: connection.relayUrl,
+      ...(connection.fingerprint === null ? {} : { syncFingerprint: connection.fingerprint }),
+    },
     null,
     2,
   );
@@ -80,6 +89,16 @@ export function connectionView(connection: AdminConnection): Node {
       row('Auth URL', connection.authUrl, 'auth'),
       row('Relay URL', connection.relayUrl, 'relay'),
       connection.statusUrl ? row('Status', connection.statusUrl, 'status') : null,
+      connection.fingerprint === null
+        ? null
+        : row('Certificate', connection.fingerprint, 'fingerprint'),
+      connection.fingerprint === null
+        ? null
+        : h(
+            'p',
+            { class: 'hint', id: 'conn-fingerprint-short' },
+            `A device asks to trust ${shortFingerprint(connection.fingerprint)} when it signs in: it must match. A browser warns about this self-signed certificate once: accept it for this address.`,
+          ),
       h(
         'div',
         { class: 'copy-row' },
@@ -88,6 +107,6 @@ export function connectionView(connection: AdminConnection): Node {
       ),
       h('p', { class: 'hint' }, `sync-host ${connection.version}`),
     ),
-    connection.authUrl ? authQr(connection.authUrl) : null,
+    connection.authUrl ? authQr(connection.authUrl, connection.fingerprint) : null,
   );
 }

@@ -24,7 +24,13 @@ const perRoom = 4;
 const sendEveryMs = 500;
 
 const dir = mkdtempSync(join(tmpdir(), 'synchost-soak-'));
-writeConf(dir, 'auth.conf', { PORT: 0, BIND: '127.0.0.1', MDNS: 'off', DEFAULT_TIER: 'pro' });
+writeConf(dir, 'auth.conf', {
+  PORT: 0,
+  BIND: '127.0.0.1',
+  MDNS: 'off',
+  DEFAULT_TIER: 'pro',
+  TLS: 'off',
+});
 writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
 const host = await startHostProcess(['--headless'], dir);
 const authUrl = await host.url('auth');

@@ -26,6 +26,8 @@ import {
   sqliteOpenError,
   unlessAborted,
 } from './start-errors.ts';
+import { prepareHostTls, relayTls } from './tls/host-tls.ts';
+import { serveTls } from './tls/secure-port.ts';
 import { version } from './version.ts';
 
 export type { HostMode } from './config/host-config.ts';
@@ -68,6 +70,10 @@ export interface Host {
   readonly relayPaused: boolean;
   /** Whether this host advertises itself on the LAN by mDNS (MDNS in auth.conf). */
   mdns: boolean;
+  /** The certificate's fingerprint (SHA-256 of its public key, base64url); undefined without TLS. */
+  fingerprint?: string;
+  /** Whether the auth port speaks TLS (https://). */
+  authTls?: boolean;
   /** Closes the relay (clients get 1001 and reconnect later); a no-op without a running relay. */
   pauseRelay(): Promise<void>;
   /** Starts the relay again on the same ports after pauseRelay. */
@@ -94,6 +100,13 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const lan = lanAddress(config.auth.bind);
   const urls: HostUrls = {};
   const stops: Array<() => Promise<void>> = [async () => lock.release()];
+  // The certificate of the auth port, and co-hosted of the relay port too (TLS=off: none).
+  const authTls =
+    mode === 'relay'
+      ? undefined
+      : await prepareHostTls({ mode, config: config.auth, logger, now: options.now });
+  if (authTls) stops.push(async () => authTls.stop());
+  const wsTls = mode === 'auth' ? undefined : relayTls(config.relay, authTls);
   const relayConfig = relayConfigFor(mode, config);
   // Co-hosted, joins are checked against the auth database once it is open (until then, and
   // while it is unreachable, the cache and the signature decide).
@@ -114,6 +127,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     logger,
     now: options.now,
     devices: revocation.devices,
+    tls: wsTls,
   });
   const applyRevocation = (deviceId: number, revokedAt?: number) =>
     relay.revoke(deviceId, revokedAt);
@@ -128,6 +142,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
       return relay.paused;
     },
     mdns: false,
+    fingerprint: authTls?.fingerprint ?? wsTls?.fingerprint,
+    authTls: authTls !== undefined,
     pauseRelay: () => relay.pause(),
     resumeRelay: () => relay.resume(),
     async close() {
@@ -154,7 +170,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       );
       const ports = await relay.start();
       const relayLan = lanAddress(relayConfig.bind);
-      urls.relay = `ws://${relayLan}:${ports.wsPort}`;
+      urls.relay = `${wsTls ? 'wss' : 'ws'}://${relayLan}:${ports.wsPort}`;
       urls.status = `http://${relayLan}:${ports.statusPort}`;
     }
     if (mode !== 'relay') {
@@ -186,10 +202,15 @@ export async function startHost(options: HostOptions): Promise<Host> {
           }),
         );
       }
+      if (authTls) serveTls(auth.server, authTls);
       const port = await auth.listen();
-      const baseUrl = config.auth.authBaseUrl ?? `http://${lan}:${port}`;
-      const relayUrl = config.auth.relayUrl ?? urls.relay ?? `ws://${lan}:${config.relay.wsPort}`;
-      auth.setUrls({ baseUrl, relayUrl });
+      const scheme = authTls ? 'https' : 'http';
+      const baseUrl = config.auth.authBaseUrl ?? `${scheme}://${lan}:${port}`;
+      const relayUrl =
+        config.auth.relayUrl ??
+        urls.relay ??
+        `${authTls ? 'wss' : 'ws'}://${lan}:${config.relay.wsPort}`;
+      auth.setUrls({ baseUrl, relayUrl, fingerprint: host.fingerprint });
       urls.auth = baseUrl;
       urls.relay = relayUrl;
       urls.admin = `${baseUrl}/admin/#token=${generated.adminToken}`;
@@ -203,7 +224,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
       if (config.auth.mdns) {
         const advertisement = advertise({
           port,
-          txt: { auth: baseUrl, relay: relayUrl, version },
+          txt: {
+            auth: baseUrl,
+            relay: relayUrl,
+            version,
+            ...(host.fingerprint ? { fp: host.fingerprint } : {}),
+          },
           logger,
         });
         stops.push(() => advertisement.stop());

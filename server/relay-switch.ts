@@ -4,6 +4,7 @@ import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import type { Logger } from './log.ts';
 import type { Broker } from './relay/broker.ts';
+import type { TlsContextSource } from './tls/secure-port.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
 import type { DeviceDirectory } from './relay/stored-device-check.ts';
 import { bufferOpenError, relayListenError } from './start-errors.ts';
@@ -16,6 +17,8 @@ export interface RelaySwitchOptions {
   now?: () => number;
   /** Where joins are checked (`revocation-paths.ts`); undefined: signatures alone. */
   devices: DeviceDirectory | undefined;
+  /** The relay port's certificate (WSS); undefined: plain ws://. */
+  tls?: TlsContextSource;
 }
 
 type Ports = { wsPort: number; statusPort: number };
@@ -66,7 +69,7 @@ export class RelaySwitch {
 
   /** Starts the relay (on `ports` when given); resolves with the real ports. */
   async start(ports?: Ports): Promise<Ports> {
-    const { config, secret, logger, now, devices } = this.#options;
+    const { config, secret, logger, now, devices, tls } = this.#options;
     let relay: Relay;
     try {
       relay = createRelay({
@@ -75,6 +78,7 @@ export class RelaySwitch {
         logger,
         now,
         devices,
+        tls,
         broker: brokerFor(this.#options),
       });
     } catch (err: unknown) {

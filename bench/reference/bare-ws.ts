@@ -6,10 +6,12 @@
  * differ only by what the relay checks. No token, room-id, schema or rate-limit checks.
  */
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { BenchServer } from '../protocol.ts';
+import { benchCertificate, benchTls } from '../tls.ts';
 
 interface Peer {
   socket: WebSocket;
@@ -38,7 +40,10 @@ function sendTo(peer: Peer, data: Buffer): void {
 export async function startBareWs(): Promise<BenchServer> {
   const rooms = new Map<string, Map<string, Peer>>();
   let delivered = 0;
-  const http = createServer();
+  // BENCH_TLS=1: node's own HTTPS server, the plain way to run ws over TLS.
+  const http = benchTls
+    ? createHttpsServer(await benchCertificate().then(({ cert, key }) => ({ cert, key })))
+    : createServer();
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,

@@ -8,6 +8,7 @@ import {
   WrongServiceError,
   wrongServiceLabels,
 } from '../errors.ts';
+import { pinnedFetch } from '../pinning.ts';
 import { parseSettings } from '../settings.ts';
 import type { CredentialStore } from './credentials.ts';
 import type { CliIo } from './io.ts';
@@ -28,6 +29,7 @@ const options = {
   encrypt: { type: 'boolean' },
   'passphrase-file': { type: 'string' },
   json: { type: 'boolean' },
+  fingerprint: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -91,7 +93,12 @@ export interface Context {
 /** The one line an error prints as on stderr. */
 export function errorLine(err: unknown): string {
   if (err instanceof AuthServiceError) {
-    const hint = err.code === 'unauthorized' ? '; sign in again with sync-host login' : '';
+    const hint =
+      err.code === 'unauthorized'
+        ? '; sign in again with sync-host login'
+        : err.code === 'tls_required'
+          ? '; give the auth URL with https:// (the host prints it at start)'
+          : '';
     return `${err.message} (${err.code}, HTTP ${err.status})${hint}`;
   }
   if (err instanceof WrongServiceError) {
@@ -170,6 +177,10 @@ export async function signedIn(ctx: Context) {
   return {
     authUrl,
     credential,
-    auth: createAuthClient({ authUrl, deviceToken: credential.deviceToken }),
+    auth: createAuthClient({
+      authUrl,
+      deviceToken: credential.deviceToken,
+      fetch: credential.fingerprint === undefined ? undefined : pinnedFetch(credential.fingerprint),
+    }),
   };
 }

@@ -12,6 +12,8 @@ const credentialSchema = z.object({
   deviceName: z.string(),
   deviceToken: z.string(),
   savedAt: z.string(),
+  /** The host certificate's fingerprint pinned at login (https:// hosts with a self-signed certificate). */
+  fingerprint: z.string().optional(),
 });
 
 const fileSchema = z.object({

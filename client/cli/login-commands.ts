@@ -1,6 +1,7 @@
 import { createAuthClient } from '../auth-client.ts';
 import type { SignedIn } from '../auth-types.ts';
 import { AuthServiceError, SyncError } from '../errors.ts';
+import { pinnedFetch } from '../pinning.ts';
 import {
   authUrlOf,
   type Context,
@@ -11,6 +12,7 @@ import {
 } from './context.ts';
 import { ask, readLine } from './io.ts';
 import { defaultDeviceName, loginByPairing, signInWithToken } from './login.ts';
+import { trustHost } from './trust.ts';
 
 /** `login [<email>]`: signs this device in (token, e-mailed link or pairing) and stores it. */
 export async function login(ctx: Context): Promise<number> {
@@ -18,7 +20,11 @@ export async function login(ctx: Context): Promise<number> {
   if (ctx.flags.auth === undefined) throw new UsageError('--auth URL is required');
   const email = ctx.args[0];
   const authUrl = authUrlOf(ctx.flags.auth);
-  const auth = createAuthClient({ authUrl });
+  const fingerprint = await trustHost(ctx, authUrl);
+  const auth = createAuthClient({
+    authUrl,
+    fetch: fingerprint === undefined ? undefined : pinnedFetch(fingerprint),
+  });
   const platform = ctx.flags.platform ?? process.platform;
   // Asked only when a new device is made: a device token names a device that has its name.
   const describe = async () => ({ deviceName: await deviceNameOf(ctx, platform), platform });
@@ -32,7 +38,7 @@ export async function login(ctx: Context): Promise<number> {
         `This host sends no e-mail (no SMTP): pairing instead. The host prints a sign-in link for ${email}; open it, paste it here, or approve the code below.\n`,
       );
     }
-    signed = await loginByPairing(ctx.io, auth, { ...(await describe()), email });
+    signed = await loginByPairing(ctx.io, auth, { ...(await describe()), email, fingerprint });
   } else {
     const variant = ctx.flags.jwt ? 'jwt' : 'device';
     await auth.requestLogin(email, variant);
@@ -53,6 +59,7 @@ export async function login(ctx: Context): Promise<number> {
     deviceName: signed.device.deviceName,
     deviceToken: signed.deviceToken,
     savedAt: new Date().toISOString(),
+    ...(fingerprint === undefined ? {} : { fingerprint }),
   });
   ctx.io.stdout.write(
     `Signed in as ${signed.user.email} on ${authUrl}: device ${signed.device.id} "${signed.device.deviceName}" (credentials in ${ctx.store.path})\n`,

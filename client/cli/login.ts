@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { createInterface } from 'node:readline';
 import QRCode from 'qrcode';
+import { shortFingerprint } from '../../protocol/fingerprint.ts';
 import type { AuthClient, LoginVariant } from '../auth-client.ts';
 import type {
   ApprovedBy,
@@ -43,7 +44,12 @@ export async function acceptOffer(io: CliIo, offer: PairingOffer): Promise<boole
 }
 
 /** The code, where to approve it, and a QR code of the approve URL for a phone. */
-async function showCode(io: CliIo, started: PairingStarted, email: string | undefined) {
+async function showCode(
+  io: CliIo,
+  started: PairingStarted,
+  email: string | undefined,
+  fingerprint: string | undefined,
+) {
   // Colours for a terminal; into a file or a pipe, plain block characters and no escapes.
   const qr =
     io.stderr.isTTY === true
@@ -54,6 +60,9 @@ async function showCode(io: CliIo, started: PairingStarted, email: string | unde
     [
       '',
       `  Pairing code:  ${started.code}`,
+      ...(fingerprint === undefined
+        ? []
+        : [`  Certificate:   ${shortFingerprint(fingerprint)} (the host shows the same)`]),
       '',
       'Approve this device, then it signs in by itself:',
       `  - in the host's admin UI: ${started.approveUrl} (or scan the QR code below)`,
@@ -95,7 +104,7 @@ function nextLine(io: CliIo): { line: Promise<string | undefined>; cancel(): voi
 export async function loginByPairing(
   io: CliIo,
   auth: AuthClient,
-  options: { deviceName?: string; platform?: string; email?: string },
+  options: { deviceName?: string; platform?: string; email?: string; fingerprint?: string },
 ): Promise<Paired> {
   const platform = options.platform ?? process.platform;
   const controller = new AbortController();
@@ -129,7 +138,7 @@ export async function loginByPairing(
           return acceptOffer(io, offer);
         },
         onCode: (started) => {
-          showCode(io, started, options.email).catch((err: unknown) => {
+          showCode(io, started, options.email, options.fingerprint).catch((err: unknown) => {
             io.stderr.write(`(no QR code: ${err instanceof Error ? err.message : String(err)})\n`);
           });
         },

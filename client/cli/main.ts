@@ -16,11 +16,14 @@ import { statusCommand } from './status-command.ts';
 import { syncFolder } from './sync-command.ts';
 
 export const clientUsage = `Client commands:
-  sync-host login --auth URL [--device-name N] [--platform P]
+  sync-host login --auth URL [--device-name N] [--platform P] [--fingerprint F]
       pair this device: shows a code (and a QR code of where to approve it) and waits until it
       is approved in the admin UI, on a signed-in device (pair approve) or by its e-mail link;
       the device is named "<host name> (<platform>)" unless --device-name is given (on a
       terminal, asked with that as the default)
+      an https:// host with a self-signed certificate is trusted by its fingerprint: shown and
+      asked on a terminal, else given with --fingerprint (the certificate line the host prints);
+      kept with the credentials, and a host showing another certificate later is refused
   sync-host login <email> --auth URL [--token T] [--jwt]
       with SMTP on the host: request a login link, then paste the token or the whole link;
       without SMTP: pair as above, joining as <email>

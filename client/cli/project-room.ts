@@ -2,6 +2,7 @@ import { WebSocket } from 'ws';
 import type { AuthClient } from '../auth-client.ts';
 import type { Project } from '../auth-types.ts';
 import { SettingsError, SyncError } from '../errors.ts';
+import { pinnedWebSocket } from '../pinning.ts';
 import { createRelayConnection } from '../relay-connection.ts';
 import { parseSettings } from '../settings.ts';
 import { type Context, errorLine, signedIn, UsageError } from './context.ts';
@@ -36,13 +37,16 @@ export async function roomOf(ctx: Context, projectKey: string) {
   const { auth, credential, authUrl } = await signedIn(ctx);
   const project = await findProject(auth, projectKey);
   const url = await relayUrl(ctx, auth);
+  // A host pinned at login: the relay must show the same key (it shares the certificate).
+  const socketClass =
+    credential.fingerprint === undefined ? WebSocket : pinnedWebSocket(credential.fingerprint);
   const open = () =>
     createRelayConnection({
       url,
       room: project.roomId,
       device: String(credential.deviceId),
       token: credential.deviceToken,
-      WebSocket,
+      WebSocket: socketClass,
     });
   return { open, authUrl, project };
 }

@@ -120,13 +120,14 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
       : [],
   });
   const connection = (): AdminConnection => {
-    const { urls, mdns } = options.host();
+    const { urls, mdns, fingerprint } = options.host();
     return {
       authUrl: urls.auth ?? '',
       relayUrl: urls.relay ?? '',
       statusUrl: urls.status ?? null,
       version,
       mdns,
+      fingerprint: fingerprint ?? null,
     };
   };
   const userId = (params: unknown): number => parseInput(idParams, params, 'id').id;

@@ -98,6 +98,8 @@ export interface AdminConnection {
   version: string;
   /** Whether the host advertises itself on the LAN (mDNS), so clients can find it by themselves. */
   mdns: boolean;
+  /** The certificate's fingerprint (SHA-256 of its public key, base64url); null without TLS. */
+  fingerprint: string | null;
 }
 
 /** `GET /admin/api/overview`: everything the UI shows, in one request. */

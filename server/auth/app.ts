@@ -13,7 +13,14 @@ export interface AuthAppOptions {
   /** Whether the database is migrated and usable; requests get 503 until it is. */
   isReady: () => boolean;
   /** What GET /.well-known/sync-host answers (`smtp`: whether login links are e-mailed). */
-  discovery: () => { authUrl: string; relayUrl: string; version: string; smtp: boolean };
+  discovery: () => {
+    authUrl: string;
+    relayUrl: string;
+    version: string;
+    smtp: boolean;
+    /** The certificate's fingerprint when the host speaks TLS. */
+    fingerprint?: string;
+  };
   /**
    * Reverse proxies (addresses, CIDRs) whose X-Forwarded-For gives the client address; empty:
    * the socket's address is the client's.

@@ -115,7 +115,7 @@ export interface AuthServer {
   ready: Promise<void>;
   listen(): Promise<number>;
   /** Sets the public base URL (magic links, discovery) and the advertised relay URL. */
-  setUrls(urls: { baseUrl: string; relayUrl: string }): void;
+  setUrls(urls: { baseUrl: string; relayUrl: string; fingerprint?: string }): void;
   close(): Promise<void>;
 }
 
@@ -132,6 +132,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
       'e-mail sign-in links are shown here and in the admin UI (no SMTP configured; to send them by e-mail set SMTP_HOST in auth.conf, see docs/configuration.md)',
     );
   const urls = { baseUrl: options.urls?.baseUrl ?? '', relayUrl: options.urls?.relayUrl ?? '' };
+  let fingerprint: string | undefined;
   const settings = {
     secret: options.secret,
     tokenSignature: config.tokenSignature,
@@ -199,6 +200,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     discovery: () => ({
       authUrl: urls.baseUrl,
       relayUrl: urls.relayUrl,
+      ...(fingerprint === undefined ? {} : { fingerprint }),
       version,
       smtp: config.smtp !== undefined,
     }),
@@ -231,6 +233,7 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     setUrls(next) {
       urls.baseUrl = next.baseUrl;
       urls.relayUrl = next.relayUrl;
+      fingerprint = next.fingerprint;
       settings.baseUrl = next.baseUrl;
     },
     async close() {

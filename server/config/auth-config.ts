@@ -25,6 +25,7 @@ import { natsAccessKeys, refineNatsAccess } from './nats-access.ts';
 import { sharedSecretSchema } from './secret-strength.ts';
 
 const dbDrivers = ['sqlite', 'postgres', 'mysql'] as const;
+export const tlsModes = ['off', 'self-signed', 'files'] as const;
 
 const wsUrl = z
   .string()
@@ -154,6 +155,24 @@ const authKeys = {
   clusterNats: configKey(natsUrlsSchema.default([]), 'CLUSTER_NATS', 'cluster.nats'),
   /** How this process signs in to NATS and checks its TLS certificate (nats-access.ts). */
   ...natsAccessKeys('upper'),
+  /**
+   * off, self-signed (a certificate made on first start in DATA_DIR) or files (TLS_CERT and
+   * TLS_KEY). Default: self-signed for the all-in-one host, off for `auth` run on its own.
+   */
+  tls: configKey(
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .pipe(z.enum(tlsModes, { error: 'must be off, self-signed or files' }))
+      .optional(),
+    'TLS',
+    'tls',
+  ),
+  /** PEM certificate (with its chain) when TLS=files. */
+  tlsCert: configKey(z.string().trim().min(1).optional(), 'TLS_CERT', 'tls.cert'),
+  /** PEM private key of TLS_CERT when TLS=files. */
+  tlsKey: configKey(z.string().trim().min(1).optional(), 'TLS_KEY', 'tls.key'),
   /** Devices one user may have at most. Default 100. */
   deviceLimit: configKey(
     positiveInt('the most devices one user may have').default(100),
@@ -190,6 +209,20 @@ function checkDatabaseKeys(c: AuthKeys, ctx: z.RefinementCtx): void {
       path: ['dbDriver'],
       message: `${driver} needs DB_HOST (the database server's host name)`,
     });
+  }
+  if (c.tls === 'files') {
+    for (const [field, key] of [
+      ['tlsCert', 'TLS_CERT'],
+      ['tlsKey', 'TLS_KEY'],
+    ] as const) {
+      if (c[field] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `${key} is required when TLS=files`,
+        });
+      }
+    }
   }
   if (c.dbHost === undefined) return;
   const required: Array<[keyof typeof c, string]> = [
@@ -259,7 +292,9 @@ function settle(c: AuthKeys, baseDir: string) {
         };
   // Empty counts as absent: the host then fills in the generated secret.
   const authSecret = rest.authSecret === '' ? undefined : rest.authSecret;
-  return { ...rest, db, smtp, dataDir, authSecret };
+  const tlsCert = rest.tlsCert === undefined ? undefined : resolve(baseDir, rest.tlsCert);
+  const tlsKey = rest.tlsKey === undefined ? undefined : resolve(baseDir, rest.tlsKey);
+  return { ...rest, db, smtp, dataDir, authSecret, tlsCert, tlsKey };
 }
 
 /** The auth.conf schema: the keys, their cross-checks, and the settings they make. */

@@ -56,6 +56,26 @@ function relaySchema(paths: RelayPaths) {
           path ? resolve(paths.baseDir, path) : resolve(paths.dataDir, 'relay.db'),
         ),
     ),
+    /** PEM certificate of the WebSocket port (wss://), with tls.key; unset: the host's, or plain ws://. */
+    tlsCert: relayKey(
+      'tls.cert',
+      z
+        .string()
+        .trim()
+        .min(1)
+        .optional()
+        .transform((path) => (path ? resolve(paths.baseDir, path) : undefined)),
+    ),
+    /** PEM private key of tls.cert. */
+    tlsKey: relayKey(
+      'tls.key',
+      z
+        .string()
+        .trim()
+        .min(1)
+        .optional()
+        .transform((path) => (path ? resolve(paths.baseDir, path) : undefined)),
+    ),
     /** WebSocket port. Default 8443. */
     wsPort: relayKey('ws.port', portSchema.default(8443)),
     /** HTTP status port (/health, /metrics). Default 8444. */

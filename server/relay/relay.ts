@@ -7,6 +7,8 @@ import { capConnectionsPerAddress } from '../address-cap.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
+import type { TlsContextSource } from '../tls/secure-port.ts';
+import { serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
 import { RelaySocket } from './connection.ts';
 import { createLocalBroker } from './local-broker.ts';
@@ -83,6 +85,8 @@ export interface RelayOptions {
    * signatures alone decide.
    */
   devices?: DeviceDirectory;
+  /** Set, the WebSocket port speaks TLS (wss://) with this certificate. */
+  tls?: TlsContextSource;
 }
 
 /** The relay's periodic tasks. */
@@ -225,6 +229,7 @@ export function createRelay(options: RelayOptions): Relay {
     }
     wss.handleUpgrade(req, socket, head, (ws) => sockets.accept(ws, socket));
   });
+  if (options.tls) serveTls(wsServer, options.tls);
 
   const statusServer = createStatusServer(
     {

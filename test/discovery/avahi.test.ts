@@ -77,7 +77,7 @@ describe.skipIf(skip !== undefined)(
     it('has the SRV target <hostname>.local, resolvable to the host address by avahi-resolve', () => {
       writeFileSync(join(dir, 'dbus.conf'), busConfig);
       writeFileSync(join(dir, 'avahi.conf'), avahiConfig);
-      writeFileSync(join(dir, 'auth.conf'), 'PORT=0\nMDNS=on\nLOG_LEVEL=warn\n');
+      writeFileSync(join(dir, 'auth.conf'), 'PORT=0\nMDNS=on\nLOG_LEVEL=warn\nTLS=off\n');
       writeFileSync(join(dir, 'relay.conf'), 'ws.port=0\nstatus.port=0\n');
       const run = spawnSync('unshare', ['-n', '-m', 'sh', '-c', script], {
         encoding: 'utf8',

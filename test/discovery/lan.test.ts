@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shortFingerprint } from '../../protocol/fingerprint.ts';
 import { toDiscoveredHost } from '../../protocol/mdns-record.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -41,6 +42,23 @@ describe('mDNS TXT records', () => {
       'TXT version must be a semver version',
     );
   });
+
+  it("reads a TLS host's certificate fingerprint (fp=) and refuses a malformed one", () => {
+    const fp = 'KC2clrNXhjoRtm6xigvp7drS8kFwUjPOx8cetJ4cWAk';
+    const txt = {
+      auth: 'https://192.168.1.5:8445',
+      relay: 'wss://192.168.1.5:8443',
+      version: '0.1.0',
+      fp,
+    };
+    expect(toDiscoveredHost({ name: 'nas', txt, addresses: [] })).toMatchObject({
+      authUrl: txt.auth,
+      fingerprint: fp,
+    });
+    expect(toDiscoveredHost({ name: 'x', txt: { ...txt, fp: 'abc' }, addresses: [] })).toBe(
+      'TXT fp must be a base64url SHA-256 fingerprint',
+    );
+  });
 });
 
 describe.skipIf(!canUnshare && !requireNamespace)(
@@ -58,6 +76,8 @@ describe.skipIf(!canUnshare && !requireNamespace)(
       const result = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as {
         authUrl: string;
         relayUrl: string;
+        fingerprint: string;
+        browsedFingerprint: string | undefined;
         discover: { code: number; stdout: string; stderr: string };
         seenUp: boolean;
         seenDown: boolean;
@@ -69,6 +89,13 @@ describe.skipIf(!canUnshare && !requireNamespace)(
       expect(result.discover.stdout).toMatch(/version: \d+\.\d+\.\d+/);
       expect(result.seenUp).toBe(true);
       expect(result.seenDown).toBe(true);
+      // The host speaks TLS by default: its certificate's fingerprint is in the TXT record (fp=).
+      expect(result.authUrl).toMatch(/^https:\/\//);
+      expect(result.fingerprint).toMatch(/^[\w-]{43}$/);
+      expect(result.browsedFingerprint).toBe(result.fingerprint);
+      expect(result.discover.stdout).toContain(
+        `certificate: ${shortFingerprint(result.fingerprint)} (sha256 ${result.fingerprint})`,
+      );
     }, 40_000);
   },
 );

@@ -1,5 +1,6 @@
 // Runs inside a private network namespace (see lan.test.ts): starts a host advertising over
-// mDNS, runs `sync-host discover`, then watches the host withdraw on close. Prints one JSON line.
+// mDNS (with its default TLS), runs `sync-host discover`, then watches the host withdraw on close.
+// Prints one JSON line.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,9 +42,11 @@ const discover = await new Promise<{ code: number | null; stdout: string; stderr
 
 let seenUp = false;
 let seenDown = false;
+let browsedFingerprint: string | undefined;
 const browsing = browse({
-  onUp: () => {
+  onUp: (found) => {
     seenUp = true;
+    browsedFingerprint = found.fingerprint;
   },
   onDown: () => {
     seenDown = true;
@@ -57,5 +60,13 @@ await browsing.stop();
 rmSync(dir, { recursive: true, force: true });
 
 process.stdout.write(
-  `${JSON.stringify({ authUrl: host.urls.auth, relayUrl: host.urls.relay, discover, seenUp, seenDown })}\n`,
+  `${JSON.stringify({
+    authUrl: host.urls.auth,
+    relayUrl: host.urls.relay,
+    fingerprint: host.fingerprint,
+    browsedFingerprint,
+    discover,
+    seenUp,
+    seenDown,
+  })}\n`,
 );

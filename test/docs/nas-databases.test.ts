@@ -58,6 +58,7 @@ async function configFor(marker: string, name: string, password: string): Promis
     PORT: port,
     BIND: '127.0.0.1',
     MDNS: 'off',
+    TLS: 'off',
   });
   writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
   return dir;

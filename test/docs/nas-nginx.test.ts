@@ -62,12 +62,14 @@ describe.skipIf(skip !== undefined)(
       // relay at nginx's /relay. (Its public URLs are left out of the test host's config: the
       // test reaches the host's own ports on loopback, not by that name.)
       expect(conf.get('BIND')).toBe('127.0.0.1');
+      // nginx speaks TLS; the host behind it plain HTTP.
+      expect(conf.get('TLS')).toBe('off');
       expect(conf.get('TRUST_PROXY')).toBe('127.0.0.1');
       expect(conf.get('AUTH_BASE_URL')).toBe(`https://${serverName}`);
       expect(conf.get('RELAY_URL')).toBe(`wss://${serverName}/relay`);
       th = await startTestHost({
         ui: false,
-        auth: ['TRUST_PROXY', 'DEFAULT_TIER'].map((key) => `${key}=${conf.get(key) ?? ''}`),
+        auth: ['TRUST_PROXY', 'DEFAULT_TIER', 'TLS'].map((key) => `${key}=${conf.get(key) ?? ''}`),
       });
       const { cert, key } = selfSignedCertificate(prefix, serverName);
       ca = readFileSync(cert);

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pinnedFetch } from '../../client/pinning.ts';
+import { shortFingerprint } from '../../protocol/fingerprint.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
@@ -14,7 +16,9 @@ import { eventually } from '../helpers/wait.ts';
  * UI does it; the second by pairing approved from the first (`pair approve`); `project add` on
  * both, then messages both ways through the relay. Also the README's other way in: with an
  * e-mail on a host without SMTP, approved by the link the host prints. Nothing is copied by hand
- * but the code shown, as a person reads it off one screen onto the other.
+ * but the code shown, as a person reads it off one screen onto the other, and the certificate's
+ * fingerprint the host prints (the host speaks HTTPS and WSS with its self-signed certificate;
+ * without a terminal to ask on, login takes it as --fingerprint).
  */
 
 const readme = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
@@ -29,6 +33,16 @@ const third = tempDir('sync-host-journey-third-');
 
 let host: HostProcess;
 let authUrl: string;
+let fingerprint: string;
+/** Requests as a machine paired with the host makes them: pinned to its certificate. */
+let fetch: typeof globalThis.fetch;
+/** A README login command with the fingerprint a script passes, as the README shows it. */
+function loginArgs(command: string): string[] {
+  expect(readme).toContain(
+    'bin/sync-host login --auth https://<host>:8445 --fingerprint <fingerprint>',
+  );
+  return [...fromReadme(command), '--fingerprint', fingerprint];
+}
 
 /**
  * A `bin/sync-host …` command as the README writes it (it must be there, in a code span or
@@ -38,7 +52,7 @@ function fromReadme(command: string, values: Record<string, string> = {}): strin
   expect(readme, `the README shows \`bin/sync-host ${command}\``).toContain(
     `bin/sync-host ${command}`,
   );
-  let filled = command.replace('http://<host>:8445', authUrl);
+  let filled = command.replace('https://<host>:8445', authUrl);
   for (const [name, value] of Object.entries(values)) filled = filled.replace(`<${name}>`, value);
   return filled.split(' ');
 }
@@ -60,11 +74,16 @@ beforeAll(async () => {
   writeConf(tree, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
   host = await startHostProcess(['--headless'], tree, { launcher: join(tree, 'bin', 'sync-host') });
   authUrl = await host.url('auth');
+  const certificate = await host.line('certificate: ');
+  fingerprint = /\(sha256 ([\w-]{43})\)$/.exec(certificate)?.[1] ?? '';
+  fetch = pinnedFetch(fingerprint);
 }, 60_000);
 
 describe('the README journey: npm start, two machines paired, one project, messages', () => {
   it('starts with the URLs printed; the first machine is approved as the admin UI does, the second by the first', async () => {
-    expect(await host.url('relay')).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    expect(authUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(await host.url('relay')).toMatch(/^wss:\/\/127\.0\.0\.1:\d+$/);
+    expect(fingerprint).toMatch(/^[\w-]{43}$/);
     const adminUrl = await host.url('admin');
     expect(adminUrl).toMatch(/\/admin\/#token=[0-9a-f]+$/);
     // Installed without better-sqlite3: the one warning names the engine that runs instead.
@@ -74,19 +93,24 @@ describe('the README journey: npm start, two machines paired, one project, messa
     const next = await host.line('Next, on each machine that should sync: ');
     expect(next).toBe(`Next, on each machine that should sync: sync-host login --auth ${authUrl}`);
     expect(next.slice(next.indexOf('sync-host ') + 'sync-host '.length).split(' ')).toEqual(
-      fromReadme('login --auth http://<host>:8445'),
+      fromReadme('login --auth https://<host>:8445'),
     );
     const approve = await host.line('  and approve ');
     expect(approve).toBe(
       '  and approve the code it shows in the admin UI, or with sync-host pair approve <code> on a machine already signed in',
     );
     const at = host.stdout.indexOf(next);
-    expect(host.stdout.slice(at - 1, at + 2)).toEqual([`admin:  ${adminUrl}`, next, approve]);
+    expect(host.stdout.slice(at - 2, at + 2)).toEqual([
+      `admin:  ${adminUrl}`,
+      `certificate: ${shortFingerprint(fingerprint)} (sha256 ${fingerprint})`,
+      next,
+      approve,
+    ]);
     expect(readme).toContain('bin/sync-host pair approve <code>');
 
     // The first machine pairs; in the admin UI (opened from the printed admin URL, which carries
     // its token) the request is approved for a typed e-mail: the UI's request, made here.
-    const login = spawnCli(fromReadme('login --auth http://<host>:8445'), first);
+    const login = spawnCli(loginArgs('login --auth https://<host>:8445'), first);
     const code = await login.code();
     expect(login.out.stderr).toContain(`${authUrl}/admin/#pair=${code}`);
     const adminToken = new URLSearchParams(new URL(adminUrl).hash.slice(1)).get('token') ?? '';
@@ -101,7 +125,7 @@ describe('the README journey: npm start, two machines paired, one project, messa
     expect(login.out.stdout).toMatch(new RegExp(`^Signed in as ${email} on ${authUrl}`));
 
     // The second machine pairs without an e-mail; the first approves its code.
-    const pairing = spawnCli(fromReadme('login --auth http://<host>:8445'), second);
+    const pairing = spawnCli(loginArgs('login --auth https://<host>:8445'), second);
     const secondCode = await pairing.code();
     const approved = await cli(fromReadme('pair approve <code>', { code: secondCode }), first);
     expect(approved.code).toBe(0);
@@ -111,7 +135,7 @@ describe('the README journey: npm start, two machines paired, one project, messa
   }, 90_000);
 
   it('with an e-mail and no SMTP, a machine pairs and the link the host prints approves it', async () => {
-    const login = spawnCli(fromReadme(`login ${email} --auth http://<host>:8445`), third);
+    const login = spawnCli(loginArgs(`login ${email} --auth https://<host>:8445`), third);
     const code = await login.code();
     expect(login.out.stderr).toContain('pairing instead');
     // The link as the host's terminal shows it, opened in a browser and its button pressed

@@ -150,14 +150,18 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** A config dir for a headless host on loopback (ephemeral ports unless given), mDNS off, new users on `pro`. */
-export function hostDir(ports?: HostPorts): string {
+/**
+ * A config dir for a headless host on loopback (ephemeral ports unless given), mDNS off, new
+ * users on `pro`, and TLS off (plain http:// and ws://) unless `tls` says otherwise.
+ */
+export function hostDir(ports?: HostPorts, tls: 'off' | 'self-signed' = 'off'): string {
   const dir = mkdtempSync(join(tmpdir(), 'sync-host-'));
   writeConf(dir, 'auth.conf', {
     PORT: ports?.auth ?? 0,
     BIND: '127.0.0.1',
     MDNS: 'off',
     DEFAULT_TIER: 'pro',
+    TLS: tls,
   });
   writeConf(dir, 'relay.conf', { 'ws.port': ports?.ws ?? 0, 'status.port': ports?.status ?? 0 });
   return dir;
@@ -168,6 +172,8 @@ export interface RunningHost {
   process: HostProcess;
   authUrl: string;
   relayUrl: string;
+  /** The certificate's fingerprint the host printed (TLS on), else undefined. */
+  fingerprint: string | undefined;
   /** Waits for the next dev-mode magic-link token printed for `email`. */
   magicToken(email: string): Promise<string>;
 }
@@ -175,10 +181,13 @@ export interface RunningHost {
 /** Starts `bin/sync-host --headless` on the config dir `dir` (see `hostDir`). */
 export async function startHost(dir: string): Promise<RunningHost> {
   const process = await startHostProcess(['--headless'], dir);
+  const authUrl = await process.url('auth');
+  const certificate = authUrl.startsWith('https:') ? await process.line('certificate:') : '';
   return {
     process,
-    authUrl: await process.url('auth'),
+    authUrl,
     relayUrl: await process.url('relay'),
+    fingerprint: /\(sha256 (\S+)\)$/.exec(certificate)?.[1],
     magicToken: process.magicToken,
   };
 }

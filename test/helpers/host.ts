@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
+import { pinnedFetch } from '../../client/pinning.ts';
 import { createAdminMount } from '../../server/admin/index.ts';
 import { loadConfig } from '../../server/config/load.ts';
 import { type Host, startHost } from '../../server/host.ts';
@@ -33,7 +34,7 @@ export interface TestHost {
 /**
  * The in-process host factory: the real host (auth + relay + admin, `startHost` of
  * server/host.ts with the config the real loader reads) on 127.0.0.1 with ephemeral ports, a
- * temp data folder, mDNS off and silent logs. The spawned factory is `startHostProcess` in
+ * temp data folder, mDNS off, TLS off (`auth: ['TLS=self-signed']` turns it on) and silent logs. The spawned factory is `startHostProcess` in
  * ./host-process.ts.
  */
 export async function startTestHost(
@@ -52,7 +53,8 @@ export async function startTestHost(
   const dir = mkdtempSync(join(tmpdir(), 'sync-host-admin-'));
   writeFileSync(
     join(dir, 'auth.conf'),
-    ['PORT=0', 'BIND=127.0.0.1', 'MDNS=off', ...(options.auth ?? [])].join('\n'),
+    // TLS off unless a test's own lines turn it on (a later line wins).
+    ['PORT=0', 'BIND=127.0.0.1', 'MDNS=off', 'TLS=off', ...(options.auth ?? [])].join('\n'),
   );
   writeFileSync(
     join(dir, 'relay.conf'),
@@ -83,6 +85,8 @@ export async function startTestHost(
   });
   const base = host.urls.auth ?? '';
   const relayUrl = host.urls.relay ?? '';
+  // With TLS on, the helpers reach the host pinned to its certificate, as a paired device does.
+  const fetch = host.fingerprint === undefined ? globalThis.fetch : pinnedFetch(host.fingerprint);
 
   const admin: TestHost['admin'] = async (method, path, body, token = host.adminToken) => {
     const res = await fetch(`${base}/admin/api${path}`, {

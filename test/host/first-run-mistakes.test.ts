@@ -51,6 +51,7 @@ function externalDb(dir: string, db: Record<string, string | number>) {
     AUTH_BASE_URL: 'http://127.0.0.1:1',
     PORT: 0,
     MDNS: 'off',
+    TLS: 'off',
     ...db,
   });
 }
@@ -186,7 +187,13 @@ describe('a database that cannot be reached yet', () => {
 describe('an unknown configuration key', () => {
   it('is a warning that names the close known key, and the host starts', async () => {
     const dir = tempDir();
-    writeConf(dir, 'auth.conf', { PORT: 0, MDNS: 'off', DEFAULT_TEIR: 'pro', FANCY_FEATURE: 1 });
+    writeConf(dir, 'auth.conf', {
+      PORT: 0,
+      MDNS: 'off',
+      DEFAULT_TEIR: 'pro',
+      FANCY_FEATURE: 1,
+      TLS: 'off',
+    });
     writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0, 'rate.persecnd': 5 });
     const host = await startHostProcess(['--headless'], dir);
     hosts.push(host);

@@ -1,9 +1,11 @@
 // Runs inside a private network namespace (see first-start.test.ts), where the default ports
-// 8445/8443/8444 are free: `sync-host --headless` in an empty folder, exactly as a fresh install.
+// 8445/8443/8444 are free: `sync-host --headless` in an empty folder, exactly as a fresh install
+// (TLS with a self-signed certificate, reached here pinned to the fingerprint the host prints).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pinnedFetch } from '../../client/pinning.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'sync-host-first-'));
@@ -25,6 +27,8 @@ while (!/^admin: .*\n/m.test(stdout) && Date.now() < until && child.exitCode ===
 const adminUrl = /^admin:\s+(\S+)$/m.exec(stdout)?.[1] ?? '';
 const token = new URL(adminUrl || 'http://x/').hash.replace(/^#token=/, '');
 const base = adminUrl.replace(/\/admin\/#.*$/, '');
+const fingerprint = /^certificate: .* \(sha256 (\S+)\)$/m.exec(stdout)?.[1] ?? '';
+const fetch = pinnedFetch(fingerprint);
 const page = adminUrl ? await fetch(`${base}/admin/`) : undefined;
 const api = adminUrl
   ? await fetch(`${base}/admin/api/connection`, { headers: { Authorization: `Bearer ${token}` } })
@@ -49,6 +53,7 @@ process.stdout.write(
     stderr,
     adminUrl,
     token,
+    fingerprint,
     pageStatus: page?.status,
     pageType: page?.headers.get('content-type'),
     connection: api ? await api.json() : undefined,

@@ -21,7 +21,7 @@ afterEach(() => {
 function hostDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'synchost-tty-'));
   dirs.push(dir);
-  writeConf(dir, 'auth.conf', { PORT: 0, MDNS: 'off' });
+  writeConf(dir, 'auth.conf', { PORT: 0, MDNS: 'off', TLS: 'off' });
   writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
   return dir;
 }
@@ -77,7 +77,12 @@ describe.skipIf(!hasScript)('log lines on a terminal', () => {
   it('follow --log-level and LOG_LEVEL', async () => {
     // A key this version does not know: a warning at start.
     const warnDir = hostDir();
-    writeConf(warnDir, 'auth.conf', { PORT: 0, MDNS: 'off', SMTP_HOTS: 'mail.example.org' });
+    writeConf(warnDir, 'auth.conf', {
+      PORT: 0,
+      MDNS: 'off',
+      SMTP_HOTS: 'mail.example.org',
+      TLS: 'off',
+    });
     const warn = onTerminal(warnDir, ['--headless', '--log-level', 'warn']);
     const quiet = onTerminal(hostDir(), ['--headless'], { LOG_LEVEL: 'error' });
     await eventually(() => (/^admin:/m.test(warn.text) ? true : undefined), 'warn start', 20_000);

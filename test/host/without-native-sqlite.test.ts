@@ -115,7 +115,13 @@ describe('the embedded databases without the native SQLite addon', () => {
     const tree = treeWithoutNativeSqlite(tempDir('sync-host-no-addon-'));
     const launcher = join(tree, 'bin', 'sync-host');
     const dir = tempDir('sync-host-no-addon-data-');
-    writeConf(dir, 'auth.conf', { PORT: 0, MDNS: 'off', BIND: '127.0.0.1', AUTH_SECRET: secret });
+    writeConf(dir, 'auth.conf', {
+      PORT: 0,
+      MDNS: 'off',
+      BIND: '127.0.0.1',
+      AUTH_SECRET: secret,
+      TLS: 'off',
+    });
     writeConf(dir, 'relay.conf', { 'auth.secret': secret, 'ws.port': 0, 'status.port': 0 });
     const stderr = await bufferedAcrossRestart(['--headless'], dir, { launcher }, signedIn);
     const warnings = engineWarning(stderr);

@@ -130,6 +130,7 @@ function authConf(dir: string, authSecret: string): void {
     MDNS: 'off',
     DEFAULT_TIER: 'pro',
     DATA_DIR: './data',
+    TLS: 'off',
   });
 }
 

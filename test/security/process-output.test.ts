@@ -21,7 +21,13 @@ describe('secrets in the output of a host process', () => {
   });
 
   it('never logs a token, JWT, secret or admin token, whatever succeeds or fails', async () => {
-    writeConf(dir, 'auth.conf', { PORT: 0, BIND: '127.0.0.1', MDNS: 'off', DEFAULT_TIER: 'pro' });
+    writeConf(dir, 'auth.conf', {
+      PORT: 0,
+      BIND: '127.0.0.1',
+      MDNS: 'off',
+      DEFAULT_TIER: 'pro',
+      TLS: 'off',
+    });
     writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
     host = await startHostProcess(['--headless', '--log-level', 'debug'], dir);
     const auth = await host.url('auth');
