@@ -216,6 +216,10 @@ describe('client library across a host restart', () => {
       const joinsB: boolean[] = [];
       a.on('joined', (frame) => joinsA.push(frame.gap));
       b.on('joined', (frame) => joinsB.push(frame.gap));
+      // Errors the relay sent (a rate_limited drop would explain a missing message).
+      const errors: string[] = [];
+      a.on('error', (err) => errors.push(`a: ${err.code}`));
+      b.on('error', (err) => errors.push(`b: ${err.code}`));
 
       let na = 0;
       let nb = 0;
@@ -254,10 +258,12 @@ describe('client library across a host restart', () => {
           nb,
         ),
         joins: [...joinsA, ...joinsB],
+        errors,
       }).toEqual({
         atB: { missing: [], doubled: [], outOfOrder: [] },
         atA: { missing: [], doubled: [], outOfOrder: [] },
         joins: [false, false],
+        errors: [],
       });
       await Promise.all([a.close(), b.close()]);
     },
