@@ -4,10 +4,10 @@ import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import type { Logger } from './log.ts';
 import type { Broker } from './relay/broker.ts';
-import type { TlsContextSource } from './tls/secure-port.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
 import type { DeviceDirectory } from './relay/stored-device-check.ts';
 import { bufferOpenError, relayListenError } from './start-errors.ts';
+import type { TlsContextSource } from './tls/secure-port.ts';
 
 export interface RelaySwitchOptions {
   config: RelayConfig;
