@@ -56,6 +56,8 @@ export class Writer<Owner> {
   #over = false;
   #turnEndScheduled = false;
   readonly #turnEnd = (): void => this.#endTurn();
+  /** What waits for this turn's frames to be handed to their sockets (`afterWrites`). */
+  #afterWrites: (() => void)[] = [];
 
   constructor(maxQueuedBytes: number, maxMemoryBytes: number, cut: (owner: Owner) => void) {
     this.maxQueuedBytes = maxQueuedBytes;
@@ -77,6 +79,17 @@ export class Writer<Owner> {
     if (queue.stream.writableCorked > 0) return;
     queue.stream.cork();
     this.#corked.push(queue);
+    this.#scheduleTurnEnd();
+  }
+
+  /**
+   * Runs `send` once every frame written in this turn was handed to its socket, and what this
+   * turn gave the buffer was committed (its write is this turn's `setImmediate` too), so that a
+   * `pong` never leaves before the deliveries it confirms: a relay killed between the two writes
+   * would otherwise have confirmed a message that never reached its receiver.
+   */
+  afterWrites(send: () => void): void {
+    this.#afterWrites.push(send);
     this.#scheduleTurnEnd();
   }
 
@@ -114,6 +127,10 @@ export class Writer<Owner> {
     this.#corked = [];
     this.#corkedFrames = 0;
     for (const queue of queues) queue.uncorked();
+    // Written at the next turn end: after the buffer's commit of this turn, too.
+    const after = this.#afterWrites;
+    this.#afterWrites = [];
+    for (const send of after) send();
     if (!this.#over) return;
     this.#over = false;
     this.#enforce();

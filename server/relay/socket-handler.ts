@@ -61,6 +61,14 @@ export interface SocketHandler {
 
 const pongFrame = Buffer.from('{"type":"pong"}');
 
+/**
+ * Answers a `ping` once what the device sent before it was handed to the receivers' sockets
+ * and to the buffer: a `pong` confirms that, so it never leaves first (see `afterWrites`).
+ */
+function pong(conn: Connection): void {
+  conn.queue.writer.afterWrites(() => conn.queue.send(pongFrame));
+}
+
 /** A text frame's bytes (`ws` hands over a Buffer unless told otherwise). */
 function frameBytes(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
@@ -261,12 +269,12 @@ class RelaySocketHandler implements SocketHandler {
       case 'ping': {
         const stored = conn.room && this.#options.stored?.(conn.room.id, conn.deviceKey);
         if (stored) {
-          void stored.then((ok) => (ok ? conn.queue.send(pongFrame) : closeWith(conn, NotStored)));
+          void stored.then((ok) => (ok ? pong(conn) : closeWith(conn, NotStored)));
           return;
         }
         const settled = this.#options.settled?.();
-        if (settled === undefined) conn.queue.send(pongFrame);
-        else void settled.then(() => conn.queue.send(pongFrame));
+        if (settled === undefined) pong(conn);
+        else void settled.then(() => pong(conn));
         return;
       }
       case 'join':
