@@ -247,7 +247,7 @@ describe('TLS settings', { timeout: 60_000 }, () => {
     }
     writeFileSync(
       join(dir, 'relay.conf'),
-      'ws.port=0\nstatus.port=0\nauth.secret=s3cret\ntls.cert=cert.pem\ntls.key=key.pem\n',
+      'ws.port=0\nstatus.port=0\nauth.secret=a-tls-test-secret-of-at-least-32-bytes\ntls.cert=cert.pem\ntls.key=key.pem\n',
     );
     const relay = await startHost({
       mode: 'relay',
