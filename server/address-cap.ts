@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Server as TlsServer } from 'node:tls';
 import { addressGroup } from './address-group.ts';
 import { clientAddressOf } from './relay/client-address.ts';
+import { rawConnectionListener, servesTls, tcpSocketOf } from './tls/secure-port.ts';
 
 /** What a cap counts: a connection (its socket), or one request through a proxy (its response). */
 export type CapHolder = Duplex | ServerResponse;
@@ -39,6 +40,11 @@ export interface AddressCapOptions {
   refuse(holder: CapHolder): void;
 }
 
+/** What a cap counts for `holder`: a response, or the TCP socket (under a TLS one). */
+function holderOf(holder: CapHolder): CapHolder {
+  return holder instanceof ServerResponse ? holder : (tcpSocketOf(holder) as CapHolder);
+}
+
 export function createAddressCap(options: AddressCapOptions): AddressCap {
   const { limit, refuse } = options;
   const counts = new Map<string, number>();
@@ -48,7 +54,9 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
   let refused = 0;
 
   /** Counts `holder` for `address`, or refuses it when the address is full. */
-  function count(holder: CapHolder, address: string): boolean {
+  function count(given: CapHolder, address: string): boolean {
+    // a TLS socket is counted as the TCP socket under it, which was admitted at accept
+    const holder = holderOf(given);
     if (counted.has(holder)) return true;
     const key = addressGroup(address);
     const open = counts.get(key) ?? 0;
@@ -69,7 +77,8 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     release(this);
   }
 
-  function release(holder: CapHolder): void {
+  function release(given: CapHolder): void {
+    const holder = holderOf(given);
     const key = counted.get(holder);
     if (key === undefined) return;
     counted.delete(holder);
@@ -102,7 +111,7 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     release,
 
     isRefused(holder) {
-      return refusedHolders.has(holder);
+      return refusedHolders.has(holderOf(holder));
     },
   };
 }
@@ -157,10 +166,14 @@ export function capConnectionsPerAddress(
       if (holder instanceof ServerResponse) {
         holder.shouldKeepAlive = false;
         holder.writeHead(429, headers).end(body);
-      } else endRefused(holder, encrypted ? undefined : raw);
+      } else endRefused(holder, encrypted || servesTls(server) ? undefined : raw);
     },
   });
-  server.on('connection', (socket: Socket) => cap.admit(socket));
+  // At accept, on the TCP socket, also when the port speaks TLS (see rawConnectionListener).
+  const onConnection = Object.assign((socket: Socket) => cap.admit(socket), {
+    [rawConnectionListener]: true,
+  });
+  server.on('connection', onConnection);
   const listeners = server.listeners('request') as Array<
     (req: IncomingMessage, res: ServerResponse) => void
   >;

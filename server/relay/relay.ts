@@ -8,7 +8,7 @@ import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { TlsContextSource } from '../tls/secure-port.ts';
-import { serveTls } from '../tls/secure-port.ts';
+import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
 import { RelaySocket } from './connection.ts';
 import { createLocalBroker } from './local-broker.ts';
@@ -213,11 +213,13 @@ export function createRelay(options: RelayOptions): Relay {
     res.end('This is the sync-host relay: connect with a WebSocket client.\n');
   });
   let closing = false;
-  wsServer.on('connection', (socket: Socket) => {
+  // At accept, on the TCP socket, also when the port speaks TLS (see rawConnectionListener).
+  const admitUnjoined = (socket: Socket) => {
     if (!unjoined.admit(socket)) {
       logger.debug({ address: socket.remoteAddress }, 'connection refused: too many unjoined');
     }
-  });
+  };
+  wsServer.on('connection', Object.assign(admitUnjoined, { [rawConnectionListener]: true }));
   wsServer.on('upgrade', (req, socket, head) => {
     if (closing || unjoined.isRefused(socket)) {
       socket.destroy();

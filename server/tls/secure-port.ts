@@ -7,6 +7,27 @@ const handshakeRecord = 0x16;
 /** A connection that sends nothing for this long before its first byte is closed. */
 const firstByteMs = 10_000;
 
+/**
+ * Marks a `connection` listener that must see the raw TCP socket at accept, before TLS (the
+ * per-address connection cap): `serveTls` leaves it in place instead of handing it the TLS
+ * socket after the first byte, so a connection that never sends a byte is counted too.
+ */
+export const rawConnectionListener = Symbol('raw connection listener');
+
+const tlsServers = new WeakSet<Server>();
+/** The TCP socket under each TLS socket `serveTls` made. */
+const tcpUnder = new WeakMap<object, Socket>();
+
+/** The TCP socket under `stream` when it is a TLS socket of `serveTls`, else `stream` itself. */
+export function tcpSocketOf<T extends object>(stream: T): T | Socket {
+  return tcpUnder.get(stream) ?? stream;
+}
+
+/** Whether `serveTls` made `server` speak TLS (nothing in plain text may be written to it). */
+export function servesTls(server: Server): boolean {
+  return tlsServers.has(server);
+}
+
 /** The secure context a port serves now (replaced when the certificate is renewed). */
 export interface TlsContextSource {
   context(): SecureContext;
@@ -48,10 +69,15 @@ function refusal(head: string): string {
  * after the server's other `connection` listeners are added.
  */
 export function serveTls(server: Server, source: TlsContextSource): void {
-  const handlers = server.listeners('connection') as Array<(socket: Socket) => void>;
-  server.removeAllListeners('connection');
+  const handlers = (server.listeners('connection') as Array<(socket: Socket) => void>).filter(
+    (handler) => !(rawConnectionListener in handler),
+  );
+  for (const handler of handlers) server.off('connection', handler);
+  tlsServers.add(server);
   const waiting = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
+    // refused at accept by a raw listener (the connection cap)
+    if (socket.destroyed) return;
     waiting.add(socket);
     const dropWaiting = () => {
       waiting.delete(socket);
@@ -75,6 +101,7 @@ export function serveTls(server: Server, source: TlsContextSource): void {
       // The TLS socket reads what is unshifted here before the rest from the network.
       socket.unshift(chunk);
       const secure = new TLSSocket(socket, { isServer: true, secureContext: source.context() });
+      tcpUnder.set(secure, socket);
       for (const handler of handlers) handler.call(server, secure);
     });
   });

@@ -1,8 +1,12 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AuthServer, createAuthServer } from '../../server/auth/index.ts';
+import { makeSelfSigned } from '../../server/tls/certificate.ts';
+import { serveTls } from '../../server/tls/secure-port.ts';
 import { captureLogger } from '../helpers/capture.ts';
 import { testAuthConfig } from '../helpers/configs.ts';
 import { getFrom, slowConnections } from '../helpers/slow-connections.ts';
@@ -20,7 +24,7 @@ afterEach(async () => {
 });
 
 /** The auth service with at most 4 open connections per address, 127.0.0.1 a trusted proxy. */
-async function capped(): Promise<number> {
+async function capped(tls = false): Promise<number> {
   dir = mkdtempSync(join(tmpdir(), 'synchost-conncap-'));
   server = await createAuthServer({
     config: testAuthConfig(dir, { TRUST_PROXY: '127.0.0.1' }),
@@ -30,6 +34,13 @@ async function capped(): Promise<number> {
     maxConnectionsPerAddress: 4,
   });
   await server.ready;
+  if (tls) {
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const key = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const pair = await makeSelfSigned(key, ['127.0.0.1'], Date.now());
+    const context = createSecureContext({ cert: pair.cert, key: pair.key });
+    serveTls(server.server, { context: () => context });
+  }
   return server.listen();
 }
 
@@ -41,6 +52,16 @@ const refusal = {
 };
 
 describe('open connections per address on the auth port', () => {
+  it('counts a TLS port’s connections at accept: one that never sends a byte holds a place, one past the cap is closed at once', async () => {
+    const port = await capped(true);
+    // connected, nothing sent: the TLS layer has not seen them, the cap has
+    for (let i = 0; i < 4; i++) await slow.open(port, '127.0.0.2', '');
+    const fifth = await slow.open(port, '127.0.0.2', '');
+    await eventually(() => fifth.ended, 'the fifth connection closed', 5_000);
+    expect(fifth.answer).toBe(''); // nothing in plain text on a TLS port
+    expect(slow.stillOpen()).toHaveLength(4);
+  });
+
   it('past the cap, a connection is answered 429 and closed; other addresses are served, a closed one frees a place', async () => {
     const port = await capped();
     const unfinished = 'GET /health HTTP/1.1\r\nHost: a\r\nX-Slow: ';

@@ -10,6 +10,7 @@ import {
   type RelayTuning,
   type Repeat,
 } from '../../server/relay/relay.ts';
+import type { TlsContextSource } from '../../server/tls/secure-port.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { testRelayConfig, testSecret } from './configs.ts';
 import { RelayClient } from './relay-client.ts';
@@ -39,6 +40,8 @@ export interface RelayHarnessOptions {
   clock?: TestClock;
   /** Drives the heartbeat and the sweep instead of real intervals. */
   repeat?: Repeat;
+  /** Serves WSS with this certificate (`wsUrl` is then `wss://`). */
+  tls?: TlsContextSource;
 }
 
 export interface RelayHarness {
@@ -78,9 +81,10 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     now: clock.now,
     tuning: options.tuning,
     repeat: options.repeat,
+    tls: options.tls,
   });
   const ports = await relay.listen();
-  const wsUrl = `ws://127.0.0.1:${ports.wsPort}/`;
+  const wsUrl = `${options.tls ? 'wss' : 'ws'}://127.0.0.1:${ports.wsPort}/`;
   const clients: RelayClient[] = [];
   const signature = config.tokenSignature;
   const harness: RelayHarness = {

@@ -14,7 +14,7 @@ afterAll(async () => {
 
 describe('the admin URL at start', () => {
   it('carries the token on the first start only; later starts print the URL without it and the file that keeps it', async () => {
-    writeConf(dir, 'auth.conf', { PORT: 0, BIND: '127.0.0.1', MDNS: 'off' });
+    writeConf(dir, 'auth.conf', { PORT: 0, BIND: '127.0.0.1', MDNS: 'off', TLS: 'off' });
     writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
     const env = { LOG_LEVEL: 'info' };
     host = await startHostProcess(['--headless'], dir, { env });

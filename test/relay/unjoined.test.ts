@@ -1,8 +1,13 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
+import { makeSelfSigned } from '../../server/tls/certificate.ts';
+import type { TlsContextSource } from '../../server/tls/secure-port.ts';
 import { RelayClient, upgradeStatus } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let harness: RelayHarness;
 const sockets: Socket[] = [];
@@ -34,7 +39,44 @@ async function client(
   return relayClient;
 }
 
+/** A self-signed certificate for 127.0.0.1, as the host makes one. */
+async function selfSigned(): Promise<TlsContextSource> {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const key = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const pair = await makeSelfSigned(key, ['127.0.0.1'], Date.now());
+  const context = createSecureContext({ cert: pair.cert, key: pair.key });
+  return { context: () => context };
+}
+
 describe('connections that have not joined (relay.maxUnjoinedPerAddress)', () => {
+  it('counts them at accept over TLS too (a socket that sends nothing), and no longer once joined', async () => {
+    harness = await startRelayHarness({
+      config: { maxUnjoinedPerAddress: 4 },
+      tls: await selfSigned(),
+    });
+    const port = Number(new URL(harness.wsUrl).port);
+    // four devices of this address joined over TLS: they no longer count
+    for (let device = 1; device <= 4; device++) {
+      const joined = new RelayClient(harness.wsUrl, { ws: { rejectUnauthorized: false } });
+      clients.push(joined);
+      await joined.opened;
+      const frame = await joined.join(harness.room(1), device, harness.token(1, device));
+      expect(frame).toMatchObject({ type: 'joined' });
+    }
+    const silent = async () => {
+      const socket = connect(port, '127.0.0.1');
+      sockets.push(socket);
+      socket.on('error', () => {});
+      socket.resume(); // reads what it is sent, so that the server's end is seen
+      await once(socket, 'connect');
+      return socket;
+    };
+    const idle = [await silent(), await silent(), await silent(), await silent()];
+    const fifth = await silent();
+    await eventually(() => fifth.destroyed || fifth.closed, 'the fifth closed at once', 5_000);
+    expect(idle.every((socket) => !socket.closed)).toBe(true);
+  });
+
   it('refuses the connection past the limit from one address with 429, not other addresses nor joined clients', async () => {
     harness = await startRelayHarness({ config: { maxUnjoinedPerAddress: 4 } });
     const port = Number(new URL(harness.wsUrl).port);
