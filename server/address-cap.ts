@@ -63,7 +63,8 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     if (open >= limit) {
       refused++;
       refusedHolders.add(holder);
-      refuse(holder);
+      // answered on what was given: over TLS, the answer goes through it
+      refuse(given);
       return false;
     }
     counts.set(key, open + 1);

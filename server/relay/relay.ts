@@ -181,7 +181,11 @@ export function createRelay(options: RelayOptions): Relay {
     logger,
     maxDevices: config.roomMaxDevices,
   });
-  const unjoined = createUnjoinedLimit(config.maxUnjoinedPerAddress, config.trustProxy);
+  const unjoined = createUnjoinedLimit(
+    config.maxUnjoinedPerAddress,
+    config.trustProxy,
+    options.tls !== undefined,
+  );
   const sockets = createSocketHandler({
     rooms,
     metrics,

@@ -43,11 +43,13 @@ const refusal = (limit: number) => {
 export function createUnjoinedLimit(
   limit: number,
   trustProxy: readonly string[] = [],
+  /** The port speaks TLS: a refused connection is closed without a plain-text answer. */
+  tls = false,
 ): UnjoinedLimit & {
   /** Whether a socket was refused (its request, if it arrives, is not served). */
   isRefused(socket: Duplex): boolean;
 } {
-  const response = refusal(limit);
+  const response = tls ? undefined : refusal(limit);
   const cap = createAddressCap({
     limit,
     trustProxy,

@@ -73,7 +73,12 @@ describe('connections that have not joined (relay.maxUnjoinedPerAddress)', () =>
     };
     const idle = [await silent(), await silent(), await silent(), await silent()];
     const fifth = await silent();
+    let answered = '';
+    fifth.on('data', (chunk: Buffer) => {
+      answered += chunk.toString('latin1');
+    });
     await eventually(() => fifth.destroyed || fifth.closed, 'the fifth closed at once', 5_000);
+    expect(answered).toBe(''); // nothing in plain text on a TLS port
     expect(idle.every((socket) => !socket.closed)).toBe(true);
   });
 
