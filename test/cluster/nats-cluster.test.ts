@@ -125,9 +125,9 @@ describe.skipIf(skip !== undefined)(
       ];
       const [first, second, third] = [da.device.id, db.device.id, dc.device.id];
       const room = createRoomId(da.user.id, clusterSecret);
-      const a = await join(nodeA!, room, first, da.deviceToken);
-      const b = await join(nodeB!, room, second, db.deviceToken);
-      const c = await join(nodeC!, room, third, dc.deviceToken);
+      let a = await join(nodeA!, room, first, da.deviceToken);
+      let b = await join(nodeB!, room, second, db.deviceToken);
+      let c = await join(nodeC!, room, third, dc.deviceToken);
       await a.next('presence');
       await a.next('presence');
       a.send({ to: second, payload: { before: true } });
@@ -156,6 +156,26 @@ describe.skipIf(skip !== undefined)(
         60_000,
       );
       if (verbose) console.log(`routing back ${Date.now() - killedAt} ms after the kill`);
+      // A probe NATS did not store while its leaders moved is never confirmed: its sender's next
+      // ping is answered by a close with 1013, and the client library joins again and sends what
+      // was not confirmed. These raw clients join again here; the probes are not checked.
+      const settle = async (
+        client: RelayClient,
+        node: RelayNode,
+        device: number,
+        token: string,
+      ) => {
+        try {
+          await client.sync();
+          return client;
+        } catch (err: unknown) {
+          if (client.closeInfo?.code !== 1013) throw err;
+          return join(node, room, device, token);
+        }
+      };
+      a = await settle(a, nodeA!, first, da.deviceToken);
+      b = await settle(b, nodeB!, second, db.deviceToken);
+      c = await settle(c, nodeC!, third, dc.deviceToken);
       // from now on, every message once and in order, both ways
       for (let i = 0; i < 50; i++) a.send({ to: 'broadcast', payload: { i } });
       for (const receiver of [b, c]) {
