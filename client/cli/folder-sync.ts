@@ -330,8 +330,10 @@ export class FolderSync {
       for (const diskPath of this.mirror.diskPathsOf(id)) paths.add(diskPath);
     }
     let held = 0;
+    let rulesWritten = false;
     // A write under a folder that a file of this batch was still in the way of goes next.
     for (let round = 0; round < 3; round += 1) {
+      rulesWritten ||= paths.has(syncIgnoreName);
       const written = writeFolder(
         this.mirror,
         paths,
@@ -349,7 +351,7 @@ export class FolderSync {
     if (this.state.wantsCompaction) this.state.compact(this.disk, this.mirror.onDisk);
     // Rules another device sent were just written: what they let through goes now, not at the
     // next scan (once: the rules do not change again without a new write).
-    if (this.refreshRules()) {
+    if (rulesWritten && this.refreshRules()) {
       this.read(['']);
       this.settle();
     }
