@@ -52,6 +52,9 @@ export function parseCommandLine(argv: string[]): CommandLine {
     options,
   });
   const headless = tokens.some((t) => t.kind === 'option' && t.name === 'headless');
+  // `sync-host relay --port 9443` means the relay's port, not the auth service's.
+  const relayAlone =
+    !headless && tokens.some((t) => t.kind === 'positional' && t.value === 'relay');
   let firstPositional = true;
   for (const token of tokens) {
     if (token.kind === 'positional') {
@@ -61,7 +64,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
     }
     if (token.kind !== 'option') continue;
     const option = (options as Record<string, { type: 'boolean' | 'string' }>)[token.name];
-    if (option === undefined) throw new CommandLineMistake(unknownOption(token));
+    if (option === undefined) throw new CommandLineMistake(unknownOption(token, relayAlone));
     if (option.type === 'string' && (token.value === undefined || isDashed(token))) {
       throw new CommandLineMistake(`${token.rawName} needs a value ${seeHelp}`);
     }
@@ -95,8 +98,8 @@ function checkCommand(word: string): void {
   );
 }
 
-/** The line for an option this program does not have. */
-function unknownOption(token: { name: string; rawName: string }): string {
+/** The line for an option this program does not have (`relayAlone`: in `sync-host relay`). */
+function unknownOption(token: { name: string; rawName: string }, relayAlone: boolean): string {
   const { name, rawName } = token;
   if (rawName.startsWith('--')) {
     // A mode written as a flag; `--auth URL` is also the client commands' option.
@@ -107,7 +110,13 @@ function unknownOption(token: { name: string; rawName: string }): string {
     const option = closestKey(name, Object.keys(options));
     if (option !== undefined)
       return `unknown option ${rawName}: did you mean --${option}? ${seeHelp}`;
-    const setting = configurationKeyLine(name);
+    // `--config` for --config-dir: too short for the edit distance, but only one option begins so.
+    const begun = Object.keys(options).filter(
+      (known) => name.length >= 3 && known.startsWith(name),
+    );
+    if (begun.length === 1)
+      return `unknown option ${rawName}: did you mean --${begun[0]}? ${seeHelp}`;
+    const setting = configurationKeyLine(name, relayAlone);
     if (setting !== undefined)
       return `${rawName} is not an option: ${setting}; ${seeConfiguration}`;
     const key = closestKey(
@@ -153,6 +162,30 @@ function keyNamedBy(
   return byLastPart.length === 1 ? byLastPart[0]?.[0] : undefined;
 }
 
+/**
+ * Flags people try that name a key in other words (`--relay-port` for ws.port), by their
+ * normalised spelling.
+ */
+const flagAliases: Readonly<Record<string, { authKey?: string; relayKey?: string }>> = {
+  authport: { authKey: 'PORT' },
+  adminport: { authKey: 'PORT' },
+  httpport: { authKey: 'PORT' },
+  relayport: { relayKey: 'ws.port' },
+  websocketport: { relayKey: 'ws.port' },
+  relaystatusport: { relayKey: 'status.port' },
+};
+
+/** The auth.conf and relay.conf keys a flag names (either may be undefined). */
+function keysNamedBy(
+  flag: string,
+  relayAlone: boolean,
+): { authKey?: string | undefined; relayKey?: string | undefined } {
+  const alias = flagAliases[normalise(flag)];
+  if (alias !== undefined) return alias;
+  if (relayAlone && normalise(flag) === 'port') return { relayKey: 'ws.port' };
+  return { authKey: keyNamedBy(flag, authKeyNames), relayKey: keyNamedBy(flag, relayKeyNames) };
+}
+
 /** Flags that name a group of keys (`--db-url`, `--database`, `--smtp`). */
 const groups: Readonly<Record<string, { prefix: string; what: string }>> = {
   db: { prefix: 'DB_', what: 'database' },
@@ -167,9 +200,8 @@ const normalise = (word: string) => word.toLowerCase().replace(/[._-]/g, '');
  * Where the setting a flag tries to make lives (auth.conf, the environment, relay.conf), or
  * undefined when the flag names no configuration key.
  */
-function configurationKeyLine(flag: string): string | undefined {
-  const authKey = keyNamedBy(flag, authKeyNames);
-  const relayKey = keyNamedBy(flag, relayKeyNames);
+function configurationKeyLine(flag: string, relayAlone: boolean): string | undefined {
+  const { authKey, relayKey } = keysNamedBy(flag, relayAlone);
   if (authKey !== undefined) {
     // auth.conf's keys are also read from environment variables of their upper-case name.
     const where = `${authKey} in auth.conf (or the ${authKey} environment variable)`;

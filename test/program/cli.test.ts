@@ -135,6 +135,10 @@ describe('command-line mistakes are answered like configuration mistakes', () =>
     expect(refused(['--headless', '--confg-dir', 'x'])).toEqual([
       'sync-host: unknown option --confg-dir: did you mean --config-dir? (see sync-host --help)',
     ]);
+    // Too far from --config-dir for the edit distance, but no other option begins so.
+    expect(refused(['--config', 'x'])).toEqual([
+      'sync-host: unknown option --config: did you mean --config-dir? (see sync-host --help)',
+    ]);
     expect(refused(['--verbose'])).toEqual([
       'sync-host: unknown option --verbose (see sync-host --help)',
     ]);
@@ -174,6 +178,19 @@ describe('command-line mistakes are answered like configuration mistakes', () =>
     ]);
     expect(refused(['relay', '--ws-port', '9443'])).toEqual([
       `sync-host: --ws-port is not an option: the relay port is ws.port in relay.conf; ${seeDocs}`,
+    ]);
+    // The relay alone: its port, not the auth service's; other words for the ports.
+    expect(refused(['relay', '--port', '9443'])).toEqual([
+      `sync-host: --port is not an option: the relay port is ws.port in relay.conf; ${seeDocs}`,
+    ]);
+    expect(refused(['--relay-port', '9443'])).toEqual([
+      `sync-host: --relay-port is not an option: the relay port is ws.port in relay.conf; ${seeDocs}`,
+    ]);
+    expect(refused(['--status-port', '9444'])).toEqual([
+      `sync-host: --status-port is not an option: the relay's status port is status.port in relay.conf; ${seeDocs}`,
+    ]);
+    expect(refused(['auth', '--auth-port', '9445'])).toEqual([
+      `sync-host: --auth-port is not an option: the auth port is PORT in auth.conf (or the PORT environment variable); ${seeDocs}`,
     ]);
     expect(refused(['--db-url', 'postgres://sync:pw@db/sync'])).toEqual([
       `sync-host: --db-url is not an option: the database is set by DB_HOST, DB_USER, DB_PASS, DB_NAME, DB_DRIVER, DB_PORT and DB_PATH in auth.conf; ${seeDocs}`,
