@@ -28,7 +28,7 @@ import {
   waitingPairingSchema,
 } from './auth-types.ts';
 import { AuthServiceError, SyncError } from './errors.ts';
-import { unreachable, wrongService } from './service-check.ts';
+import { answerWithoutErrorBody, unreachable, wrongService } from './service-check.ts';
 
 /**
  * The two login flows of the seed: `device` = GET /auth/login, then verify with the device's
@@ -174,7 +174,7 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
         parsed.success ? parsed.data.error.code : res.status >= 500 ? 'internal' : 'http_error',
         parsed.success
           ? parsed.data.error.message
-          : `${method} ${path} answered HTTP ${res.status} without an error body`,
+          : answerWithoutErrorBody(authUrl, `${method} ${path}`, res.status),
         res.status,
         Number.isFinite(retry) && retry > 0 ? retry : undefined,
       );

@@ -90,3 +90,20 @@ export async function wrongService(
     typeof health === 'object' && health !== null && 'rooms' in health && typeof health.rooms;
   return rooms === 'number' ? wrong('relay_status') : undefined;
 }
+
+/** What proxies answer when the program behind them does not (nginx: 502 Bad Gateway, 504). */
+const proxyAnswers: ReadonlySet<number> = new Set([502, 503, 504]);
+
+/**
+ * The message for an error answer without the auth service's `{error}` body: from a proxy in
+ * front of a host that is not running (502, 503, 504), or from a server that is not a sync-host
+ * (a 4xx of a router's or NAS's own web page): each said as such, with what to check.
+ */
+export function answerWithoutErrorBody(authUrl: string, request: string, status: number): string {
+  const answered = `${authUrl} answered ${request} with HTTP ${status} and no error body`;
+  if (proxyAnswers.has(status))
+    return `${answered}: a proxy in front of the host answers so while the host is not running`;
+  if (status >= 400 && status < 500)
+    return `${answered}: is that a sync-host auth service? check the address and port (the host prints its auth URL at start)`;
+  return answered;
+}

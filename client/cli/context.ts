@@ -9,6 +9,7 @@ import {
   wrongServiceLabels,
 } from '../errors.ts';
 import { pinnedFetch } from '../pinning.ts';
+import { defaultAuthPort } from '../service-check.ts';
 import { parseSettings } from '../settings.ts';
 import type { CredentialStore } from './credentials.ts';
 import type { CliIo } from './io.ts';
@@ -45,15 +46,20 @@ export function parseCommandLine(argv: string[]) {
   }
 }
 
+/** Options people try for the host's address, which the client takes as one URL. */
+const hostWords: ReadonlySet<string> = new Set(['port', 'host', 'server', 'url', 'address']);
+const inAuthUrl =
+  "the host's address and port go in --auth URL, as the host prints it at start (https://<host>:8445)";
+
 /** node:util's parse errors, said in one short line of ours. */
 function usageOfParseError(err: unknown): unknown {
   if (!(err instanceof TypeError) || !('code' in err)) return err;
   const unknown = /^Unknown option '(-[^']*)'/.exec(err.message)?.[1];
   if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown !== undefined) {
     const name = unknown.replace(/^-+/, '');
-    return new UsageError(
-      `unknown option ${unknown}${didYouMean(name, Object.keys(options), '--')}`,
-    );
+    const meant = didYouMean(name, Object.keys(options), '--');
+    const where = meant === '' && hostWords.has(name.toLowerCase()) ? `: ${inAuthUrl}` : meant;
+    return new UsageError(`unknown option ${unknown}${where}`);
   }
   const missing = /^Option '(--[\w-]+)(?: <value>)?' argument missing/.exec(err.message)?.[1];
   if (missing !== undefined) return new UsageError(`option ${missing} needs a value`);
@@ -144,10 +150,23 @@ export function authUrlOf(url: string): string {
         relay === undefined
           ? ''
           : `; ${url} is the relay's address, the auth service is on port 8445 by default: sync-host login --auth http://${relay}:8445`;
-      throw new UsageError(`--auth ${errorLine(err)}${hint}`);
+      throw new UsageError(`--auth ${errorLine(err)}${hint || schemeHint(url)}`);
     }
     throw err;
   }
+}
+
+/**
+ * `192.168.1.5:8445` without its scheme: the URL it was probably meant to be. The host serves
+ * https unless it runs with TLS=off, so https comes first.
+ */
+function schemeHint(url: string): string {
+  const bare = url.trim();
+  const parts = /^([^/:\s]+|\[[^\]\s]+\])(:\d+)?(\/\S*)?$/.exec(bare);
+  if (parts === null) return '';
+  // Without a port the URL would mean 443 or 80; the auth service is on 8445 unless moved.
+  const meant = `${parts[1]}${parts[2] ?? `:${defaultAuthPort}`}${parts[3] ?? ''}`;
+  return `: did you mean https://${meant} (or http://${meant} for a host with TLS=off)?`;
 }
 
 /** What every command run before the first login says: pairing is the way in. */

@@ -14,10 +14,13 @@ import { ask, readLine } from './io.ts';
 import { defaultDeviceName, loginByPairing, signInWithToken } from './login.ts';
 import { trustHost } from './trust.ts';
 
+const authUrlRequired =
+  '--auth URL is required: the auth URL the host prints at start (sync-host discover finds hosts on the LAN)';
+
 /** `login [<email>]`: signs this device in (token, e-mailed link or pairing) and stores it. */
 export async function login(ctx: Context): Promise<number> {
   if (ctx.args.length > 1) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
-  if (ctx.flags.auth === undefined) throw new UsageError('--auth URL is required');
+  if (ctx.flags.auth === undefined) throw new UsageError(authUrlRequired);
   const email = ctx.args[0];
   const authUrl = authUrlOf(ctx.flags.auth);
   const fingerprint = await trustHost(ctx, authUrl);

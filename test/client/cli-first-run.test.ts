@@ -1,4 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +31,17 @@ afterAll(async () => {
 
 const pairingHint =
   'not signed in: run sync-host login --auth <URL> to pair this device (the host prints its auth URL at start; sync-host discover finds hosts on the LAN)';
+
+/** A plain HTTP server on a loopback port: something that is not a sync-host. */
+async function listenLoopback(handler: RequestListener) {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 /** `http://127.0.0.1:<port>` of a `ws://` or `http://` URL the host printed. */
 const httpOf = (url: string) => url.replace(/^ws:/, 'http:');
@@ -128,6 +141,59 @@ describe('what a new user meets on the command line', { timeout: 90_000 }, () =>
     expect(relayAddress.stderr).toContain(
       "ws://192.168.1.20:8443 is the relay's address, the auth service is on port 8445 by default: sync-host login --auth http://192.168.1.20:8445",
     );
+  });
+
+  it('says where the auth URL comes from and what it looks like, and that the port goes in it', async () => {
+    const fresh = tempDir();
+    const [none, bare, noPort, port, server] = await Promise.all([
+      cli(['login'], fresh),
+      cli(['login', '--auth', '192.168.1.5:8445'], fresh),
+      cli(['login', '--auth', 'nas.local'], fresh),
+      cli(['login', '--port', '8445'], fresh),
+      cli(['devices', '--server', 'nas.local'], fresh),
+    ]);
+    expect(none.stderr).toBe(
+      'sync-host login: --auth URL is required: the auth URL the host prints at start (sync-host discover finds hosts on the LAN) (see sync-host login --help)\n',
+    );
+    expect(bare.stderr).toBe(
+      'sync-host login: --auth must be an http:// or https:// URL: did you mean https://192.168.1.5:8445 (or http://192.168.1.5:8445 for a host with TLS=off)? (see sync-host login --help)\n',
+    );
+    // No port given: the auth service's, not https's 443.
+    expect(noPort.stderr).toContain(
+      'did you mean https://nas.local:8445 (or http://nas.local:8445',
+    );
+    const inUrl =
+      "the host's address and port go in --auth URL, as the host prints it at start (https://<host>:8445)";
+    expect(port.stderr).toBe(
+      `sync-host login: unknown option --port: ${inUrl} (see sync-host login --help)\n`,
+    );
+    expect(server.stderr).toContain(`unknown option --server: ${inUrl}`);
+    for (const run of [none, bare, noPort, port, server]) expect(run.code).toBe(2);
+    expect(readdirSync(fresh)).toEqual([]);
+  });
+
+  it('tells a web server that is not a sync-host from a proxy whose host is not running', async () => {
+    // A router's or NAS's own web page (404 for what it does not serve), and nginx in front of
+    // a stopped host (502 with its HTML page).
+    const page = await listenLoopback((_req, res) => res.writeHead(404).end());
+    const proxy = await listenLoopback((_req, res) =>
+      res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>502 Bad Gateway</h1>'),
+    );
+    try {
+      const [notSyncHost, hostDown] = await Promise.all([
+        cli(['login', '--auth', page.url], tempDir()),
+        cli(['login', '--auth', proxy.url], tempDir()),
+      ]);
+      expect(notSyncHost.stderr).toBe(
+        `sync-host login: ${page.url} answered POST /auth/pair with HTTP 404 and no error body: is that a sync-host auth service? check the address and port (the host prints its auth URL at start) (http_error, HTTP 404)\n`,
+      );
+      expect(hostDown.stderr).toBe(
+        `sync-host login: ${proxy.url} answered POST /auth/pair with HTTP 502 and no error body: a proxy in front of the host answers so while the host is not running (internal, HTTP 502)\n`,
+      );
+      for (const run of [notSyncHost, hostDown]) expect(run.code).toBe(1);
+    } finally {
+      await Promise.all([page.close(), proxy.close()]);
+    }
   });
 
   it('pairs into a file without escape sequences, named after host and platform, and devices marks this device', async () => {
