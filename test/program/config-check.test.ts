@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -88,6 +88,29 @@ describe('sync-host config check', () => {
     expect(line('SMTP_PORT')).toMatch(/env SMTP_PORT\s+2525$/);
     expect(line('DEVICE_LIMIT')).toMatch(/default\s+100$/);
     expect(line('rate.burst')).toMatch(/relay\.conf:1\s+500$/);
+  });
+
+  it("takes the README's port change as written: the ports it names, from those files", async () => {
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    // The ```ini blocks that start with `# auth.conf, …` and `# relay.conf` under "Changing a port".
+    const section = readme.slice(readme.indexOf('Changing a port'));
+    const blocks = [...section.matchAll(/```ini\n(# (auth|relay)\.conf[^\n]*\n[\s\S]*?)```/g)];
+    const auth = blocks.find((b) => b[2] === 'auth')?.[1];
+    const relay = blocks.find((b) => b[2] === 'relay')?.[1];
+    expect(auth).toContain('PORT=9445');
+    expect(relay).toContain('ws.port=9443');
+    const dir = configDir(auth, relay);
+    const json = await sh(['config', 'check', '--config-dir', dir, '--json'], dir);
+    expect(json.stderr).toBe('');
+    const config = JSON.parse(json.stdout) as EffectiveConfig;
+    expect(entry(config, 'auth', 'PORT')).toMatchObject({ value: 9445, source: 'file' });
+    expect(entry(config, 'relay', 'ws.port')).toMatchObject({ value: 9443, source: 'file' });
+    expect(entry(config, 'relay', 'status.port')).toMatchObject({ value: 9444, source: 'file' });
+    // The flag the README says is refused is refused, naming the key.
+    const flag = await sh(['--port', '9445'], dir);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain('PORT in auth.conf');
+    expect(readme).toContain('`sync-host --port 9445` is refused with the key it belongs');
   });
 
   it('names the spelling a file used, and warns about an unknown key naming the closest one', async () => {
