@@ -1,5 +1,5 @@
-import { createAuthClient } from '../auth-client.ts';
-import type { SignedIn } from '../auth-types.ts';
+import { type AuthClient, createAuthClient } from '../auth-client.ts';
+import type { Device, SignedIn } from '../auth-types.ts';
 import { AuthServiceError, SyncError } from '../errors.ts';
 import { pinnedFetch } from '../pinning.ts';
 import {
@@ -12,6 +12,7 @@ import {
 } from './context.ts';
 import { ask, readLine } from './io.ts';
 import { defaultDeviceName, loginByPairing, signInWithToken } from './login.ts';
+import { printable } from './printable.ts';
 import { trustHost } from './trust.ts';
 
 const authUrlRequired =
@@ -67,7 +68,29 @@ export async function login(ctx: Context): Promise<number> {
   ctx.io.stdout.write(
     `Signed in as ${signed.user.email} on ${authUrl}: device ${signed.device.id} "${signed.device.deviceName}" (credentials in ${ctx.store.path})\n`,
   );
+  await noteSameName(ctx, auth.withDeviceToken(signed.deviceToken), signed.device);
   return 0;
+}
+
+/**
+ * Another device of the account with this one's name (two virtual machines both called `vm`,
+ * on the same platform): said once, since device lists then tell them apart by id alone.
+ */
+async function noteSameName(ctx: Context, auth: AuthClient, device: Device): Promise<void> {
+  let devices: Device[];
+  try {
+    devices = await auth.devices();
+  } catch (err: unknown) {
+    // The device is signed in and stored: a note is not worth failing the login for.
+    if (err instanceof SyncError) return;
+    throw err;
+  }
+  const twins = devices.filter((d) => d.id !== device.id && d.deviceName === device.deviceName);
+  if (twins.length === 0) return;
+  const ids = `${twins.length === 1 ? 'device' : 'devices'} ${twins.map((d) => d.id).join(', ')}`;
+  ctx.io.stderr.write(
+    `note: this account has another device named "${printable(device.deviceName)}" (${ids}); sync-host devices tells them apart by id (name a machine with login --device-name)\n`,
+  );
 }
 
 /**

@@ -222,5 +222,20 @@ describe('what a new user meets on the command line', { timeout: 90_000 }, () =>
       [name, true],
     ]);
     expect(list[0]!.id).toBe(other.deviceId);
+    expect(login.out.stderr).not.toContain('another device named');
+  });
+
+  it('says when the account already has a device of the same name, naming its id', async () => {
+    // Two virtual machines, both called as this one: the same default name.
+    const email = 'twin@example.org';
+    const name = `${hostname()} (${process.platform})`;
+    const other = await host.signIn(email, name);
+    const login = spawnCli(['login', '--auth', host.base], tempDir());
+    const code = await login.code();
+    expect((await host.admin('POST', '/pairings/approve', { code, email })).status).toBe(200);
+    expect(await login.exited).toBe(0);
+    expect(login.out.stderr).toContain(
+      `note: this account has another device named "${name}" (device ${other.deviceId}); sync-host devices tells them apart by id (name a machine with login --device-name)\n`,
+    );
   });
 });
