@@ -184,7 +184,7 @@ async function discover(flags: Flags): Promise<number> {
         ? ''
         : `  certificate: ${shortFingerprint(host.fingerprint)} (sha256 ${host.fingerprint})\n`;
     process.stdout.write(
-      `${host.name}\n  auth:    ${host.authUrl}\n  relay:   ${host.relayUrl}\n  version: ${host.version}\n${certificate}`,
+      `${host.name}\n  auth:    ${host.authUrl}\n  relay:   ${host.relayUrl}\n  version: ${host.version}\n${certificate}  sign in: sync-host login --auth ${host.authUrl}\n`,
     );
   }
   return 0;

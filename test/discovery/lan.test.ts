@@ -85,6 +85,10 @@ describe.skipIf(!canUnshare && !requireNamespace)(
       expect(result.discover.code).toBe(0);
       expect(result.discover.stdout).toContain(`auth:    ${result.authUrl}`);
       expect(result.discover.stdout).toContain(`relay:   ${result.relayUrl}`);
+      // The next step, with the URL found.
+      expect(result.discover.stdout).toContain(
+        `sign in: sync-host login --auth ${result.authUrl}\n`,
+      );
       expect(result.discover.stdout).toMatch(/^sync-host on \S+\n/);
       expect(result.discover.stdout).toMatch(/version: \d+\.\d+\.\d+/);
       expect(result.seenUp).toBe(true);
