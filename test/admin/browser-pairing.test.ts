@@ -456,6 +456,42 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       expect(relay.socket.readyState).toBe(relay.socket.OPEN);
     });
 
+    it('scrolls the section links sideways with a shadow at the edge that has more, and reaches the last', async () => {
+      await phone.evaluate(() => window.scrollTo(0, 0));
+      const nav = phone.getByRole('navigation', { name: 'Sections' });
+      const line = await nav.evaluate((el) => ({
+        scrollWidth: el.scrollWidth,
+        clientWidth: el.clientWidth,
+        image: getComputedStyle(el).backgroundImage,
+        attachment: getComputedStyle(el).backgroundAttachment,
+      }));
+      // More links than fit in one line at 390 px: the line scrolls, so it needs its cue.
+      expect(line.scrollWidth).toBeGreaterThan(line.clientWidth);
+      // A shadow at each edge (fixed to the box) under a cover that scrolls with the links and
+      // hides it once that edge is reached, as the tables have.
+      expect(line.image.match(/radial-gradient/g)).toHaveLength(2);
+      expect(line.attachment).toMatch(/^local, local, scroll, scroll\b/);
+      await nav.evaluate((el) => {
+        el.scrollLeft = 0;
+      });
+      await nav.screenshot({ path: join(screenshotsDir, 'tabs-390.png') });
+      const last = nav.getByRole('link', { name: 'Connection' });
+      const inLine = () =>
+        last.evaluate((el) => {
+          const r = el.getBoundingClientRect();
+          const box = el.parentElement?.getBoundingClientRect();
+          return box !== undefined && r.left >= box.left && r.right <= box.right;
+        });
+      expect(await inLine()).toBe(false);
+      // A swipe along the line brings the last link in, and a tap on it goes to its section.
+      await nav.evaluate((el) => {
+        el.scrollLeft = el.scrollWidth;
+      });
+      expect(await inLine()).toBe(true);
+      await last.click();
+      await expect.poll(() => inView(phone.locator('#connection h2'))).toBe(true);
+    });
+
     it('keeps the section links on screen after scrolling to the bottom', async () => {
       await phone.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
       const nav = phone.getByRole('navigation', { name: 'Sections' });
