@@ -50,9 +50,16 @@ export class SettingsError extends SyncError {
  * Why nothing answered: `refused` (the address resolves and a machine is there, but nothing
  * listens on the port: the host is not running), `not_found` (the name does not resolve),
  * `no_route` (no way to that address: a wrong or absent machine), `timeout` (no answer at all),
- * `other`.
+ * `not_tls` (an https:// URL whose port answers in plain HTTP: a host with TLS=off, or the
+ * relay's status port), `other`.
  */
-export type UnreachableReason = 'refused' | 'not_found' | 'no_route' | 'timeout' | 'other';
+export type UnreachableReason =
+  | 'refused'
+  | 'not_found'
+  | 'no_route'
+  | 'timeout'
+  | 'not_tls'
+  | 'other';
 
 /** The auth service could not be reached (code `unreachable`); `reason` tells the cases apart. */
 export class UnreachableError extends SyncError {

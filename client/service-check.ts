@@ -13,6 +13,9 @@ const reasons: Record<string, UnreachableReason> = {
   EHOSTDOWN: 'no_route',
   ETIMEDOUT: 'timeout',
   UND_ERR_CONNECT_TIMEOUT: 'timeout',
+  // OpenSSL reading a plain-HTTP answer as a TLS record.
+  ERR_SSL_WRONG_VERSION_NUMBER: 'not_tls',
+  ERR_SSL_PACKET_LENGTH_TOO_LONG: 'not_tls',
 };
 
 const why: Record<UnreachableReason, string> = {
@@ -20,6 +23,7 @@ const why: Record<UnreachableReason, string> = {
   not_found: 'the host name does not resolve',
   no_route: 'no route to that address',
   timeout: 'no answer (timed out)',
+  not_tls: 'that port answers without TLS',
   other: 'the connection failed',
 };
 

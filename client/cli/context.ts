@@ -114,6 +114,8 @@ export function errorLine(err: unknown): string {
     if (err.reason === 'refused')
       return `${err.message}; is the host running? it prints its URLs at start`;
     if (err.reason === 'other') return err.message;
+    if (err.reason === 'not_tls')
+      return `${err.message}; give it with http:// if the host runs with TLS=off (it prints its URLs at start; the relay's status port is plain HTTP too)`;
     return `${err.message}; check the address; on the same LAN, sync-host discover lists hosts`;
   }
   if (err instanceof SettingsError) return err.message.replace(/^sync(Auth|Relay)Url /, '');

@@ -172,7 +172,7 @@ describe('what a new user meets on the command line', { timeout: 90_000 }, () =>
     expect(readdirSync(fresh)).toEqual([]);
   });
 
-  it('tells a web server that is not a sync-host from a proxy whose host is not running', async () => {
+  it('tells a web server that is not a sync-host from a proxy whose host is not running, and https from http', async () => {
     // A router's or NAS's own web page (404 for what it does not serve), and nginx in front of
     // a stopped host (502 with its HTML page).
     const page = await listenLoopback((_req, res) => res.writeHead(404).end());
@@ -180,17 +180,23 @@ describe('what a new user meets on the command line', { timeout: 90_000 }, () =>
       res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>502 Bad Gateway</h1>'),
     );
     try {
-      const [notSyncHost, hostDown] = await Promise.all([
+      const httpsUrl = page.url.replace('http:', 'https:');
+      const [notSyncHost, hostDown, plainHttp] = await Promise.all([
         cli(['login', '--auth', page.url], tempDir()),
         cli(['login', '--auth', proxy.url], tempDir()),
+        // https:// to a plain-HTTP port (a host with TLS=off, the relay's status port).
+        cli(['login', '--auth', httpsUrl], tempDir()),
       ]);
+      expect(plainHttp.stderr).toBe(
+        `sync-host login: cannot reach the auth service at ${httpsUrl}: that port answers without TLS (ERR_SSL_WRONG_VERSION_NUMBER); give it with http:// if the host runs with TLS=off (it prints its URLs at start; the relay's status port is plain HTTP too)\n`,
+      );
       expect(notSyncHost.stderr).toBe(
         `sync-host login: ${page.url} answered POST /auth/pair with HTTP 404 and no error body: is that a sync-host auth service? check the address and port (the host prints its auth URL at start) (http_error, HTTP 404)\n`,
       );
       expect(hostDown.stderr).toBe(
         `sync-host login: ${proxy.url} answered POST /auth/pair with HTTP 502 and no error body: a proxy in front of the host answers so while the host is not running (internal, HTTP 502)\n`,
       );
-      for (const run of [notSyncHost, hostDown]) expect(run.code).toBe(1);
+      for (const run of [notSyncHost, hostDown, plainHttp]) expect(run.code).toBe(1);
     } finally {
       await Promise.all([page.close(), proxy.close()]);
     }
