@@ -26,6 +26,9 @@ async function syncSocketOf(ctx: Context, projectKey: string): Promise<string> {
   return controlSocketPath(ctx.store.dir, authUrl, projectKey);
 }
 
+/** How a payload is written on a shell's command line: an object, in single quotes. */
+const jsonExample = `an object in single quotes, as '{"text":"hi"}'`;
+
 /** `send <projectKey> <to> <json>`: joins, sends one message, waits until the relay has it. */
 export async function send(ctx: Context): Promise<number> {
   expectArgs(ctx, 3, '<projectKey> <to> <json>');
@@ -35,10 +38,10 @@ export async function send(ctx: Context): Promise<number> {
     payload = JSON.parse(json);
   } catch (err: unknown) {
     if (!(err instanceof SyntaxError)) throw err;
-    throw new UsageError('<json> is not valid JSON');
+    throw new UsageError(`<json> is not valid JSON: ${jsonExample}`);
   }
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-    throw new UsageError('<json> must be a JSON object');
+    throw new UsageError(`<json> must be a JSON object: ${jsonExample}`);
   }
   const seconds = ctx.flags.timeout === undefined ? 10 : Number(ctx.flags.timeout);
   if (!Number.isFinite(seconds) || seconds <= 0) {

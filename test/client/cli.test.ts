@@ -139,12 +139,14 @@ describe('sync-host client commands', { timeout: 60_000 }, () => {
   }, 60_000);
 
   it('reports failures as one line with a non-zero exit code', async () => {
-    const [notSignedIn, badToken, unknownProject, badJson, badUrl] = await Promise.all([
+    const [notSignedIn, badToken, unknownProject, badJson, badUrl, unquoted] = await Promise.all([
       cli(['devices'], tempDir()),
       cli(['login', email, '--auth', host.authUrl, '--token', 'f'.repeat(64)], tempDir()),
       cli(['send', 'nope', 'broadcast', '{}'], laptop),
       cli(['send', 'notes', 'broadcast', '[1]'], laptop),
       cli(['login', email, '--auth', 'ftp://example.org'], tempDir()),
+      // What the shell leaves of {"text":"hi"} typed without quotes.
+      cli(['send', 'notes', 'broadcast', '{text:hi}'], laptop),
     ]);
     expect(notSignedIn.code).toBe(1);
     expect(notSignedIn.stderr).toMatch(/^sync-host devices: not signed in: run sync-host login/);
@@ -153,9 +155,13 @@ describe('sync-host client commands', { timeout: 60_000 }, () => {
     expect(unknownProject.code).toBe(1);
     expect(unknownProject.stderr).toContain('no project with key "nope"');
     expect(badJson.code).toBe(2);
+    const example = `an object in single quotes, as '{"text":"hi"}'`;
+    expect(badJson.stderr).toContain(`<json> must be a JSON object: ${example}`);
+    expect(unquoted.code).toBe(2);
+    expect(unquoted.stderr).toContain(`<json> is not valid JSON: ${example}`);
     expect(badUrl.code).toBe(2);
     expect(badUrl.stderr).toContain('--auth must be an http:// or https:// URL');
-    for (const res of [notSignedIn, badToken, unknownProject, badJson, badUrl]) {
+    for (const res of [notSignedIn, badToken, unknownProject, badJson, badUrl, unquoted]) {
       expect(res.stderr.trim().split('\n')).toHaveLength(1);
       expect(res.stderr).not.toMatch(/\n\s+at /);
     }
