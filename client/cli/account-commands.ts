@@ -15,8 +15,17 @@ export async function devicesCommand(ctx: Context): Promise<number> {
     expectArgs(ctx, 1, '<id>');
     const id = Number(ctx.args[0]);
     if (!Number.isSafeInteger(id) || id <= 0) throw new UsageError('<id> must be a device id');
-    await (await signedIn(ctx)).auth.deleteDevice(id);
-    ctx.io.stderr.write(`Device ${id} removed.\n`);
+    const { auth, authUrl, credential } = await signedIn(ctx);
+    await auth.deleteDevice(id);
+    if (id !== credential.deviceId) {
+      ctx.io.stderr.write(`Device ${id} removed.\n`);
+      return 0;
+    }
+    // Its token stopped working: keeping it would fail every later command with a 401.
+    ctx.store.remove(authUrl);
+    ctx.io.stderr.write(
+      `Device ${id} removed: it was this device, which is now signed out (to pair it again: sync-host login --auth ${authUrl}).\n`,
+    );
     return 0;
   }
   if (ctx.args[0] !== undefined) throw unknownSubcommand('devices', ctx.args[0], ['remove']);

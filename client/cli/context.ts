@@ -96,12 +96,15 @@ export interface Context {
   launcher?: string[] | undefined;
 }
 
-/** The one line an error prints as on stderr. */
-export function errorLine(err: unknown): string {
+/**
+ * The one line an error prints as on stderr. `authUrl`: the auth service the command used, when
+ * known, for the command that pairs this device again.
+ */
+export function errorLine(err: unknown, authUrl?: string): string {
   if (err instanceof AuthServiceError) {
     const hint =
       err.code === 'unauthorized'
-        ? '; sign in again with sync-host login'
+        ? `; this device's token is not accepted there (the device was removed, or signed in again elsewhere): pair it again with sync-host login --auth ${authUrl ?? '<URL>'}`
         : err.code === 'tls_required'
           ? '; give the auth URL with https:// (the host prints it at start)'
           : '';
@@ -174,6 +177,13 @@ function schemeHint(url: string): string {
 /** What every command run before the first login says: pairing is the way in. */
 export const notSignedIn =
   'not signed in: run sync-host login --auth <URL> to pair this device (the host prints its auth URL at start; sync-host discover finds hosts on the LAN)';
+
+/** The auth service a command talks to: `--auth`, or the only one stored; else undefined. */
+export function authUrlInUse(ctx: Context): string | undefined {
+  if (ctx.flags.auth !== undefined) return ctx.flags.auth;
+  const stored = ctx.store.authUrls();
+  return stored.length === 1 ? stored[0] : undefined;
+}
 
 /** The stored credential for `--auth`, or the only one stored. */
 export async function signedIn(ctx: Context) {

@@ -5,7 +5,7 @@ import {
   projectsCommand,
   subscriptionCommand,
 } from './account-commands.ts';
-import { type Context, errorLine, parseCommandLine, UsageError } from './context.ts';
+import { authUrlInUse, type Context, errorLine, parseCommandLine, UsageError } from './context.ts';
 import { CredentialStore, configDir } from './credentials.ts';
 import { type CliIo, processIo } from './io.ts';
 import { login, logout, pairCommand } from './login-commands.ts';
@@ -116,7 +116,7 @@ export async function runClientCommand(
     }
     if (!(err instanceof SyncError)) throw err;
     // Error messages may come from the auth service or the relay: printed escaped.
-    io.stderr.write(`sync-host ${command}: ${printable(errorLine(err))}\n`);
+    io.stderr.write(`sync-host ${command}: ${printable(errorLine(err, authUrlInUse(context)))}\n`);
     return command === 'sync' && deviceRefusals.has(err.code) ? exitDeviceRefused : exitFailure;
   }
 }

@@ -231,6 +231,43 @@ describe('what a new user meets on the command line', { timeout: 90_000 }, () =>
     expect(login.out.stderr).not.toContain('another device named');
   });
 
+  it('tells a removed device to pair again at its URL, and signs out a device that removes itself', async () => {
+    const email = 'gone@example.org';
+    const one = tempDir();
+    const two = tempDir();
+    for (const [dir, name] of [
+      [one, 'one'],
+      [two, 'two'],
+    ] as const) {
+      const login = spawnCli(['login', '--auth', host.base, '--device-name', name], dir);
+      const code = await login.code();
+      expect((await host.admin('POST', '/pairings/approve', { code, email })).status).toBe(200);
+      expect(await login.exited).toBe(0);
+    }
+    const listed = JSON.parse((await cli(['devices'], one)).stdout) as Array<{
+      id: number;
+      thisDevice: boolean;
+    }>;
+    const idOne = listed.find((d) => d.thisDevice)?.id;
+    const idTwo = listed.find((d) => !d.thisDevice)?.id;
+    expect((await cli(['devices', 'remove', String(idTwo)], one)).code).toBe(0);
+    const removed = await cli(['devices'], two);
+    expect(removed.code).toBe(1);
+    expect(removed.stderr).toMatch(
+      /^sync-host devices: .* \(unauthorized, HTTP 401\); this device's token is not accepted there \(the device was removed, or signed in again elsewhere\): pair it again with sync-host login --auth (\S+)\n$/,
+    );
+    expect(removed.stderr).toContain(`--auth ${host.base}\n`);
+
+    const self = await cli(['devices', 'remove', String(idOne)], one);
+    expect(self.code).toBe(0);
+    expect(self.stderr).toBe(
+      `Device ${idOne} removed: it was this device, which is now signed out (to pair it again: sync-host login --auth ${host.base}).\n`,
+    );
+    const after = await cli(['devices'], one);
+    expect(after.code).toBe(1);
+    expect(after.stderr.trim().endsWith(pairingHint)).toBe(true);
+  });
+
   it('says when the account already has a device of the same name, naming its id', async () => {
     // Two virtual machines, both called as this one: the same default name.
     const email = 'twin@example.org';
