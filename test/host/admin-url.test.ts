@@ -30,10 +30,11 @@ describe('the admin URL at start', () => {
     host = await startHostProcess(['--headless'], dir, { env });
     const later = await host.url('admin');
     expect(later).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/admin\/$/);
+    // Printed after the admin line, maybe in a later chunk of the pipe: waited for.
+    const note = await host.line('        (the admin token');
     const lines = host.stdout.join('\n').split('\n');
-    expect(lines[lines.findIndex((l) => l.startsWith('admin:')) + 1]).toBe(
-      `        (the admin token is in ${file}; the UI asks for it)`,
-    );
+    expect(lines[lines.findIndex((l) => l.startsWith('admin:')) + 1]).toBe(note);
+    expect(note).toBe(`        (the admin token is in ${file}; the UI asks for it)`);
     expect([...host.stdout, ...host.stderr].join('\n')).not.toContain(token);
     // the token kept in the file still opens the admin API
     const api = await fetch(`${later.replace(/\/admin\/$/, '')}/admin/api/connection`, {
