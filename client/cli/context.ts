@@ -150,11 +150,12 @@ export function authUrlOf(url: string): string {
   } catch (err: unknown) {
     if (err instanceof SettingsError) {
       // The relay's address given where the auth service's goes: say which one that is.
-      const relay = /^wss?:\/\/([^/:]+|\[[^\]]+\])/.exec(url)?.[1];
+      const relay = /^ws(s?):\/\/([^/:]+|\[[^\]]+\])/i.exec(url);
+      // wss:// is the relay with TLS: its auth service speaks https.
       const hint =
-        relay === undefined
+        relay === null
           ? ''
-          : `; ${url} is the relay's address, the auth service is on port 8445 by default: sync-host login --auth http://${relay}:8445`;
+          : `; ${url} is the relay's address, the auth service is on port 8445 by default: sync-host login --auth http${relay[1]?.toLowerCase()}://${relay[2]}:8445`;
       throw new UsageError(`--auth ${errorLine(err)}${hint || schemeHint(url)}`);
     }
     throw err;

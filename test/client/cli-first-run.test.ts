@@ -123,11 +123,15 @@ describe('what a new user meets on the command line', { timeout: 90_000 }, () =>
 
   it('tells a host that is not running from an address that leads nowhere', async () => {
     const idle = `http://127.0.0.1:${await freePort()}`;
-    const [refused, unknown, relayAddress] = await Promise.all([
+    const [refused, unknown, relayAddress, tlsRelayAddress] = await Promise.all([
       cli(['login', '--auth', idle], tempDir()),
       cli(['login', '--auth', 'http://no-such-host.invalid:8445'], tempDir()),
       cli(['login', '--auth', 'ws://192.168.1.20:8443'], tempDir()),
+      cli(['login', '--auth', 'wss://192.168.1.20:8443'], tempDir()),
     ]);
+    // The relay's TLS address: the auth service speaks https then.
+    expect(tlsRelayAddress.code).toBe(2);
+    expect(tlsRelayAddress.stderr).toContain('sync-host login --auth https://192.168.1.20:8445 ');
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim()).toBe(
       `sync-host login: cannot reach the auth service at ${idle}: nothing listens there (connection refused); is the host running? it prints its URLs at start`,
