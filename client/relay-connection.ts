@@ -13,6 +13,7 @@ import { KeepAlive, type Outgoing } from './keep-alive.ts';
 import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
 import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
 import { refusalOf } from './relay-refusals.ts';
+import type { AppendFrame, CatchUpFrame } from './store-frames.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type {
@@ -176,6 +177,31 @@ export class RelayConnection extends Emitter<RelayEvents> {
   }
 
   /**
+   * Sends a frame of the document store (`append`, `catchup`: see store-frames.ts) on the
+   * current socket. It answers on that socket only, so a frame not confirmed when the socket
+   * drops is not sent again (the provider asks again after the rejoin). Throws `not_joined`
+   * while not joined, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
+   */
+  sendStoreFrame(frame: AppendFrame | CatchUpFrame): void {
+    if (this.currentState === 'closed' || this.closing !== undefined) {
+      throw new RelayError('closed', 'the connection is closed');
+    }
+    if (this.currentState !== 'joined') {
+      throw new SyncError('not_joined', 'store frames go on a joined connection only');
+    }
+    const text = JSON.stringify(frame);
+    if (encoder.encode(text).length > this.options.maxMessageBytes) {
+      throw new SyncError(
+        'message_too_big',
+        `the message is larger than ${this.options.maxMessageBytes} bytes`,
+      );
+    }
+    this.lastSeq += 1;
+    this.pending.push({ seq: this.lastSeq, text, volatile: true });
+    this.pump();
+  }
+
+  /**
    * Resolves once the relay has handled every message sent so far (a `pong` came back after
    * them). Rejects when the connection closes first.
    */
@@ -277,6 +303,9 @@ export class RelayConnection extends Emitter<RelayEvents> {
       case 'message':
         this.received(frame);
         return;
+      case 'store':
+        this.emit('store', frame.frame);
+        return;
       case 'presence':
         if (frame.state === 'joined') this.roomDevices.add(frame.device);
         else this.roomDevices.delete(frame.device);
@@ -364,7 +393,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.timers.clear('join');
     this.timers.clear('pump');
     // Whatever the relay did not confirm is sent again after the rejoin, before newer messages.
-    this.pending = [...this.keepAlive.dropped(), ...this.pending];
+    this.pending = [...this.keepAlive.dropped(), ...this.pending].filter((out) => !out.volatile);
     this.role = undefined;
     if (this.closing !== undefined) {
       this.finish(code);

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { relayFrameSchemas, wireDeviceId } from '../protocol/relay-frames.ts';
+import { parseStoreFrame, type StoreFrame } from './store-frames.ts';
 
 /** Frames the relay sends (the relay protocol), validated when they arrive; device ids as strings. */
 const frames = relayFrameSchemas(wireDeviceId.transform(String));
@@ -20,7 +21,10 @@ export type ErrorFrame = z.infer<typeof errorSchema>;
  */
 export type RoutedMessage = z.infer<typeof routedSchema>;
 
-export type RelayFrame = z.infer<typeof controlSchema> | ({ type: 'message' } & RoutedMessage);
+export type RelayFrame =
+  | z.infer<typeof controlSchema>
+  | ({ type: 'message' } & RoutedMessage)
+  | { type: 'store'; frame: StoreFrame };
 
 /** Parses one text frame; undefined when it is not JSON or not a frame of the protocol. */
 export function parseRelayFrame(text: string): RelayFrame | undefined {
@@ -33,6 +37,8 @@ export function parseRelayFrame(text: string): RelayFrame | undefined {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   if ('type' in value) {
+    const store = parseStoreFrame(value as Record<string, unknown>);
+    if (store !== undefined) return { type: 'store', frame: store };
     const control = controlSchema.safeParse(value);
     return control.success ? control.data : undefined;
   }

@@ -1,0 +1,268 @@
+import * as Y from 'yjs';
+import { toBase64 } from './base64.ts';
+import { type E2EKey, seal } from './e2e-key.ts';
+import { SyncError } from './errors.ts';
+import type { RelayConnection } from './relay-connection.ts';
+import type { StoredEntry, StoreFrame } from './store-frames.ts';
+import { updateMessage } from './yjs-messages.ts';
+import { Reassembler } from './yjs-reassembler.ts';
+import { type StoreCursor, storedUpdate } from './yjs-store-cursor.ts';
+import { unseal } from './yjs-wire.ts';
+
+export interface StoreSessionOptions {
+  connection: RelayConnection;
+  doc: Y.Doc;
+  /** The document's name on the wire (see `docKeyOf`). */
+  docKey: string;
+  key: E2EKey | undefined;
+  /** The origin of the transactions that apply what the host sends (the provider). */
+  origin: unknown;
+  cursor: StoreCursor;
+  /** Largest number of (sealed) bytes one append frame carries. */
+  chunkBytes: number;
+  maxReceiveBytes: number;
+  /** An entry that cannot be trusted (said once per code and device by the provider). */
+  refused: (code: string, device: string, message: string) => void;
+  /** The host keeps no documents here, or refused an append (said once per session). */
+  failed: (error: SyncError) => void;
+  /** `settled` or `state` changed. */
+  changed: () => void;
+}
+
+/** What an append frame (of several, for a large message) stands for until acknowledged. */
+interface Sent {
+  update: Uint8Array;
+  bytes: number;
+  snapshot: boolean;
+  /** Whether this frame is the last piece of its message (its ack acknowledges the message). */
+  last: boolean;
+}
+
+/**
+ * The device's side of the host's document store for one document on one connection: asks
+ * for what the host holds after the cursor's position (`catchup`), applies it (pieces
+ * reassembled, unsealed; what cannot be trusted is reported and skipped), then appends what the
+ * document holds beyond the host (an edit made offline), then every local edit as it happens,
+ * and a snapshot when enough has piled up since the last one. `settled` is true once caught up
+ * with nothing of this device unacknowledged.
+ */
+export class StoreSession {
+  /** `catching` until `caughtup`; `off` when this host keeps no documents (or refused one). */
+  state: 'catching' | 'ready' | 'off' = 'catching';
+  private readonly sent = new Map<number, Sent>();
+  private readonly reassembler: Reassembler;
+  private nextRef = 1;
+  private messageCount = 0;
+  private inbound: Promise<void> = Promise.resolve();
+  private outbound: Promise<void> = Promise.resolve();
+  /** The catch-up asked for; a broken snapshot makes it ask again for the raw entries. */
+  private asked = { after: 0, snapshots: true };
+  private brokenSnapshot = false;
+  private snapshotDue = false;
+  private stopped = false;
+
+  constructor(private readonly options: StoreSessionOptions) {
+    this.reassembler = new Reassembler({
+      check: options.key?.check,
+      maxMessageBytes: options.maxReceiveBytes,
+      maxHeldBytes: options.maxReceiveBytes,
+      onDrop: (from, refusal) => options.refused(refusal.refused, from, refusal.message),
+    });
+  }
+
+  /** Caught up with the host and every append acknowledged. */
+  get settled(): boolean {
+    return this.state === 'ready' && this.sent.size === 0;
+  }
+
+  /** Asks for what the host holds after the cursor's position. */
+  start(): void {
+    this.catchUp(true);
+  }
+
+  /** Stops for good (the provider is destroyed or the connection is gone). */
+  stop(): void {
+    this.stopped = true;
+    this.reassembler.clear();
+  }
+
+  /** A local edit: appended at once when caught up, else with the diff after the catch-up. */
+  local(update: Uint8Array): void {
+    if (this.state === 'ready') this.append(update, false);
+  }
+
+  handle(frame: StoreFrame): void {
+    if (this.stopped || frame.doc !== this.options.docKey) return;
+    switch (frame.type) {
+      case 'stored':
+        for (const entry of frame.entries) this.queue(() => this.applyEntry(entry));
+        return;
+      case 'caughtup':
+        this.queue(async () => this.caughtUp(frame.pos));
+        return;
+      case 'appended':
+        this.acknowledged(frame.ref);
+        return;
+      case 'error':
+        this.storeError(frame.code, frame.message);
+        return;
+    }
+  }
+
+  private catchUp(snapshots: boolean): void {
+    const { docKey, key, cursor } = this.options;
+    this.asked = { after: cursor.position, snapshots };
+    this.brokenSnapshot = false;
+    this.send({
+      type: 'catchup',
+      doc: docKey,
+      after: cursor.position,
+      ...(key === undefined ? {} : { kc: key.check }),
+      ...(snapshots ? {} : { snapshots: false as const }),
+    });
+  }
+
+  private queue(step: () => Promise<void>): void {
+    this.inbound = this.inbound.then(() => (this.stopped ? undefined : step()));
+  }
+
+  private async applyEntry(entry: StoredEntry): Promise<void> {
+    const { key, docKey, doc, origin, cursor } = this.options;
+    const assembled = this.reassembler.accept(entry.from, {
+      y: 1,
+      doc: docKey,
+      d: entry.data,
+      ...(entry.kc === undefined ? {} : { kc: entry.kc }),
+      ...(entry.part === undefined ? {} : { m: entry.part.m, i: entry.part.i, n: entry.part.n }),
+    });
+    if (assembled.kind === 'partial') return;
+    const ours = entry.kc === key?.check;
+    if (assembled.kind === 'refused') {
+      this.options.refused(assembled.refused, entry.from, `${assembled.message} (kept by the host)`);
+      return;
+    }
+    const opened = await unseal(key, docKey, entry.from, assembled);
+    const update = 'body' in opened ? storedUpdate(opened.body) : undefined;
+    if (update === undefined) {
+      if (ours && entry.covers !== undefined) this.brokenSnapshot = true;
+      const message =
+        'refused' in opened
+          ? opened.message
+          : `an entry the host keeps from device ${entry.from} is no document update; it was skipped`;
+      this.options.refused('refused' in opened ? opened.refused : 'invalid_payload', entry.from, message);
+      return;
+    }
+    try {
+      Y.applyUpdate(doc, update, origin);
+    } catch (err: unknown) {
+      if (ours && entry.covers !== undefined) this.brokenSnapshot = true;
+      this.options.refused(
+        'invalid_payload',
+        entry.from,
+        `an entry the host keeps from device ${entry.from} could not be applied (${err instanceof Error ? err.message : String(err)}); it was skipped`,
+      );
+      return;
+    }
+    cursor.host.add(update);
+    if (entry.covers !== undefined) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+    else cursor.counted(assembled.bytes.length);
+  }
+
+  private async caughtUp(position: number): Promise<void> {
+    const { cursor, doc } = this.options;
+    if (this.brokenSnapshot && this.asked.snapshots) {
+      // A snapshot sealed with this key did not open (forged or broken): the raw entries.
+      cursor.position = this.asked.after;
+      this.catchUp(false);
+      return;
+    }
+    this.reassembler.clear();
+    cursor.position = Math.max(cursor.position, position);
+    const first = this.state === 'catching';
+    if (first) {
+      this.state = 'ready';
+      const missing = cursor.host.missing(doc);
+      if (missing !== undefined) this.append(missing, false);
+    }
+    this.snapshotDue = false;
+    const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null;
+    if (cursor.wantsSnapshot && complete) {
+      this.append(Y.encodeStateAsUpdate(doc), true, cursor.position);
+    }
+    this.options.changed();
+  }
+
+  /** Seals (when encrypted), cuts in pieces and sends one message, in order with the others. */
+  private append(update: Uint8Array, snapshot: boolean, covers?: number): void {
+    const { key, docKey, chunkBytes } = this.options;
+    this.messageCount += 1;
+    const id = `a${this.messageCount}`;
+    this.outbound = this.outbound.then(async () => {
+      if (this.stopped || this.state === 'off') return;
+      const body = updateMessage(update);
+      const bytes = key === undefined ? body : await seal(key, body);
+      const n = Math.ceil(bytes.length / chunkBytes);
+      for (let i = 0; i < n; i += 1) {
+        const ref = this.nextRef;
+        this.nextRef += 1;
+        this.sent.set(ref, { update, bytes: bytes.length, snapshot, last: i === n - 1 });
+        this.send({
+          type: 'append',
+          doc: docKey,
+          ref,
+          data: toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
+          ...(key === undefined ? {} : { kc: key.check }),
+          ...(covers === undefined ? {} : { covers }),
+          ...(n === 1 ? {} : { part: { m: id, i, n } }),
+        });
+      }
+    });
+  }
+
+  private acknowledged(ref: number): void {
+    const sent = this.sent.get(ref);
+    if (sent === undefined) return;
+    this.sent.delete(ref);
+    if (!sent.last) return;
+    const { cursor } = this.options;
+    cursor.host.add(sent.update);
+    if (sent.snapshot) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+    else cursor.counted(sent.bytes);
+    if (cursor.wantsSnapshot && !this.snapshotDue && this.state === 'ready') {
+      // Caught up first, so the snapshot covers everything up to the host's last position.
+      this.snapshotDue = true;
+      this.catchUp(true);
+    }
+    if (this.sent.size === 0) this.options.changed();
+  }
+
+  private storeError(code: string, message: string): void {
+    if (code !== 'store_full' && code !== 'store_unavailable') {
+      this.options.failed(new SyncError(code, message));
+      return;
+    }
+    if (this.state === 'off') return;
+    this.state = 'off';
+    this.sent.clear();
+    this.options.failed(
+      new SyncError(
+        code,
+        code === 'store_full'
+          ? `the host is full and keeps no more of this document (${message}); devices online still sync`
+          : `the host keeps no documents (${message}); devices sync only while online together`,
+      ),
+    );
+    this.options.changed();
+  }
+
+  private send(frame: Parameters<RelayConnection['sendStoreFrame']>[0]): void {
+    try {
+      this.options.connection.sendStoreFrame(frame);
+    } catch (err: unknown) {
+      // The connection is gone: the next one catches up and sends what the host lacks.
+      if (err instanceof SyncError) return;
+      throw err;
+    }
+  }
+}
+
