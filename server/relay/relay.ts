@@ -1,16 +1,20 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { dirname, join } from 'node:path';
 import { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
 import { capConnectionsPerAddress } from '../address-cap.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
+import type { DocumentStore } from '../store/document-store.ts';
+import { openSqliteStore } from '../store/sqlite-store.ts';
 import type { TlsContextSource } from '../tls/secure-port.ts';
 import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
 import { RelaySocket } from './connection.ts';
+import { createDocumentFrames } from './document-frames.ts';
 import { createLocalBroker } from './local-broker.ts';
 import { openLocalBuffer } from './local-buffer.ts';
 import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
@@ -87,6 +91,26 @@ export interface RelayOptions {
   devices?: DeviceDirectory;
   /** Set, the WebSocket port speaks TLS (wss://) with this certificate. */
   tls?: TlsContextSource;
+  /**
+   * The document store. Default: with the in-process broker, store.db beside relay.db; with a
+   * broker given (a cluster), none (`append` and `catchup` are answered `store_unavailable`).
+   */
+  store?: DocumentStore;
+}
+
+const dayMs = 24 * 60 * 60 * 1_000;
+
+/** The single-node document store: store.db in relay.db's folder, with relay.conf's bounds. */
+export function openLocalStore(config: RelayConfig, now: () => number): DocumentStore {
+  return openSqliteStore({
+    path: join(dirname(config.sqlitePath), 'store.db'),
+    bounds: { userMaxBytes: config.storeUserMaxBytes, maxBytes: config.storeMaxBytes },
+    history: {
+      keepMs: config.storeHistoryDays * dayMs,
+      stepMs: config.storeHistoryStepMinutes * 60_000,
+    },
+    now,
+  });
 }
 
 /** The relay's periodic tasks. */
@@ -165,6 +189,21 @@ export function createRelay(options: RelayOptions): Relay {
       now,
       bufferWindowMs: config.bufferSeconds * secondMs,
     });
+  let store: DocumentStore | undefined;
+  try {
+    store = options.store ?? (options.broker ? undefined : openLocalStore(config, now));
+  } catch (err: unknown) {
+    void broker.close();
+    throw err;
+  }
+  const documents = createDocumentFrames({
+    store,
+    metrics,
+    logger,
+    maxMessageBytes: config.messageMaxBytes,
+    maxQueuedBytes: config.maxQueuedBytes,
+    now,
+  });
   const revoked = broker.revoked();
   const devices = options.devices && createDeviceCheck(options.devices, logger);
 
@@ -199,6 +238,7 @@ export function createRelay(options: RelayOptions): Relay {
     joined: (stream) => unjoined.joined(stream),
     settled: () => broker.settled(),
     stored: (room, device) => broker.stored(room, device),
+    documents,
   });
   const wss = new WebSocketServer({
     noServer: true,
@@ -255,7 +295,7 @@ export function createRelay(options: RelayOptions): Relay {
           unsentBytes: sockets.unsentBytes(),
           unjoinedRefused: unjoined.refused,
         };
-        return renderMetrics(metrics, gauges) + kept.metrics;
+        return renderMetrics(metrics, gauges) + kept.metrics + documents.metrics();
       },
       extra: () => broker.describe().health,
     },
@@ -284,6 +324,7 @@ export function createRelay(options: RelayOptions): Relay {
     await stopAccepting;
     wss.close();
     await broker.close();
+    await store?.close();
     await closeServer(statusServer);
     logger.info('relay closed');
   }

@@ -10,6 +10,7 @@ import {
 import type { JoinFrame } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import { type Connection, createConnection, type RelaySocket } from './connection.ts';
+import type { DocumentFrames } from './document-frames.ts';
 import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
@@ -38,6 +39,8 @@ export interface SocketHandlerOptions {
   settled?: () => Promise<void> | undefined;
   /** What a `pong` of a joined device waits for: false when some of its frames were not stored. */
   stored?: (room: string, device: string) => Promise<boolean> | undefined;
+  /** Answers `append` and `catchup` (the document store). */
+  documents: DocumentFrames;
 }
 
 /**
@@ -292,8 +295,20 @@ class RelaySocketHandler implements SocketHandler {
       case 'invalid_json':
         sendError(conn, this.#metrics, 'invalid_json', 'the frame is not valid JSON');
         return;
+      case 'append':
+        if (conn.room === undefined) this.#notJoined(conn);
+        else this.#options.documents.append(conn, frame);
+        return;
+      case 'catchup':
+        if (conn.room === undefined) this.#notJoined(conn);
+        else this.#options.documents.catchUp(conn, frame);
+        return;
       case 'invalid_message':
-        sendError(conn, this.#metrics, 'invalid_message', frame.message);
+        if (frame.doc !== undefined || frame.ref !== undefined) {
+          this.#options.documents.invalid(conn, frame.message, frame.doc, frame.ref);
+        } else {
+          sendError(conn, this.#metrics, 'invalid_message', frame.message);
+        }
         return;
     }
   }

@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
+import { append, b64, catchUp, entryText as text } from '../helpers/store-client.ts';
+
+let harness: RelayHarness | undefined;
+
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe('the document store through the relay (append, catchup)', () => {
+  it('acknowledges appends with increasing positions and gives them back in order, across a restart', async () => {
+    harness = await startRelayHarness();
+    const room = harness.room(1);
+    const { client } = await harness.joined(room, 1, 1);
+    expect(await append(client, 'notes.md', 1, 'one')).toEqual({
+      type: 'appended',
+      doc: 'notes.md',
+      ref: 1,
+      pos: 1,
+    });
+    expect(await append(client, 'notes.md', 2, 'two', { kc: 'k1' })).toMatchObject({ pos: 2 });
+    expect(await append(client, 'other.md', 7, 'x')).toMatchObject({ ref: 7, pos: 1 });
+
+    const dir = harness.dir;
+    await harness.close({ keepDir: true });
+    harness = await startRelayHarness({ dir });
+    // Another device of the user, alone in the room: the host alone answers.
+    const { client: later } = await harness.joined(room, 1, 2);
+    const first = await catchUp(later, 'notes.md');
+    expect(first.pos).toBe(2);
+    expect(first.entries.map(text)).toEqual(['one', 'two']);
+    expect(first.entries[0]).toMatchObject({ pos: 1, from: '1' });
+    expect(first.entries[0]).not.toHaveProperty('kc');
+    expect(first.entries[1]).toMatchObject({ pos: 2, kc: 'k1' });
+    expect(typeof first.entries[0]?.at).toBe('number');
+    const rest = await catchUp(later, 'notes.md', 1);
+    expect(rest.entries.map(text)).toEqual(['two']);
+    expect(await catchUp(later, 'notes.md', 2)).toMatchObject({ entries: [], pos: 2 });
+    expect(await catchUp(later, 'never.md')).toMatchObject({ entries: [], pos: 0 });
+    // Positions continue after the restart.
+    expect(await append(later, 'notes.md', 3, 'three')).toMatchObject({ pos: 3 });
+  });
+
+  it('keeps each room to itself: a room of the same user and another user see nothing', async () => {
+    harness = await startRelayHarness();
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    await append(client, 'notes.md', 1, 'secret');
+    const { client: sameUser } = await harness.joined(harness.room(1), 1, 2);
+    expect(await catchUp(sameUser, 'notes.md')).toMatchObject({ entries: [], pos: 0 });
+    const { client: otherUser } = await harness.joined(harness.room(2), 2, 3);
+    expect(await catchUp(otherUser, 'notes.md')).toMatchObject({ entries: [], pos: 0 });
+  });
+
+  it('splits a long catch-up into pages under message.maxBytes', async () => {
+    harness = await startRelayHarness({ config: { messageMaxBytes: 4096, maxQueuedBytes: 8192 } });
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    const body = 'x'.repeat(1000);
+    for (let i = 1; i <= 40; i++)
+      client.send({ type: 'append', doc: 'd', ref: i, data: b64(body) });
+    await client.take((f) => f.type === 'appended' && f.ref === 40);
+    const before = client.texts.length;
+    const { entries, pages, pos } = await catchUp(client, 'd');
+    expect(pos).toBe(40);
+    expect(entries.map((e) => e.pos)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(pages).toBeGreaterThan(10);
+    for (const page of client.texts.slice(before)) {
+      expect(Buffer.byteLength(page)).toBeLessThanOrEqual(4096);
+    }
+  });
+
+  it('refuses malformed and oversized appends naming their ref, and stores nothing of them', async () => {
+    harness = await startRelayHarness({ config: { messageMaxBytes: 2048, maxQueuedBytes: 4096 } });
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    client.send({ type: 'append', doc: 'd', ref: 1, data: 'not base64!' });
+    expect(await client.error('invalid_message')).toMatchObject({ doc: 'd', ref: 1 });
+    client.send({ type: 'append', doc: 'd', ref: 2 });
+    expect(await client.error('invalid_message')).toMatchObject({ doc: 'd', ref: 2 });
+    // Fits one frame, but not once sent back with its position, time and sender.
+    const big = await append(client, 'd', 3, 'y'.repeat(1490));
+    expect(big).toMatchObject({ type: 'error', code: 'invalid_message', ref: 3 });
+    expect(await catchUp(client, 'd')).toMatchObject({ entries: [], pos: 0 });
+  });
+
+  it('answers append and catchup before a join with not_joined', async () => {
+    harness = await startRelayHarness();
+    const client = await harness.client();
+    client.send({ type: 'append', doc: 'd', ref: 1, data: b64('a') });
+    expect(await client.error('not_joined')).toBeDefined();
+    client.send({ type: 'catchup', doc: 'd', after: 0 });
+    expect(await client.error('not_joined')).toBeDefined();
+  });
+});
