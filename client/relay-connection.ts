@@ -13,7 +13,7 @@ import { KeepAlive, type Outgoing } from './keep-alive.ts';
 import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
 import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
 import { refusalOf } from './relay-refusals.ts';
-import type { AppendFrame, CatchUpFrame } from './store-frames.ts';
+import type { AppendFrame, CatchupFrame } from '../protocol/relay-frames.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type {
@@ -182,7 +182,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
    * drops is not sent again (the provider asks again after the rejoin). Throws `not_joined`
    * while not joined, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
    */
-  sendStoreFrame(frame: AppendFrame | CatchUpFrame): void {
+  sendStoreFrame(frame: AppendFrame | CatchupFrame): void {
     if (this.currentState === 'closed' || this.closing !== undefined) {
       throw new RelayError('closed', 'the connection is closed');
     }

@@ -1,6 +1,11 @@
 import type { RelayError } from './errors.ts';
-import type { HostFrame, JoinedFrame, PresenceFrame, RoutedMessage } from './relay-frames.ts';
-import type { StoreFrame } from './store-frames.ts';
+import type {
+  HostFrame,
+  JoinedFrame,
+  PresenceFrame,
+  RoutedMessage,
+  StoreFrame,
+} from './relay-frames.ts';
 
 /** Where a message goes: the room's host, everyone else in the room, or one device. */
 export type Target = 'host' | 'broadcast' | string | number;

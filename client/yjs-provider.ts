@@ -5,8 +5,7 @@ import { deriveE2EKey, type E2EKey } from './e2e-key.ts';
 import { Emitter } from './emitter.ts';
 import { SyncError } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
-import type { JoinedFrame, PresenceFrame, RoutedMessage } from './relay-frames.ts';
-import type { StoreFrame } from './store-frames.ts';
+import type { JoinedFrame, PresenceFrame, RoutedMessage, StoreFrame } from './relay-frames.ts';
 import {
   applyMessage,
   awarenessMessage,
@@ -18,7 +17,7 @@ import { YjsOutbox } from './yjs-outbox.ts';
 import { Reassembler } from './yjs-reassembler.ts';
 import { StoreCursor } from './yjs-store-cursor.ts';
 import { StoreSession } from './yjs-store-session.ts';
-import { isYjsPayload, pieceBytes, unseal } from './yjs-wire.ts';
+import { isYjsPayload, keyRefusal, unseal } from './yjs-wire.ts';
 
 export interface YjsProviderOptions {
   /** The room's connection; the provider listens to it and never connects or closes it. */
@@ -287,11 +286,12 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.session = new StoreSession({
       connection: this.connection,
       doc: this.doc,
+      name: this.name,
       docKey: this.docKey,
       key: this.key,
       origin: this,
       cursor: this.store,
-      chunkBytes: pieceBytes(this.maxMessageBytes, this.docKey),
+      maxMessageBytes: this.maxMessageBytes,
       maxReceiveBytes: this.maxReceiveBytes,
       refused: (code, device, message) => this.report(code, device, message),
       failed: (error) => {
@@ -352,8 +352,18 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
 
   private connectionOnMessage(message: RoutedMessage): void {
     const { payload, from } = message;
-    if (!isYjsPayload(payload) || payload.doc !== this.docKey) return;
-    const assembled = this.reassembler.accept(from, payload);
+    if (!isYjsPayload(payload)) return;
+    if (payload.doc !== this.docKey) {
+      // Another document, or this one under another passphrase's name: the names differ when
+      // the keys do, so a sealed message of a key other than this one (or a plain one when
+      // this one is sealed, or the reverse) is how a device with another passphrase shows.
+      const kc = typeof payload.kc === 'string' ? payload.kc : undefined;
+      const refusal = keyRefusal(this.key?.check, kc, this.name, from);
+      if (refusal !== undefined) this.report(refusal.refused, from, refusal.message);
+      return;
+    }
+    // Named by its own name in what is reported, not by its digest.
+    const assembled = this.reassembler.accept(from, { ...payload, doc: this.name });
     if (assembled.kind === 'partial') return;
     if (assembled.kind === 'refused') {
       this.report(assembled.refused, from, assembled.message);

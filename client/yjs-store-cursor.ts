@@ -22,7 +22,7 @@ export const snapshotAfterBytes = 1_048_576;
  */
 export class StoreCursor {
   position: number;
-  readonly host: HostSummary;
+  host: HostSummary;
   /** Entries and their bytes the host keeps beyond the last snapshot (as far as seen here). */
   sinceSnapshot = { entries: 0, bytes: 0 };
 

@@ -3,23 +3,26 @@ import { toBase64 } from './base64.ts';
 import { type E2EKey, seal } from './e2e-key.ts';
 import { SyncError } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
-import type { StoredEntry, StoreFrame } from './store-frames.ts';
+import type { StoredEntry, StoreFrame } from './relay-frames.ts';
 import { updateMessage } from './yjs-messages.ts';
 import { Reassembler } from './yjs-reassembler.ts';
+import { HostSummary } from './yjs-host-summary.ts';
 import { type StoreCursor, storedUpdate } from './yjs-store-cursor.ts';
 import { unseal } from './yjs-wire.ts';
 
 export interface StoreSessionOptions {
   connection: RelayConnection;
   doc: Y.Doc;
+  /** The document's name, for what is reported. */
+  name: string;
   /** The document's name on the wire (see `docKeyOf`). */
   docKey: string;
   key: E2EKey | undefined;
   /** The origin of the transactions that apply what the host sends (the provider). */
   origin: unknown;
   cursor: StoreCursor;
-  /** Largest number of (sealed) bytes one append frame carries. */
-  chunkBytes: number;
+  /** The relay's `message.maxBytes`: a larger entry goes in pieces. */
+  maxMessageBytes: number;
   maxReceiveBytes: number;
   /** An entry that cannot be trusted (said once per code and device by the provider). */
   refused: (code: string, device: string, message: string) => void;
@@ -60,8 +63,10 @@ export class StoreSession {
   private brokenSnapshot = false;
   private snapshotDue = false;
   private stopped = false;
+  private readonly chunkBytes: number;
 
   constructor(private readonly options: StoreSessionOptions) {
+    this.chunkBytes = storeChunkBytes(options.maxMessageBytes, options.docKey);
     this.reassembler = new Reassembler({
       check: options.key?.check,
       maxMessageBytes: options.maxReceiveBytes,
@@ -127,10 +132,10 @@ export class StoreSession {
   }
 
   private async applyEntry(entry: StoredEntry): Promise<void> {
-    const { key, docKey, doc, origin, cursor } = this.options;
+    const { key, name, doc, origin, cursor } = this.options;
     const assembled = this.reassembler.accept(entry.from, {
       y: 1,
-      doc: docKey,
+      doc: name,
       d: entry.data,
       ...(entry.kc === undefined ? {} : { kc: entry.kc }),
       ...(entry.part === undefined ? {} : { m: entry.part.m, i: entry.part.i, n: entry.part.n }),
@@ -141,7 +146,7 @@ export class StoreSession {
       this.options.refused(assembled.refused, entry.from, `${assembled.message} (kept by the host)`);
       return;
     }
-    const opened = await unseal(key, docKey, entry.from, assembled);
+    const opened = await unseal(key, name, entry.from, assembled);
     const update = 'body' in opened ? storedUpdate(opened.body) : undefined;
     if (update === undefined) {
       if (ours && entry.covers !== undefined) this.brokenSnapshot = true;
@@ -177,7 +182,12 @@ export class StoreSession {
       return;
     }
     this.reassembler.clear();
-    cursor.position = Math.max(cursor.position, position);
+    if (position < this.asked.after) {
+      // The host holds less than this device believed (its store was replaced or lost): what
+      // the document holds goes to it again, all of it.
+      cursor.host = new HostSummary();
+    }
+    cursor.position = position;
     const first = this.state === 'catching';
     if (first) {
       this.state = 'ready';
@@ -194,7 +204,8 @@ export class StoreSession {
 
   /** Seals (when encrypted), cuts in pieces and sends one message, in order with the others. */
   private append(update: Uint8Array, snapshot: boolean, covers?: number): void {
-    const { key, docKey, chunkBytes } = this.options;
+    const { key, docKey } = this.options;
+    const { chunkBytes } = this;
     this.messageCount += 1;
     const id = `a${this.messageCount}`;
     this.outbound = this.outbound.then(async () => {
@@ -266,3 +277,19 @@ export class StoreSession {
   }
 }
 
+
+/**
+ * Room in a frame for what surrounds an entry's data, as the host sends it back in a catch-up
+ * page (position, time, sender, `kc`, `covers`, `part`) and as it comes in an `append`.
+ */
+const entryOverheadBytes = 1024;
+const encoder = new TextEncoder();
+
+/**
+ * Largest number of (sealed) bytes one stored entry carries: its page back from the host must
+ * fit `message.maxBytes` with the base64 data and the entry's fields.
+ */
+export function storeChunkBytes(maxMessageBytes: number, docKey: string): number {
+  const room = maxMessageBytes - entryOverheadBytes - 2 * encoder.encode(docKey).length;
+  return Math.max(3, Math.floor(room / 4) * 3);
+}
