@@ -86,7 +86,9 @@ export async function deriveE2EKey(
     await webCrypto.deriveBits(branch('sync-host e2e v1 key check'), hkdf, 64),
   );
   const check = [...checkBits].map((byte) => byte.toString(16).padStart(2, '0')).join('');
-  const nameKey = new Uint8Array(await webCrypto.deriveBits(branch('sync-host doc name'), hkdf, 256));
+  const nameKey = new Uint8Array(
+    await webCrypto.deriveBits(branch('sync-host doc name'), hkdf, 256),
+  );
   return { key, check, nameKey };
 }
 

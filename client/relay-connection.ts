@@ -1,4 +1,4 @@
-import type { JoinFrame } from '../protocol/relay-frames.ts';
+import type { AppendFrame, CatchupFrame, JoinFrame } from '../protocol/relay-frames.ts';
 import { NamedTimers } from './clock.ts';
 import {
   type RelayConnectionOptions,
@@ -13,7 +13,6 @@ import { KeepAlive, type Outgoing } from './keep-alive.ts';
 import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
 import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
 import { refusalOf } from './relay-refusals.ts';
-import type { AppendFrame, CatchupFrame } from '../protocol/relay-frames.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type {

@@ -209,9 +209,14 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     });
   }
 
-  /** Resolves once every message handed to the connection so far has reached the relay. */
-  flush(): Promise<void> {
-    return this.outbox.flush();
+  /**
+   * Resolves once every message handed to the connection so far has reached the relay, and
+   * the host has stored every edit of this device sent so far (where it keeps documents).
+   * Rejects with `closed` when the connection ends first.
+   */
+  async flush(): Promise<void> {
+    await this.outbox.flush();
+    await this.session?.stored();
   }
 
   /**

@@ -4,9 +4,9 @@ import { type E2EKey, seal } from './e2e-key.ts';
 import { SyncError } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
 import type { StoredEntry, StoreFrame } from './relay-frames.ts';
+import { HostSummary } from './yjs-host-summary.ts';
 import { updateMessage } from './yjs-messages.ts';
 import { Reassembler } from './yjs-reassembler.ts';
-import { HostSummary } from './yjs-host-summary.ts';
 import { type StoreCursor, storedUpdate } from './yjs-store-cursor.ts';
 import { unseal } from './yjs-wire.ts';
 
@@ -63,10 +63,18 @@ export class StoreSession {
   private brokenSnapshot = false;
   private snapshotDue = false;
   private stopped = false;
+  /** Waiting for the appends made so far: resolved when they are acknowledged. */
+  private waiters: { ref: number; resolve: () => void; reject: (error: Error) => void }[] = [];
   private readonly chunkBytes: number;
+  /** Resolved once the first catch-up is over (and the appends it makes are queued). */
+  private readonly ready: Promise<void>;
+  private markReady: () => void = () => undefined;
 
   constructor(private readonly options: StoreSessionOptions) {
     this.chunkBytes = storeChunkBytes(options.maxMessageBytes, options.docKey);
+    this.ready = new Promise((resolve) => {
+      this.markReady = resolve;
+    });
     this.reassembler = new Reassembler({
       check: options.key?.check,
       maxMessageBytes: options.maxReceiveBytes,
@@ -89,6 +97,25 @@ export class StoreSession {
   stop(): void {
     this.stopped = true;
     this.reassembler.clear();
+    this.markEnded();
+    const error = new SyncError('closed', 'the connection ended before the host stored every edit');
+    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+  }
+
+  /**
+   * Resolves once the host has stored every edit appended so far (at once when the store is
+   * off); rejects with `closed` when the connection ends first (the next one sends them).
+   */
+  async stored(): Promise<void> {
+    // Edits made while catching up go in the append that follows the catch-up.
+    if (this.state === 'catching') {
+      await Promise.race([this.ready, this.ended()]);
+    }
+    await this.outbound;
+    if (this.stopped) throw new SyncError('closed', 'the connection ended');
+    const last = this.nextRef - 1;
+    if (this.state === 'off' || ![...this.sent.keys()].some((ref) => ref <= last)) return;
+    return new Promise((resolve, reject) => this.waiters.push({ ref: last, resolve, reject }));
   }
 
   /** A local edit: appended at once when caught up, else with the diff after the catch-up. */
@@ -106,7 +133,7 @@ export class StoreSession {
         this.queue(async () => this.caughtUp(frame.pos));
         return;
       case 'appended':
-        this.acknowledged(frame.ref);
+        this.acknowledged(frame.ref, frame.pos);
         return;
       case 'error':
         this.storeError(frame.code, frame.message);
@@ -143,7 +170,11 @@ export class StoreSession {
     if (assembled.kind === 'partial') return;
     const ours = entry.kc === key?.check;
     if (assembled.kind === 'refused') {
-      this.options.refused(assembled.refused, entry.from, `${assembled.message} (kept by the host)`);
+      this.options.refused(
+        assembled.refused,
+        entry.from,
+        `${assembled.message} (kept by the host)`,
+      );
       return;
     }
     const opened = await unseal(key, name, entry.from, assembled);
@@ -154,7 +185,11 @@ export class StoreSession {
         'refused' in opened
           ? opened.message
           : `an entry the host keeps from device ${entry.from} is no document update; it was skipped`;
-      this.options.refused('refused' in opened ? opened.refused : 'invalid_payload', entry.from, message);
+      this.options.refused(
+        'refused' in opened ? opened.refused : 'invalid_payload',
+        entry.from,
+        message,
+      );
       return;
     }
     try {
@@ -193,6 +228,7 @@ export class StoreSession {
       this.state = 'ready';
       const missing = cursor.host.missing(doc);
       if (missing !== undefined) this.append(missing, false);
+      this.markReady();
     }
     this.snapshotDue = false;
     const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null;
@@ -230,12 +266,15 @@ export class StoreSession {
     });
   }
 
-  private acknowledged(ref: number): void {
+  private acknowledged(ref: number, position: number): void {
     const sent = this.sent.get(ref);
     if (sent === undefined) return;
     this.sent.delete(ref);
-    if (!sent.last) return;
     const { cursor } = this.options;
+    // Nothing between the last position applied and this one: the device holds it all.
+    if (position === cursor.position + 1) cursor.position = position;
+    this.settleWaiters();
+    if (!sent.last) return;
     cursor.host.add(sent.update);
     if (sent.snapshot) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
     else cursor.counted(sent.bytes);
@@ -247,6 +286,27 @@ export class StoreSession {
     if (this.sent.size === 0) this.options.changed();
   }
 
+  private endWaiters: (() => void)[] = [];
+
+  /** Resolves when the session stops. */
+  private ended(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return new Promise((resolve) => this.endWaiters.push(resolve));
+  }
+
+  private markEnded(): void {
+    for (const resolve of this.endWaiters.splice(0)) resolve();
+  }
+
+  private settleWaiters(): void {
+    const oldest = Math.min(...this.sent.keys());
+    this.waiters = this.waiters.filter((waiter) => {
+      if (waiter.ref >= oldest) return true;
+      waiter.resolve();
+      return false;
+    });
+  }
+
   private storeError(code: string, message: string): void {
     if (code !== 'store_full' && code !== 'store_unavailable') {
       this.options.failed(new SyncError(code, message));
@@ -255,6 +315,8 @@ export class StoreSession {
     if (this.state === 'off') return;
     this.state = 'off';
     this.sent.clear();
+    this.settleWaiters();
+    this.markReady();
     this.options.failed(
       new SyncError(
         code,
@@ -276,7 +338,6 @@ export class StoreSession {
     }
   }
 }
-
 
 /**
  * Room in a frame for what surrounds an entry's data, as the host sends it back in a catch-up
