@@ -130,6 +130,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.name = options.name ?? 'default';
     this.docKey = docKeyOf(this.name, key);
     this.store = options.store ?? new StoreCursor();
+    this.store.bind(this.docKey);
     this.maxReceiveBytes = maxReceiveBytes;
     this.maxMessageBytes = options.maxMessageBytes ?? 1_048_576;
     this.ownsAwareness = options.awareness === undefined;

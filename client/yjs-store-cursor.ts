@@ -4,6 +4,8 @@ import { HostSummary, type HostSummaryData } from './yjs-host-summary.ts';
 
 /** What a device keeps between runs of one document's place on the host (JSON). */
 export interface StoreProgress {
+  /** The document's name on the host (a digest when encrypted): another one starts afresh. */
+  doc?: string;
   /** The last position of the host's entries this device has applied. */
   position: number;
   /** What the host holds of the document, as far as this device knows. */
@@ -23,12 +25,29 @@ export const snapshotAfterBytes = 1_048_576;
 export class StoreCursor {
   position: number;
   host: HostSummary;
+  /** The document's name on the host, set by the first provider. */
+  doc: string | undefined;
   /** Entries and their bytes the host keeps beyond the last snapshot (as far as seen here). */
   sinceSnapshot = { entries: 0, bytes: 0 };
 
   constructor(progress?: StoreProgress) {
+    this.doc = progress?.doc;
     this.position = progress?.position ?? 0;
     this.host = new HostSummary(progress?.host);
+  }
+
+  /**
+   * Binds the cursor to the document `doc` (its name on the host); a place recorded for
+   * another name (the passphrase changed, or encryption was turned on) is forgotten.
+   */
+  bind(doc: string): void {
+    if (this.doc === doc) return;
+    if (this.doc !== undefined) {
+      this.position = 0;
+      this.host = new HostSummary();
+      this.sinceSnapshot = { entries: 0, bytes: 0 };
+    }
+    this.doc = doc;
   }
 
   /** Whether the host keeps enough beyond the last snapshot for a new one to be worth it. */
@@ -44,7 +63,11 @@ export class StoreCursor {
   }
 
   progress(): StoreProgress {
-    return { position: this.position, host: this.host.toJSON() };
+    return {
+      ...(this.doc === undefined ? {} : { doc: this.doc }),
+      position: this.position,
+      host: this.host.toJSON(),
+    };
   }
 }
 

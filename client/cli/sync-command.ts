@@ -64,6 +64,7 @@ export async function runFolderSync(options: {
     doc: folder.shared,
     name: folderDocName,
     passphrase,
+    store: folder.storeProgress,
   });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
   provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
@@ -141,7 +142,7 @@ export async function runFolderSync(options: {
     watcher?.close();
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
-    folder.close();
+    folder.close(provider.store.progress());
     provider.destroy();
     await supervisor.stop();
   }
