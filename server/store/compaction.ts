@@ -28,7 +28,8 @@ const usableSnapshot = `s.covers IS NOT NULL AND s.covers < s.pos AND (s.part IS
 
 const droppable = `
 SELECT e.id, e.document, e.bytes FROM entries e
-WHERE EXISTS (
+WHERE e.document IN (SELECT DISTINCT document FROM entries WHERE covers IS NOT NULL)
+AND EXISTS (
   SELECT 1 FROM entries s
   WHERE s.document = e.document AND s.kc IS e.kc AND s.pos > e.pos AND e.pos <= s.covers
     AND ${usableSnapshot}
