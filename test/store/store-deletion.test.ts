@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { append, catchUp } from '../helpers/store-client.ts';
 
@@ -18,19 +18,6 @@ interface Member {
   userId: number;
   deviceId: number;
   deviceToken: string;
-}
-
-async function project(
-  host: TestHost,
-  me: Member,
-  key: string,
-): Promise<{ id: number; roomId: string }> {
-  const res = await fetch(`${host.base}/auth/project`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${me.deviceToken}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ projectKey: key, name: key }),
-  });
-  return ((await res.json()) as { project: { id: number; roomId: string } }).project;
 }
 
 async function joined(host: TestHost, me: Member, room: string): Promise<RelayClient> {
@@ -65,8 +52,8 @@ describe('deleting a project or a user removes its documents from the store', ()
   it('forgets a deleted project at the next store sweep and gives the disk space back', async () => {
     h = await startTestHost({ auth: ['DEFAULT_TIER=pro'] });
     const me = await h.signIn('ada@example.org');
-    const kept = await project(h, me, 'kept');
-    const doomed = await project(h, me, 'doomed');
+    const kept = await registerProject(h.base, me.deviceToken, 'kept');
+    const doomed = await registerProject(h.base, me.deviceToken, 'doomed');
     const keptClient = await joined(h, me, kept.roomId);
     expect(await append(keptClient, 'notes.md', 1, 'stays')).toMatchObject({ type: 'appended' });
     const doomedClient = await joined(h, me, doomed.roomId);
@@ -97,8 +84,11 @@ describe('deleting a project or a user removes its documents from the store', ()
     h = await startTestHost({ auth: ['DEFAULT_TIER=pro'] });
     const owner = await h.signIn('owner@example.org');
     const gone = await h.signIn('gone@example.org');
-    const ownerProject = await project(h, owner, 'notes');
-    const goneProjects = [await project(h, gone, 'a'), await project(h, gone, 'b')];
+    const ownerProject = await registerProject(h.base, owner.deviceToken, 'notes');
+    const goneProjects = [
+      await registerProject(h.base, gone.deviceToken, 'a'),
+      await registerProject(h.base, gone.deviceToken, 'b'),
+    ];
     const ownerClient = await joined(h, owner, ownerProject.roomId);
     await append(ownerClient, 'notes.md', 1, 'mine');
     for (const p of goneProjects) {
