@@ -80,7 +80,15 @@ describe('the document store through the relay (append, catchup)', () => {
     // Fits one frame, but not once sent back with its position, time and sender.
     const big = await append(client, 'd', 3, 'y'.repeat(1490));
     expect(big).toMatchObject({ type: 'error', code: 'invalid_message', ref: 3 });
+    expect(big.message).toContain('in pieces');
     expect(await catchUp(client, 'd')).toMatchObject({ entries: [], pos: 0 });
+    // A little smaller fits, and its page stays within message.maxBytes.
+    expect(await append(client, 'd', 4, 'y'.repeat(1400))).toMatchObject({ pos: 1 });
+    const before = client.texts.length;
+    expect((await catchUp(client, 'd')).entries).toHaveLength(1);
+    const page = client.texts.slice(before).find((t) => t.startsWith('{"type":"stored"'));
+    expect(Buffer.byteLength(page ?? '')).toBeGreaterThan(1900);
+    expect(Buffer.byteLength(page ?? '')).toBeLessThanOrEqual(2048);
   });
 
   it('answers append and catchup before a join with not_joined', async () => {
