@@ -171,9 +171,11 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
     };
     const add = async (entry: StoredEntry) => {
       const json = entryJson(entry);
-      if (page.length > 0 && pageBytes + json.length + 1 > maxMessageBytes) await flush();
+      // In bytes: a document key, a device id or a kc may be beyond ASCII.
+      const bytes = Buffer.byteLength(json) + 1;
+      if (page.length > 0 && pageBytes + bytes > maxMessageBytes) await flush();
       page.push(json);
-      pageBytes += json.length + 1;
+      pageBytes += bytes;
     };
     let cursor = frame.after;
     const skip = new Set<number>();

@@ -56,9 +56,13 @@ describe('the document store through the relay (append, catchup)', () => {
   it('splits a long catch-up into pages under message.maxBytes', async () => {
     harness = await startRelayHarness({ config: { messageMaxBytes: 4096, maxQueuedBytes: 8192 } });
     const { client } = await harness.joined(harness.room(1), 1, 1);
-    const body = 'x'.repeat(1000);
-    for (let i = 1; i <= 40; i++)
-      client.send({ type: 'append', doc: 'd', ref: i, data: b64(body) });
+    // Sizes that put two or three entries in a page, and a kc beyond ASCII: pages are measured
+    // in bytes, not characters.
+    const kc = 'é'.repeat(64);
+    for (let i = 1; i <= 40; i++) {
+      const data = b64('x'.repeat(800 + 5 * i));
+      client.send({ type: 'append', doc: 'd', ref: i, data, kc });
+    }
     await client.take((f) => f.type === 'appended' && f.ref === 40);
     const before = client.texts.length;
     const { entries, pages, pos } = await catchUp(client, 'd');
