@@ -81,10 +81,19 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
   const unavailable = (conn: Connection, doc: string, ref?: number) =>
     sendStoreError(conn, 'store_unavailable', 'this relay keeps no documents', doc, ref);
 
-  /** Whether the stored form of `entry` fits one page (else the client must send it in pieces). */
-  function fitsOnePage(entry: NewEntry, doc: string): boolean {
-    const widest = entryJson({ ...entry, pos: Number.MAX_SAFE_INTEGER, at: now() });
-    return pageFrame(JSON.stringify(doc), [widest]).length <= maxMessageBytes;
+  /**
+   * Whether the stored form of an entry fits one page (else the client must send it in pieces):
+   * measured with empty data and the widest position, plus its base64 (which JSON never escapes).
+   */
+  function fitsOnePage(entry: NewEntry, base64Length: number): boolean {
+    const widest = entryJson({
+      ...entry,
+      data: Buffer.alloc(0),
+      pos: Number.MAX_SAFE_INTEGER,
+      at: now(),
+    });
+    const head = pageFrame(JSON.stringify(entry.doc), [widest]).length;
+    return head + base64Length <= maxMessageBytes;
   }
 
   function append(conn: Connection, frame: AppendFrame): void {
@@ -102,7 +111,7 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
       covers: frame.covers,
       part: frame.part,
     };
-    if (!fitsOnePage(entry, frame.doc)) {
+    if (!fitsOnePage(entry, frame.data.length)) {
       const message = `data too large to be sent back in one page of message.maxBytes (${maxMessageBytes}): append it in pieces`;
       sendStoreError(conn, 'invalid_message', message, frame.doc, frame.ref);
       return;
@@ -162,9 +171,11 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
     };
     const add = async (entry: StoredEntry) => {
       const json = entryJson(entry);
-      if (page.length > 0 && pageBytes + json.length + 1 > maxMessageBytes) await flush();
+      // In bytes: a document key, a device id or a kc may be beyond ASCII.
+      const bytes = Buffer.byteLength(json) + 1;
+      if (page.length > 0 && pageBytes + bytes > maxMessageBytes) await flush();
       page.push(json);
-      pageBytes += json.length + 1;
+      pageBytes += bytes;
     };
     let cursor = frame.after;
     const skip = new Set<number>();

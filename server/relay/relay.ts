@@ -9,7 +9,9 @@ import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
+import type { RoomDirectory } from '../store/room-directory.ts';
 import { openSqliteStore } from '../store/sqlite-store.ts';
+import { createStoreSweep } from '../store/store-sweep.ts';
 import type { TlsContextSource } from '../tls/secure-port.ts';
 import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
@@ -51,6 +53,11 @@ export interface RelayTuning {
   requestTimeoutMs: number;
   /** Open connections per client address on the status port (past it: 429). Default 16. */
   statusConnectionsPerAddress: number;
+  /**
+   * Period of the document store's sweep: documents of deleted projects removed, compaction.
+   * Default 30 s.
+   */
+  storeSweepIntervalMs: number;
 }
 
 const secondMs = 1_000;
@@ -65,6 +72,7 @@ export const defaultTuning: RelayTuning = {
   expiredRetentionMs: 24 * hourMs,
   requestTimeoutMs: 10 * secondMs,
   statusConnectionsPerAddress: 16,
+  storeSweepIntervalMs: 30 * secondMs,
 };
 
 export interface RelayOptions {
@@ -96,6 +104,8 @@ export interface RelayOptions {
    * broker given (a cluster), none (`append` and `catchup` are answered `store_unavailable`).
    */
   store?: DocumentStore;
+  /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
+  rooms?: RoomDirectory;
 }
 
 const dayMs = 24 * 60 * 60 * 1_000;
@@ -114,7 +124,7 @@ export function openLocalStore(config: RelayConfig, now: () => number): Document
 }
 
 /** The relay's periodic tasks. */
-export type RepeatedTask = 'heartbeat' | 'sweep';
+export type RepeatedTask = 'heartbeat' | 'sweep' | 'store';
 
 /** Runs `run` every `periodMs` until the returned function is called. */
 export type Repeat = (task: RepeatedTask, periodMs: number, run: () => void) => () => void;
@@ -148,6 +158,13 @@ export interface Relay {
    */
   recheckDevices(): Promise<void>;
   status(): RelayStatus;
+  /**
+   * The document store's sweep, run now (it also runs every 30 s): the documents of deleted
+   * projects are removed and the store compacted. Resolves at once without a store.
+   */
+  sweepStore(): Promise<void>;
+  /** The document store; undefined when this relay keeps no documents (a cluster node). */
+  readonly store: DocumentStore | undefined;
   /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
   readonly metrics: Readonly<RelayMetrics>;
 }
@@ -204,6 +221,9 @@ export function createRelay(options: RelayOptions): Relay {
     maxQueuedBytes: config.maxQueuedBytes,
     now,
   });
+  const sweepStore = store
+    ? createStoreSweep({ store, rooms: options.rooms, logger, now })
+    : () => Promise.resolve();
   const revoked = broker.revoked();
   const devices = options.devices && createDeviceCheck(options.devices, logger);
 
@@ -324,6 +344,7 @@ export function createRelay(options: RelayOptions): Relay {
     await stopAccepting;
     wss.close();
     await broker.close();
+    await sweepStore();
     await store?.close();
     await closeServer(statusServer);
     logger.info('relay closed');
@@ -331,6 +352,8 @@ export function createRelay(options: RelayOptions): Relay {
 
   return {
     metrics,
+    store,
+    sweepStore,
 
     async listen() {
       const wsPort = await listenOn(wsServer, config.wsPort, config.bind);
@@ -352,6 +375,9 @@ export function createRelay(options: RelayOptions): Relay {
         }),
         repeat('sweep', tuning.purgeIntervalMs, () => {
           rooms.sweep();
+        }),
+        repeat('store', tuning.storeSweepIntervalMs, () => {
+          void sweepStore();
         }),
       );
       logger.info({ wsPort, statusPort, bind: config.bind }, 'relay listening');

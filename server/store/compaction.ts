@@ -28,11 +28,12 @@ const usableSnapshot = `s.covers IS NOT NULL AND s.covers < s.pos AND (s.part IS
 
 const droppable = `
 SELECT e.id, e.document, e.bytes FROM entries e
-WHERE EXISTS (
+WHERE e.document IN (SELECT DISTINCT document FROM entries WHERE covers IS NOT NULL)
+AND EXISTS (
   SELECT 1 FROM entries s
   WHERE s.document = e.document AND s.kc IS e.kc AND s.pos > e.pos AND e.pos <= s.covers
     AND ${usableSnapshot}
-    AND (s.at < @windowStart OR (e.at / @stepMs = s.at / @stepMs AND s.at / @stepMs < @nowStep))
+    AND (s.at < ? OR (e.at / ? = s.at / ? AND s.at / ? < ?))
 )`;
 
 /**
@@ -45,15 +46,12 @@ export function planCompaction(
   history: { keepMs: number; stepMs: number },
 ): CompactionReport {
   const stepMs = Math.max(1, Math.floor(history.stepMs));
-  const params = {
-    windowStart: now - history.keepMs,
-    stepMs,
-    nowStep: Math.floor(now / stepMs),
-  };
+  // In the order of the query's placeholders (the sql.js engine binds no named ones).
+  const params = [now - history.keepMs, stepMs, stepMs, stepMs, Math.floor(now / stepMs)];
   return db.transaction(() => {
     const rows = db
-      .prepare<[typeof params], { id: number; document: number; bytes: number }>(droppable)
-      .all(params);
+      .prepare<number[], { id: number; document: number; bytes: number }>(droppable)
+      .all(...params);
     if (rows.length === 0) return { dropped: 0, bytes: 0 };
     const deleteEntry = db.prepare('DELETE FROM entries WHERE id = ?');
     const freed = new Map<number, number>();

@@ -91,6 +91,8 @@ export interface EntryPage {
 export interface StoreUsage {
   /** Bytes of the whole store. */
   bytes: number;
+  /** The store's bounds. */
+  bounds: StoreBounds;
   rooms: Array<{ room: string; user: string; documents: number; bytes: number }>;
 }
 

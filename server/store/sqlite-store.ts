@@ -288,7 +288,7 @@ class SqliteDocumentStore implements DocumentStore {
         'SELECT room, user, count(*) AS documents, sum(bytes) AS bytes FROM documents GROUP BY room ORDER BY user, room',
       )
       .all();
-    return { bytes: this.#totalBytes, rooms };
+    return { bytes: this.#totalBytes, bounds: this.#bounds, rooms };
   }
 
   bytes(): number {

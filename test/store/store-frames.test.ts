@@ -56,9 +56,13 @@ describe('the document store through the relay (append, catchup)', () => {
   it('splits a long catch-up into pages under message.maxBytes', async () => {
     harness = await startRelayHarness({ config: { messageMaxBytes: 4096, maxQueuedBytes: 8192 } });
     const { client } = await harness.joined(harness.room(1), 1, 1);
-    const body = 'x'.repeat(1000);
-    for (let i = 1; i <= 40; i++)
-      client.send({ type: 'append', doc: 'd', ref: i, data: b64(body) });
+    // Sizes that put two or three entries in a page, and a kc beyond ASCII: pages are measured
+    // in bytes, not characters.
+    const kc = 'é'.repeat(64);
+    for (let i = 1; i <= 40; i++) {
+      const data = b64('x'.repeat(800 + 5 * i));
+      client.send({ type: 'append', doc: 'd', ref: i, data, kc });
+    }
     await client.take((f) => f.type === 'appended' && f.ref === 40);
     const before = client.texts.length;
     const { entries, pages, pos } = await catchUp(client, 'd');
@@ -80,7 +84,15 @@ describe('the document store through the relay (append, catchup)', () => {
     // Fits one frame, but not once sent back with its position, time and sender.
     const big = await append(client, 'd', 3, 'y'.repeat(1490));
     expect(big).toMatchObject({ type: 'error', code: 'invalid_message', ref: 3 });
+    expect(big.message).toContain('in pieces');
     expect(await catchUp(client, 'd')).toMatchObject({ entries: [], pos: 0 });
+    // A little smaller fits, and its page stays within message.maxBytes.
+    expect(await append(client, 'd', 4, 'y'.repeat(1400))).toMatchObject({ pos: 1 });
+    const before = client.texts.length;
+    expect((await catchUp(client, 'd')).entries).toHaveLength(1);
+    const page = client.texts.slice(before).find((t) => t.startsWith('{"type":"stored"'));
+    expect(Buffer.byteLength(page ?? '')).toBeGreaterThan(1900);
+    expect(Buffer.byteLength(page ?? '')).toBeLessThanOrEqual(2048);
   });
 
   it('answers append and catchup before a join with not_joined', async () => {
