@@ -177,4 +177,72 @@ describe('sync-host sync through the host alone (devices never online together)'
       expect(exposes(stored, `review-${projects}.md`)).toBe(!encrypted);
     }, 90_000);
   }
+
+  it('lists when files changed and restores a deleted file and an earlier version, reaching every device (with --encrypt)', async () => {
+    projects += 1;
+    const key = `nas-${projects}`;
+    await registerProject(host.authUrl, tokens.laptop, key);
+    const file = join(tempDir(), 'passphrase');
+    writeFileSync(file, 'history passphrase\n', { mode: 0o600 });
+    const extra = ['--encrypt', '--passphrase-file', file];
+    const laptop = tempDir();
+    writeFileSync(join(laptop, 'plan.txt'), 'first version\n');
+    writeFileSync(join(laptop, 'gone.txt'), 'deleted later\n');
+    const first = await sync('laptop', key, laptop, extra);
+    await eventually(() => first.out.stdout.includes('sent gone.txt'), 'sent', 10_000);
+    await stop(first);
+    const between = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    writeFileSync(join(laptop, 'plan.txt'), 'second version\n');
+    unlinkSync(join(laptop, 'gone.txt'));
+    const second = await sync('laptop', key, laptop, extra);
+    await stop(second);
+
+    const listed = await runner.cli(['history', key, ...extra], config.desktop);
+    expect(listed.code, listed.stderr).toBe(0);
+    const lines = listed.stdout.trim().split('\n');
+    expect(
+      lines.filter((line) => line.endsWith('  plan.txt')).map((l) => l.split('  ')[2]),
+    ).toEqual(['created', 'changed']);
+    expect(
+      lines.filter((line) => line.endsWith('  gone.txt')).map((l) => l.split('  ')[2]),
+    ).toEqual(['created', 'deleted']);
+    const one = await runner.cli(['history', key, 'gone.txt', ...extra], config.desktop);
+    expect(one.stdout.trim().split('\n')).toHaveLength(2);
+    // Without the passphrase (which names the document too) nothing is found.
+    const blind = await runner.cli(['history', key], config.desktop);
+    expect(blind.code).toBe(0);
+    expect(blind.stdout).toBe('');
+    expect(blind.stderr).toMatch(/keeps nothing of nas-\d+'s folder/);
+
+    const back = await runner.cli(['restore', key, 'gone.txt', ...extra], config.desktop);
+    expect(back.code, back.stderr).toBe(0);
+    expect(back.stdout).toMatch(/restored gone\.txt/);
+    const earlier = await runner.cli(
+      ['restore', key, 'plan.txt', '--at', between, ...extra],
+      config.desktop,
+    );
+    expect(earlier.code, earlier.stderr).toBe(0);
+    const missing = await runner.cli(['restore', key, 'never.txt', ...extra], config.desktop);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/never\.txt is not in what the host keeps/);
+    const badTime = await runner.cli(
+      ['restore', key, 'plan.txt', '--at', 'yesterday', ...extra],
+      config.desktop,
+    );
+    expect(badTime.code).toBe(2);
+
+    // Both edits reach the laptop (and any other device) through the host.
+    await bufferExpired();
+    const third = await sync('laptop', key, laptop, extra);
+    await eventually(
+      () => {
+        const files = textFiles(laptop);
+        return files?.['gone.txt'] === 'deleted later\n' && files['plan.txt'] === 'first version\n';
+      },
+      'the restored files on the laptop',
+      10_000,
+    );
+    await stop(third);
+  }, 90_000);
 });
