@@ -1,12 +1,4 @@
-import {
-  appendFileSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +14,7 @@ import {
 import { eventually } from '../helpers/wait.ts';
 import { textFiles } from './folder-devices.ts';
 import { signIn } from './host.ts';
+import { exposes, sqliteFilesText } from './plaintext.ts';
 
 /**
  * Two `sync` processes of one user that never run at the same time (a laptop at work, a desktop
@@ -38,15 +31,6 @@ function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'sync-store-'));
   temps.push(dir);
   return dir;
-}
-
-/** Whether `text` holds `marker`, as is or in any base64 run. */
-function exposes(text: string, marker: string): boolean {
-  if (text.includes(marker)) return true;
-  for (const run of text.match(/[A-Za-z0-9+/]{8,}={0,2}/g) ?? []) {
-    if (Buffer.from(run, 'base64').toString('latin1').includes(marker)) return true;
-  }
-  return false;
 }
 
 const bufferExpired = () => new Promise((resolve) => setTimeout(resolve, 2_500));
@@ -166,10 +150,7 @@ describe('sync-host sync through the host alone (devices never online together)'
       );
       await stop(fourth);
 
-      const stored = readdirSync(join(dir, 'data'))
-        .filter((name) => name.startsWith('store.db'))
-        .map((name) => readFileSync(join(dir, 'data', name)).toString('latin1'))
-        .join('\n');
+      const stored = sqliteFilesText(join(dir, 'data'), 'store.db');
       expect(stored.length).toBeGreaterThan(0);
       // Unencrypted, the host can read what it keeps (so the check below can see plaintext).
       expect(exposes(stored, secretText)).toBe(!encrypted);

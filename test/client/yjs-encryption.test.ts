@@ -1,31 +1,15 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncError } from '../../client/errors.ts';
 import type { YjsProvider } from '../../client/yjs-provider.ts';
 import { joinRelay, startTestHost, type TestHost } from '../helpers/host.ts';
 import { eventually } from '../helpers/wait.ts';
+import { exposes, sqliteFilesText } from './plaintext.ts';
 import { converged, openYjsRoom, type YjsRoom } from './yjs-room.ts';
-
-/**
- * Whether `marker` can be read in `text`: as it is, or inside any base64 run (how the provider
- * carries Yjs bytes). Ciphertext hides it; plain Yjs updates carry text as UTF-8.
- */
-function exposes(text: string, marker: string): boolean {
-  if (text.includes(marker)) return true;
-  for (const run of text.match(/[A-Za-z0-9+/]{8,}={0,2}/g) ?? []) {
-    if (Buffer.from(run, 'base64').toString('latin1').includes(marker)) return true;
-  }
-  return false;
-}
 
 /** The relay's SQLite files (database, journal, WAL) as they are on disk. */
 function relayDbText(th: TestHost): string {
-  const dataDir = join(th.dir, 'data');
-  return readdirSync(dataDir)
-    .filter((name) => name.startsWith('relay.db'))
-    .map((name) => readFileSync(join(dataDir, name)).toString('latin1'))
-    .join('\n');
+  return sqliteFilesText(join(th.dir, 'data'), 'relay.db');
 }
 
 function errorsOf(provider: YjsProvider): SyncError[] {

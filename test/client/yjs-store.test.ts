@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
@@ -10,23 +9,12 @@ import type { YjsProvider } from '../../client/yjs-provider.ts';
 import { StoreCursor } from '../../client/yjs-store-cursor.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
 import { eventually } from '../helpers/wait.ts';
+import { exposes, sqliteFilesText } from './plaintext.ts';
 import { openYjsRoom, type YjsRoom } from './yjs-room.ts';
-
-/** Whether `text` holds `marker`, as is or in any base64 run. */
-function exposes(text: string, marker: string): boolean {
-  if (text.includes(marker)) return true;
-  for (const run of text.match(/[A-Za-z0-9+/]{8,}={0,2}/g) ?? []) {
-    if (Buffer.from(run, 'base64').toString('latin1').includes(marker)) return true;
-  }
-  return false;
-}
 
 /** The store's SQLite files (database, WAL, shared memory) as they are on disk. */
 function storeFiles(th: TestHost): string {
-  const dataDir = join(th.dir, 'data');
-  const names = readdirSync(dataDir).filter((name) => name.startsWith('store.db'));
-  expect(names).toContain('store.db');
-  return names.map((name) => readFileSync(join(dataDir, name)).toString('latin1')).join('\n');
+  return sqliteFilesText(join(th.dir, 'data'), 'store.db');
 }
 
 /** Every store frame a connection receives. */
