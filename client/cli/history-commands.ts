@@ -1,4 +1,4 @@
-import type * as Y from 'yjs';
+import * as Y from 'yjs';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
@@ -100,8 +100,10 @@ function pathStates(doc: Y.Doc): Map<string, string> {
 function changeLines(entries: HistoryEntry[], path: string | undefined): string[] {
   const lines: string[] = [];
   let before = new Map<string, string>();
-  for (const [index, entry] of entries.entries()) {
-    const after = pathStates(documentAt(entries.slice(0, index + 1)));
+  const doc = new Y.Doc();
+  for (const entry of entries) {
+    Y.applyUpdate(doc, entry.update);
+    const after = pathStates(doc);
     for (const [name, state] of after) {
       if (path !== undefined && name !== path) continue;
       const was = before.get(name);
