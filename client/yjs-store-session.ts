@@ -234,6 +234,10 @@ export class StoreSession {
     const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null;
     if (cursor.wantsSnapshot && complete) {
       this.append(Y.encodeStateAsUpdate(doc), true, cursor.position);
+    } else if (cursor.wantsSnapshot) {
+      // The document waits for updates it lacks: no snapshot can cover the position yet. The
+      // next try comes after as many entries again, not at the next acknowledgement.
+      cursor.sinceSnapshot = { entries: 0, bytes: 0 };
     }
     this.options.changed();
   }
