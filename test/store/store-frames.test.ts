@@ -95,6 +95,21 @@ describe('the document store through the relay (append, catchup)', () => {
     expect(Buffer.byteLength(page ?? '')).toBeLessThanOrEqual(2048);
   });
 
+  it('answers a ping only after the answers to the appends sent before it', async () => {
+    harness = await startRelayHarness();
+    const room = harness.room(1);
+    const { client: laptop } = await harness.joined(room, 1, 1);
+    await harness.joined(room, 1, 2);
+    // A routed frame first, so that the relay has writes of its own pending in that turn.
+    laptop.send({ to: 2, payload: { y: 1 } });
+    for (let ref = 1; ref <= 20; ref++) {
+      laptop.send({ type: 'append', doc: 'd', ref, data: b64(`entry ${ref}`) });
+    }
+    await laptop.sync();
+    const kinds = laptop.frames.map((f) => f.type).filter((t) => t === 'appended' || t === 'pong');
+    expect(kinds).toEqual([...Array(20).fill('appended'), 'pong']);
+  });
+
   it('answers append and catchup before a join with not_joined', async () => {
     harness = await startRelayHarness();
     const client = await harness.client();
