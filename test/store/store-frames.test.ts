@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { append, b64, catchUp, entryText as text } from '../helpers/store-client.ts';
@@ -117,5 +120,20 @@ describe('the document store through the relay (append, catchup)', () => {
     expect(await client.error('not_joined')).toBeDefined();
     client.send({ type: 'catchup', doc: 'd', after: 0 });
     expect(await client.error('not_joined')).toBeDefined();
+  });
+});
+
+describe('a store.db that cannot be opened', () => {
+  it('stops the start with a line naming the store file, not relay.db', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'store-garbage-'));
+    try {
+      writeFileSync(join(dir, 'store.db'), 'this is not a SQLite database, just text'.repeat(100));
+      const start = startRelayHarness({ dir });
+      await expect(start).rejects.toThrow(
+        /sqlite\.path: cannot open the document store .*store\.db \(SQLITE_NOTADB\)/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
