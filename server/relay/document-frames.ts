@@ -53,6 +53,7 @@ function entryJson(entry: StoredEntry): string {
     ...(entry.kc === undefined ? {} : { kc: entry.kc }),
     ...(entry.covers === undefined ? {} : { covers: entry.covers }),
     ...(entry.part === undefined ? {} : { part: entry.part }),
+    ...(entry.keep === true ? { keep: true } : {}),
   });
 }
 
@@ -118,6 +119,7 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
       kc: frame.kc,
       covers: frame.covers,
       part: frame.part,
+      keep: frame.keep,
     };
     if (!fitsOnePage(entry, frame.data.length)) {
       const message = `data too large to be sent back in one page of message.maxBytes (${maxMessageBytes}): append it in pieces`;

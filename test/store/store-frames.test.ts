@@ -23,7 +23,9 @@ describe('the document store through the relay (append, catchup)', () => {
       ref: 1,
       pos: 1,
     });
-    expect(await append(client, 'notes.md', 2, 'two', { kc: 'k1' })).toMatchObject({ pos: 2 });
+    expect(await append(client, 'notes.md', 2, 'two', { kc: 'k1', keep: true })).toMatchObject({
+      pos: 2,
+    });
     expect(await append(client, 'other.md', 7, 'x')).toMatchObject({ ref: 7, pos: 1 });
 
     const dir = harness.dir;
@@ -36,7 +38,8 @@ describe('the document store through the relay (append, catchup)', () => {
     expect(first.entries.map(text)).toEqual(['one', 'two']);
     expect(first.entries[0]).toMatchObject({ pos: 1, from: '1' });
     expect(first.entries[0]).not.toHaveProperty('kc');
-    expect(first.entries[1]).toMatchObject({ pos: 2, kc: 'k1' });
+    expect(first.entries[0]).not.toHaveProperty('keep');
+    expect(first.entries[1]).toMatchObject({ pos: 2, kc: 'k1', keep: true });
     expect(typeof first.entries[0]?.at).toBe('number');
     const rest = await catchUp(later, 'notes.md', 1);
     expect(rest.entries.map(text)).toEqual(['two']);
