@@ -72,6 +72,8 @@ export const appendSchema = z.object({
   /** A snapshot: stands for every entry of the same `kc` up to this position. */
   covers: positionSchema.optional(),
   part: pieceSchema.optional(),
+  /** Kept for the whole history window (a version just before a delete). */
+  keep: z.literal(true).optional(),
 });
 
 /** Asks for what the host keeps of a document after position `after`. */
@@ -159,6 +161,7 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     kc: z.string().optional(),
     covers: z.number().int().nonnegative().optional(),
     part: pieceSchema.optional(),
+    keep: z.literal(true).optional(),
   });
   /** One page of a catch-up, entries in order. */
   const stored = z.object({

@@ -14,6 +14,12 @@ import { countError, type RelayMetrics } from './metrics.ts';
 export interface DocumentFrames {
   append(conn: Connection, frame: AppendFrame): void;
   catchUp(conn: Connection, frame: CatchupFrame): void;
+  /**
+   * Resolves once every append this connection sent so far was answered (`appended` or an
+   * error frame queued); undefined when none waits. A `pong` waits for it, so that an append
+   * with no answer before the pong of a later ping was dropped (`rate_limited`).
+   */
+  answered(conn: Connection): Promise<void> | undefined;
   /** A malformed `append` or `catchup`: `invalid_message` naming its document and ref. */
   invalid(conn: Connection, message: string, doc?: string, ref?: number): void;
   /** Lines added to `/metrics`. */
@@ -47,6 +53,7 @@ function entryJson(entry: StoredEntry): string {
     ...(entry.kc === undefined ? {} : { kc: entry.kc }),
     ...(entry.covers === undefined ? {} : { covers: entry.covers }),
     ...(entry.part === undefined ? {} : { part: entry.part }),
+    ...(entry.keep === true ? { keep: true } : {}),
   });
 }
 
@@ -59,6 +66,8 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
   const { store, metrics, logger, maxMessageBytes, maxQueuedBytes, now } = options;
   const counts = { appends: 0, full: 0, failed: 0, catchUps: 0, entriesSent: 0 };
   let failing = false;
+  /** Per connection, its latest append still unanswered (they are answered in order). */
+  const unanswered = new WeakMap<Connection, Promise<void>>();
 
   function sendStoreError(
     conn: Connection,
@@ -110,13 +119,14 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
       kc: frame.kc,
       covers: frame.covers,
       part: frame.part,
+      keep: frame.keep,
     };
     if (!fitsOnePage(entry, frame.data.length)) {
       const message = `data too large to be sent back in one page of message.maxBytes (${maxMessageBytes}): append it in pieces`;
       sendStoreError(conn, 'invalid_message', message, frame.doc, frame.ref);
       return;
     }
-    store.append(entry).then(
+    const answered = store.append(entry).then(
       (outcome) => {
         if (failing) logger.info('document store writes succeed again');
         failing = false;
@@ -139,6 +149,10 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
         sendStoreError(conn, 'store_unavailable', message, frame.doc, frame.ref);
       },
     );
+    unanswered.set(conn, answered);
+    void answered.then(() => {
+      if (unanswered.get(conn) === answered) unanswered.delete(conn);
+    });
   }
 
   /** Whether the catch-up should stop: the connection closed, or left the room it asked in. */
@@ -245,6 +259,7 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
   return {
     append,
     catchUp,
+    answered: (conn) => unanswered.get(conn),
     invalid: (conn, message, doc, ref) =>
       sendStoreError(conn, 'invalid_message', message, doc, ref),
     metrics: renderMetrics,

@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { dirname, join } from 'node:path';
 import { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
 import { capConnectionsPerAddress } from '../address-cap.ts';
@@ -9,8 +8,8 @@ import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
+import { openLocalStore } from '../store/local-store.ts';
 import type { RoomDirectory } from '../store/room-directory.ts';
-import { openSqliteStore } from '../store/sqlite-store.ts';
 import { createStoreSweep } from '../store/store-sweep.ts';
 import type { TlsContextSource } from '../tls/secure-port.ts';
 import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
@@ -106,21 +105,6 @@ export interface RelayOptions {
   store?: DocumentStore;
   /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
   rooms?: RoomDirectory;
-}
-
-const dayMs = 24 * 60 * 60 * 1_000;
-
-/** The single-node document store: store.db in relay.db's folder, with relay.conf's bounds. */
-export function openLocalStore(config: RelayConfig, now: () => number): DocumentStore {
-  return openSqliteStore({
-    path: join(dirname(config.sqlitePath), 'store.db'),
-    bounds: { userMaxBytes: config.storeUserMaxBytes, maxBytes: config.storeMaxBytes },
-    history: {
-      keepMs: config.storeHistoryDays * dayMs,
-      stepMs: config.storeHistoryStepMinutes * 60_000,
-    },
-    now,
-  });
 }
 
 /** The relay's periodic tasks. */

@@ -233,6 +233,18 @@ class RelaySocketHandler implements SocketHandler {
     });
   }
 
+  /** The `pong` of a ping, once what the device sent before it is kept (see `pong`). */
+  #answerPing(conn: Connection): void {
+    const stored = conn.room && this.#options.stored?.(conn.room.id, conn.deviceKey);
+    if (stored) {
+      void stored.then((ok) => (ok ? pong(conn) : closeWith(conn, NotStored)));
+      return;
+    }
+    const settled = this.#options.settled?.();
+    if (settled === undefined) pong(conn);
+    else void settled.then(() => pong(conn));
+  }
+
   #notJoined(conn: Connection): void {
     sendError(conn, this.#metrics, 'not_joined', 'join a room first');
   }
@@ -270,14 +282,10 @@ class RelaySocketHandler implements SocketHandler {
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
       case 'ping': {
-        const stored = conn.room && this.#options.stored?.(conn.room.id, conn.deviceKey);
-        if (stored) {
-          void stored.then((ok) => (ok ? pong(conn) : closeWith(conn, NotStored)));
-          return;
-        }
-        const settled = this.#options.settled?.();
-        if (settled === undefined) pong(conn);
-        else void settled.then(() => pong(conn));
+        // After the answers to the appends sent before it (see DocumentFrames.answered).
+        const answered = this.#options.documents.answered(conn);
+        if (answered === undefined) this.#answerPing(conn);
+        else void answered.then(() => this.#answerPing(conn));
         return;
       }
       case 'join':

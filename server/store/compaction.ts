@@ -13,7 +13,8 @@ import type { CompactionReport } from './document-store.ts';
  * - or S is older than the history window (`store.historyDays`): nobody may ask for a moment
  *   before it any more.
  *
- * A snapshot covering positions at or beyond its own is ignored (it cannot stand for what comes
+ * An entry marked `keep` (the device's version just before a delete) stays for the whole window
+ * whatever covers it. A snapshot covering positions at or beyond its own is ignored (it cannot stand for what comes
  * after it), and one sent in pieces counts only once every piece is stored. A snapshot never
  * drops an entry of another `kc`, so a device with another key (another passphrase, or none)
  * cannot make the host drop what the others wrote; the newest entry of a document is never
@@ -29,6 +30,7 @@ const usableSnapshot = `s.covers IS NOT NULL AND s.covers < s.pos AND (s.part IS
 const droppable = `
 SELECT e.id, e.document, e.bytes FROM entries e
 WHERE e.document IN (SELECT DISTINCT document FROM entries WHERE covers IS NOT NULL)
+AND NOT (e.keep = 1 AND e.at >= ?)
 AND EXISTS (
   SELECT 1 FROM entries s
   WHERE s.document = e.document AND s.kc IS e.kc AND s.pos > e.pos AND e.pos <= s.covers
@@ -47,7 +49,8 @@ export function planCompaction(
 ): CompactionReport {
   const stepMs = Math.max(1, Math.floor(history.stepMs));
   // In the order of the query's placeholders (the sql.js engine binds no named ones).
-  const params = [now - history.keepMs, stepMs, stepMs, stepMs, Math.floor(now / stepMs)];
+  const windowStart = now - history.keepMs;
+  const params = [windowStart, windowStart, stepMs, stepMs, stepMs, Math.floor(now / stepMs)];
   return db.transaction(() => {
     const rows = db
       .prepare<number[], { id: number; document: number; bytes: number }>(droppable)

@@ -65,6 +65,8 @@ export interface NewEntry {
   kc?: string | undefined;
   covers?: number | undefined;
   part?: Piece | undefined;
+  /** Kept for the whole history window, whatever covers it (a version just before a delete). */
+  keep?: boolean | undefined;
 }
 
 /** An entry as the store keeps it. */
@@ -77,6 +79,7 @@ export interface StoredEntry {
   kc?: string | undefined;
   covers?: number | undefined;
   part?: Piece | undefined;
+  keep?: boolean | undefined;
 }
 
 /** `pos`: stored at that position. `full`: refused, past the user's bound or the store's. */

@@ -22,7 +22,8 @@ import {
  * of its room, the last position given (positions are never reused, even once the entries with
  * them are gone) and the bytes its entries count. `entries` holds each entry's bytes as a BLOB
  * (what the device sent, base64-decoded: the host cannot read it when the project is encrypted),
- * its position, time, sender, key check value and, for a snapshot, the position it covers.
+ * its position, time, sender, key check value, for a snapshot the position it covers, and
+ * whether the history keeps it for its whole window (`keep`: a version just before a delete).
  */
 const schemaVersion = 1;
 
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS entries (
   kc TEXT,
   covers INTEGER,
   part TEXT,
+  keep INTEGER NOT NULL DEFAULT 0,
   bytes INTEGER NOT NULL,
   data BLOB NOT NULL,
   UNIQUE (document, pos)
@@ -64,6 +66,7 @@ interface EntryRow {
   kc: string | null;
   covers: number | null;
   part: string | null;
+  keep: number;
   bytes: number;
   data: Buffer | Uint8Array;
 }
@@ -78,6 +81,7 @@ function toStoredEntry(row: EntryRow): StoredEntry {
   if (row.kc !== null) entry.kc = row.kc;
   if (row.covers !== null) entry.covers = row.covers;
   if (row.part !== null) entry.part = JSON.parse(row.part) as Piece;
+  if (row.keep === 1) entry.keep = true;
   return entry;
 }
 
@@ -154,19 +158,19 @@ class SqliteDocumentStore implements DocumentStore {
         'UPDATE documents SET lastPos = lastPos + 1, bytes = bytes + ? WHERE id = ? RETURNING lastPos',
       ),
       insertEntry: db.prepare(
-        'INSERT INTO entries (document, pos, at, device, kc, covers, part, bytes, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO entries (document, pos, at, device, kc, covers, part, keep, bytes, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       lastPos: db.prepare<[string, string], { lastPos: number; id: number }>(
         'SELECT id, lastPos FROM documents WHERE room = ? AND doc = ?',
       ),
       entriesAfter: db.prepare<[number, number], EntryRow>(
-        'SELECT id, pos, at, device, kc, covers, part, bytes, data FROM entries WHERE document = ? AND pos > ? ORDER BY pos',
+        'SELECT id, pos, at, device, kc, covers, part, keep, bytes, data FROM entries WHERE document = ? AND pos > ? ORDER BY pos',
       ),
       snapshots: db.prepare<[number, string | null, number], EntryRow>(
-        'SELECT id, pos, at, device, kc, covers, part, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers IS NOT NULL AND covers > ? AND covers < pos ORDER BY pos DESC',
+        'SELECT id, pos, at, device, kc, covers, part, keep, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers IS NOT NULL AND covers > ? AND covers < pos ORDER BY pos DESC',
       ),
       snapshotPieces: db.prepare<[number, string | null, number, string], EntryRow>(
-        "SELECT id, pos, at, device, kc, covers, part, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers = ? AND json_extract(part, '$.m') = ? ORDER BY pos",
+        "SELECT id, pos, at, device, kc, covers, part, keep, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers = ? AND json_extract(part, '$.m') = ? ORDER BY pos",
       ),
     };
     for (const row of db
@@ -228,6 +232,7 @@ class SqliteDocumentStore implements DocumentStore {
       entry.kc ?? null,
       entry.covers ?? null,
       entry.part === undefined ? null : JSON.stringify(entry.part),
+      entry.keep === true ? 1 : 0,
       bytes,
       entry.data,
     );

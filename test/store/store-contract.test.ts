@@ -247,6 +247,28 @@ describe.each(implementations)('document store contract: %s', (_name, factoryOf,
     expect(await positions(store, [entry('a4', { kc: 'A' })])).toEqual([6]);
   });
 
+  it('keeps an entry marked keep (a version just before a delete) for the whole window', async () => {
+    const store = await fresh();
+    at = Date.UTC(2026, 0, 5, 12, 1, 0);
+    await positions(store, [
+      entry('e1'),
+      entry('before delete', { covers: 1, keep: true }),
+      entry('e3'),
+      entry('snap', { covers: 3 }),
+    ]);
+    const [kept] = (await store.read(room1, 'notes.md', 1, 1 << 20)).entries;
+    expect(kept).toMatchObject({ pos: 2, keep: true });
+    at = Date.UTC(2026, 0, 5, 12, 11, 0);
+    expect(await store.compact(at)).toMatchObject({ dropped: 2 });
+    expect(texts((await store.read(room1, 'notes.md', 0, 1 << 20)).entries)).toEqual([
+      'before delete',
+      'snap',
+    ]);
+    at = Date.UTC(2026, 0, 5, 12, 1, 0) + history.keepMs + minuteMs;
+    expect(await store.compact(at)).toMatchObject({ dropped: 1 });
+    expect(texts((await store.read(room1, 'notes.md', 0, 1 << 20)).entries)).toEqual(['snap']);
+  });
+
   it('compacts across steps only once the snapshot is older than the history window', async () => {
     const store = await fresh();
     at = Date.UTC(2026, 0, 5, 12, 1, 0);

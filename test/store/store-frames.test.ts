@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { append, b64, catchUp, entryText as text } from '../helpers/store-client.ts';
@@ -20,7 +23,9 @@ describe('the document store through the relay (append, catchup)', () => {
       ref: 1,
       pos: 1,
     });
-    expect(await append(client, 'notes.md', 2, 'two', { kc: 'k1' })).toMatchObject({ pos: 2 });
+    expect(await append(client, 'notes.md', 2, 'two', { kc: 'k1', keep: true })).toMatchObject({
+      pos: 2,
+    });
     expect(await append(client, 'other.md', 7, 'x')).toMatchObject({ ref: 7, pos: 1 });
 
     const dir = harness.dir;
@@ -33,7 +38,8 @@ describe('the document store through the relay (append, catchup)', () => {
     expect(first.entries.map(text)).toEqual(['one', 'two']);
     expect(first.entries[0]).toMatchObject({ pos: 1, from: '1' });
     expect(first.entries[0]).not.toHaveProperty('kc');
-    expect(first.entries[1]).toMatchObject({ pos: 2, kc: 'k1' });
+    expect(first.entries[0]).not.toHaveProperty('keep');
+    expect(first.entries[1]).toMatchObject({ pos: 2, kc: 'k1', keep: true });
     expect(typeof first.entries[0]?.at).toBe('number');
     const rest = await catchUp(later, 'notes.md', 1);
     expect(rest.entries.map(text)).toEqual(['two']);
@@ -95,6 +101,21 @@ describe('the document store through the relay (append, catchup)', () => {
     expect(Buffer.byteLength(page ?? '')).toBeLessThanOrEqual(2048);
   });
 
+  it('answers a ping only after the answers to the appends sent before it', async () => {
+    harness = await startRelayHarness();
+    const room = harness.room(1);
+    const { client: laptop } = await harness.joined(room, 1, 1);
+    await harness.joined(room, 1, 2);
+    // A routed frame first, so that the relay has writes of its own pending in that turn.
+    laptop.send({ to: 2, payload: { y: 1 } });
+    for (let ref = 1; ref <= 20; ref++) {
+      laptop.send({ type: 'append', doc: 'd', ref, data: b64(`entry ${ref}`) });
+    }
+    await laptop.sync();
+    const kinds = laptop.frames.map((f) => f.type).filter((t) => t === 'appended' || t === 'pong');
+    expect(kinds).toEqual([...Array(20).fill('appended'), 'pong']);
+  });
+
   it('answers append and catchup before a join with not_joined', async () => {
     harness = await startRelayHarness();
     const client = await harness.client();
@@ -102,5 +123,20 @@ describe('the document store through the relay (append, catchup)', () => {
     expect(await client.error('not_joined')).toBeDefined();
     client.send({ type: 'catchup', doc: 'd', after: 0 });
     expect(await client.error('not_joined')).toBeDefined();
+  });
+});
+
+describe('a store.db that cannot be opened', () => {
+  it('stops the start with a line naming the store file, not relay.db', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'store-garbage-'));
+    try {
+      writeFileSync(join(dir, 'store.db'), 'this is not a SQLite database, just text'.repeat(100));
+      const start = startRelayHarness({ dir });
+      await expect(start).rejects.toThrow(
+        /sqlite\.path: cannot open the document store .*store\.db \(SQLITE_NOTADB\)/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
