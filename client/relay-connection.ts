@@ -155,15 +155,13 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new SyncError('invalid_message', 'payload must be a JSON object');
     }
-    const { dedupe, maxMessageBytes, maxQueuedMessages } = this.options;
+    const { dedupe, maxQueuedMessages } = this.options;
     const seq = this.lastSeq + 1;
     const text = JSON.stringify({
       to,
       payload: dedupe && options.once !== false ? this.envelope.seal(payload, seq) : payload,
     });
-    if (encoder.encode(text).length > maxMessageBytes) {
-      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
-    }
+    this.checkSize(text);
     if (this.queued >= maxQueuedMessages) {
       throw new SyncError(
         'queue_full',
@@ -176,8 +174,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
   }
 
   /**
-   * Sends a frame of the document store (`append`, `catchup`: see store-frames.ts) on the
-   * current socket. It answers on that socket only, so a frame not confirmed when the socket
+   * Sends a frame of the document store (`append`, `catchup`: docs/store.md) on the current
+   * socket. It answers on that socket only, so a frame not confirmed when the socket
    * drops is not sent again (the provider asks again after the rejoin). Throws `not_joined`
    * while not joined, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
    */
@@ -189,12 +187,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
       throw new SyncError('not_joined', 'store frames go on a joined connection only');
     }
     const text = JSON.stringify(frame);
-    if (encoder.encode(text).length > this.options.maxMessageBytes) {
-      throw new SyncError(
-        'message_too_big',
-        `the message is larger than ${this.options.maxMessageBytes} bytes`,
-      );
-    }
+    this.checkSize(text);
     this.lastSeq += 1;
     this.pending.push({ seq: this.lastSeq, text, volatile: true });
     this.pump();
@@ -243,6 +236,14 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if ((options.leave ?? true) && this.currentState === 'joined') socket.send(leaveFrame);
     socket.close(1000, 'client closed');
     return this.closing;
+  }
+
+  /** Throws `message_too_big` for a frame above `maxMessageBytes`. */
+  private checkSize(text: string): void {
+    const { maxMessageBytes } = this.options;
+    if (encoder.encode(text).length > maxMessageBytes) {
+      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
+    }
   }
 
   private setState(state: ConnectionState): void {
