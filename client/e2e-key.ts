@@ -23,6 +23,11 @@ export interface E2EKey {
    * against either at the same PBKDF2 cost).
    */
   readonly check: string;
+  /**
+   * 32 bytes from a third HKDF branch (`sync-host doc name`): the HMAC-SHA-256 key of the
+   * document names the host sees (see `docKeyOf`), so it never learns them.
+   */
+  readonly nameKey: Uint8Array;
 }
 
 function subtle(): SubtleCrypto {
@@ -81,7 +86,10 @@ export async function deriveE2EKey(
     await webCrypto.deriveBits(branch('sync-host e2e v1 key check'), hkdf, 64),
   );
   const check = [...checkBits].map((byte) => byte.toString(16).padStart(2, '0')).join('');
-  return { key, check };
+  const nameKey = new Uint8Array(
+    await webCrypto.deriveBits(branch('sync-host doc name'), hkdf, 256),
+  );
+  return { key, check, nameKey };
 }
 
 /** Encrypts `plain`: a random nonce followed by the AES-GCM ciphertext and tag. */

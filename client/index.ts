@@ -23,6 +23,7 @@ export type {
   User,
 } from './auth-types.ts';
 export { type Backoff, type BackoffOptions, createBackoff } from './backoff.ts';
+export { docKeyOf } from './doc-key.ts';
 export { deriveE2EKey, type E2EKey } from './e2e-key.ts';
 export {
   AuthServiceError,
@@ -55,9 +56,11 @@ export {
   settingsSchema,
 } from './settings.ts';
 export { SyncClient, type SyncClientOptions } from './sync-client.ts';
+export { documentAt, fetchHistory, type HistoryEntry } from './yjs-history.ts';
 export {
   createYjsProvider,
   YjsProvider,
   type YjsProviderEvents,
   type YjsProviderOptions,
 } from './yjs-provider.ts';
+export { StoreCursor, type StoreProgress } from './yjs-store-cursor.ts';

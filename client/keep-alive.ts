@@ -4,6 +4,8 @@ import type { Clock } from './clock.ts';
 export interface Outgoing {
   readonly seq: number;
   readonly text: string;
+  /** A store frame: meaningful on this socket only, so never sent again after a drop. */
+  readonly volatile?: boolean;
 }
 
 /** What the keep-alive needs from the connection it watches. */

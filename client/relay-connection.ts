@@ -1,4 +1,4 @@
-import type { JoinFrame } from '../protocol/relay-frames.ts';
+import type { AppendFrame, CatchupFrame, JoinFrame } from '../protocol/relay-frames.ts';
 import { NamedTimers } from './clock.ts';
 import {
   type RelayConnectionOptions,
@@ -155,15 +155,13 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new SyncError('invalid_message', 'payload must be a JSON object');
     }
-    const { dedupe, maxMessageBytes, maxQueuedMessages } = this.options;
+    const { dedupe, maxQueuedMessages } = this.options;
     const seq = this.lastSeq + 1;
     const text = JSON.stringify({
       to,
       payload: dedupe && options.once !== false ? this.envelope.seal(payload, seq) : payload,
     });
-    if (encoder.encode(text).length > maxMessageBytes) {
-      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
-    }
+    this.checkSize(text);
     if (this.queued >= maxQueuedMessages) {
       throw new SyncError(
         'queue_full',
@@ -172,6 +170,26 @@ export class RelayConnection extends Emitter<RelayEvents> {
     }
     this.lastSeq = seq;
     this.pending.push({ seq, text });
+    this.pump();
+  }
+
+  /**
+   * Sends a frame of the document store (`append`, `catchup`: docs/store.md) on the current
+   * socket. It answers on that socket only, so a frame not confirmed when the socket
+   * drops is not sent again (the provider asks again after the rejoin). Throws `not_joined`
+   * while not joined, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
+   */
+  sendStoreFrame(frame: AppendFrame | CatchupFrame): void {
+    if (this.currentState === 'closed' || this.closing !== undefined) {
+      throw new RelayError('closed', 'the connection is closed');
+    }
+    if (this.currentState !== 'joined') {
+      throw new SyncError('not_joined', 'store frames go on a joined connection only');
+    }
+    const text = JSON.stringify(frame);
+    this.checkSize(text);
+    this.lastSeq += 1;
+    this.pending.push({ seq: this.lastSeq, text, volatile: true });
     this.pump();
   }
 
@@ -218,6 +236,14 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if ((options.leave ?? true) && this.currentState === 'joined') socket.send(leaveFrame);
     socket.close(1000, 'client closed');
     return this.closing;
+  }
+
+  /** Throws `message_too_big` for a frame above `maxMessageBytes`. */
+  private checkSize(text: string): void {
+    const { maxMessageBytes } = this.options;
+    if (encoder.encode(text).length > maxMessageBytes) {
+      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
+    }
   }
 
   private setState(state: ConnectionState): void {
@@ -276,6 +302,9 @@ export class RelayConnection extends Emitter<RelayEvents> {
         return;
       case 'message':
         this.received(frame);
+        return;
+      case 'store':
+        this.emit('store', frame.frame);
         return;
       case 'presence':
         if (frame.state === 'joined') this.roomDevices.add(frame.device);
@@ -364,7 +393,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.timers.clear('join');
     this.timers.clear('pump');
     // Whatever the relay did not confirm is sent again after the rejoin, before newer messages.
-    this.pending = [...this.keepAlive.dropped(), ...this.pending];
+    this.pending = [...this.keepAlive.dropped(), ...this.pending].filter((out) => !out.volatile);
     this.role = undefined;
     if (this.closing !== undefined) {
       this.finish(code);

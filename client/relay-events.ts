@@ -1,5 +1,11 @@
 import type { RelayError } from './errors.ts';
-import type { HostFrame, JoinedFrame, PresenceFrame, RoutedMessage } from './relay-frames.ts';
+import type {
+  HostFrame,
+  JoinedFrame,
+  PresenceFrame,
+  RoutedMessage,
+  StoreFrame,
+} from './relay-frames.ts';
 
 /** Where a message goes: the room's host, everyone else in the room, or one device. */
 export type Target = 'host' | 'broadcast' | string | number;
@@ -24,6 +30,8 @@ export interface RelayEvents {
   presence: (frame: PresenceFrame) => void;
   /** The room has a new host. */
   host: (frame: HostFrame) => void;
+  /** A frame of the host's document store (see store-frames.ts), for the provider of its doc. */
+  store: (frame: StoreFrame) => void;
   /** An error frame from the relay, or the reason the connection ended. */
   error: (error: RelayError) => void;
   state: (state: ConnectionState) => void;

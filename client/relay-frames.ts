@@ -5,6 +5,7 @@ import { relayFrameSchemas, wireDeviceId } from '../protocol/relay-frames.ts';
 const frames = relayFrameSchemas(wireDeviceId.transform(String));
 const { joined: joinedSchema, presence: presenceSchema, host: hostSchema } = frames;
 const { error: errorSchema, routed: routedSchema, control: controlSchema } = frames;
+const { appended: appendedSchema, stored: storedSchema, caughtup: caughtupSchema } = frames;
 
 /** `joined`: this device is in the room; `buffered` missed messages follow at once. */
 export type JoinedFrame = z.infer<typeof joinedSchema>;
@@ -20,7 +21,24 @@ export type ErrorFrame = z.infer<typeof errorSchema>;
  */
 export type RoutedMessage = z.infer<typeof routedSchema>;
 
-export type RelayFrame = z.infer<typeof controlSchema> | ({ type: 'message' } & RoutedMessage);
+/**
+ * The host's document store (docs/store.md) answers `append` and `catchup` (never routed nor
+ * buffered) with `appended` (the entry is on the host's disk at `pos`), `stored` (one page of a
+ * catch-up), `caughtup` (complete; `pos` is the host's last position of the document) and the
+ * `error` frames that name a document (`store_full`, `store_unavailable`, `invalid_message`).
+ */
+export type StoredFrame = z.infer<typeof storedSchema>;
+export type StoredEntry = StoredFrame['entries'][number];
+export type StoreFrame =
+  | z.infer<typeof appendedSchema>
+  | StoredFrame
+  | z.infer<typeof caughtupSchema>
+  | (ErrorFrame & { doc: string });
+
+export type RelayFrame =
+  | Exclude<z.infer<typeof controlSchema>, StoreFrame>
+  | ({ type: 'message' } & RoutedMessage)
+  | { type: 'store'; frame: StoreFrame };
 
 /** Parses one text frame; undefined when it is not JSON or not a frame of the protocol. */
 export function parseRelayFrame(text: string): RelayFrame | undefined {
@@ -34,7 +52,15 @@ export function parseRelayFrame(text: string): RelayFrame | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   if ('type' in value) {
     const control = controlSchema.safeParse(value);
-    return control.success ? control.data : undefined;
+    if (!control.success) return undefined;
+    const frame = control.data;
+    if (frame.type === 'appended' || frame.type === 'stored' || frame.type === 'caughtup') {
+      return { type: 'store', frame };
+    }
+    if (frame.type === 'error' && frame.doc !== undefined) {
+      return { type: 'store', frame: { ...frame, doc: frame.doc } };
+    }
+    return frame as RelayFrame;
   }
   const routed = routedSchema.safeParse(value);
   return routed.success ? { type: 'message', ...routed.data } : undefined;

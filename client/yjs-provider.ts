@@ -1,10 +1,11 @@
 import { Awareness, removeAwarenessStates } from 'y-protocols/awareness';
 import * as Y from 'yjs';
+import { docKeyOf } from './doc-key.ts';
 import { deriveE2EKey, type E2EKey } from './e2e-key.ts';
 import { Emitter } from './emitter.ts';
 import { SyncError } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
-import type { JoinedFrame, PresenceFrame, RoutedMessage } from './relay-frames.ts';
+import type { JoinedFrame, PresenceFrame, RoutedMessage, StoreFrame } from './relay-frames.ts';
 import {
   applyMessage,
   awarenessMessage,
@@ -14,50 +15,21 @@ import {
 } from './yjs-messages.ts';
 import { YjsOutbox } from './yjs-outbox.ts';
 import { Reassembler } from './yjs-reassembler.ts';
-import { isYjsPayload, unseal } from './yjs-wire.ts';
 
-export interface YjsProviderOptions {
-  /** The room's connection; the provider listens to it and never connects or closes it. */
-  connection: RelayConnection;
-  /** The document to keep in step. Default: a new `Y.Doc`. */
-  doc?: Y.Doc;
-  /** The document's name inside the room, so one room holds several documents. Default `default`. */
-  name?: string;
-  /** Cursors and presence. Default: a new `Awareness` of `doc`. */
-  awareness?: Awareness;
-  /**
-   * Turns on end-to-end encryption: every device of the document must type the same
-   * passphrase. Devices with another one (or none) are refused with an error event.
-   */
-  passphrase?: string;
-  /** PBKDF2 rounds for the passphrase (every device must use the same). Default 600,000. */
-  iterations?: number;
-  /** The relay's `message.maxBytes`: larger messages go in pieces. Default 1 MiB. */
-  maxMessageBytes?: number;
-  /**
-   * Bound, in bytes, of what the provider holds of messages still arriving in pieces: one
-   * message may not declare more (it is dropped with `invalid_payload` at its first piece), and
-   * the unfinished messages of every device together may not hold more (past it the largest is
-   * dropped with `receive_limit`). Default 256 MiB.
-   */
-  maxReceiveBytes?: number;
-}
+export {
+  defaultMaxReceiveBytes,
+  type YjsProviderEvents,
+  type YjsProviderOptions,
+} from './yjs-provider-options.ts';
 
-/** Default of `maxReceiveBytes`. */
-export const defaultMaxReceiveBytes = 256 * 1_048_576;
-
-export interface YjsProviderEvents {
-  /** True once a device in the room answered this one's state (or none is there); false when cut. */
-  synced: (synced: boolean) => void;
-  /** The other devices in the room, whenever that changes. */
-  peers: (peers: string[]) => void;
-  /**
-   * A message that was dropped (`wrong_passphrase`, `decrypt_failed`, `not_encrypted`,
-   * `encrypted`, `invalid_payload`, `receive_limit`) or a send that failed; the document is
-   * left as it was.
-   */
-  error: (error: SyncError) => void;
-}
+import {
+  defaultMaxReceiveBytes,
+  type YjsProviderEvents,
+  type YjsProviderOptions,
+} from './yjs-provider-options.ts';
+import { StoreCursor } from './yjs-store-cursor.ts';
+import { StoreSession } from './yjs-store-session.ts';
+import { isYjsPayload, keyRefusal, unseal } from './yjs-wire.ts';
 
 /**
  * Keeps a `Y.Doc` in step with the other devices of a relay room. Every device holds the whole
@@ -73,7 +45,11 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   readonly doc: Y.Doc;
   readonly awareness: Awareness;
   readonly name: string;
+  /** The name the relay and the host see: `name`, or a keyed digest of it when encrypted. */
+  readonly docKey: string;
   readonly connection: RelayConnection;
+  /** The document's place on the host. */
+  readonly store: StoreCursor;
   /** Whether messages are end-to-end encrypted. */
   readonly encrypted: boolean;
   private readonly key: E2EKey | undefined;
@@ -85,6 +61,12 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
   /** Errors already reported, by code and device, so a stream of refused messages says it once. */
   private readonly reported = new Set<string>();
   private readonly stops: (() => void)[] = [];
+  private readonly maxReceiveBytes: number;
+  private readonly maxMessageBytes: number;
+  /** The store's side of the current session (since the last join). */
+  private session: StoreSession | undefined;
+  /** A device in the room answered this one's state in the current session. */
+  private peerAnswered = false;
   private inbound: Promise<void> = Promise.resolve();
   private isSynced = false;
   private destroyed = false;
@@ -105,14 +87,19 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.connection = options.connection;
     this.doc = options.doc ?? new Y.Doc();
     this.name = options.name ?? 'default';
+    this.docKey = docKeyOf(this.name, key);
+    this.store = options.store ?? new StoreCursor();
+    this.store.bind(this.docKey);
+    this.maxReceiveBytes = maxReceiveBytes;
+    this.maxMessageBytes = options.maxMessageBytes ?? 1_048_576;
     this.ownsAwareness = options.awareness === undefined;
     this.awareness = options.awareness ?? new Awareness(this.doc);
     this.key = key;
     this.encrypted = key !== undefined;
     this.outbox = new YjsOutbox(this.connection, {
-      doc: this.name,
+      doc: this.docKey,
       key,
-      maxMessageBytes: options.maxMessageBytes ?? 1_048_576,
+      maxMessageBytes: this.maxMessageBytes,
       onError: (error) => this.emit('error', error),
     });
     this.reassembler = new Reassembler({
@@ -130,14 +117,28 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
       connection.on('joined', (frame) => this.connectionOnJoined(frame)),
       connection.on('message', (message) => this.connectionOnMessage(message)),
       connection.on('presence', (frame) => this.connectionOnPresence(frame)),
+      connection.on('store', (frame) => this.connectionOnStore(frame)),
+      connection.on('error', (error) => {
+        // A host from before the store does not know `catchup`: it keeps no documents.
+        if (error.code === 'invalid_message' && this.session?.state === 'catching') {
+          this.session.handle({
+            type: 'error',
+            doc: this.docKey,
+            code: 'store_unavailable',
+            message: error.message,
+          });
+        }
+      }),
       connection.on('state', (state) => {
-        if (state !== 'joined') this.setSynced(false);
+        if (state === 'joined') return;
+        this.endSession();
+        this.setSynced(false);
       }),
     );
     if (connection.state === 'joined') this.startSession(connection.devices);
   }
 
-  /** Whether a device in the room has answered this one's state since the last (re)join. */
+  /** Whether caught up with the host (see the `synced` event) since the last (re)join. */
   get synced(): boolean {
     return this.isSynced;
   }
@@ -168,9 +169,14 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     });
   }
 
-  /** Resolves once every message handed to the connection so far has reached the relay. */
-  flush(): Promise<void> {
-    return this.outbox.flush();
+  /**
+   * Resolves once every message handed to the connection so far has reached the relay, and
+   * the host has stored every edit of this device sent so far (where it keeps documents).
+   * Rejects with `closed` when the connection ends first.
+   */
+  async flush(): Promise<void> {
+    await this.outbox.flush();
+    await this.session?.stored();
   }
 
   /**
@@ -183,14 +189,17 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
       removeAwarenessStates(this.awareness, [this.doc.clientID], 'destroy');
     }
     this.destroyed = true;
+    this.endSession();
     for (const stop of this.stops.splice(0)) stop();
     this.reassembler.clear();
     if (this.ownsAwareness) this.awareness.destroy();
   }
 
   private readonly docOnUpdate = (update: Uint8Array, origin: unknown): void => {
-    if (origin === this || this.connection.state !== 'joined') return; // a rejoin resyncs
+    // What is made while away reaches the others at the rejoin (sync step 1, the catch-up).
+    if (origin === this || this.connection.state !== 'joined') return;
     this.send('broadcast', updateMessage(update));
+    this.session?.local(update);
   };
 
   private readonly awarenessOnUpdate = (
@@ -226,12 +235,62 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     }
     this.reassembler.keepOnly(present);
     this.reported.clear();
+    this.startStoreSession();
     this.send('broadcast', step1Message(this.doc));
     if (this.awareness.getLocalState() !== null) {
       this.send('broadcast', awarenessMessage(this.awareness, [this.doc.clientID]));
     }
     this.emit('peers', this.peers);
-    if (this.peers.length === 0) this.setSynced(true);
+    this.checkSynced();
+  }
+
+  /** Catches up with the host; what arrives comes through `connectionOnStore`. */
+  private startStoreSession(): void {
+    this.endSession();
+    this.peerAnswered = false;
+    this.session = new StoreSession({
+      connection: this.connection,
+      doc: this.doc,
+      name: this.name,
+      docKey: this.docKey,
+      key: this.key,
+      origin: this,
+      cursor: this.store,
+      maxMessageBytes: this.maxMessageBytes,
+      maxReceiveBytes: this.maxReceiveBytes,
+      refused: (code, device, message) => this.report(code, device, message),
+      failed: (error) => {
+        const key = `${error.code} store`;
+        if (this.reported.has(key)) return;
+        this.reported.add(key);
+        this.emit('error', error);
+      },
+      changed: () => this.checkSynced(),
+    });
+    this.session.start();
+  }
+
+  private endSession(): void {
+    this.session?.stop();
+    this.session = undefined;
+  }
+
+  private connectionOnStore(frame: StoreFrame): void {
+    this.session?.handle(frame);
+  }
+
+  /**
+   * Synced: caught up with the host and this device's appends acknowledged; where the host keeps
+   * no documents, once a device answered (or none is there), as before the host kept them.
+   */
+  private checkSynced(): void {
+    const session = this.session;
+    if (session === undefined) return;
+    if (session.state === 'off') {
+      if (this.peerAnswered || this.peers.length === 0) this.setSynced(true);
+    } else if (session.settled) {
+      this.setSynced(true);
+    }
   }
 
   private connectionOnPresence(frame: PresenceFrame): void {
@@ -258,8 +317,18 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
 
   private connectionOnMessage(message: RoutedMessage): void {
     const { payload, from } = message;
-    if (!isYjsPayload(payload) || payload.doc !== this.name) return;
-    const assembled = this.reassembler.accept(from, payload);
+    if (!isYjsPayload(payload)) return;
+    if (payload.doc !== this.docKey) {
+      // Another document, or this one under another passphrase's name: the names differ when
+      // the keys do, so a sealed message of a key other than this one (or a plain one when
+      // this one is sealed, or the reverse) is how a device with another passphrase shows.
+      const kc = typeof payload.kc === 'string' ? payload.kc : undefined;
+      const refusal = keyRefusal(this.key?.check, kc, this.name, from);
+      if (refusal !== undefined) this.report(refusal.refused, from, refusal.message);
+      return;
+    }
+    // Named by its own name in what is reported, not by its digest.
+    const assembled = this.reassembler.accept(from, { ...payload, doc: this.name });
     if (assembled.kind === 'partial') return;
     if (assembled.kind === 'refused') {
       this.report(assembled.refused, from, assembled.message);
@@ -289,7 +358,8 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
         this.send(from, applied.reply);
         if (broadcast) this.send(from, step1Message(this.doc));
       } else if (applied.kind === 'step2') {
-        this.setSynced(true);
+        this.peerAnswered = true;
+        this.checkSynced();
       }
     } catch (err: unknown) {
       this.report(

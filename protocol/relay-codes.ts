@@ -79,6 +79,8 @@ export const relayErrors = {
   rate_limited: 'the connection sent faster than its token bucket allows: the frame was dropped',
   room_full: 'the room already has room.maxDevices devices present',
   auth_failed: 'the join was refused; close 4001 follows',
+  store_full: 'an append past store.userMaxBytes or store.maxBytes: nothing was stored',
+  store_unavailable: 'this relay keeps no documents: append and catchup are not served',
 } as const;
 
 /** A relay error frame's `code`. */

@@ -40,6 +40,56 @@ export const joinSchema = z.object({
 export const leaveSchema = z.object({ type: z.literal('leave') });
 export const pingSchema = z.object({ type: z.literal('ping') });
 
+/**
+ * The document store's frames (docs/store.md). A document key: the provider's name, or a keyed
+ * digest of it when the project is encrypted.
+ */
+export const docKeySchema = z.string().min(1).max(maxDeviceIdLength);
+/** A key check value (`kc`): which key sealed an entry; absent when it is not encrypted. */
+export const keyCheckSchema = z.string().min(1).max(64);
+/** A position in a document: 1, 2, 3, ... (0 in `after`: before the first). */
+const positionSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** Standard base64 with padding: what an entry's bytes travel as. */
+export const base64Schema = z
+  .string()
+  .regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, {
+    error: 'must be base64',
+  });
+/** One piece of an update too large for one frame: message `m`, piece `i` of `n`. */
+export const pieceSchema = z.object({
+  m: z.string().min(1).max(64),
+  i: z.number().int().nonnegative().max(1_000_000),
+  n: z.number().int().positive().max(1_000_000),
+});
+
+/** Stores one entry of a document; `ref` is echoed in `appended` (or the error). */
+export const appendSchema = z.object({
+  type: z.literal('append'),
+  doc: docKeySchema,
+  ref: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  data: base64Schema,
+  kc: keyCheckSchema.optional(),
+  /** A snapshot: stands for every entry of the same `kc` up to this position. */
+  covers: positionSchema.optional(),
+  part: pieceSchema.optional(),
+  /** Kept for the whole history window (a version just before a delete). */
+  keep: z.literal(true).optional(),
+});
+
+/** Asks for what the host keeps of a document after position `after`. */
+export const catchupSchema = z.object({
+  type: z.literal('catchup'),
+  doc: docKeySchema,
+  after: positionSchema,
+  kc: keyCheckSchema.optional(),
+  /** false: no snapshot first, every entry still kept (after a snapshot that did not open). */
+  snapshots: z.boolean().optional(),
+});
+
+export type AppendFrame = z.infer<typeof appendSchema>;
+export type CatchupFrame = z.infer<typeof catchupSchema>;
+export type Piece = z.infer<typeof pieceSchema>;
+
 /** Whether a parsed JSON value is an object (not an array, not null). */
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -91,6 +141,39 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     type: z.literal('error'),
     code: z.string(),
     message: z.string().default(''),
+    /** The document and append an error of the store is about. */
+    doc: z.string().optional(),
+    ref: z.number().optional(),
+  });
+  /** The entry sent with this `ref` is durable at position `pos`. */
+  const appended = z.object({
+    type: z.literal('appended'),
+    doc: z.string(),
+    ref: z.number(),
+    pos: z.number().int().positive(),
+  });
+  /** One entry as the host keeps it. */
+  const storedEntry = z.object({
+    pos: z.number().int().positive(),
+    at: z.number(),
+    from: deviceId,
+    data: z.string(),
+    kc: z.string().optional(),
+    covers: z.number().int().nonnegative().optional(),
+    part: pieceSchema.optional(),
+    keep: z.literal(true).optional(),
+  });
+  /** One page of a catch-up, entries in order. */
+  const stored = z.object({
+    type: z.literal('stored'),
+    doc: z.string(),
+    entries: z.array(storedEntry),
+  });
+  /** The catch-up is complete; `pos` is the last position the host holds for the document. */
+  const caughtup = z.object({
+    type: z.literal('caughtup'),
+    doc: z.string(),
+    pos: z.number().int().nonnegative(),
   });
   const pong = z.object({ type: z.literal('pong') });
   /** A routed message: `from` the sender, `to` as the sender wrote it. */
@@ -100,8 +183,17 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     room: z.string(),
     payload: z.record(z.string(), z.unknown()),
   });
-  const control = z.discriminatedUnion('type', [joined, presence, host, error, pong]);
-  return { joined, presence, host, error, pong, routed, control };
+  const control = z.discriminatedUnion('type', [
+    joined,
+    presence,
+    host,
+    error,
+    pong,
+    appended,
+    stored,
+    caughtup,
+  ]);
+  return { joined, presence, host, error, pong, appended, stored, caughtup, routed, control };
 }
 
 /** A device id in a frame the relay writes: as its device wrote it in its join. */
@@ -115,3 +207,9 @@ export type JoinedFrame = z.input<typeof wire.joined>;
 export type PresenceFrame = z.input<typeof wire.presence>;
 /** The room has a new host. */
 export type HostFrame = z.input<typeof wire.host>;
+/** `appended`: an entry is durable at `pos`. */
+export type AppendedFrame = z.input<typeof wire.appended>;
+/** `stored`: one page of a catch-up. */
+export type StoredFrame = z.input<typeof wire.stored>;
+/** `caughtup`: the end of a catch-up. */
+export type CaughtupFrame = z.input<typeof wire.caughtup>;

@@ -4,6 +4,7 @@ import { type AdminApi, createAdminApi } from './api.ts';
 import { connectionView } from './connection-view.ts';
 import { byId, replaceKeepingFocus } from './dom.ts';
 import { createPairingsPanel, normalizePairCode, type PairingActions } from './pairings-view.ts';
+import { storageView } from './storage-view.ts';
 import { forgetToken, resolveToken, storeToken } from './token.ts';
 import {
   devicesView,
@@ -215,6 +216,7 @@ function start(api: AdminApi): void {
     section('relay', [data.relay, data.devices.map((d) => [d.id, d.deviceName])], () =>
       relayView(data.relay, data.devices),
     );
+    section('storage', data.storage, () => storageView(data.storage));
     section('connection', data.connection, () => connectionView(data.connection));
     count('pairings', data.pairings.length);
     count('pending', data.pending.links.length);

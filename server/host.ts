@@ -26,6 +26,7 @@ import {
   sqliteOpenError,
   unlessAborted,
 } from './start-errors.ts';
+import { authDatabaseRooms } from './store/room-directory.ts';
 import { prepareHostTls, relayTls } from './tls/host-tls.ts';
 import { serveTls } from './tls/secure-port.ts';
 import { version } from './version.ts';
@@ -128,6 +129,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     now: options.now,
     devices: revocation.devices,
     tls: wsTls,
+    // Co-hosted, the document store forgets the rooms of deleted projects.
+    rooms: mode === 'headless' ? authDatabaseRooms(() => host.auth?.db) : undefined,
   });
   const applyRevocation = (deviceId: number, revokedAt?: number) =>
     relay.revoke(deviceId, revokedAt);

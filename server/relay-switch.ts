@@ -7,6 +7,7 @@ import type { Broker } from './relay/broker.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
 import type { DeviceDirectory } from './relay/stored-device-check.ts';
 import { bufferOpenError, relayListenError } from './start-errors.ts';
+import type { RoomDirectory } from './store/room-directory.ts';
 import type { TlsContextSource } from './tls/secure-port.ts';
 
 export interface RelaySwitchOptions {
@@ -19,6 +20,8 @@ export interface RelaySwitchOptions {
   devices: DeviceDirectory | undefined;
   /** The relay port's certificate (WSS); undefined: plain ws://. */
   tls?: TlsContextSource;
+  /** Which rooms still have a project (co-hosted: the auth database), for the document store. */
+  rooms?: RoomDirectory;
 }
 
 type Ports = { wsPort: number; statusPort: number };
@@ -69,7 +72,7 @@ export class RelaySwitch {
 
   /** Starts the relay (on `ports` when given); resolves with the real ports. */
   async start(ports?: Ports): Promise<Ports> {
-    const { config, secret, logger, now, devices, tls } = this.#options;
+    const { config, secret, logger, now, devices, tls, rooms } = this.#options;
     let relay: Relay;
     try {
       relay = createRelay({
@@ -79,6 +82,7 @@ export class RelaySwitch {
         now,
         devices,
         tls,
+        rooms,
         broker: brokerFor(this.#options),
       });
     } catch (err: unknown) {

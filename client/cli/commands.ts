@@ -12,6 +12,8 @@ export const clientCommands: ReadonlySet<string> = new Set([
   'send',
   'listen',
   'sync',
+  'history',
+  'restore',
   'status',
   'service',
 ]);

@@ -12,6 +12,7 @@ import {
 import { dirname } from 'node:path';
 import * as Y from 'yjs';
 import { fromBase64, toBase64 } from '../base64.ts';
+import type { StoreProgress } from '../yjs-store-cursor.ts';
 
 /**
  * What the folder sync keeps between runs, in one append-only file of JSON lines beside the
@@ -40,6 +41,8 @@ export type PendingOp =
 
 interface LogLine {
   u?: string;
+  /** The folder document's place on the host, when the document holds all it stands for. */
+  s?: StoreProgress;
   p?: Record<string, DiskRecord | null>;
   w?: PendingOp[];
   d?: 1;
@@ -52,6 +55,8 @@ export class FolderState {
   private bytes = 0;
   private compactBytes = 0;
   private fd: number | undefined;
+  /** The last place on the host recorded (kept by `compact`). */
+  private store: StoreProgress | undefined;
 
   private constructor(readonly file: string) {}
 
@@ -85,12 +90,13 @@ export class FolderState {
         if (record === null) onDisk.delete(path);
         else onDisk.set(path, record);
       }
+      if (entry.s !== undefined) state.store = entry.s;
       if (entry.w !== undefined) pending = entry.w;
       if (entry.d === 1) pending = [];
     }
     if (updates.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(updates), origin);
     state.bytes = text.length;
-    return { state, onDisk, pending };
+    return { state, onDisk, pending, store: state.store };
   }
 
   /** Appends one record; the disk changes it lists are to be made after this returns. */
@@ -99,9 +105,14 @@ export class FolderState {
     disk?: Map<string, DiskRecord | null>;
     pending?: PendingOp[];
     done?: boolean;
+    store?: StoreProgress;
   }): void {
     const line: LogLine = {};
     if (record.update !== undefined) line.u = toBase64(record.update);
+    if (record.store !== undefined) {
+      line.s = record.store;
+      this.store = record.store;
+    }
     if (record.disk !== undefined && record.disk.size > 0) line.p = Object.fromEntries(record.disk);
     if (record.pending !== undefined && record.pending.length > 0) line.w = record.pending;
     if (record.done === true) line.d = 1;
@@ -130,6 +141,7 @@ export class FolderState {
   compact(doc: Y.Doc, onDisk: Map<string, DiskRecord>): void {
     const json = `${JSON.stringify({
       u: toBase64(Y.encodeStateAsUpdate(doc)),
+      ...(this.store === undefined ? {} : { s: this.store }),
       p: Object.fromEntries(onDisk),
     } satisfies LogLine)}\n`;
     this.close();

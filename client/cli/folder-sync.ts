@@ -1,6 +1,7 @@
 import { lstatSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as Y from 'yjs';
+import type { StoreProgress } from '../yjs-store-cursor.ts';
 import { readText } from './folder-fs.ts';
 import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
@@ -56,6 +57,8 @@ export interface FolderSyncOptions {
  */
 export class FolderSync {
   readonly shared = new Y.Doc();
+  /** The folder document's place on the host as the last run left it (see `close`). */
+  readonly storeProgress: StoreProgress | undefined;
   private readonly disk = new Y.Doc();
   private readonly files = this.disk.getMap<unknown>('files');
   private readonly index: EntryIndex;
@@ -94,6 +97,7 @@ export class FolderSync {
     });
     const opened = FolderState.open(options.stateFile, this.disk, stateOrigin);
     this.state = opened.state;
+    this.storeProgress = opened.store;
     this.unsaved = [];
     this.index = new EntryIndex(this.files);
     this.files.observeDeep((events) => this.index.forgetChanged(events));
@@ -163,12 +167,16 @@ export class FolderSync {
     this.settle();
   }
 
-  /** Stops the timers and writes the state one last time. */
-  close(): void {
+  /**
+   * Stops the timers and writes the state one last time, with `store` (the folder document's
+   * place on the host) when the folder's document holds everything it stands for.
+   */
+  close(store?: StoreProgress): void {
     if (this.closed) return;
     this.guarded(() => this.flushRemote());
+    const applied = this.remote.length === 0;
     this.halt();
-    this.persist({});
+    this.persist(applied && store !== undefined ? { store } : {});
     this.state.compact(this.disk, this.mirror.onDisk);
     this.state.close();
   }
@@ -296,6 +304,7 @@ export class FolderSync {
     disk?: Map<string, DiskRecord | null>;
     pending?: PendingOp[];
     done?: boolean;
+    store?: StoreProgress;
   }): void {
     const update = this.unsaved.length === 0 ? undefined : Y.mergeUpdates(this.unsaved.splice(0));
     this.state.append({ ...record, update });

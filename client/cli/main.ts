@@ -7,6 +7,7 @@ import {
 } from './account-commands.ts';
 import { authUrlInUse, type Context, errorLine, parseCommandLine, UsageError } from './context.ts';
 import { CredentialStore, configDir } from './credentials.ts';
+import { history, restore } from './history-commands.ts';
 import { type CliIo, processIo } from './io.ts';
 import { login, logout, pairCommand } from './login-commands.ts';
 import { printable } from './printable.ts';
@@ -53,6 +54,12 @@ export const clientUsage = `Client commands:
       taken over; one sync per project and device (a second one is refused). --encrypt reads a
       passphrase from stdin, or from the first line of F (mode 0600 or 0400), and encrypts end
       to end (every device must use the same)
+  sync-host history <projectKey> [path] [--encrypt [--passphrase-file F]]
+      when each file of the project's folder changed, and on which device, from what the host
+      keeps (30 days of history by default); stop the project's sync on this device first
+  sync-host restore <projectKey> <path> [--at TIME] [--encrypt [--passphrase-file F]]
+      bring <path> back as it was at TIME (ISO 8601; default: its last version, a deleted file
+      as it was when deleted) as a new edit that reaches every device
   sync-host status [<projectKey>] [--json]
       what the running syncs say: connected or not, when last in step, files waiting to go up
       and to be written here, conflict copies, the other devices present
@@ -62,7 +69,7 @@ export const clientUsage = `Client commands:
   sync-host service remove <projectKey>  delete that unit
 
 Options: --auth URL (needed when several auth services are stored), --relay URL (default: the
-auth service's /.well-known/sync-host), --timeout SECONDS (send: default 10).
+auth service's /.well-known/sync-host), --timeout SECONDS (send: default 10), --at TIME (restore).
 Credentials: $SYNC_HOST_CONFIG_DIR/credentials.json (default ~/.config/sync-host), mode 0600.
 `;
 
@@ -143,6 +150,10 @@ function dispatch(command: string, ctx: Context): Promise<number> {
       return listen(ctx);
     case 'sync':
       return syncFolder(ctx);
+    case 'history':
+      return history(ctx);
+    case 'restore':
+      return restore(ctx);
     case 'status':
       return statusCommand(ctx);
     case 'service':

@@ -3,6 +3,7 @@ import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { Emitter } from '../emitter.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import { YjsProvider, type YjsProviderEvents } from '../yjs-provider.ts';
+import { StoreCursor, type StoreProgress } from '../yjs-store-cursor.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 
 export interface SupervisedProviderOptions {
@@ -16,6 +17,8 @@ export interface SupervisedProviderOptions {
   iterations?: number;
   /** The relay's `message.maxBytes`. Default 1 MiB. */
   maxMessageBytes?: number;
+  /** The document's place on the host as a previous run left it. Default: none (from the start). */
+  store?: StoreProgress;
 }
 
 /**
@@ -29,6 +32,8 @@ export class SupervisedYjsProvider extends Emitter<YjsProviderEvents> {
   private stops: (() => void)[] = [];
   private readonly stopSupervisor: () => void;
   private isSynced = false;
+  /** The document's place on the host, carried from one connection's provider to the next. */
+  readonly store: StoreCursor;
 
   /** Use `superviseYjsProvider`, which derives the key first. */
   constructor(
@@ -36,6 +41,7 @@ export class SupervisedYjsProvider extends Emitter<YjsProviderEvents> {
     private readonly key: E2EKey | undefined,
   ) {
     super();
+    this.store = new StoreCursor(options.store);
     this.provider = this.bind(options.supervisor.connection);
     this.stopSupervisor = options.supervisor.on('connection', (connection) => {
       this.provider = this.bind(connection);
@@ -85,7 +91,10 @@ export class SupervisedYjsProvider extends Emitter<YjsProviderEvents> {
     this.provider?.destroy();
     this.setSynced(false);
     const { doc, name, maxMessageBytes } = this.options;
-    const provider = new YjsProvider({ connection, doc, name, maxMessageBytes }, this.key);
+    const provider = new YjsProvider(
+      { connection, doc, name, maxMessageBytes, store: this.store },
+      this.key,
+    );
     this.stops = [
       provider.on('synced', (synced) => this.setSynced(synced)),
       provider.on('peers', (peers) => this.emit('peers', peers)),

@@ -64,6 +64,7 @@ export async function runFolderSync(options: {
     doc: folder.shared,
     name: folderDocName,
     passphrase,
+    store: folder.storeProgress,
   });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
   provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
@@ -135,13 +136,18 @@ export async function runFolderSync(options: {
     const outcome = await Promise.race([stopped, ended]);
     if (outcome !== 'stopped' && outcome !== undefined) throw outcome;
     folder.guarded(() => folder.scan());
-    await Promise.race([provider.flush(), new Promise((r) => setTimeout(r, 2_000))]);
+    // Up to 2 s for the relay and the host to take what was read last; a connection that ends
+    // meanwhile leaves it to the next start (the host summary says what the host lacks).
+    await Promise.race([
+      provider.flush().catch(() => undefined),
+      new Promise((r) => setTimeout(r, 2_000)),
+    ]);
     return 0;
   } finally {
     watcher?.close();
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
-    folder.close();
+    folder.close(provider.store.progress());
     provider.destroy();
     await supervisor.stop();
   }

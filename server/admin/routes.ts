@@ -21,6 +21,7 @@ import {
   projectsByRoom,
   type UserSummary,
 } from './queries.ts';
+import { storageOf } from './storage.ts';
 import type {
   AdminConnection,
   AdminDevice,
@@ -140,6 +141,7 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
       devices: await devices(),
       projects: await listProjectsWithOwner(db),
       relay: await relay(),
+      storage: await storageOf(options.host(), db),
       connection: connection(),
     };
     res.json(body);
@@ -228,6 +230,11 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
 
   router.get('/relay', async (_req, res) => {
     res.json(await relay());
+  });
+
+  /** Bytes the document store keeps per user and project. */
+  router.get('/storage', async (_req, res) => {
+    res.json(await storageOf(options.host(), db));
   });
 
   router.get('/connection', (_req, res) => {

@@ -102,6 +102,37 @@ export interface AdminConnection {
   fingerprint: string | null;
 }
 
+/**
+ * `GET /admin/api/storage`: what the document store keeps, per user and project. `state`:
+ * `running`; `paused` or `absent` (no relay in this process, or paused from the tray: nothing
+ * to count); `unavailable` (a relay that keeps no documents, a cluster node).
+ */
+export interface AdminStorage {
+  state: 'running' | 'paused' | 'absent' | 'unavailable';
+  /** Bytes kept in all, counted against `maxBytes` (`store.maxBytes`). */
+  bytes: number;
+  maxBytes: number | null;
+  /** `store.userMaxBytes`: each user's share. */
+  userMaxBytes: number | null;
+  users: AdminStorageUser[];
+}
+
+/** One user's documents; `email` null once the user was deleted (removed at the next sweep). */
+export interface AdminStorageUser {
+  userId: number;
+  email: string | null;
+  bytes: number;
+  projects: AdminStorageProject[];
+}
+
+/** One project's documents; `project` null once the project was removed. */
+export interface AdminStorageProject {
+  room: string;
+  project: AdminRoomProject | null;
+  documents: number;
+  bytes: number;
+}
+
 /** `GET /admin/api/overview`: everything the UI shows, in one request. */
 export interface AdminOverview {
   pending: AdminPendingLinks;
@@ -110,5 +141,6 @@ export interface AdminOverview {
   devices: AdminDevice[];
   projects: AdminProject[];
   relay: AdminRelay;
+  storage: AdminStorage;
   connection: AdminConnection;
 }

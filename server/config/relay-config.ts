@@ -127,6 +127,26 @@ function relaySchema(paths: RelayPaths) {
       positiveInt('a size in bytes').default(256 * 1024 * 1024),
     ),
     /**
+     * Bytes the document store (store.db, beside relay.db) keeps for one user's projects; past
+     * it the user's appends are refused with `store_full`. Default 1 GiB.
+     */
+    storeUserMaxBytes: relayKey(
+      'store.userMaxBytes',
+      positiveInt('a size in bytes').default(1024 * mebibyte),
+    ),
+    /** Bytes the whole document store keeps; past it appends are refused. Default 16 GiB. */
+    storeMaxBytes: relayKey(
+      'store.maxBytes',
+      positiveInt('a size in bytes').default(16 * 1024 * mebibyte),
+    ),
+    /** Days for which the store keeps every document's history (in steps). Default 30. */
+    storeHistoryDays: relayKey('store.historyDays', positiveInt('a number of days').default(30)),
+    /** The step of that history, in minutes: one state per step is kept. Default 10. */
+    storeHistoryStepMinutes: relayKey(
+      'store.historyStepMinutes',
+      positiveInt('a number of minutes').default(10),
+    ),
+    /**
      * Unsent bytes one receiver may have (queued by the relay and in its socket's write
      * buffer); past it the receiver is closed with 1013 and buffered for. Default 4 MiB.
      */

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import {
+  appendSchema,
+  catchupSchema,
   isJsonObject,
   joinSchema,
   leaveSchema,
@@ -10,7 +12,16 @@ import {
 } from '../../protocol/relay-frames.ts';
 
 /** Frames with a `type`: a discriminated union, one schema per kind. */
-const controlSchema = z.discriminatedUnion('type', [joinSchema, leaveSchema, pingSchema]);
+const controlSchema = z.discriminatedUnion('type', [
+  joinSchema,
+  leaveSchema,
+  pingSchema,
+  appendSchema,
+  catchupSchema,
+]);
+
+/** The `type`s a client may send. */
+const controlTypes: readonly string[] = ['join', 'leave', 'ping', 'append', 'catchup'];
 
 /** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
 export type ParsedRoute = { type: 'route' } & RouteFrame;
@@ -20,7 +31,19 @@ export type InboundFrame =
   | z.infer<typeof controlSchema>
   | ParsedRoute
   | { type: 'invalid_json' }
-  | { type: 'invalid_message'; message: string };
+  | { type: 'invalid_message'; message: string; doc?: string; ref?: number };
+
+/**
+ * The document and ref of a malformed store frame, when they are well formed themselves: its
+ * error frame names them, so that the client knows which append was refused.
+ */
+function storeFrameRef(value: Record<string, unknown>): { doc?: string; ref?: number } {
+  if (value.type !== 'append' && value.type !== 'catchup') return {};
+  const about: { doc?: string; ref?: number } = {};
+  if (typeof value.doc === 'string' && value.doc.length <= maxDeviceIdLength) about.doc = value.doc;
+  if (typeof value.ref === 'number' && Number.isSafeInteger(value.ref)) about.ref = value.ref;
+  return about;
+}
 
 /**
  * `routeSchema`'s acceptance written out by hand, for the hot path: a valid routed frame is
@@ -66,10 +89,14 @@ export function parseFrame(text: string): InboundFrame {
   }
   const control = controlSchema.safeParse(value);
   if (!control.success) {
-    if (typeof value.type !== 'string' || !['join', 'leave', 'ping'].includes(value.type)) {
-      return { type: 'invalid_message', message: 'unknown type (expected join, leave or ping)' };
+    if (typeof value.type !== 'string' || !controlTypes.includes(value.type)) {
+      return {
+        type: 'invalid_message',
+        message: 'unknown type (expected join, leave, ping, append or catchup)',
+      };
     }
-    return { type: 'invalid_message', message: describeIssue(control.error) };
+    const about = storeFrameRef(value);
+    return { type: 'invalid_message', message: describeIssue(control.error), ...about };
   }
   return control.data;
 }

@@ -7,10 +7,15 @@ import { capConnectionsPerAddress } from '../address-cap.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
+import type { DocumentStore } from '../store/document-store.ts';
+import { openLocalStore } from '../store/local-store.ts';
+import type { RoomDirectory } from '../store/room-directory.ts';
+import { createStoreSweep } from '../store/store-sweep.ts';
 import type { TlsContextSource } from '../tls/secure-port.ts';
 import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
 import { RelaySocket } from './connection.ts';
+import { createDocumentFrames } from './document-frames.ts';
 import { createLocalBroker } from './local-broker.ts';
 import { openLocalBuffer } from './local-buffer.ts';
 import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
@@ -47,6 +52,11 @@ export interface RelayTuning {
   requestTimeoutMs: number;
   /** Open connections per client address on the status port (past it: 429). Default 16. */
   statusConnectionsPerAddress: number;
+  /**
+   * Period of the document store's sweep: documents of deleted projects removed, compaction.
+   * Default 30 s.
+   */
+  storeSweepIntervalMs: number;
 }
 
 const secondMs = 1_000;
@@ -61,6 +71,7 @@ export const defaultTuning: RelayTuning = {
   expiredRetentionMs: 24 * hourMs,
   requestTimeoutMs: 10 * secondMs,
   statusConnectionsPerAddress: 16,
+  storeSweepIntervalMs: 30 * secondMs,
 };
 
 export interface RelayOptions {
@@ -87,10 +98,17 @@ export interface RelayOptions {
   devices?: DeviceDirectory;
   /** Set, the WebSocket port speaks TLS (wss://) with this certificate. */
   tls?: TlsContextSource;
+  /**
+   * The document store. Default: with the in-process broker, store.db beside relay.db; with a
+   * broker given (a cluster), none (`append` and `catchup` are answered `store_unavailable`).
+   */
+  store?: DocumentStore;
+  /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
+  rooms?: RoomDirectory;
 }
 
 /** The relay's periodic tasks. */
-export type RepeatedTask = 'heartbeat' | 'sweep';
+export type RepeatedTask = 'heartbeat' | 'sweep' | 'store';
 
 /** Runs `run` every `periodMs` until the returned function is called. */
 export type Repeat = (task: RepeatedTask, periodMs: number, run: () => void) => () => void;
@@ -124,6 +142,13 @@ export interface Relay {
    */
   recheckDevices(): Promise<void>;
   status(): RelayStatus;
+  /**
+   * The document store's sweep, run now (it also runs every 30 s): the documents of deleted
+   * projects are removed and the store compacted. Resolves at once without a store.
+   */
+  sweepStore(): Promise<void>;
+  /** The document store; undefined when this relay keeps no documents (a cluster node). */
+  readonly store: DocumentStore | undefined;
   /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
   readonly metrics: Readonly<RelayMetrics>;
 }
@@ -165,6 +190,24 @@ export function createRelay(options: RelayOptions): Relay {
       now,
       bufferWindowMs: config.bufferSeconds * secondMs,
     });
+  let store: DocumentStore | undefined;
+  try {
+    store = options.store ?? (options.broker ? undefined : openLocalStore(config, now));
+  } catch (err: unknown) {
+    void broker.close();
+    throw err;
+  }
+  const documents = createDocumentFrames({
+    store,
+    metrics,
+    logger,
+    maxMessageBytes: config.messageMaxBytes,
+    maxQueuedBytes: config.maxQueuedBytes,
+    now,
+  });
+  const sweepStore = store
+    ? createStoreSweep({ store, rooms: options.rooms, logger, now })
+    : () => Promise.resolve();
   const revoked = broker.revoked();
   const devices = options.devices && createDeviceCheck(options.devices, logger);
 
@@ -199,6 +242,7 @@ export function createRelay(options: RelayOptions): Relay {
     joined: (stream) => unjoined.joined(stream),
     settled: () => broker.settled(),
     stored: (room, device) => broker.stored(room, device),
+    documents,
   });
   const wss = new WebSocketServer({
     noServer: true,
@@ -255,7 +299,7 @@ export function createRelay(options: RelayOptions): Relay {
           unsentBytes: sockets.unsentBytes(),
           unjoinedRefused: unjoined.refused,
         };
-        return renderMetrics(metrics, gauges) + kept.metrics;
+        return renderMetrics(metrics, gauges) + kept.metrics + documents.metrics();
       },
       extra: () => broker.describe().health,
     },
@@ -284,12 +328,16 @@ export function createRelay(options: RelayOptions): Relay {
     await stopAccepting;
     wss.close();
     await broker.close();
+    await sweepStore();
+    await store?.close();
     await closeServer(statusServer);
     logger.info('relay closed');
   }
 
   return {
     metrics,
+    store,
+    sweepStore,
 
     async listen() {
       const wsPort = await listenOn(wsServer, config.wsPort, config.bind);
@@ -311,6 +359,9 @@ export function createRelay(options: RelayOptions): Relay {
         }),
         repeat('sweep', tuning.purgeIntervalMs, () => {
           rooms.sweep();
+        }),
+        repeat('store', tuning.storeSweepIntervalMs, () => {
+          void sweepStore();
         }),
       );
       logger.info({ wsPort, statusPort, bind: config.bind }, 'relay listening');

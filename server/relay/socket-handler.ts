@@ -10,6 +10,7 @@ import {
 import type { JoinFrame } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import { type Connection, createConnection, type RelaySocket } from './connection.ts';
+import type { DocumentFrames } from './document-frames.ts';
 import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
 import { parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
@@ -38,6 +39,8 @@ export interface SocketHandlerOptions {
   settled?: () => Promise<void> | undefined;
   /** What a `pong` of a joined device waits for: false when some of its frames were not stored. */
   stored?: (room: string, device: string) => Promise<boolean> | undefined;
+  /** Answers `append` and `catchup` (the document store). */
+  documents: DocumentFrames;
 }
 
 /**
@@ -230,6 +233,18 @@ class RelaySocketHandler implements SocketHandler {
     });
   }
 
+  /** The `pong` of a ping, once what the device sent before it is kept (see `pong`). */
+  #answerPing(conn: Connection): void {
+    const stored = conn.room && this.#options.stored?.(conn.room.id, conn.deviceKey);
+    if (stored) {
+      void stored.then((ok) => (ok ? pong(conn) : closeWith(conn, NotStored)));
+      return;
+    }
+    const settled = this.#options.settled?.();
+    if (settled === undefined) pong(conn);
+    else void settled.then(() => pong(conn));
+  }
+
   #notJoined(conn: Connection): void {
     sendError(conn, this.#metrics, 'not_joined', 'join a room first');
   }
@@ -267,14 +282,10 @@ class RelaySocketHandler implements SocketHandler {
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
       case 'ping': {
-        const stored = conn.room && this.#options.stored?.(conn.room.id, conn.deviceKey);
-        if (stored) {
-          void stored.then((ok) => (ok ? pong(conn) : closeWith(conn, NotStored)));
-          return;
-        }
-        const settled = this.#options.settled?.();
-        if (settled === undefined) pong(conn);
-        else void settled.then(() => pong(conn));
+        // After the answers to the appends sent before it (see DocumentFrames.answered).
+        const answered = this.#options.documents.answered(conn);
+        if (answered === undefined) this.#answerPing(conn);
+        else void answered.then(() => this.#answerPing(conn));
         return;
       }
       case 'join':
@@ -292,8 +303,20 @@ class RelaySocketHandler implements SocketHandler {
       case 'invalid_json':
         sendError(conn, this.#metrics, 'invalid_json', 'the frame is not valid JSON');
         return;
+      case 'append':
+        if (conn.room === undefined) this.#notJoined(conn);
+        else this.#options.documents.append(conn, frame);
+        return;
+      case 'catchup':
+        if (conn.room === undefined) this.#notJoined(conn);
+        else this.#options.documents.catchUp(conn, frame);
+        return;
       case 'invalid_message':
-        sendError(conn, this.#metrics, 'invalid_message', frame.message);
+        if (frame.doc !== undefined || frame.ref !== undefined) {
+          this.#options.documents.invalid(conn, frame.message, frame.doc, frame.ref);
+        } else {
+          sendError(conn, this.#metrics, 'invalid_message', frame.message);
+        }
         return;
     }
   }

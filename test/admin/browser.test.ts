@@ -142,6 +142,18 @@ describe.skipIf(!hasBrowser)(title, () => {
     expect(roomText).toContain('alice@example.com');
     expect(roomText).toContain(`Alice laptop #${device.id}`);
     expect(await room.locator('.room-id').getAttribute('title')).toBe(`Room ${project.roomId}`);
+    // A document kept by the host shows under its project and user, with its size.
+    const data = Buffer.alloc(3000, 1).toString('base64');
+    relay.socket.send(JSON.stringify({ type: 'append', doc: 'notes.md', ref: 1, data }));
+    const stored = page.locator(`#storage tr[data-room="${project.roomId}"]`);
+    await stored.waitFor({ timeout: 8_000 });
+    const storedText = (await stored.textContent()) ?? '';
+    expect(storedText).toContain('Project thesis');
+    expect(storedText).toContain('alice@example.com');
+    expect(await stored.locator('[data-bytes]').getAttribute('data-bytes')).toBe(
+      String(3000 + 64 + String(device.id).length),
+    );
+    expect(storedText).toContain('3.0 KiB of 1.0 GiB');
     await page.locator('#projects tr[data-project]').first().waitFor();
     // At 1200 px every table fits its section: no button beyond a sideways scroll.
     const overflowing = await page
@@ -155,6 +167,7 @@ describe.skipIf(!hasBrowser)(title, () => {
     await page.locator('#devices').screenshot({ path: join(screenshots, 'devices.png') });
     await page.locator('#projects').screenshot({ path: join(screenshots, 'projects.png') });
     await page.locator('#relay').screenshot({ path: join(screenshots, 'relay.png') });
+    await page.locator('#storage').screenshot({ path: join(screenshots, 'storage.png') });
     await page.locator('#connection').screenshot({ path: join(screenshots, 'connection.png') });
     // From the top, so the sticky section links are where a reader expects them.
     await page.evaluate(() => window.scrollTo(0, 0));

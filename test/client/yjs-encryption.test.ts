@@ -1,31 +1,15 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncError } from '../../client/errors.ts';
 import type { YjsProvider } from '../../client/yjs-provider.ts';
 import { joinRelay, startTestHost, type TestHost } from '../helpers/host.ts';
 import { eventually } from '../helpers/wait.ts';
+import { exposes, sqliteFilesText } from './plaintext.ts';
 import { converged, openYjsRoom, type YjsRoom } from './yjs-room.ts';
-
-/**
- * Whether `marker` can be read in `text`: as it is, or inside any base64 run (how the provider
- * carries Yjs bytes). Ciphertext hides it; plain Yjs updates carry text as UTF-8.
- */
-function exposes(text: string, marker: string): boolean {
-  if (text.includes(marker)) return true;
-  for (const run of text.match(/[A-Za-z0-9+/]{8,}={0,2}/g) ?? []) {
-    if (Buffer.from(run, 'base64').toString('latin1').includes(marker)) return true;
-  }
-  return false;
-}
 
 /** The relay's SQLite files (database, journal, WAL) as they are on disk. */
 function relayDbText(th: TestHost): string {
-  const dataDir = join(th.dir, 'data');
-  return readdirSync(dataDir)
-    .filter((name) => name.startsWith('relay.db'))
-    .map((name) => readFileSync(join(dataDir, name)).toString('latin1'))
-    .join('\n');
+  return sqliteFilesText(join(th.dir, 'data'), 'relay.db');
 }
 
 function errorsOf(provider: YjsProvider): SyncError[] {
@@ -57,7 +41,10 @@ describe('end-to-end encryption of the Yjs provider', () => {
     await th?.close();
   });
 
-  /** Two devices edit `name`; resolves when both hold `marker` and the relay buffered for device 3. */
+  /**
+   * Two devices edit `name`; resolves when both hold `marker` and the relay buffered for device
+   * 3, with the name the relay saw (a digest with a passphrase).
+   */
   async function exchange(name: string, marker: string, passphrase?: string) {
     const a = await room.provider(0, { name, passphrase });
     const b = await room.provider(1, { name, passphrase });
@@ -68,16 +55,18 @@ describe('end-to-end encryption of the Yjs provider', () => {
     const text = await converged([a, b]);
     expect(text).toContain(marker);
     await Promise.all([a.flush(), b.flush()]);
+    const wireName = a.docKey;
     await eventually(
-      () => relayDbText(th).includes(`"doc":"${name}"`),
+      () => relayDbText(th).includes(`"doc":"${wireName}"`),
       'frames buffered in relay.db',
     );
     await eventually(
-      () => tapped.some((frame) => frame.includes(`"doc":"${name}"`)),
+      () => tapped.some((frame) => frame.includes(`"doc":"${wireName}"`)),
       'frames tapped',
     );
     a.destroy();
     b.destroy();
+    return wireName;
   }
 
   it('lets the relay read the text of an unencrypted document (the check below can see it)', async () => {
@@ -89,8 +78,11 @@ describe('end-to-end encryption of the Yjs provider', () => {
 
   it('with a passphrase, leaves only ciphertext in the relay frames, relay.db and the host logs', async () => {
     const marker = 'secret-marker-91c2';
-    await exchange('sealed', marker, 'correct horse battery staple');
-    const sealedFrames = tapped.filter((frame) => frame.includes('"doc":"sealed"'));
+    const wireName = await exchange('sealed', marker, 'correct horse battery staple');
+    // The document's name is not on the wire either: a keyed digest stands for it.
+    expect(wireName).toMatch(/^h[\w-]{43}$/);
+    expect(tapped.some((frame) => frame.includes('sealed'))).toBe(false);
+    const sealedFrames = tapped.filter((frame) => frame.includes(`"doc":"${wireName}"`));
     expect(sealedFrames.length).toBeGreaterThan(0);
     expect(sealedFrames.every((frame) => frame.includes('"kc":"'))).toBe(true);
     expect(exposes(sealedFrames.join('\n'), marker)).toBe(false);

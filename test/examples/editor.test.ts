@@ -113,4 +113,30 @@ describe.skipIf(!hasBrowser && !requireBrowser)(title, () => {
     mkdirSync(screenshotsDir, { recursive: true });
     await one.screenshot({ path: join(screenshotsDir, 'editor-example.png') });
   }, 60_000);
+
+  it('gives one page alone its document back from the host when reloaded (encrypted)', async () => {
+    const [device] = room.devices;
+    const page = await browser.newPage({ viewport: { width: 760, height: 420 } });
+    const hash = new URLSearchParams({
+      relay: th.relayUrl,
+      room: room.roomId,
+      token: device!.deviceToken,
+      doc: 'alone',
+      passphrase: 'page passphrase',
+    });
+    await page.goto(`${site.url}#${hash}`);
+    const synced = () =>
+      eventually(() => page.evaluate(() => window.syncExample?.synced === true), 'synced', 15_000);
+    await synced();
+    await page.click('.cm-content');
+    await page.keyboard.type('Kept by the host. ', { delay: 5 });
+    await eventually(async () => (await pageText(page)) === 'Kept by the host. ', 'typed');
+    // The host has stored every edit of the page (no other device is in the room).
+    await page.evaluate(() => window.syncExample?.flush());
+    await page.reload();
+    await synced();
+    expect(await pageText(page)).toBe('Kept by the host. ');
+    await expect(page.locator('.cm-content').innerText()).resolves.toBe('Kept by the host. ');
+    await page.close();
+  }, 60_000);
 });

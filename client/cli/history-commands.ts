@@ -1,0 +1,219 @@
+import * as Y from 'yjs';
+import { docKeyOf } from '../doc-key.ts';
+import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
+import { SyncError } from '../errors.ts';
+import type { RelayConnection } from '../relay-connection.ts';
+import { cursorAfter, documentAt, fetchHistory, type HistoryEntry } from '../yjs-history.ts';
+import { YjsProvider } from '../yjs-provider.ts';
+import { type Context, signedIn, UsageError } from './context.ts';
+import { requestControl } from './control-client.ts';
+import { controlSocketPath } from './control-path.ts';
+import { addEntry, digestOf, entryOf, type FileEntry, folderDocName } from './folder-doc.ts';
+import { passphraseSource } from './passphrase.ts';
+import { printable } from './printable.ts';
+import { roomOf } from './project-room.ts';
+import { replaceText } from './text-diff.ts';
+
+/** How long joining and the catch-up may take. */
+const timeoutMs = 30_000;
+
+/** What the host keeps of a project's folder document, opened on a joined connection. */
+interface FolderHistory {
+  connection: RelayConnection;
+  key: E2EKey | undefined;
+  entries: HistoryEntry[];
+  last: number;
+  skipped: number;
+}
+
+/**
+ * Joins the project's room as this device, reads every entry the host keeps of the folder
+ * document, runs `use`, and leaves. Refused while a `sync` of the project runs with these
+ * credentials (the relay keeps one connection per device and room): stop it first.
+ */
+async function withFolderHistory<T>(
+  ctx: Context,
+  projectKey: string,
+  use: (history: FolderHistory) => Promise<T>,
+): Promise<T> {
+  const passphrase = passphraseSource(ctx);
+  const { authUrl } = await signedIn(ctx);
+  const running = await requestControl(
+    controlSocketPath(ctx.store.dir, authUrl, projectKey),
+    { op: 'status' },
+    5_000,
+    'the running sync did not answer',
+  );
+  if (running !== undefined) {
+    throw new SyncError(
+      'sync_running',
+      `a sync of ${projectKey} runs on this device: stop it first (its connection is the one this device has in the room)`,
+    );
+  }
+  const { open } = await roomOf(ctx, projectKey);
+  const connection = open();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new SyncError('timeout', `no answer from the host within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+  });
+  try {
+    await Promise.race([connection.connect(), late]);
+    const typed = await passphrase();
+    const key = typed === undefined ? undefined : await deriveE2EKey(typed, connection.room);
+    const kept = await Promise.race([fetchHistory(connection, folderDocName, key), late]);
+    return await Promise.race([use({ connection, key, ...kept }), late]);
+  } finally {
+    clearTimeout(timer);
+    if (connection.state !== 'closed') await connection.close();
+  }
+}
+
+/** Each path's state in a folder document: the digests of its live versions, or deleted. */
+function pathStates(doc: Y.Doc): Map<string, string> {
+  const byPath = new Map<string, FileEntry[]>();
+  for (const [id, value] of doc.getMap<unknown>('files')) {
+    const entry = entryOf(id, value);
+    if (typeof entry === 'string') continue;
+    byPath.set(entry.path, [...(byPath.get(entry.path) ?? []), entry]);
+  }
+  const states = new Map<string, string>();
+  for (const [path, entries] of byPath) {
+    const live = entries.filter((entry) => entry.deleted === undefined);
+    states.set(
+      path,
+      live.length === 0
+        ? 'deleted'
+        : live
+            .map((entry) => digestOf(entry.text.toString()))
+            .sort()
+            .join(','),
+    );
+  }
+  return states;
+}
+
+/** One line per change of a file (of `path` only, when given), oldest first. */
+function changeLines(entries: HistoryEntry[], path: string | undefined): string[] {
+  const lines: string[] = [];
+  let before = new Map<string, string>();
+  const doc = new Y.Doc();
+  for (const entry of entries) {
+    Y.applyUpdate(doc, entry.update);
+    const after = pathStates(doc);
+    for (const [name, state] of after) {
+      if (path !== undefined && name !== path) continue;
+      const was = before.get(name);
+      if (was === state) continue;
+      const change =
+        state === 'deleted'
+          ? 'deleted'
+          : was === undefined
+            ? 'created'
+            : was === 'deleted'
+              ? 'restored'
+              : 'changed';
+      lines.push(`${new Date(entry.at).toISOString()}  device ${entry.from}  ${change}  ${name}`);
+    }
+    before = after;
+  }
+  return lines;
+}
+
+/** `history <projectKey> [path] [--encrypt [--passphrase-file F]]`: when each file changed. */
+export async function history(ctx: Context): Promise<number> {
+  if (ctx.args.length < 1) throw new UsageError('missing arguments: expected <projectKey> [path]');
+  if (ctx.args.length > 2) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
+  const [projectKey, path] = ctx.args as [string, string | undefined];
+  return withFolderHistory(ctx, projectKey, async ({ entries, skipped }) => {
+    for (const line of changeLines(entries, path)) ctx.io.stdout.write(`${printable(line)}\n`);
+    if (entries.length === 0 && skipped === 0) {
+      // A passphrase names the document too: another one (or none) finds nothing kept.
+      ctx.io.stderr.write(
+        `the host keeps nothing of ${printable(projectKey)}'s folder under this name (for an encrypted project: --encrypt with its passphrase)\n`,
+      );
+    }
+    if (skipped > 0) {
+      ctx.io.stderr.write(
+        `${skipped} entries kept by the host could not be opened (another passphrase, or none) and were left out\n`,
+      );
+    }
+    return 0;
+  });
+}
+
+/** The text `path` had at `at` in the history: its live version, else the last before a delete. */
+function contentAt(
+  entries: HistoryEntry[],
+  path: string,
+  at: number | undefined,
+): string | undefined {
+  const candidates: FileEntry[] = [];
+  for (const [id, value] of documentAt(entries, at).getMap<unknown>('files')) {
+    const entry = entryOf(id, value);
+    if (typeof entry !== 'string' && entry.path === path) candidates.push(entry);
+  }
+  const newest = (list: FileEntry[]) => list.sort((a, b) => b.time - a.time)[0];
+  const chosen =
+    newest(candidates.filter((entry) => entry.deleted === undefined)) ?? newest(candidates);
+  return chosen?.text.toString();
+}
+
+/**
+ * `restore <projectKey> <path> [--at <ISO time>] [--encrypt [--passphrase-file F]]`: brings the
+ * file back as it was then (now by default: a deleted file as it was when deleted), as a new
+ * edit that the host stores and every device receives.
+ */
+export async function restore(ctx: Context): Promise<number> {
+  if (ctx.args.length < 2) throw new UsageError('missing arguments: expected <projectKey> <path>');
+  if (ctx.args.length > 2) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
+  const [projectKey, path] = ctx.args as [string, string];
+  const atFlag = ctx.flags.at;
+  const at = atFlag === undefined ? undefined : Date.parse(atFlag);
+  if (at !== undefined && !Number.isFinite(at)) {
+    throw new UsageError('--at takes a time such as 2026-11-26T16:40:00Z');
+  }
+  return withFolderHistory(ctx, projectKey, async ({ connection, key, entries, last }) => {
+    const content = contentAt(entries, path, at);
+    if (content === undefined) {
+      const when = at === undefined ? '' : ` at ${new Date(at).toISOString()}`;
+      throw new SyncError(
+        'not_found',
+        `${path} is not in what the host keeps of ${projectKey}${when}`,
+      );
+    }
+    const doc = documentAt(entries);
+    const store = cursorAfter(entries, last, docKeyOf(folderDocName, key));
+    const provider = new YjsProvider({ connection, doc, name: folderDocName, store }, key);
+    try {
+      await provider.whenSynced();
+      const files = doc.getMap<unknown>('files');
+      const live: FileEntry[] = [];
+      for (const [id, value] of files) {
+        const entry = entryOf(id, value);
+        if (typeof entry !== 'string' && entry.path === path && entry.deleted === undefined) {
+          live.push(entry);
+        }
+      }
+      const current = live.sort((a, b) => b.time - a.time)[0];
+      if (current?.text.toString() === content) {
+        ctx.io.stdout.write(`${printable(path)} is already as it was\n`);
+        return 0;
+      }
+      doc.transact(() => {
+        if (current !== undefined) replaceText(current.text, content);
+        else
+          addEntry(files, { path, content, device: String(connection.device), time: Date.now() });
+      });
+      await provider.flush();
+      const when = at === undefined ? 'its last version' : new Date(at).toISOString();
+      ctx.io.stdout.write(`restored ${printable(path)} as of ${when}\n`);
+      return 0;
+    } finally {
+      provider.destroy();
+    }
+  });
+}

@@ -1,0 +1,88 @@
+import * as decoding from 'lib0/decoding';
+import * as sync from 'y-protocols/sync';
+import { HostSummary, type HostSummaryData } from './yjs-host-summary.ts';
+
+/** What a device keeps between runs of one document's place on the host (JSON). */
+export interface StoreProgress {
+  /** The document's name on the host (a digest when encrypted): another one starts afresh. */
+  doc?: string;
+  /** The last position of the host's entries this device has applied. */
+  position: number;
+  /** What the host holds of the document, as far as this device knows. */
+  host: HostSummaryData;
+}
+
+/** Entries (or bytes of them) since the last snapshot past which the device writes one. */
+export const snapshotAfterEntries = 200;
+export const snapshotAfterBytes = 1_048_576;
+
+/**
+ * One document's place on the host, shared by the providers a device opens on it one after
+ * the other (one per connection): the last position applied, what the host holds (so an edit
+ * made offline is sent at the next connection, and nothing more), and how much the host has
+ * kept since the last snapshot.
+ */
+export class StoreCursor {
+  position: number;
+  host: HostSummary;
+  /** The document's name on the host, set by the first provider. */
+  doc: string | undefined;
+  /** Entries and their bytes the host keeps beyond the last snapshot (as far as seen here). */
+  sinceSnapshot = { entries: 0, bytes: 0 };
+
+  constructor(progress?: StoreProgress) {
+    this.doc = progress?.doc;
+    this.position = progress?.position ?? 0;
+    this.host = new HostSummary(progress?.host);
+  }
+
+  /**
+   * Binds the cursor to the document `doc` (its name on the host); a place recorded for
+   * another name (the passphrase changed, or encryption was turned on) is forgotten.
+   */
+  bind(doc: string): void {
+    if (this.doc === doc) return;
+    if (this.doc !== undefined) {
+      this.position = 0;
+      this.host = new HostSummary();
+      this.sinceSnapshot = { entries: 0, bytes: 0 };
+    }
+    this.doc = doc;
+  }
+
+  /** Whether the host keeps enough beyond the last snapshot for a new one to be worth it. */
+  get wantsSnapshot(): boolean {
+    const { entries, bytes } = this.sinceSnapshot;
+    return entries > snapshotAfterEntries || bytes > snapshotAfterBytes;
+  }
+
+  /** The host keeps one more entry of `bytes` bytes beyond the last snapshot. */
+  counted(bytes: number): void {
+    this.sinceSnapshot.entries += 1;
+    this.sinceSnapshot.bytes += bytes;
+  }
+
+  progress(): StoreProgress {
+    return {
+      ...(this.doc === undefined ? {} : { doc: this.doc }),
+      position: this.position,
+      host: this.host.toJSON(),
+    };
+  }
+}
+
+/**
+ * The Yjs update in a stored message (a y-protocols update or sync step 2, what the provider
+ * appends), or undefined when the bytes are no such message.
+ */
+export function storedUpdate(body: Uint8Array): Uint8Array | undefined {
+  try {
+    const decoder = decoding.createDecoder(body);
+    if (decoding.readVarUint(decoder) !== 0) return undefined;
+    const type = decoding.readVarUint(decoder);
+    if (type !== sync.messageYjsUpdate && type !== sync.messageYjsSyncStep2) return undefined;
+    return decoding.readVarUint8Array(decoder);
+  } catch {
+    return undefined; // cut short: not a message of ours
+  }
+}

@@ -1,0 +1,365 @@
+import * as Y from 'yjs';
+import { toBase64 } from './base64.ts';
+import { type E2EKey, seal } from './e2e-key.ts';
+import { SyncError } from './errors.ts';
+import type { RelayConnection } from './relay-connection.ts';
+import type { StoredEntry, StoreFrame } from './relay-frames.ts';
+import { HostSummary } from './yjs-host-summary.ts';
+import { updateMessage } from './yjs-messages.ts';
+import { Reassembler } from './yjs-reassembler.ts';
+import { type StoreCursor, storedUpdate } from './yjs-store-cursor.ts';
+import { unseal } from './yjs-wire.ts';
+
+export interface StoreSessionOptions {
+  connection: RelayConnection;
+  doc: Y.Doc;
+  /** The document's name, for what is reported. */
+  name: string;
+  /** The document's name on the wire (see `docKeyOf`). */
+  docKey: string;
+  key: E2EKey | undefined;
+  /** The origin of the transactions that apply what the host sends (the provider). */
+  origin: unknown;
+  cursor: StoreCursor;
+  /** The relay's `message.maxBytes`: a larger entry goes in pieces. */
+  maxMessageBytes: number;
+  maxReceiveBytes: number;
+  /** An entry that cannot be trusted (said once per code and device by the provider). */
+  refused: (code: string, device: string, message: string) => void;
+  /** The host keeps no documents here, or refused an append (said once per session). */
+  failed: (error: SyncError) => void;
+  /** `settled` or `state` changed. */
+  changed: () => void;
+}
+
+/** What an append frame (of several, for a large message) stands for until acknowledged. */
+interface Sent {
+  update: Uint8Array;
+  bytes: number;
+  snapshot: boolean;
+  /** Whether this frame is the last piece of its message (its ack acknowledges the message). */
+  last: boolean;
+}
+
+/**
+ * The device's side of the host's document store for one document on one connection: asks
+ * for what the host holds after the cursor's position (`catchup`), applies it (pieces
+ * reassembled, unsealed; what cannot be trusted is reported and skipped), then appends what the
+ * document holds beyond the host (an edit made offline), then every local edit as it happens,
+ * and a snapshot when enough has piled up since the last one. `settled` is true once caught up
+ * with nothing of this device unacknowledged.
+ */
+export class StoreSession {
+  /** `catching` until `caughtup`; `off` when this host keeps no documents (or refused one). */
+  state: 'catching' | 'ready' | 'off' = 'catching';
+  private readonly sent = new Map<number, Sent>();
+  private readonly reassembler: Reassembler;
+  private nextRef = 1;
+  private messageCount = 0;
+  private inbound: Promise<void> = Promise.resolve();
+  private outbound: Promise<void> = Promise.resolve();
+  /** The catch-up asked for; a broken snapshot makes it ask again for the raw entries. */
+  private asked = { after: 0, snapshots: true };
+  private brokenSnapshot = false;
+  private snapshotDue = false;
+  private stopped = false;
+  /** Waiting for the appends made so far: resolved when they are acknowledged. */
+  private waiters: { ref: number; resolve: () => void; reject: (error: Error) => void }[] = [];
+  private readonly chunkBytes: number;
+  /** Resolved once the first catch-up is over (and the appends it makes are queued). */
+  private readonly ready: Promise<void>;
+  private markReady: () => void = () => undefined;
+
+  constructor(private readonly options: StoreSessionOptions) {
+    this.chunkBytes = storeChunkBytes(options.maxMessageBytes, options.docKey);
+    this.ready = new Promise((resolve) => {
+      this.markReady = resolve;
+    });
+    this.reassembler = new Reassembler({
+      check: options.key?.check,
+      maxMessageBytes: options.maxReceiveBytes,
+      maxHeldBytes: options.maxReceiveBytes,
+      onDrop: (from, refusal) => options.refused(refusal.refused, from, refusal.message),
+    });
+  }
+
+  /** Caught up with the host and every append acknowledged. */
+  get settled(): boolean {
+    return this.state === 'ready' && this.sent.size === 0;
+  }
+
+  /** Asks for what the host holds after the cursor's position. */
+  start(): void {
+    this.catchUp(true);
+  }
+
+  /** Stops for good (the provider is destroyed or the connection is gone). */
+  stop(): void {
+    this.stopped = true;
+    this.reassembler.clear();
+    this.markEnded();
+    const error = new SyncError('closed', 'the connection ended before the host stored every edit');
+    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+  }
+
+  /**
+   * Resolves once the host has stored every edit appended so far (at once when the store is
+   * off); rejects with `closed` when the connection ends first (the next one sends them).
+   */
+  async stored(): Promise<void> {
+    // Edits made while catching up go in the append that follows the catch-up.
+    if (this.state === 'catching') {
+      await Promise.race([this.ready, this.ended()]);
+    }
+    await this.outbound;
+    if (this.stopped) throw new SyncError('closed', 'the connection ended');
+    const last = this.nextRef - 1;
+    if (this.state === 'off' || ![...this.sent.keys()].some((ref) => ref <= last)) return;
+    return new Promise((resolve, reject) => this.waiters.push({ ref: last, resolve, reject }));
+  }
+
+  /** A local edit: appended at once when caught up, else with the diff after the catch-up. */
+  local(update: Uint8Array): void {
+    if (this.state === 'ready') this.append(update, false);
+  }
+
+  handle(frame: StoreFrame): void {
+    if (this.stopped || frame.doc !== this.options.docKey) return;
+    switch (frame.type) {
+      case 'stored':
+        for (const entry of frame.entries) this.queue(() => this.applyEntry(entry));
+        return;
+      case 'caughtup':
+        this.queue(async () => this.caughtUp(frame.pos));
+        return;
+      case 'appended':
+        this.acknowledged(frame.ref, frame.pos);
+        return;
+      case 'error':
+        this.storeError(frame.code, frame.message, frame.ref);
+        return;
+    }
+  }
+
+  private catchUp(snapshots: boolean): void {
+    const { docKey, key, cursor } = this.options;
+    this.asked = { after: cursor.position, snapshots };
+    this.brokenSnapshot = false;
+    this.send({
+      type: 'catchup',
+      doc: docKey,
+      after: cursor.position,
+      ...(key === undefined ? {} : { kc: key.check }),
+      ...(snapshots ? {} : { snapshots: false as const }),
+    });
+  }
+
+  private queue(step: () => Promise<void>): void {
+    this.inbound = this.inbound.then(() => (this.stopped ? undefined : step()));
+  }
+
+  private async applyEntry(entry: StoredEntry): Promise<void> {
+    const { key, name, doc, origin, cursor } = this.options;
+    const assembled = this.reassembler.accept(entry.from, {
+      y: 1,
+      doc: name,
+      d: entry.data,
+      ...(entry.kc === undefined ? {} : { kc: entry.kc }),
+      ...(entry.part === undefined ? {} : { m: entry.part.m, i: entry.part.i, n: entry.part.n }),
+    });
+    if (assembled.kind === 'partial') return;
+    const ours = entry.kc === key?.check;
+    if (assembled.kind === 'refused') {
+      this.options.refused(
+        assembled.refused,
+        entry.from,
+        `${assembled.message} (kept by the host)`,
+      );
+      return;
+    }
+    const opened = await unseal(key, name, entry.from, assembled);
+    const update = 'body' in opened ? storedUpdate(opened.body) : undefined;
+    if (update === undefined) {
+      if (ours && entry.covers !== undefined) this.brokenSnapshot = true;
+      const message =
+        'refused' in opened
+          ? opened.message
+          : `an entry the host keeps from device ${entry.from} is no document update; it was skipped`;
+      this.options.refused(
+        'refused' in opened ? opened.refused : 'invalid_payload',
+        entry.from,
+        message,
+      );
+      return;
+    }
+    try {
+      Y.applyUpdate(doc, update, origin);
+    } catch (err: unknown) {
+      if (ours && entry.covers !== undefined) this.brokenSnapshot = true;
+      this.options.refused(
+        'invalid_payload',
+        entry.from,
+        `an entry the host keeps from device ${entry.from} could not be applied (${err instanceof Error ? err.message : String(err)}); it was skipped`,
+      );
+      return;
+    }
+    cursor.host.add(update);
+    if (entry.covers !== undefined) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+    else cursor.counted(assembled.bytes.length);
+  }
+
+  private async caughtUp(position: number): Promise<void> {
+    const { cursor, doc } = this.options;
+    if (this.brokenSnapshot && this.asked.snapshots) {
+      // A snapshot sealed with this key did not open (forged or broken): the raw entries.
+      cursor.position = this.asked.after;
+      this.catchUp(false);
+      return;
+    }
+    this.reassembler.clear();
+    if (position < this.asked.after) {
+      // The host holds less than this device believed (its store was replaced or lost): what
+      // the document holds goes to it again, all of it.
+      cursor.host = new HostSummary();
+    }
+    cursor.position = position;
+    const first = this.state === 'catching';
+    if (first) {
+      this.state = 'ready';
+      const missing = cursor.host.missing(doc);
+      if (missing !== undefined) this.append(missing, false);
+      this.markReady();
+    }
+    this.snapshotDue = false;
+    const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null;
+    if (cursor.wantsSnapshot && complete) {
+      this.append(Y.encodeStateAsUpdate(doc), true, cursor.position);
+    } else if (cursor.wantsSnapshot) {
+      // The document waits for updates it lacks: no snapshot can cover the position yet. The
+      // next try comes after as many entries again, not at the next acknowledgement.
+      cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+    }
+    this.options.changed();
+  }
+
+  /** Seals (when encrypted), cuts in pieces and sends one message, in order with the others. */
+  private append(update: Uint8Array, snapshot: boolean, covers?: number): void {
+    const { key, docKey } = this.options;
+    const { chunkBytes } = this;
+    this.messageCount += 1;
+    const id = `a${this.messageCount}`;
+    this.outbound = this.outbound.then(async () => {
+      if (this.stopped || this.state === 'off') return;
+      const body = updateMessage(update);
+      const bytes = key === undefined ? body : await seal(key, body);
+      const n = Math.ceil(bytes.length / chunkBytes);
+      for (let i = 0; i < n; i += 1) {
+        const ref = this.nextRef;
+        this.nextRef += 1;
+        this.sent.set(ref, { update, bytes: bytes.length, snapshot, last: i === n - 1 });
+        this.send({
+          type: 'append',
+          doc: docKey,
+          ref,
+          data: toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
+          ...(key === undefined ? {} : { kc: key.check }),
+          ...(covers === undefined ? {} : { covers }),
+          ...(n === 1 ? {} : { part: { m: id, i, n } }),
+        });
+      }
+    });
+  }
+
+  private acknowledged(ref: number, position: number): void {
+    const sent = this.sent.get(ref);
+    if (sent === undefined) return;
+    this.sent.delete(ref);
+    const { cursor } = this.options;
+    // Nothing between the last position applied and this one: the device holds it all.
+    if (position === cursor.position + 1) cursor.position = position;
+    this.settleWaiters();
+    if (!sent.last) return;
+    cursor.host.add(sent.update);
+    if (sent.snapshot) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+    else cursor.counted(sent.bytes);
+    if (cursor.wantsSnapshot && !this.snapshotDue && this.state === 'ready') {
+      // Caught up first, so the snapshot covers everything up to the host's last position.
+      this.snapshotDue = true;
+      this.catchUp(true);
+    }
+    if (this.sent.size === 0) this.options.changed();
+  }
+
+  private endWaiters: (() => void)[] = [];
+
+  /** Resolves when the session stops. */
+  private ended(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return new Promise((resolve) => this.endWaiters.push(resolve));
+  }
+
+  private markEnded(): void {
+    for (const resolve of this.endWaiters.splice(0)) resolve();
+  }
+
+  private settleWaiters(): void {
+    const oldest = Math.min(...this.sent.keys());
+    this.waiters = this.waiters.filter((waiter) => {
+      if (waiter.ref >= oldest) return true;
+      waiter.resolve();
+      return false;
+    });
+  }
+
+  private storeError(code: string, message: string, ref: number | undefined): void {
+    if (code !== 'store_full' && code !== 'store_unavailable') {
+      // A refused append is not waited for: the next join's diff sends what it carried.
+      if (ref !== undefined && this.sent.delete(ref)) {
+        this.settleWaiters();
+        this.options.changed();
+      }
+      this.options.failed(new SyncError(code, message));
+      return;
+    }
+    if (this.state === 'off') return;
+    this.state = 'off';
+    this.sent.clear();
+    this.settleWaiters();
+    this.markReady();
+    this.options.failed(
+      new SyncError(
+        code,
+        code === 'store_full'
+          ? `the host is full and keeps no more of this document (${message}); devices online still sync`
+          : `the host keeps no documents (${message}); devices sync only while online together`,
+      ),
+    );
+    this.options.changed();
+  }
+
+  private send(frame: Parameters<RelayConnection['sendStoreFrame']>[0]): void {
+    try {
+      this.options.connection.sendStoreFrame(frame);
+    } catch (err: unknown) {
+      // The connection is gone: the next one catches up and sends what the host lacks.
+      if (err instanceof SyncError) return;
+      throw err;
+    }
+  }
+}
+
+/**
+ * Room in a frame for what surrounds an entry's data, as the host sends it back in a catch-up
+ * page (position, time, sender, `kc`, `covers`, `part`) and as it comes in an `append`.
+ */
+const entryOverheadBytes = 1024;
+const encoder = new TextEncoder();
+
+/**
+ * Largest number of (sealed) bytes one stored entry carries: its page back from the host must
+ * fit `message.maxBytes` with the base64 data and the entry's fields.
+ */
+export function storeChunkBytes(maxMessageBytes: number, docKey: string): number {
+  const room = maxMessageBytes - entryOverheadBytes - 2 * encoder.encode(docKey).length;
+  return Math.max(3, Math.floor(room / 4) * 3);
+}

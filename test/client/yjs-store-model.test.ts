@@ -1,0 +1,113 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as Y from 'yjs';
+import { StoreCursor } from '../../client/yjs-store-cursor.ts';
+import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { openYjsRoom, type YjsRoom } from './yjs-room.ts';
+
+/**
+ * A model of devices that come and go and are never online together: each session of a device
+ * catches up from the host alone, edits, and leaves; some edits are made offline, between
+ * sessions; a session may start without the place the device kept (a run killed before it
+ * saved it). In the end every device, opened once more, holds the same document.
+ */
+
+const devices = 3;
+
+/** One step: a device edits offline, or runs a session (join, catch up, edit, leave). */
+type Step =
+  | { kind: 'offline'; device: number; edits: Edit[] }
+  | { kind: 'session'; device: number; edits: Edit[]; keepPlace: boolean };
+
+type Edit = { at: number; insert: string } | { at: number; length: number };
+
+const editArbitrary: fc.Arbitrary<Edit> = fc.oneof(
+  fc.record({
+    at: fc.double({ min: 0, max: 1, noNaN: true }),
+    insert: fc.stringMatching(/^[a-z]{1,6} $/),
+  }),
+  fc.record({
+    at: fc.double({ min: 0, max: 1, noNaN: true }),
+    length: fc.integer({ min: 1, max: 4 }),
+  }),
+);
+
+const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({
+    kind: fc.constant('offline' as const),
+    device: fc.integer({ min: 0, max: devices - 1 }),
+    edits: fc.array(editArbitrary, { minLength: 1, maxLength: 4 }),
+  }),
+  fc.record({
+    kind: fc.constant('session' as const),
+    device: fc.integer({ min: 0, max: devices - 1 }),
+    edits: fc.array(editArbitrary, { maxLength: 6 }),
+    keepPlace: fc.boolean(),
+  }),
+);
+
+function applyEdit(doc: Y.Doc, edit: Edit): void {
+  const text = doc.getText('text');
+  const index = Math.floor(edit.at * text.length);
+  if ('insert' in edit) text.insert(index, edit.insert);
+  else text.delete(index, Math.min(edit.length, text.length - index));
+}
+
+describe('devices that are never online together converge through the host (model)', () => {
+  let th: TestHost;
+  let room: YjsRoom;
+
+  beforeAll(async () => {
+    th = await startTestHost({ ui: false, relay: ['buffer.seconds=2'] });
+    room = await openYjsRoom(th, 'model@example.org', 'model', devices);
+  });
+
+  afterAll(async () => {
+    await room?.close();
+    await th?.close();
+  });
+
+  it('converges whatever the order of sessions and offline edits', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 8 }), async (steps) => {
+        run += 1;
+        const name = `model-${run}`;
+        const docs = Array.from({ length: devices }, () => new Y.Doc());
+        const places = Array.from({ length: devices }, () => new StoreCursor());
+        /** One session of `device` alone: it catches up, edits, waits for the host, leaves. */
+        const session = async (device: number, edits: Edit[], keepPlace: boolean) => {
+          const { connection } = await room.connect(device);
+          const store = keepPlace ? places[device] : new StoreCursor();
+          const provider = await room.provider(device, {
+            connection,
+            name,
+            doc: docs[device],
+            store,
+          });
+          await provider.whenSynced();
+          for (const edit of edits) applyEdit(docs[device]!, edit);
+          await provider.flush();
+          provider.destroy();
+          await connection.close();
+        };
+        for (const step of steps) {
+          if (step.kind === 'offline') {
+            for (const edit of step.edits) applyEdit(docs[step.device]!, edit);
+          } else {
+            await session(step.device, step.edits, step.keepPlace);
+          }
+        }
+        // Each device once more, twice round, so the last one's edits reach the first.
+        for (let round = 0; round < 2; round += 1) {
+          for (let device = 0; device < devices; device += 1) await session(device, [], true);
+        }
+        const texts = docs.map((doc) => doc.getText('text').toString());
+        expect(new Set(texts).size).toBe(1);
+        const vectors = docs.map((doc) => Y.encodeStateVector(doc).join(','));
+        expect(new Set(vectors).size).toBe(1);
+      }),
+      { numRuns: 40 },
+    );
+  }, 120_000);
+});

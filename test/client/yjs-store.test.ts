@@ -1,0 +1,204 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as Y from 'yjs';
+import { toBase64 } from '../../client/base64.ts';
+import type { SyncError } from '../../client/errors.ts';
+import type { RelayConnection } from '../../client/relay-connection.ts';
+import type { StoreFrame } from '../../client/relay-frames.ts';
+import type { YjsProvider } from '../../client/yjs-provider.ts';
+import { StoreCursor } from '../../client/yjs-store-cursor.ts';
+import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { eventually } from '../helpers/wait.ts';
+import { exposes, sqliteFilesText } from './plaintext.ts';
+import { openYjsRoom, type YjsRoom } from './yjs-room.ts';
+
+/** The store's SQLite files (database, WAL, shared memory) as they are on disk. */
+function storeFiles(th: TestHost): string {
+  return sqliteFilesText(join(th.dir, 'data'), 'store.db');
+}
+
+/** Every store frame a connection receives. */
+function storeFrames(connection: RelayConnection): StoreFrame[] {
+  const frames: StoreFrame[] = [];
+  connection.on('store', (frame) => frames.push(frame));
+  return frames;
+}
+
+describe('the Yjs provider and the host’s document store', () => {
+  let th: TestHost;
+  let room: YjsRoom;
+  /** Moves the host's clock past the relay buffer (2 s) between devices. */
+  let clockOffsetMs = 0;
+
+  beforeAll(async () => {
+    th = await startTestHost({
+      ui: false,
+      relay: ['buffer.seconds=2'],
+      now: () => Date.now() + clockOffsetMs,
+    });
+    room = await openYjsRoom(th, 'store@example.org', 'notes', 5);
+  });
+
+  afterAll(async () => {
+    await room?.close();
+    await th?.close();
+  });
+
+  /** Opens a provider on device `index`, waits until it is synced, and says what it held then. */
+  async function open(
+    index: number,
+    options: { name: string; passphrase?: string; doc?: Y.Doc; store?: StoreCursor },
+  ): Promise<{ provider: YjsProvider; textAtSync: string; errors: SyncError[] }> {
+    const provider = await room.provider(index, options);
+    const errors: SyncError[] = [];
+    provider.on('error', (error) => errors.push(error));
+    await provider.whenSynced();
+    return { provider, textAtSync: provider.doc.getText('text').toString(), errors };
+  }
+
+  /** Ends a device's session: nothing of it stays in the room, and the relay buffer expires. */
+  async function leave(provider: YjsProvider): Promise<void> {
+    await provider.flush();
+    provider.destroy();
+    await provider.connection.close();
+    clockOffsetMs += 10_000;
+  }
+
+  for (const passphrase of [undefined, 'correct horse battery staple']) {
+    const label = passphrase === undefined ? 'unencrypted' : 'encrypted';
+    it(`brings a document to a device that was never online with the writer (${label})`, async () => {
+      const name = `never-together-${label}`;
+      const writer = await open(0, { name, passphrase });
+      writer.provider.doc.getText('text').insert(0, `written on the laptop (${label})`);
+      await leave(writer.provider);
+
+      const reader = await open(1, { name, passphrase });
+      // `synced` means caught up with the host: the text is there at that moment.
+      expect(reader.textAtSync).toBe(`written on the laptop (${label})`);
+      expect(reader.provider.peers).toEqual([]);
+      expect(reader.errors).toEqual([]);
+      await leave(reader.provider);
+    });
+  }
+
+  it('sends what a device changed offline, deletions included, at its next connection', async () => {
+    const name = 'offline-edits';
+    const doc = new Y.Doc();
+    const store = new StoreCursor();
+    const first = await open(0, { name, doc, store });
+    doc.getText('text').insert(0, 'one two three');
+    await first.provider.flush();
+    expect(store.position).toBeGreaterThan(0);
+    await leave(first.provider);
+    // Offline: a deletion (it does not advance the state vector) and an insertion.
+    doc.getText('text').delete(0, 4);
+    doc.getText('text').insert(doc.getText('text').length, ' four');
+    // Later, the same device again with what it kept between runs.
+    const kept = new StoreCursor(JSON.parse(JSON.stringify(store.progress())));
+    const again = await open(0, { name, doc, store: kept });
+    expect(again.textAtSync).toBe('two three four');
+    await leave(again.provider);
+
+    const other = await open(2, { name });
+    expect(other.textAtSync).toBe('two three four');
+    await leave(other.provider);
+  });
+
+  it('leaves the host only ciphertext and digests of an encrypted document (store.db and its WAL, byte for byte)', async () => {
+    const name = 'diary-name-5d1e.md';
+    const marker = 'stored-secret-3b8f';
+    const writer = await open(0, { name, passphrase: 'pass phrase' });
+    writer.provider.doc.getText('text').insert(0, `Dear diary, ${marker}`);
+    await leave(writer.provider);
+    const reader = await open(1, { name, passphrase: 'pass phrase' });
+    expect(reader.textAtSync).toContain(marker);
+    await leave(reader.provider);
+    const files = storeFiles(th);
+    expect(files).toContain(writer.provider.docKey);
+    expect(exposes(files, marker)).toBe(false);
+    expect(exposes(files, name)).toBe(false);
+    expect(exposes(files, 'diary-name')).toBe(false);
+  });
+
+  it('writes snapshots after many edits, and a new device rebuilds the document from them', async () => {
+    const name = 'many-edits';
+    const writer = await open(0, { name });
+    const connection = writer.provider.connection;
+    const frames = storeFrames(connection);
+    const text = writer.provider.doc.getText('text');
+    for (let i = 0; i < 260; i += 1) text.insert(text.length, `${i % 10}`);
+    await eventually(
+      () =>
+        frames.some((f) => f.type === 'appended') &&
+        writer.provider.store.sinceSnapshot.entries < 100,
+      'a snapshot acknowledged',
+      15_000,
+    );
+    const { docKey } = writer.provider;
+    await leave(writer.provider);
+    // What a new device gets first is a snapshot, not 260 keystrokes.
+    const { connection: raw } = await room.connect(4);
+    const answers = storeFrames(raw);
+    raw.sendStoreFrame({ type: 'catchup', doc: docKey, after: 0 });
+    await eventually(() => answers.some((f) => f.type === 'caughtup'), 'caught up');
+    const entries = answers.flatMap((f) => (f.type === 'stored' ? f.entries : []));
+    expect(entries[0]?.covers).toBeGreaterThan(200);
+    await raw.close();
+    const reader = await open(3, { name });
+    expect(reader.textAtSync).toBe(text.toString());
+    expect(reader.textAtSync.length).toBe(260);
+    await leave(reader.provider);
+  });
+
+  it('keeps the text when a device of another passphrase, or a forged snapshot, writes to the document', async () => {
+    const name = 'contested';
+    const passphrase = 'the right one';
+    const writer = await open(0, { name, passphrase });
+    writer.provider.doc.getText('text').insert(0, 'kept by the right devices');
+    await writer.provider.flush();
+    const { docKey, store } = writer.provider;
+    await leave(writer.provider);
+
+    // A device that knows the document's key on the wire (the relay sees it) writes snapshots
+    // to it: one under another key, one forged under the right key check value.
+    const { connection } = await room.connect(2);
+    const frames = storeFrames(connection);
+    const own = await open(4, { name, passphrase: 'a wrong one' });
+    own.provider.doc.getText('text').insert(0, 'overwritten!');
+    await own.provider.flush();
+    const rightCheck = await import('../../client/e2e-key.ts').then((m) =>
+      m.deriveE2EKey(passphrase, room.roomId),
+    );
+    const junk = toBase64(new Uint8Array(64).fill(7));
+    const covers = store.position;
+    connection.sendStoreFrame({
+      type: 'append',
+      doc: docKey,
+      ref: 1,
+      data: junk,
+      kc: 'ffffffffffffffff',
+      covers,
+    });
+    connection.sendStoreFrame({
+      type: 'append',
+      doc: docKey,
+      ref: 2,
+      data: junk,
+      kc: rightCheck.check,
+      covers,
+    });
+    await eventually(
+      () => frames.filter((f) => f.type === 'appended').length === 2,
+      'forgeries stored',
+    );
+    await leave(own.provider);
+    await connection.close();
+
+    const reader = await open(1, { name, passphrase });
+    expect(reader.textAtSync).toBe('kept by the right devices');
+    expect(reader.errors.map((e) => e.code)).toEqual(
+      expect.arrayContaining(['wrong_passphrase', 'decrypt_failed']),
+    );
+    await leave(reader.provider);
+  });
+});

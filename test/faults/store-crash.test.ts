@@ -1,0 +1,85 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
+import { writeLoopbackRelayConf } from '../helpers/configs.ts';
+import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+import { RelayClient } from '../helpers/relay-client.ts';
+import { catchUp, entryText } from '../helpers/store-client.ts';
+import { eventually } from '../helpers/wait.ts';
+
+const secret = 'store-crash-test-secret-0123456789abcdef';
+const token = (userId: number, deviceId: number) =>
+  signDeviceToken(
+    { userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) },
+    secret,
+    'hmac-sha256',
+  );
+
+const dirs: string[] = [];
+const processes: HostProcess[] = [];
+const clients: RelayClient[] = [];
+afterAll(async () => {
+  for (const c of clients) c.terminate();
+  await Promise.all(processes.map((p) => p.stop('SIGKILL').catch(() => null)));
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const connect = (url: string) => {
+  const c = new RelayClient(url);
+  clients.push(c);
+  return c;
+};
+
+describe('relay killed with -9 during appends to the document store', () => {
+  it('keeps every acknowledged entry, in order, and the file passes integrity_check', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'store-crash-'));
+    dirs.push(dir);
+    writeLoopbackRelayConf(dir, secret, { 'rate.perSecond': 100_000, 'rate.burst': 100_000 });
+    const room = createRoomId(1, secret);
+    const relay = await startHostProcess(['relay'], dir);
+    processes.push(relay);
+    const writer = connect(await relay.url('relay'));
+    expect(await writer.join(room, 1, token(1, 1))).toMatchObject({ type: 'joined' });
+
+    // Appends in bursts, without waiting for their acknowledgements.
+    let sent = 0;
+    let sending = true;
+    const load = (async () => {
+      while (sending && writer.closeInfo === undefined) {
+        for (let i = 0; i < 100; i++) {
+          const data = Buffer.from(`entry ${sent}`).toString('base64');
+          writer.send({ type: 'append', doc: 'notes.md', ref: sent, data });
+          sent++;
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    const acked = () => writer.frames.filter((f) => f.type === 'appended');
+    await eventually(() => acked().length > 2_000, 'thousands of acknowledged appends', 15_000);
+    expect(await relay.stop('SIGKILL')).toBeNull();
+    sending = false;
+    await load;
+    const acknowledged = acked();
+    // Acknowledgements of one connection come in append order, positions growing with them.
+    expect(acknowledged.map((f) => f.ref)).toEqual(acknowledged.map((_, i) => i));
+    expect(acknowledged.map((f) => f.pos)).toEqual(acknowledged.map((_, i) => i + 1));
+
+    const db = new Database(join(dir, 'store.db'));
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    db.close();
+
+    const again = await startHostProcess(['relay'], dir);
+    processes.push(again);
+    const reader = connect(await again.url('relay'));
+    expect(await reader.join(room, 2, token(1, 2))).toMatchObject({ type: 'joined' });
+    const { entries, pos } = await catchUp(reader, 'notes.md');
+    expect(entries.length).toBeGreaterThanOrEqual(acknowledged.length);
+    expect(entries.length).toBeLessThanOrEqual(sent);
+    expect(pos).toBe(entries.length);
+    const texts = entries.map(entryText);
+    expect(texts).toEqual(entries.map((_, i) => `entry ${i}`));
+  }, 60_000);
+});

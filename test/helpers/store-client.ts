@@ -1,0 +1,47 @@
+import type { Frame, RelayClient } from './relay-client.ts';
+
+/**
+ * The document store's frames spoken from a raw relay client (docs/store.md): an append waited
+ * for until its answer, a catch-up collected up to `caughtup`.
+ */
+
+/** `text` in base64, as an append carries it. */
+export const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+/** The data of a stored entry as text. */
+export const entryText = (entry: Frame) => Buffer.from(entry.data as string, 'base64').toString();
+
+/** Sends a catch-up and collects its pages up to `caughtup`. */
+export async function catchUp(
+  client: RelayClient,
+  doc: string,
+  after = 0,
+  extra: Record<string, unknown> = {},
+): Promise<{ entries: Frame[]; pos: number; pages: number }> {
+  client.send({ type: 'catchup', doc, after, ...extra });
+  const entries: Frame[] = [];
+  let pages = 0;
+  for (;;) {
+    const frame = await client.take(
+      (f) => (f.type === 'stored' || f.type === 'caughtup' || f.type === 'error') && f.doc === doc,
+    );
+    if (frame.type === 'error') throw new Error(`catch-up refused: ${JSON.stringify(frame)}`);
+    if (frame.type === 'caughtup') return { entries, pos: frame.pos as number, pages };
+    pages++;
+    entries.push(...(frame.entries as Frame[]));
+  }
+}
+
+/** Appends and waits for its answer (`appended` or an error naming its ref). */
+export async function append(
+  client: RelayClient,
+  doc: string,
+  ref: number,
+  data: string,
+  extra: Record<string, unknown> = {},
+): Promise<Frame> {
+  client.send({ type: 'append', doc, ref, data: b64(data), ...extra });
+  return client.take(
+    (f) => (f.type === 'appended' || f.type === 'error') && f.doc === doc && f.ref === ref,
+  );
+}
