@@ -25,3 +25,8 @@ export function fromBase64(text: string): Uint8Array<ArrayBuffer> | undefined {
   for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
   return bytes;
 }
+
+/** Encodes bytes as base64url without padding (safe in names and JSON without escapes). */
+export function toBase64Url(bytes: Uint8Array): string {
+  return toBase64(bytes).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}

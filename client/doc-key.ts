@@ -1,5 +1,5 @@
 import { digest } from 'lib0/hash/sha256';
-import { toBase64 } from './base64.ts';
+import { toBase64Url } from './base64.ts';
 import type { E2EKey } from './e2e-key.ts';
 
 /** SHA-256's block size, in bytes, for HMAC. */
@@ -29,6 +29,5 @@ export function hmacSha256(key: Uint8Array, message: Uint8Array): Uint8Array {
  */
 export function docKeyOf(name: string, key: E2EKey | undefined): string {
   if (key === undefined) return name;
-  const mac = toBase64(hmacSha256(key.nameKey, encoder.encode(name)));
-  return `h${mac.replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')}`;
+  return `h${toBase64Url(hmacSha256(key.nameKey, encoder.encode(name)))}`;
 }

@@ -1,3 +1,4 @@
+import { toBase64Url } from './base64.ts';
 import { SyncError } from './errors.ts';
 
 /**
@@ -17,12 +18,21 @@ const encoder = new TextEncoder();
 export interface E2EKey {
   readonly key: CryptoKey;
   /**
-   * 16 hex characters derived from the same passphrase and salt by a separate HKDF branch: a
-   * receiver whose value differs knows the sender typed another passphrase, without trying to
-   * decrypt. It reveals nothing the ciphertext does not (the passphrase is guessed offline
-   * against either at the same PBKDF2 cost).
+   * 16 hex characters: the start of the SHA-256 of `proof`. A receiver whose value differs knows
+   * the sender typed another passphrase, without trying to decrypt. It reveals nothing the
+   * ciphertext does not (the passphrase is guessed offline against either at the same PBKDF2
+   * cost), and it commits to `proof` without giving it away.
    */
   readonly check: string;
+  /**
+   * 32 bytes from a separate HKDF branch (`sync-host store proof`), base64url: sent with every
+   * entry the device asks the host to store under `check`, and only there (the relay never
+   * routes it). The host keeps an entry under a check value only when the SHA-256 of its proof
+   * starts with that value, so a device that saw the check value on the wire but has another
+   * passphrase (or none) cannot file a forged snapshot under it and make the host compact away
+   * what the others wrote.
+   */
+  readonly proof: string;
   /**
    * 32 bytes from a third HKDF branch (`sync-host doc name`): the HMAC-SHA-256 key of the
    * document names the host sees (see `docKeyOf`), so it never learns them.
@@ -82,14 +92,15 @@ export async function deriveE2EKey(
     false,
     ['encrypt', 'decrypt'],
   );
-  const checkBits = new Uint8Array(
-    await webCrypto.deriveBits(branch('sync-host e2e v1 key check'), hkdf, 64),
+  const proofBits = new Uint8Array(
+    await webCrypto.deriveBits(branch('sync-host store proof'), hkdf, 256),
   );
-  const check = [...checkBits].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+  const proof = toBase64Url(proofBits);
+  const check = keyCheckOf(new Uint8Array(await webCrypto.digest('SHA-256', proofBits)));
   const nameKey = new Uint8Array(
     await webCrypto.deriveBits(branch('sync-host doc name'), hkdf, 256),
   );
-  return { key, check, nameKey };
+  return { key, check, proof, nameKey };
 }
 
 /** Encrypts `plain`: a random nonce followed by the AES-GCM ciphertext and tag. */
@@ -124,4 +135,9 @@ export async function open(
     if (err instanceof Error && err.name === 'OperationError') return undefined;
     throw err;
   }
+}
+
+/** The key check value that a proof's SHA-256 `digest` commits to: its first 8 bytes in hex. */
+export function keyCheckOf(digest: Uint8Array): string {
+  return [...digest.subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
 }

@@ -262,7 +262,7 @@ export class StoreSession {
           doc: docKey,
           ref,
           data: toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
-          ...(key === undefined ? {} : { kc: key.check }),
+          ...(key === undefined ? {} : { kc: key.check, kp: key.proof }),
           ...(covers === undefined ? {} : { covers }),
           ...(n === 1 ? {} : { part: { m: id, i, n } }),
         });

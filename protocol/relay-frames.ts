@@ -69,6 +69,11 @@ export const appendSchema = z.object({
   ref: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
   data: base64Schema,
   kc: keyCheckSchema.optional(),
+  /**
+   * With `kc`: the key's store proof (base64url of 32 bytes) whose SHA-256 starts with `kc` in
+   * hex, so only a device holding the key files entries under its check value.
+   */
+  kp: z.string().max(64).optional(),
   /** A snapshot: stands for every entry of the same `kc` up to this position. */
   covers: positionSchema.optional(),
   part: pieceSchema.optional(),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
 import type { AppendFrame, CatchupFrame } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
@@ -108,6 +109,11 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
   function append(conn: Connection, frame: AppendFrame): void {
     if (store === undefined) {
       unavailable(conn, frame.doc, frame.ref);
+      return;
+    }
+    if (frame.kc !== undefined && !provesKeyCheck(frame.kc, frame.kp)) {
+      const message = 'kc without the proof of its key (kp): the entry was not stored';
+      sendStoreError(conn, 'invalid_message', message, frame.doc, frame.ref);
       return;
     }
     const room = conn.room?.id as string;
@@ -264,4 +270,15 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
       sendStoreError(conn, 'invalid_message', message, doc, ref),
     metrics: renderMetrics,
   };
+}
+
+/**
+ * Whether `proof` (base64url) is the store proof of the key whose check value is `check`: the
+ * check value is the start of the proof's SHA-256 in hex. A device learns other keys' check
+ * values from the messages it receives, never their proofs (sent to the host only).
+ */
+export function provesKeyCheck(check: string, proof: string | undefined): boolean {
+  if (proof === undefined || !/^[A-Za-z0-9_-]{43}$/.test(proof)) return false;
+  const digest = createHash('sha256').update(Buffer.from(proof, 'base64url')).digest('hex');
+  return check.length === 16 && digest.startsWith(check);
 }

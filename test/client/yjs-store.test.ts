@@ -159,38 +159,38 @@ describe('the Yjs provider and the host’s document store', () => {
     const { docKey, store } = writer.provider;
     await leave(writer.provider);
 
-    // A device that knows the document's key on the wire (the relay sees it) writes snapshots
-    // to it: one under another key, one forged under the right key check value.
+    // A device of another passphrase writes to the document, then files snapshots of junk:
+    // under its own key (its own group: stored), and under the right key check value, which it
+    // saw on the wire, with its own proof (refused: only a holder of the right key can file
+    // there). A broken snapshot filed with the right proof (a device holding the key with a
+    // bug) is stored, and a reader still rebuilds the text from the entries it covers.
     const { connection } = await room.connect(2);
     const frames = storeFrames(connection);
     const own = await open(4, { name, passphrase: 'a wrong one' });
     own.provider.doc.getText('text').insert(0, 'overwritten!');
     await own.provider.flush();
-    const rightCheck = await import('../../client/e2e-key.ts').then((m) =>
-      m.deriveE2EKey(passphrase, room.roomId),
-    );
+    const { deriveE2EKey } = await import('../../client/e2e-key.ts');
+    const right = await deriveE2EKey(passphrase, room.roomId);
+    const wrong = await deriveE2EKey('a wrong one', room.roomId);
     const junk = toBase64(new Uint8Array(64).fill(7));
     const covers = store.position;
-    connection.sendStoreFrame({
-      type: 'append',
-      doc: docKey,
-      ref: 1,
-      data: junk,
-      kc: 'ffffffffffffffff',
-      covers,
-    });
-    connection.sendStoreFrame({
-      type: 'append',
-      doc: docKey,
-      ref: 2,
-      data: junk,
-      kc: rightCheck.check,
-      covers,
-    });
-    await eventually(
-      () => frames.filter((f) => f.type === 'appended').length === 2,
-      'forgeries stored',
-    );
+    const snapshot = (ref: number, kc: string, kp: string) =>
+      connection.sendStoreFrame({ type: 'append', doc: docKey, ref, data: junk, kc, kp, covers });
+    snapshot(1, wrong.check, wrong.proof);
+    snapshot(2, right.check, wrong.proof);
+    snapshot(3, right.check, right.proof);
+    await eventually(() => frames.length >= 3, 'three answers');
+    // (a refusal is answered at once, a stored entry after its commit: compared by ref)
+    const answers = frames.map((f) => [
+      f.type,
+      'ref' in f ? f.ref : 0,
+      f.type === 'error' ? f.code : '',
+    ]);
+    expect(answers.sort((a, b) => Number(a[1]) - Number(b[1]))).toEqual([
+      ['appended', 1, ''],
+      ['error', 2, 'invalid_message'],
+      ['appended', 3, ''],
+    ]);
     await leave(own.provider);
     await connection.close();
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Frame, RelayClient } from './relay-client.ts';
 
 /**
@@ -44,4 +45,14 @@ export async function append(
   return client.take(
     (f) => (f.type === 'appended' || f.type === 'error') && f.doc === doc && f.ref === ref,
   );
+}
+
+/**
+ * A key's check value and store proof as a device with that key sends them (`kc`, `kp`): the
+ * proof made from `label`, the check value the start of its SHA-256 in hex.
+ */
+export function testKey(label: string): { kc: string; kp: string } {
+  const proof = createHash('sha256').update(`test key ${label}`).digest();
+  const kc = createHash('sha256').update(proof).digest('hex').slice(0, 16);
+  return { kc, kp: proof.toString('base64url') };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
-import { append, b64, catchUp, entryText as text } from '../helpers/store-client.ts';
+import { append, b64, catchUp, testKey, entryText as text } from '../helpers/store-client.ts';
 
 let harness: RelayHarness | undefined;
 
@@ -23,7 +23,9 @@ describe('the document store through the relay (append, catchup)', () => {
       ref: 1,
       pos: 1,
     });
-    expect(await append(client, 'notes.md', 2, 'two', { kc: 'k1', keep: true })).toMatchObject({
+    expect(
+      await append(client, 'notes.md', 2, 'two', { ...testKey('k1'), keep: true }),
+    ).toMatchObject({
       pos: 2,
     });
     expect(await append(client, 'other.md', 7, 'x')).toMatchObject({ ref: 7, pos: 1 });
@@ -39,7 +41,7 @@ describe('the document store through the relay (append, catchup)', () => {
     expect(first.entries[0]).toMatchObject({ pos: 1, from: '1' });
     expect(first.entries[0]).not.toHaveProperty('kc');
     expect(first.entries[0]).not.toHaveProperty('keep');
-    expect(first.entries[1]).toMatchObject({ pos: 2, kc: 'k1', keep: true });
+    expect(first.entries[1]).toMatchObject({ pos: 2, kc: testKey('k1').kc, keep: true });
     expect(typeof first.entries[0]?.at).toBe('number');
     const rest = await catchUp(later, 'notes.md', 1);
     expect(rest.entries.map(text)).toEqual(['two']);
@@ -62,22 +64,40 @@ describe('the document store through the relay (append, catchup)', () => {
   it('splits a long catch-up into pages under message.maxBytes', async () => {
     harness = await startRelayHarness({ config: { messageMaxBytes: 4096, maxQueuedBytes: 8192 } });
     const { client } = await harness.joined(harness.room(1), 1, 1);
-    // Sizes that put two or three entries in a page, and a kc beyond ASCII: pages are measured
-    // in bytes, not characters.
-    const kc = 'é'.repeat(64);
+    // Sizes that put two or three entries in a page, and a document key beyond ASCII: pages
+    // are measured in bytes, not characters.
+    const doc = 'é'.repeat(100);
     for (let i = 1; i <= 40; i++) {
       const data = b64('x'.repeat(800 + 5 * i));
-      client.send({ type: 'append', doc: 'd', ref: i, data, kc });
+      client.send({ type: 'append', doc, ref: i, data, ...testKey('k') });
     }
     await client.take((f) => f.type === 'appended' && f.ref === 40);
     const before = client.texts.length;
-    const { entries, pages, pos } = await catchUp(client, 'd');
+    const { entries, pages, pos } = await catchUp(client, doc);
     expect(pos).toBe(40);
     expect(entries.map((e) => e.pos)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     expect(pages).toBeGreaterThan(10);
     for (const page of client.texts.slice(before)) {
       expect(Buffer.byteLength(page)).toBeLessThanOrEqual(4096);
     }
+  });
+
+  it('files an entry under a key check value only with the proof of that key', async () => {
+    harness = await startRelayHarness();
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    const owner = testKey('owner');
+    expect(await append(client, 'd', 1, 'sealed', owner)).toMatchObject({ pos: 1 });
+    // A device that saw the check value on the wire, with its own proof or none: refused.
+    const forged = { kc: owner.kc, kp: testKey('other').kp };
+    for (const [ref, extra] of [
+      [2, forged],
+      [3, { kc: owner.kc }],
+      [4, { ...owner, kp: 'x' }],
+    ] as const) {
+      const answer = await append(client, 'd', ref, 'forged snapshot', { ...extra, covers: 1 });
+      expect(answer).toMatchObject({ type: 'error', code: 'invalid_message', ref });
+    }
+    expect((await catchUp(client, 'd', 0, { kc: owner.kc })).entries.map(text)).toEqual(['sealed']);
   });
 
   it('refuses malformed and oversized appends naming their ref, and stores nothing of them', async () => {

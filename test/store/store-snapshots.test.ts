@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
-import { append, catchUp, entryText } from '../helpers/store-client.ts';
+import { append, catchUp, entryText, testKey } from '../helpers/store-client.ts';
+
+/** Two keys of one project (two passphrases): entries filed under each check value. */
+const key = { A: testKey('A'), B: testKey('B') };
 
 let harness: RelayHarness | undefined;
 
@@ -37,19 +40,16 @@ describe('snapshots in catch-up and compaction through the relay', () => {
   it('sends the newest snapshot of the requester kc first, then what follows it', async () => {
     harness = await startRelayHarness();
     const { client } = await harness.joined(harness.room(1), 1, 1);
-    await appendAll(client, ['a1', 'a2'], { kc: 'A' });
-    await appendAll(client, ['b3'], { kc: 'B' });
-    await appendAll(client, ['snapA'], { kc: 'A', covers: 3 });
-    await appendAll(client, ['a5'], { kc: 'A' });
-    await appendAll(client, ['b6'], { kc: 'B' });
-    expect(await caughtUp(client, 0, { kc: 'A' })).toEqual(['snapA', 'a5', 'b6']);
+    await appendAll(client, ['a1', 'a2'], { ...key.A });
+    await appendAll(client, ['b3'], { ...key.B });
+    await appendAll(client, ['snapA'], { ...key.A, covers: 3 });
+    await appendAll(client, ['a5'], { ...key.A });
+    await appendAll(client, ['b6'], { ...key.B });
+    expect(await caughtUp(client, 0, { ...key.A })).toEqual(['snapA', 'a5', 'b6']);
     // Already past what the snapshot covers: the entries in order.
-    expect(await caughtUp(client, 3, { kc: 'A' })).toEqual(['snapA', 'a5', 'b6']);
+    expect(await caughtUp(client, 3, { ...key.A })).toEqual(['snapA', 'a5', 'b6']);
     // Another key, or none: no snapshot of its own, everything in order.
-    expect(await caughtUp(client, 0, { kc: 'B' })).toEqual(['a1', 'a2', 'b3', 'snapA', 'a5', 'b6']);
-    expect(await caughtUp(client, 0)).toEqual(['a1', 'a2', 'b3', 'snapA', 'a5', 'b6']);
-    // A snapshot that did not open: ask for the raw entries.
-    expect(await caughtUp(client, 0, { kc: 'A', snapshots: false })).toEqual([
+    expect(await caughtUp(client, 0, { ...key.B })).toEqual([
       'a1',
       'a2',
       'b3',
@@ -57,7 +57,17 @@ describe('snapshots in catch-up and compaction through the relay', () => {
       'a5',
       'b6',
     ]);
-    expect((await catchUp(client, 'notes.md', 0, { kc: 'A' })).pos).toBe(6);
+    expect(await caughtUp(client, 0)).toEqual(['a1', 'a2', 'b3', 'snapA', 'a5', 'b6']);
+    // A snapshot that did not open: ask for the raw entries.
+    expect(await caughtUp(client, 0, { ...key.A, snapshots: false })).toEqual([
+      'a1',
+      'a2',
+      'b3',
+      'snapA',
+      'a5',
+      'b6',
+    ]);
+    expect((await catchUp(client, 'notes.md', 0, { ...key.A })).pos).toBe(6);
   });
 
   it('sends a snapshot in pieces whole and first, once every piece is stored', async () => {
@@ -76,19 +86,19 @@ describe('snapshots in catch-up and compaction through the relay', () => {
   it('drops what a snapshot covers once its history step is over, and never what another kc wrote', async () => {
     harness = await startRelayHarness();
     const { client } = await harness.joined(harness.room(1), 1, 1);
-    await appendAll(client, ['a1', 'a2'], { kc: 'A' });
-    await appendAll(client, ['b3'], { kc: 'B' });
+    await appendAll(client, ['a1', 'a2'], { ...key.A });
+    await appendAll(client, ['b3'], { ...key.B });
     // A device with another key claims to stand for everything: it drops nothing of A's.
-    await appendAll(client, ['snapB'], { kc: 'B', covers: 3 });
-    await appendAll(client, ['snapA'], { kc: 'A', covers: 4 });
+    await appendAll(client, ['snapB'], { ...key.B, covers: 3 });
+    await appendAll(client, ['snapA'], { ...key.A, covers: 4 });
     await harness.relay.sweepStore();
     expect(await caughtUp(client, 0, { snapshots: false })).toHaveLength(5);
 
     harness.clock.advance(11 * minuteMs);
     await harness.relay.sweepStore();
     expect(await caughtUp(client, 0, { snapshots: false })).toEqual(['snapB', 'snapA']);
-    expect(await caughtUp(client, 0, { kc: 'A' })).toEqual(['snapA']);
+    expect(await caughtUp(client, 0, { ...key.A })).toEqual(['snapA']);
     // Positions are never given twice.
-    expect(await append(client, 'notes.md', 99, 'a6', { kc: 'A' })).toMatchObject({ pos: 6 });
+    expect(await append(client, 'notes.md', 99, 'a6', { ...key.A })).toMatchObject({ pos: 6 });
   });
 });
