@@ -1,3 +1,4 @@
+import { isRelayErrorCode } from '../protocol/relay-codes.ts';
 import type { JoinFrame } from '../protocol/relay-frames.ts';
 import { NamedTimers } from './clock.ts';
 import {
@@ -292,7 +293,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
         this.pump();
         return;
       case 'error': {
-        const error = new RelayError(frame.code, frame.message);
+        const error = new RelayError(
+          isRelayErrorCode(frame.code) ? frame.code : 'relay_error',
+          frame.message,
+        );
         if (this.currentState !== 'joined' && frame.code !== 'auth_failed') {
           // e.g. room_full: this attempt failed, a later one may not.
           this.emit('error', error);
