@@ -1,7 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import type { JetStreamClient } from '@nats-io/jetstream';
-import type { Origin } from './handover.ts';
-import type { RoomLineContext } from './line-context.ts';
+import type { Handover, Origin } from './handover.ts';
+import type { LineNode, RoomRosterAccess } from './line-parts.ts';
 import { readRange } from './room-stream.ts';
 import type { RosterEntry, Stored } from './roster.ts';
 
@@ -10,13 +10,13 @@ import type { RosterEntry, Stored } from './roster.ts';
  * left, or already present here). A device present on another node is released by that node.
  */
 export async function originOf(
-  context: Pick<RoomLineContext, 'node' | 'handover'>,
+  node: string,
+  handover: Handover,
   hash: string,
   key: string,
   entry: RosterEntry | undefined,
 ): Promise<Origin | undefined> {
   if (entry === undefined || entry.state === 'left') return undefined;
-  const { node, handover } = context;
   if (entry.state === 'present') {
     return entry.node === node ? undefined : handover.release(entry.node, hash, key);
   }
@@ -37,7 +37,7 @@ export async function replayOf(
   origin: Origin,
   entry: RosterEntry | undefined,
   bounds: { first: number; last: number },
-  context: Pick<RoomLineContext, 'now' | 'bufferWindowMs' | 'seal'>,
+  context: Pick<LineNode, 'now' | 'bufferWindowMs' | 'seal'>,
   routedHere: { node: string; after: number },
 ): Promise<{ frames: string[]; gap: boolean }> {
   if (entry?.state === 'absent' && context.now() >= entry.droppedAt + context.bufferWindowMs) {
@@ -116,21 +116,21 @@ const undoPauseMs = 2_000;
  * the device joined again meanwhile, here (`stillAway` false) or on another node.
  */
 export async function undoJoin(
-  context: Pick<RoomLineContext, 'node' | 'logger' | 'rosterOf' | 'write'>,
-  hash: string,
+  node: Pick<LineNode, 'name' | 'logger'>,
+  roster: RoomRosterAccess,
   key: string,
   undo: RosterEntry | undefined,
   stillAway: () => boolean,
 ): Promise<void> {
   if (undo === undefined) return;
   for (let attempt = 1; attempt <= undoAttempts; attempt++) {
-    const now = context.rosterOf(hash).devices.get(key)?.entry;
-    if (!stillAway() || (now?.state === 'present' && now.node !== context.node)) return;
+    const now = roster.roster.devices.get(key)?.entry;
+    if (!stillAway() || (now?.state === 'present' && now.node !== node.name)) return;
     try {
-      await context.write(hash, key, undo);
+      await roster.write(key, undo);
       return;
     } catch (err: unknown) {
-      context.logger.warn({ err: String(err), device: key, attempt }, 'cluster: join not undone');
+      node.logger.warn({ err: String(err), device: key, attempt }, 'cluster: join not undone');
       await pause(undoPauseMs);
     }
   }

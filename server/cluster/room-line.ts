@@ -3,9 +3,9 @@ import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
 import type { DepartureReason, Refusal, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
 import { originOf, replayOf, undoJoin, undoOf } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
-import type { RoomLineContext } from './line-context.ts';
+import type { RoomLineParts } from './line-parts.ts';
 import { ensureStream, followStream, streamBounds, streamOf } from './room-stream.ts';
-import type { RoomRoster, RosterEntry } from './roster.ts';
+import type { RoomRoster, RosterChange, RosterEntry } from './roster.ts';
 import { encodeRecord, type StreamFrame, senderOf } from './stream-record.ts';
 
 /** Tries to open a room's stream (about 30 s in all) before its joins fail. */
@@ -49,18 +49,21 @@ export class ClusterRoomLine implements RoomLine {
   readonly #departing = new Map<string, { cursor: number }>();
   #released = false;
 
+  readonly #parts: RoomLineParts;
+
   constructor(
-    private readonly context: RoomLineContext,
+    parts: RoomLineParts,
     readonly roomId: string,
     readonly hash: string,
     readonly listener: RoomListener,
   ) {
+    this.#parts = parts;
     this.#subject = streamOf(roomId).subject;
     this.ready = this.#start();
     this.ready.then(
       () => this.#opened(),
       (err: unknown) => {
-        context.logger.error(
+        parts.node.logger.error(
           { err: String(err), room: roomId },
           'cluster: cannot open the room stream',
         );
@@ -79,17 +82,12 @@ export class ClusterRoomLine implements RoomLine {
 
   /** Opens the room's stream, again until it works (JetStream may not be ready yet). */
   async #start(): Promise<void> {
-    const { context } = this;
+    const { node, nats } = this.#parts;
     for (let attempt = 0; ; attempt++) {
       try {
-        const jsm = context.jsm();
+        const jsm = nats.jsm();
         if (jsm === undefined) throw new Error('not connected to NATS');
-        const bounds = await ensureStream(
-          jsm,
-          this.roomId,
-          context.bufferWindowMs,
-          context.replicas,
-        );
+        const bounds = await ensureStream(jsm, this.roomId, node.bufferWindowMs, node.replicas);
         this.cursor = bounds.last;
         break;
       } catch (err: unknown) {
@@ -97,16 +95,16 @@ export class ClusterRoomLine implements RoomLine {
         await pause(250 * Math.min(attempt + 1, 8));
       }
     }
-    const js = context.js();
+    const js = nats.js();
     if (this.#released || js === undefined) return;
-    this.#stop = followStream(js, this.roomId, this.cursor + 1, context.nodeBytes, {
-      seal: context.seal,
+    this.#stop = followStream(js, this.roomId, this.cursor + 1, node.nameBytes, {
+      seal: node.seal,
       frame: (f) => this.#take(f),
       own: (seq) => {
         if (seq > this.cursor) this.cursor = seq;
       },
       error: (err) => {
-        context.logger.warn(
+        node.logger.warn(
           { err: String(err), room: this.roomId },
           'cluster: following the room again',
         );
@@ -117,7 +115,7 @@ export class ClusterRoomLine implements RoomLine {
   recordPosition(): void {
     const cursor = this.cursor;
     if (this.local.size === 0 || cursor <= this.#recorded) return;
-    this.context.handover
+    this.#parts.handover
       .record(this.hash, cursor)
       .then(() => {
         if (cursor > this.#recorded) this.#recorded = cursor;
@@ -126,7 +124,7 @@ export class ClusterRoomLine implements RoomLine {
   }
 
   get #roster(): RoomRoster {
-    return this.context.rosterOf(this.hash);
+    return this.#parts.roster.roster;
   }
 
   get size(): number {
@@ -152,7 +150,7 @@ export class ClusterRoomLine implements RoomLine {
 
   join(device: DeviceId, replay: Replay, refuse: Refusal): void {
     const key = deviceKey(device);
-    const ownFrom = this.context.publications.count;
+    const ownFrom = this.#parts.publications.count;
     const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
     this.local.set(key, local);
     const attempt: JoinAttempt = { abandoned: false, undo: undefined };
@@ -160,7 +158,7 @@ export class ClusterRoomLine implements RoomLine {
       if (attempt.abandoned) return;
       attempt.abandoned = true;
       if (this.local.get(key) === local) this.local.delete(key);
-      this.context.logger.warn(
+      this.#parts.node.logger.warn(
         { err: String(why), room: this.roomId, device: key },
         'cluster: join not registered, refused (1013)',
       );
@@ -171,7 +169,7 @@ export class ClusterRoomLine implements RoomLine {
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
         replay(frames, gap);
-        this.context.counters.replayed += frames.length;
+        this.#parts.counters.replayed += frames.length;
         local.pending = false;
         for (const f of local.queue) if (f.seq > local.upto) this.listener.deliver(f.frame, key);
         local.queue = [];
@@ -182,7 +180,7 @@ export class ClusterRoomLine implements RoomLine {
         local.queue = [];
         if (attempt.abandoned) {
           const stillAway = () => !this.local.has(key);
-          void undoJoin(this.context, this.hash, key, attempt.undo, stillAway);
+          void undoJoin(this.#parts.node, this.#parts.roster, key, attempt.undo, stillAway);
         }
       });
   }
@@ -197,17 +195,17 @@ export class ClusterRoomLine implements RoomLine {
     local: LocalDevice,
     attempt: JoinAttempt,
   ): Promise<{ frames: string[]; gap: boolean }> {
-    const { context } = this;
+    const { node, nats, publications, roster } = this.#parts;
     await this.ready;
-    const js = context.js();
-    const jsm = context.jsm();
+    const js = nats.js();
+    const jsm = nats.jsm();
     if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
     if (attempt.abandoned) throw new Error('join abandoned');
     const before = this.#roster.devices.get(key);
     const wasPresent = before?.entry.state === 'present';
     const entry: RosterEntry = {
       id: device,
-      node: context.node,
+      node: node.name,
       state: 'present',
       order: wasPresent ? before.order : 0,
       cursor: 0,
@@ -215,26 +213,56 @@ export class ClusterRoomLine implements RoomLine {
       droppedAt: 0,
     };
     const here = () => ({
-      node: context.node,
+      node: node.name,
       cursor: this.cursor,
-      nodeSeq: context.publications.count,
-      now: context.now(),
+      nodeSeq: publications.count,
+      now: node.now(),
     });
     // an old connection here was replaced already: its entry needs undoing from now on
     attempt.undo = undoOf(entry, before, undefined, false, here());
-    const origin = await originOf(context, this.hash, key, before?.entry);
+    const origin = await originOf(node.name, this.#parts.handover, this.hash, key, before?.entry);
     attempt.undo = undoOf(entry, before, origin, false, here());
     if (attempt.abandoned) throw new Error('join abandoned');
     // a write that fails may still reach NATS: undone in any case
     attempt.undo = undoOf(entry, before, origin, true, here());
-    await context.write(this.hash, key, entry);
+    await roster.write(key, entry);
     // what this node published before the join began is in the stream before its bounds are read
-    await context.publications.settled();
+    await publications.settled();
     const bounds = await streamBounds(jsm, this.roomId);
     local.upto = bounds.last;
     if (origin === undefined) return { frames: [], gap: false };
-    const routedHere = { node: context.node, after: local.ownFrom };
-    return replayOf(js, this.roomId, key, origin, before?.entry, bounds, context, routedHere);
+    const routedHere = { node: node.name, after: local.ownFrom };
+    return replayOf(js, this.roomId, key, origin, before?.entry, bounds, node, routedHere);
+  }
+
+  /**
+   * An entry changed the room's roster (written here or on another node): a device of this node
+   * joined elsewhere is replaced here (4009); one marked absent by another node while this node
+   * was cut off from NATS, and still here, is written present again; the room hears who joined,
+   * left and became host.
+   */
+  rosterChanged(device: string, entry: RosterEntry, change: RosterChange): void {
+    const { node, roster } = this.#parts;
+    const { listener } = this;
+    const movedAway = change.moved?.from === node.name && entry.node !== node.name;
+    if (movedAway && this.local.has(device)) {
+      this.local.delete(device);
+      listener.replaced(device);
+    }
+    const mine = this.local.get(device);
+    if (
+      entry.state === 'absent' &&
+      entry.node === node.name &&
+      mine !== undefined &&
+      !mine.pending
+    ) {
+      void roster
+        .write(device, { ...entry, state: 'present', order: 0, cursor: 0 })
+        .catch(() => {});
+    }
+    if (change.joined !== undefined) listener.joined(change.joined);
+    if (change.left !== undefined) listener.left(change.left.id, change.left.reason);
+    if (change.newHost !== undefined) listener.hostChanged(change.newHost);
   }
 
   /**
@@ -267,12 +295,12 @@ export class ClusterRoomLine implements RoomLine {
             state: 'absent',
             order: stored.order,
             cursor: this.cursor,
-            nodeSeq: this.context.publications.count,
-            droppedAt: this.context.now(),
+            nodeSeq: this.#parts.publications.count,
+            droppedAt: this.#parts.node.now(),
           }
         : { ...stored.entry, state: 'left', reason, order: stored.order };
     // heard here at once, and by the other nodes through the roster
-    this.context.applyEntry(this.hash, device, entry, 0);
+    this.#parts.roster.apply(device, entry);
     if (reason !== 'disconnect') {
       this.#record(device, entry);
       return;
@@ -286,8 +314,8 @@ export class ClusterRoomLine implements RoomLine {
   }
 
   #record(device: string, entry: RosterEntry): void {
-    this.context.write(this.hash, device, entry).catch((err: unknown) => {
-      this.context.logger.warn({ err: String(err), device }, 'cluster: departure not recorded');
+    this.#parts.roster.write(device, entry).catch((err: unknown) => {
+      this.#parts.node.logger.warn({ err: String(err), device }, 'cluster: departure not recorded');
     });
   }
 
@@ -296,7 +324,7 @@ export class ClusterRoomLine implements RoomLine {
     if (stored === undefined) return false;
     const { entry } = stored;
     if (entry.state === 'present') return true;
-    return entry.state === 'absent' && at < entry.droppedAt + this.context.bufferWindowMs;
+    return entry.state === 'absent' && at < entry.droppedAt + this.#parts.node.bufferWindowMs;
   }
 
   sendTo(device: string, frame: Buffer): boolean {
@@ -308,13 +336,13 @@ export class ClusterRoomLine implements RoomLine {
       if (seq - 1 < departing.cursor) departing.cursor = seq - 1;
       return true;
     }
-    if (!this.#reaches(this.#roster.devices.get(device), this.context.now())) return false;
+    if (!this.#reaches(this.#roster.devices.get(device), this.#parts.node.now())) return false;
     this.#publish(device, frame);
     return true;
   }
 
   broadcast(frame: Buffer): void {
-    const at = this.context.now();
+    const at = this.#parts.node.now();
     for (const [device, stored] of this.#roster.devices) {
       if (this.local.has(device)) continue;
       if (this.#reaches(stored, at)) {
@@ -334,34 +362,35 @@ export class ClusterRoomLine implements RoomLine {
    */
   #publish(to: string, frame: Buffer): void {
     const from = senderOf(frame);
-    const n = this.context.publications.begin(this.roomId, from);
+    const { node, publications } = this.#parts;
+    const n = publications.begin(this.roomId, from);
     // after every frame of the stream its replay covers, whatever its sequence turns out to be
     if (this.local.size > 0 && (to === '*' || this.local.has(to))) {
       const seq = Number.POSITIVE_INFINITY;
-      queueForJoining(this.local, { seq, to, from, node: this.context.node, nodeSeq: n, frame });
+      queueForJoining(this.local, { seq, to, from, node: node.name, nodeSeq: n, frame });
     }
     if (this.#waiting === undefined) this.#send(n, to, from, frame);
     else this.#waiting.push(() => this.#send(n, to, from, frame));
   }
 
   #send(n: number, to: string, from: string, frame: Buffer): void {
-    const { context } = this;
-    const nc = context.connection();
+    const { node, nats, publications } = this.#parts;
+    const nc = nats.connection();
     if (this.#broken !== undefined || nc === undefined) {
-      context.publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
+      publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
       return;
     }
     const { payload, headers } = encodeRecord(
-      { to, from, node: context.node, nodeSeq: n, frame },
-      { seal: context.seal, subject: this.#subject },
+      { to, from, node: node.name, nodeSeq: n, frame },
+      { seal: node.seal, subject: this.#subject },
     );
-    context.publications.send(nc, n, this.#subject, payload, headers);
+    publications.send(nc, n, this.#subject, payload, headers);
   }
 
   #take(f: StreamFrame): void {
     if (f.seq > this.cursor) this.cursor = f.seq;
-    if (f.node === this.context.node) return;
-    this.context.counters.received++;
+    if (f.node === this.#parts.node.name) return;
+    this.#parts.counters.received++;
     this.#seqOf.set(f.frame, f.seq);
     if (f.to !== '*') {
       this.#to(f.to, f);
@@ -384,6 +413,6 @@ export class ClusterRoomLine implements RoomLine {
   release(): void {
     this.#released = true;
     this.#stop?.();
-    this.context.released(this.hash);
+    this.#parts.released();
   }
 }
