@@ -45,8 +45,6 @@ export class ClusterRoomLine implements RoomLine {
   #stop: (() => void) | undefined;
   /** The stream sequence of each frame delivered from the room's stream (one Buffer per frame). */
   readonly #seqOf = new WeakMap<Buffer, number>();
-  /** Devices that dropped or were handed over during the current call: where they had reached. */
-  readonly #departing = new Map<string, { cursor: number }>();
   #released = false;
 
   readonly #parts: RoomLineParts;
@@ -247,7 +245,7 @@ export class ClusterRoomLine implements RoomLine {
     const movedAway = change.moved?.from === node.name && entry.node !== node.name;
     if (movedAway && this.local.has(device)) {
       this.local.delete(device);
-      listener.replaced(device);
+      for (const frame of listener.replaced(device)) this.sendTo(device, frame);
     }
     const mine = this.local.get(device);
     if (
@@ -274,20 +272,34 @@ export class ClusterRoomLine implements RoomLine {
     const local = this.local.get(device);
     if (local === undefined || local.pending) return undefined;
     this.local.delete(device);
-    const handed = { cursor: Math.max(this.cursor, local.upto) };
-    this.#departing.set(device, handed);
-    try {
-      this.listener.replaced(device);
-    } finally {
-      this.#departing.delete(device);
-    }
-    return handed.cursor;
+    const unsent = this.listener.replaced(device);
+    return this.#resumeAt(device, Math.max(this.cursor, local.upto), unsent);
   }
 
-  depart(device: string, reason: DepartureReason): void {
+  /**
+   * Where the replay of a device that leaves this node with `unsent` frames starts: before the
+   * first of them that came from the room's stream (published again, it would come after newer
+   * frames), at `cursor` if none did. The others are published for it, in order.
+   */
+  #resumeAt(device: string, cursor: number, unsent: readonly Buffer[]): number {
+    let resume = cursor;
+    const others: Buffer[] = [];
+    for (const frame of unsent) {
+      const seq = this.#seqOf.get(frame);
+      if (seq === undefined) others.push(frame);
+      else if (seq - 1 < resume) resume = seq - 1;
+    }
+    for (const frame of others) this.sendTo(device, frame);
+    return resume;
+  }
+
+  depart(device: string, reason: DepartureReason, unsent: readonly Buffer[]): void {
     const stored = this.#roster.devices.get(device);
     this.local.delete(device);
-    if (stored === undefined || stored.entry.state !== 'present') return;
+    if (stored === undefined || stored.entry.state !== 'present') {
+      for (const frame of unsent) this.sendTo(device, frame);
+      return;
+    }
     const entry: RosterEntry =
       reason === 'disconnect'
         ? {
@@ -301,16 +313,9 @@ export class ClusterRoomLine implements RoomLine {
         : { ...stored.entry, state: 'left', reason, order: stored.order };
     // heard here at once, and by the other nodes through the roster
     this.#parts.roster.apply(device, entry);
-    if (reason !== 'disconnect') {
-      this.#record(device, entry);
-      return;
-    }
-    // written at the end of the room's call: what its connection had queued comes to `sendTo`
-    this.#departing.set(device, entry);
-    queueMicrotask(() => {
-      if (this.#departing.get(device) === entry) this.#departing.delete(device);
-      this.#record(device, entry);
-    });
+    if (entry.state === 'absent') entry.cursor = this.#resumeAt(device, entry.cursor, unsent);
+    else for (const frame of unsent) this.sendTo(device, frame);
+    this.#record(device, entry);
   }
 
   #record(device: string, entry: RosterEntry): void {
@@ -328,14 +333,6 @@ export class ClusterRoomLine implements RoomLine {
   }
 
   sendTo(device: string, frame: Buffer): boolean {
-    const departing = this.#departing.get(device);
-    const seq = departing === undefined ? undefined : this.#seqOf.get(frame);
-    if (departing !== undefined && seq !== undefined) {
-      // queued for a device that just dropped, and in the room's stream: its replay starts there,
-      // in the stream's order (published again, it would come after newer frames)
-      if (seq - 1 < departing.cursor) departing.cursor = seq - 1;
-      return true;
-    }
     if (!this.#reaches(this.#roster.devices.get(device), this.#parts.node.now())) return false;
     this.#publish(device, frame);
     return true;
@@ -406,8 +403,10 @@ export class ClusterRoomLine implements RoomLine {
     else if (f.seq > local.upto) this.listener.deliver(f.frame, device);
   }
 
-  dropAll(): void {
-    for (const device of [...this.local.keys()]) this.depart(device, 'disconnect');
+  dropAll(unsent: ReadonlyMap<string, readonly Buffer[]>): void {
+    for (const device of [...this.local.keys()]) {
+      this.depart(device, 'disconnect', unsent.get(device) ?? []);
+    }
   }
 
   release(): void {

@@ -35,6 +35,14 @@ function isRouted(frame: Buffer): boolean {
 }
 
 /**
+ * The routed frames a connection had queued and never written (a receiver that stopped reading,
+ * closed with 1013 or gone), in order: the broker keeps them for its device.
+ */
+function routedUnsent(conn: Connection): Buffer[] {
+  return conn.queue.takeUnsent().filter(isRouted);
+}
+
+/**
  * A member whose socket is closing (its close frame arrived, the TCP connection is not closed
  * yet) cannot receive: it counts as dropped now, so what is sent meanwhile is buffered.
  */
@@ -131,15 +139,15 @@ export class Room implements RoomListener, JoinedRoom {
   /** `{"type":"leave"}`: leaves cleanly, nothing is kept for the device. */
   leave(conn: Connection): void {
     if (!this.#remove(conn)) return;
-    this.#line.depart(conn.deviceKey, 'leave');
+    // the connection stays open: what it had queued is still written to it
+    this.#line.depart(conn.deviceKey, 'leave', []);
     this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'left');
   }
 
   /** The socket closed (or is closing) without leave: the device becomes absent, kept for. */
   drop(conn: Connection): void {
     if (!this.#remove(conn)) return;
-    this.#line.depart(conn.deviceKey, 'disconnect');
-    this.#keepPending(conn);
+    this.#line.depart(conn.deviceKey, 'disconnect', routedUnsent(conn));
     this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'dropped without leave');
   }
 
@@ -148,8 +156,9 @@ export class Room implements RoomListener, JoinedRoom {
     const conn = this.members.get(device);
     if (conn === undefined) return false;
     this.#remove(conn);
-    this.#line.depart(device, 'revoked');
+    // nothing is kept for a revoked device
     conn.queue.takeUnsent();
+    this.#line.depart(device, 'revoked', []);
     this.#context.metrics.revoked++;
     closeWith(conn, Revoked);
     return true;
@@ -161,8 +170,8 @@ export class Room implements RoomListener, JoinedRoom {
     for (const conn of members) conn.room = undefined;
     this.members.clear();
     this.host = undefined;
-    this.#line.dropAll();
-    for (const conn of members) this.#keepPending(conn);
+    const unsent = new Map(members.map((conn) => [conn.deviceKey, routedUnsent(conn)]));
+    this.#line.dropAll(unsent);
   }
 
   /** The room is forgotten by this process. */
@@ -234,14 +243,15 @@ export class Room implements RoomListener, JoinedRoom {
     }
   }
 
-  replaced(device: string): void {
+  replaced(device: string): readonly Buffer[] {
     const conn = this.members.get(device);
-    if (conn === undefined) return;
+    if (conn === undefined) return [];
     this.#remove(conn);
     // what it had queued reaches the device on its new node
-    this.#keepPending(conn);
+    const unsent = routedUnsent(conn);
     this.#context.metrics.replaced++;
     closeWith(conn, Replaced);
+    return unsent;
   }
 
   // ---- inside ----
@@ -286,17 +296,6 @@ export class Room implements RoomListener, JoinedRoom {
     this.#findHost();
     for (const frame of carried) this.#line.sendTo(conn.deviceKey, frame);
     closeWith(conn, JoinsUnavailable);
-  }
-
-  /**
-   * Keeps for a device that dropped the routed frames its connection had queued and never
-   * written (a receiver that stopped reading, closed with 1013 or gone): in order, before
-   * anything routed to it from now on.
-   */
-  #keepPending(conn: Connection): void {
-    for (const frame of conn.queue.takeUnsent()) {
-      if (isRouted(frame)) this.#line.sendTo(conn.deviceKey, frame);
-    }
   }
 
   /** Takes a connection out of the room; false when it is not in it (replaced, or gone). */
