@@ -352,12 +352,3 @@ export class FrameStore {
     this.#account(user, cost);
   }
 }
-
-/** The frame store of the buffer database `db` (see `FrameStore`). */
-export function createFrameStore(
-  db: BetterSqlite3.Database,
-  bounds: FrameStoreBounds,
-  lost: LostToBound,
-): FrameStore {
-  return new FrameStore(db, bounds, lost);
-}
