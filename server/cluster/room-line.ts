@@ -1,6 +1,13 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
-import type { DepartureReason, Refusal, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
+import type {
+  DepartureReason,
+  Refusal,
+  Replay,
+  RoomLine,
+  RoomListener,
+  UnsentFrame,
+} from '../relay/broker.ts';
 import { originOf, replayOf, undoJoin, undoOf } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
 import type { RoomLineParts } from './line-parts.ts';
@@ -43,8 +50,6 @@ export class ClusterRoomLine implements RoomLine {
   /** Why the stream could not be opened: every publication fails. */
   #broken: unknown;
   #stop: (() => void) | undefined;
-  /** The stream sequence of each frame delivered from the room's stream (one Buffer per frame). */
-  readonly #seqOf = new WeakMap<Buffer, number>();
   #released = false;
 
   readonly #parts: RoomLineParts;
@@ -169,7 +174,9 @@ export class ClusterRoomLine implements RoomLine {
         replay(frames, gap);
         this.#parts.counters.replayed += frames.length;
         local.pending = false;
-        for (const f of local.queue) if (f.seq > local.upto) this.listener.deliver(f.frame, key);
+        for (const f of local.queue) {
+          if (f.seq > local.upto) this.listener.deliver(f.frame, key, f.seq);
+        }
         local.queue = [];
       })
       .catch(give)
@@ -245,7 +252,7 @@ export class ClusterRoomLine implements RoomLine {
     const movedAway = change.moved?.from === node.name && entry.node !== node.name;
     if (movedAway && this.local.has(device)) {
       this.local.delete(device);
-      for (const frame of listener.replaced(device)) this.sendTo(device, frame);
+      for (const { frame } of listener.replaced(device)) this.sendTo(device, frame);
     }
     const mine = this.local.get(device);
     if (
@@ -281,23 +288,22 @@ export class ClusterRoomLine implements RoomLine {
    * first of them that came from the room's stream (published again, it would come after newer
    * frames), at `cursor` if none did. The others are published for it, in order.
    */
-  #resumeAt(device: string, cursor: number, unsent: readonly Buffer[]): number {
+  #resumeAt(device: string, cursor: number, unsent: readonly UnsentFrame[]): number {
     let resume = cursor;
     const others: Buffer[] = [];
-    for (const frame of unsent) {
-      const seq = this.#seqOf.get(frame);
-      if (seq === undefined) others.push(frame);
-      else if (seq - 1 < resume) resume = seq - 1;
+    for (const { frame, position } of unsent) {
+      if (position === undefined) others.push(frame);
+      else if (position - 1 < resume) resume = position - 1;
     }
     for (const frame of others) this.sendTo(device, frame);
     return resume;
   }
 
-  depart(device: string, reason: DepartureReason, unsent: readonly Buffer[]): void {
+  depart(device: string, reason: DepartureReason, unsent: readonly UnsentFrame[]): void {
     const stored = this.#roster.devices.get(device);
     this.local.delete(device);
     if (stored === undefined || stored.entry.state !== 'present') {
-      for (const frame of unsent) this.sendTo(device, frame);
+      for (const { frame } of unsent) this.sendTo(device, frame);
       return;
     }
     const entry: RosterEntry =
@@ -314,7 +320,7 @@ export class ClusterRoomLine implements RoomLine {
     // heard here at once, and by the other nodes through the roster
     this.#parts.roster.apply(device, entry);
     if (entry.state === 'absent') entry.cursor = this.#resumeAt(device, entry.cursor, unsent);
-    else for (const frame of unsent) this.sendTo(device, frame);
+    else for (const { frame } of unsent) this.sendTo(device, frame);
     this.#record(device, entry);
   }
 
@@ -388,7 +394,6 @@ export class ClusterRoomLine implements RoomLine {
     if (f.seq > this.cursor) this.cursor = f.seq;
     if (f.node === this.#parts.node.name) return;
     this.#parts.counters.received++;
-    this.#seqOf.set(f.frame, f.seq);
     if (f.to !== '*') {
       this.#to(f.to, f);
       return;
@@ -400,10 +405,10 @@ export class ClusterRoomLine implements RoomLine {
     const local = this.local.get(device);
     if (local === undefined) return;
     if (local.pending) local.queue.push(f);
-    else if (f.seq > local.upto) this.listener.deliver(f.frame, device);
+    else if (f.seq > local.upto) this.listener.deliver(f.frame, device, f.seq);
   }
 
-  dropAll(unsent: ReadonlyMap<string, readonly Buffer[]>): void {
+  dropAll(unsent: ReadonlyMap<string, readonly UnsentFrame[]>): void {
     for (const device of [...this.local.keys()]) {
       this.depart(device, 'disconnect', unsent.get(device) ?? []);
     }

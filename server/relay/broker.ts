@@ -1,4 +1,7 @@
 import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { UnsentFrame } from './send-queue.ts';
+
+export type { UnsentFrame };
 
 /**
  * The broker: everything a room does beyond the connections it holds on this process. A room
@@ -115,7 +118,7 @@ export interface RoomLine {
    * `unsent`: the routed frames its connection had queued and never written, in order; for a
    * `disconnect` they are kept for the device before anything routed to it from now on.
    */
-  depart(device: string, reason: DepartureReason, unsent: readonly Buffer[]): void;
+  depart(device: string, reason: DepartureReason, unsent: readonly UnsentFrame[]): void;
   /**
    * A direct message for a device with no connection here: on another node, or absent and kept
    * for. False when the room has no such device (the sender gets `unknown_target`).
@@ -127,7 +130,7 @@ export interface RoomLine {
    * Shutdown: every device of this process becomes absent at once, and nobody hears of it;
    * `unsent` holds, by device key, the routed frames each connection had not written (as `depart`).
    */
-  dropAll(unsent: ReadonlyMap<string, readonly Buffer[]>): void;
+  dropAll(unsent: ReadonlyMap<string, readonly UnsentFrame[]>): void;
   /** The room is no longer held in this process (nobody of it is connected here). */
   release(): void;
 }
@@ -142,14 +145,16 @@ export interface RoomListener {
   hostChanged(device: DeviceId): void;
   /**
    * A routed frame from another node for this room's connections: one device (`to` its key) or
-   * every connection here (`to` undefined). The in-process broker never calls it.
+   * every connection here (`to` undefined), at `position` in the room's stream (handed back with
+   * the frame if a connection never wrote it, see `RoomLine.depart`). The in-process broker
+   * never calls it.
    */
-  deliver(frame: Buffer, to: string | undefined): void;
+  deliver(frame: Buffer, to: string | undefined, position: number): void;
   /**
    * The device joined again on another node: its connection here is closed with 4009 and
    * nobody hears of it. Returns the routed frames that connection had queued and never written,
    * in order (its new node gets them). The in-process broker never calls it (the room replaces
    * it itself).
    */
-  replaced(device: string): readonly Buffer[];
+  replaced(device: string): readonly UnsentFrame[];
 }

@@ -7,6 +7,7 @@ import type {
   Replay,
   RoomLine,
   RoomListener,
+  UnsentFrame,
 } from './broker.ts';
 import type { AbsentDevice, MessageBuffer } from './buffer.ts';
 import type { RelayMetrics } from './metrics.ts';
@@ -183,7 +184,7 @@ class LocalRoomLine implements RoomLine {
     if (isNew) this.listener?.joined(device);
   }
 
-  depart(device: string, reason: DepartureReason, unsent: readonly Buffer[]): void {
+  depart(device: string, reason: DepartureReason, unsent: readonly UnsentFrame[]): void {
     const id = this.present.get(device);
     if (id === undefined) {
       this.#keep(device, unsent);
@@ -204,8 +205,8 @@ class LocalRoomLine implements RoomLine {
   }
 
   /** Keeps a departed device's unsent frames, in order, while it is kept for. */
-  #keep(device: string, unsent: readonly Buffer[]): void {
-    for (const frame of unsent) this.sendTo(device, frame);
+  #keep(device: string, unsent: readonly UnsentFrame[]): void {
+    for (const { frame } of unsent) this.sendTo(device, frame);
   }
 
   /** Starts keeping messages for a device that dropped at `at`. */
@@ -251,7 +252,7 @@ class LocalRoomLine implements RoomLine {
     this.#broker.metrics.messagesBuffered += kept.length;
   }
 
-  dropAll(unsent: ReadonlyMap<string, readonly Buffer[]>): void {
+  dropAll(unsent: ReadonlyMap<string, readonly UnsentFrame[]>): void {
     const at = this.#broker.now();
     for (const device of this.present.keys()) this.keepFor(device, at);
     this.present.clear();

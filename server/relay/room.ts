@@ -15,6 +15,7 @@ import type { RelayMetrics } from './metrics.ts';
 import { payloadSpan } from './payload-span.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
 import { composeRoutedFrame, spliceRoutedFrame } from './routed-bytes.ts';
+import type { UnsentFrame } from './send-queue.ts';
 
 /** What every room of a relay shares. */
 export interface RoomContext {
@@ -38,8 +39,8 @@ function isRouted(frame: Buffer): boolean {
  * The routed frames a connection had queued and never written (a receiver that stopped reading,
  * closed with 1013 or gone), in order: the broker keeps them for its device.
  */
-function routedUnsent(conn: Connection): Buffer[] {
-  return conn.queue.takeUnsent().filter(isRouted);
+function routedUnsent(conn: Connection): UnsentFrame[] {
+  return conn.queue.takeUnsent().filter((unsent) => isRouted(unsent.frame));
 }
 
 /**
@@ -117,10 +118,10 @@ export class Room implements RoomListener, JoinedRoom {
     conn.room = this;
     const older = this.members.get(key);
     // what the older connection had queued and never received goes to the newer one first
-    let carried: Buffer[] = [];
+    let carried: UnsentFrame[] = [];
     if (older !== undefined) {
       older.room = undefined;
-      carried = older.queue.takeUnsent().filter(isRouted);
+      carried = routedUnsent(older);
       metrics.replaced++;
       closeWith(older, Replaced);
     }
@@ -232,18 +233,18 @@ export class Room implements RoomListener, JoinedRoom {
     this.#toEveryone(frame);
   }
 
-  deliver(frame: Buffer, to: string | undefined): void {
+  deliver(frame: Buffer, to: string | undefined, position: number): void {
     if (to !== undefined) {
       const receiver = this.members.get(to);
-      if (receiver !== undefined && !isClosing(receiver)) this.#deliver(receiver, frame);
+      if (receiver !== undefined && !isClosing(receiver)) receiver.queue.send(frame, position);
       return;
     }
     for (const member of this.members.values()) {
-      if (!isClosing(member)) this.#deliver(member, frame);
+      if (!isClosing(member)) member.queue.send(frame, position);
     }
   }
 
-  replaced(device: string): readonly Buffer[] {
+  replaced(device: string): readonly UnsentFrame[] {
     const conn = this.members.get(device);
     if (conn === undefined) return [];
     this.#remove(conn);
@@ -257,7 +258,12 @@ export class Room implements RoomListener, JoinedRoom {
   // ---- inside ----
 
   /** The broker registered the join: `joined`, then what was kept for the device. */
-  #replayed(conn: Connection, carried: Buffer[], frames: readonly string[], gap: boolean): void {
+  #replayed(
+    conn: Connection,
+    carried: UnsentFrame[],
+    frames: readonly string[],
+    gap: boolean,
+  ): void {
     this.#joining--;
     if (conn.room !== this) return;
     const key = conn.deviceKey;
@@ -276,9 +282,12 @@ export class Room implements RoomListener, JoinedRoom {
       gap,
     };
     conn.queue.send(Buffer.from(JSON.stringify(joined)));
-    const replay = carried.concat(frames.map((text) => Buffer.from(text)));
+    const replay = frames.map((text) => Buffer.from(text));
     // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
+    for (const { frame } of carried) conn.queue.allowReplay(frame.length);
     for (const frame of replay) conn.queue.allowReplay(frame.length);
+    // the older connection's frames first, with their positions in the room's stream
+    for (const { frame, position } of carried) conn.queue.send(frame, position);
     for (const frame of replay) conn.queue.send(frame);
     this.#context.logger.debug(
       { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
@@ -287,14 +296,14 @@ export class Room implements RoomListener, JoinedRoom {
   }
 
   /** The broker refused the join: closed with 1013; the older connection's queue is kept. */
-  #refused(conn: Connection, carried: Buffer[]): void {
+  #refused(conn: Connection, carried: UnsentFrame[]): void {
     this.#joining--;
     if (conn.room !== this) return;
     conn.room = undefined;
     // the older connection it was to replace is gone too
     if (this.members.get(conn.deviceKey)?.room !== this) this.members.delete(conn.deviceKey);
     this.#findHost();
-    for (const frame of carried) this.#line.sendTo(conn.deviceKey, frame);
+    for (const { frame } of carried) this.#line.sendTo(conn.deviceKey, frame);
     closeWith(conn, JoinsUnavailable);
   }
 
