@@ -8,10 +8,10 @@ import type {
   RoomListener,
   UnsentFrame,
 } from '../relay/broker.ts';
-import { originOf, replayOf, undoJoin, undoOf } from './join-replay.ts';
+import { type JoinAttempt, registerJoin, undoJoin } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
 import type { RoomLineParts } from './line-parts.ts';
-import { ensureStream, followStream, streamBounds, streamOf } from './room-stream.ts';
+import { ensureStream, followStream, streamOf } from './room-stream.ts';
 import type { RoomRoster, RosterChange, RosterEntry } from './roster.ts';
 import { encodeRecord, type StreamFrame, senderOf } from './stream-record.ts';
 
@@ -22,14 +22,6 @@ const openAttempts = 20;
  * timeout (10 s): JetStream does not answer (NATS just lost, or a NATS cluster electing leaders).
  */
 const joinDeadlineMs = 8_000;
-
-/** One join of a device here while it is registered. */
-interface JoinAttempt {
-  /** Refused (failed, or past its deadline): the device got 1013. */
-  abandoned: boolean;
-  /** What to write back in the roster if it is refused; undefined for nothing. */
-  undo: RosterEntry | undefined;
-}
 
 /**
  * One room held by this node: its devices here, its place in the room's stream (followed in
@@ -168,7 +160,8 @@ export class ClusterRoomLine implements RoomLine {
       refuse();
     };
     const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
-    this.#join(key, device, local, attempt)
+    const place = { roomId: this.roomId, hash: this.hash, cursor: () => this.cursor };
+    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt })
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
         replay(frames, gap);
@@ -188,56 +181,6 @@ export class ClusterRoomLine implements RoomLine {
           void undoJoin(this.#parts.node, this.#parts.roster, key, attempt.undo, stillAway);
         }
       });
-  }
-
-  /**
-   * Registers a join in the roster and reads its replay. `attempt.undo` says, as soon as the join
-   * may have changed the roster, what to write back if it is refused after all.
-   */
-  async #join(
-    key: string,
-    device: DeviceId,
-    local: LocalDevice,
-    attempt: JoinAttempt,
-  ): Promise<{ frames: string[]; gap: boolean }> {
-    const { node, nats, publications, roster } = this.#parts;
-    await this.ready;
-    const js = nats.js();
-    const jsm = nats.jsm();
-    if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
-    if (attempt.abandoned) throw new Error('join abandoned');
-    const before = this.#roster.devices.get(key);
-    const wasPresent = before?.entry.state === 'present';
-    const entry: RosterEntry = {
-      id: device,
-      node: node.name,
-      state: 'present',
-      order: wasPresent ? before.order : 0,
-      cursor: 0,
-      nodeSeq: 0,
-      droppedAt: 0,
-    };
-    const here = () => ({
-      node: node.name,
-      cursor: this.cursor,
-      nodeSeq: publications.count,
-      now: node.now(),
-    });
-    // an old connection here was replaced already: its entry needs undoing from now on
-    attempt.undo = undoOf(entry, before, undefined, false, here());
-    const origin = await originOf(node.name, this.#parts.handover, this.hash, key, before?.entry);
-    attempt.undo = undoOf(entry, before, origin, false, here());
-    if (attempt.abandoned) throw new Error('join abandoned');
-    // a write that fails may still reach NATS: undone in any case
-    attempt.undo = undoOf(entry, before, origin, true, here());
-    await roster.write(key, entry);
-    // what this node published before the join began is in the stream before its bounds are read
-    await publications.settled();
-    const bounds = await streamBounds(jsm, this.roomId);
-    local.upto = bounds.last;
-    if (origin === undefined) return { frames: [], gap: false };
-    const routedHere = { node: node.name, after: local.ownFrom };
-    return replayOf(js, this.roomId, key, origin, before?.entry, bounds, node, routedHere);
   }
 
   /**

@@ -12,9 +12,8 @@ import type { Logger } from '../log.ts';
 import type { Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
 import type { Connection, JoinedRoom } from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
-import { payloadSpan } from './payload-span.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
-import { composeRoutedFrame, spliceRoutedFrame } from './routed-bytes.ts';
+import { composeParsedFrame, spliceRoutedFrame } from './routed-bytes.ts';
 import type { UnsentFrame } from './send-queue.ts';
 
 /** What every room of a relay shares. */
@@ -199,20 +198,8 @@ export class Room implements RoomListener, JoinedRoom {
     const target = this.#target(conn, to);
     if (target === undefined) return;
     conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
-    const toBytes = Buffer.from(JSON.stringify(to));
-    const span = payloadSpan(data);
-    const source = span === undefined ? Buffer.from(JSON.stringify(payload)) : data;
-    const frame = composeRoutedFrame(
-      conn.routeHead,
-      toBytes,
-      0,
-      toBytes.length,
-      this.roomMember,
-      source,
-      span?.start ?? 0,
-      span?.end ?? source.length,
-    );
-    this.#forward(conn, target, frame);
+    const head = conn.routeHead;
+    this.#forward(conn, target, composeParsedFrame(head, to, payload, data, this.roomMember));
   }
 
   // ---- what the broker reports (RoomListener) ----
