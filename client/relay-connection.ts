@@ -293,10 +293,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
         this.pump();
         return;
       case 'error': {
-        const error = new RelayError(
-          isRelayErrorCode(frame.code) ? frame.code : 'relay_error',
-          frame.message,
-        );
+        const code = isRelayErrorCode(frame.code) ? frame.code : 'relay_error';
+        const error = new RelayError(code, frame.message);
         if (this.currentState !== 'joined' && frame.code !== 'auth_failed') {
           // e.g. room_full: this attempt failed, a later one may not.
           this.emit('error', error);
