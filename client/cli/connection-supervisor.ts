@@ -5,7 +5,11 @@ import type { ConnectionState, RelayConnection, RelayEvents, Target } from '../r
 import { printable } from './printable.ts';
 
 /** Final closes that end supervision: another connection would be refused the same way. */
-const endsForGood: ReadonlySet<SyncErrorCode> = new Set<SyncErrorCode>(['auth_failed', 'revoked', 'invalid_url']);
+const endsForGood: ReadonlySet<SyncErrorCode> = new Set<SyncErrorCode>([
+  'auth_failed',
+  'revoked',
+  'invalid_url',
+]);
 
 /** Delays before a fresh connection after a final close. */
 export interface ReconnectDelays {
