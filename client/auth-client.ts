@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { isAuthErrorCode } from '../protocol/auth-codes.ts';
 import {
   approvedDeviceSchema,
   currentDeviceSchema,
@@ -171,7 +172,11 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       }
       const retry = Number(res.headers.get('retry-after'));
       throw new AuthServiceError(
-        parsed.success ? parsed.data.error.code : res.status >= 500 ? 'internal' : 'http_error',
+        parsed.success && isAuthErrorCode(parsed.data.error.code)
+          ? parsed.data.error.code
+          : res.status >= 500
+            ? 'internal'
+            : 'http_error',
         parsed.success
           ? parsed.data.error.message
           : answerWithoutErrorBody(authUrl, `${method} ${path}`, res.status),

@@ -1,8 +1,80 @@
+import { type AuthErrorCode, isAuthErrorCode } from '../protocol/auth-codes.ts';
+import { type RelayErrorCode, relayErrors } from '../protocol/relay-codes.ts';
+
+/**
+ * The codes the client raises itself, beside the auth service's and the relay's: settings and
+ * options refused, transport failures, the CLI's own (control socket, credentials, trust).
+ */
+export const clientErrorCodes = [
+  'aborted',
+  'already_running',
+  'bad_credentials',
+  'closed',
+  'decrypt_failed',
+  'encrypted',
+  'fingerprint_mismatch',
+  'fingerprint_required',
+  'http_error',
+  'invalid_answer',
+  'invalid_frame',
+  'invalid_json',
+  'invalid_message',
+  'invalid_options',
+  'invalid_passphrase',
+  'invalid_payload',
+  'invalid_response',
+  'invalid_settings',
+  'invalid_url',
+  'message_too_big',
+  'no_token',
+  'no_webcrypto',
+  'no_websocket',
+  'not_encrypted',
+  'not_found',
+  'not_https',
+  'not_running',
+  'not_signed_in',
+  'not_trusted',
+  'path_too_long',
+  'queue_full',
+  'receive_limit',
+  'relay_error',
+  'replaced',
+  'revoked',
+  'send_failed',
+  'sync_disabled',
+  'sync_running',
+  'sync_stopped',
+  'timeout',
+  'too_big',
+  'unreachable',
+  'unsafe_socket_folder',
+  'unsupported_data',
+  'wrong_passphrase',
+  'wrong_service',
+] as const;
+
+/** A code the client raises itself. */
+export type ClientErrorCode = (typeof clientErrorCodes)[number];
+
+/** Every `SyncError.code`: the client's own, the auth service's and the relay's. */
+export type SyncErrorCode = ClientErrorCode | AuthErrorCode | RelayErrorCode;
+
+const syncErrorCodes: ReadonlySet<string> = new Set<string>([
+  ...clientErrorCodes,
+  ...Object.keys(relayErrors),
+]);
+
+/** Whether a code read off the wire (a relay frame, a control answer) is one the client knows. */
+export function isSyncErrorCode(code: string): code is SyncErrorCode {
+  return syncErrorCodes.has(code) || isAuthErrorCode(code);
+}
+
 /** Why a client operation failed; `code` is stable, `message` is one readable sentence. */
 export class SyncError extends Error {
   constructor(
     /** A snake_case code: the service's code (`unauthorized`, `auth_failed`...) or the client's own. */
-    readonly code: string,
+    readonly code: SyncErrorCode,
     message: string,
   ) {
     super(message);
@@ -13,7 +85,7 @@ export class SyncError extends Error {
 /** An error answer of the auth service: `{"error":{"code","message"}}` with its HTTP status. */
 export class AuthServiceError extends SyncError {
   constructor(
-    code: string,
+    code: AuthErrorCode | 'http_error',
     message: string,
     /** HTTP status of the answer (400, 401, 403, 404, 413, 429, 503, 500). */
     readonly status: number,
@@ -28,7 +100,7 @@ export class AuthServiceError extends SyncError {
 /** An error reported by the relay: an `error` frame or a close code that ends the connection. */
 export class RelayError extends SyncError {
   constructor(
-    code: string,
+    code: SyncErrorCode,
     message: string,
     /** The WebSocket close code when the relay closed the connection. */
     readonly closeCode?: number,

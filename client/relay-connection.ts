@@ -1,3 +1,4 @@
+import { isRelayErrorCode } from '../protocol/relay-codes.ts';
 import type { AppendFrame, CatchupFrame, JoinFrame } from '../protocol/relay-frames.ts';
 import { NamedTimers } from './clock.ts';
 import {
@@ -321,7 +322,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
         this.pump();
         return;
       case 'error': {
-        const error = new RelayError(frame.code, frame.message);
+        const code = isRelayErrorCode(frame.code) ? frame.code : 'relay_error';
+        const error = new RelayError(code, frame.message);
         if (this.currentState !== 'joined' && frame.code !== 'auth_failed') {
           // e.g. room_full: this attempt failed, a later one may not.
           this.emit('error', error);

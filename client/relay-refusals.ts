@@ -5,10 +5,10 @@ import {
   Revoked,
   UnsupportedData,
 } from '../protocol/relay-codes.ts';
-import { RelayError } from './errors.ts';
+import { RelayError, type SyncErrorCode } from './errors.ts';
 
 /** Close codes after which reconnecting cannot help, with the client's code and sentence. */
-const finalCloses: Record<number, { code: string; message: string }> = {
+const finalCloses: Record<number, { code: SyncErrorCode; message: string }> = {
   [UnsupportedData.code]: { code: 'unsupported_data', message: 'the relay refused a binary frame' },
   [MessageTooBig.code]: {
     code: 'message_too_big',

@@ -1,4 +1,5 @@
 import * as Y from 'yjs';
+import { isRelayErrorCode } from '../protocol/relay-codes.ts';
 import { docKeyOf } from './doc-key.ts';
 import type { E2EKey } from './e2e-key.ts';
 import { SyncError } from './errors.ts';
@@ -39,7 +40,14 @@ export async function fetchHistory(
         if (frame.type === 'stored') raw.push(...frame.entries);
         else if (frame.type === 'caughtup') done(() => resolve(frame.pos));
         else if (frame.type === 'error')
-          done(() => reject(new SyncError(frame.code, frame.message)));
+          done(() =>
+            reject(
+              new SyncError(
+                isRelayErrorCode(frame.code) ? frame.code : 'relay_error',
+                frame.message,
+              ),
+            ),
+          );
       }),
       connection.on('close', () =>
         done(() => reject(new SyncError('closed', 'the connection ended during the catch-up'))),

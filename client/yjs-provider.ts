@@ -3,7 +3,7 @@ import * as Y from 'yjs';
 import { docKeyOf } from './doc-key.ts';
 import { deriveE2EKey, type E2EKey } from './e2e-key.ts';
 import { Emitter } from './emitter.ts';
-import { SyncError } from './errors.ts';
+import { SyncError, type SyncErrorCode } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
 import type { JoinedFrame, PresenceFrame, RoutedMessage, StoreFrame } from './relay-frames.ts';
 import {
@@ -380,7 +380,7 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.emit('synced', synced);
   }
 
-  private report(code: string, device: string, message: string): void {
+  private report(code: SyncErrorCode, device: string, message: string): void {
     const key = `${code} ${device}`;
     if (this.reported.has(key)) return;
     this.reported.add(key);

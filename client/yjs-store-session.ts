@@ -1,7 +1,8 @@
 import * as Y from 'yjs';
+import { isRelayErrorCode } from '../protocol/relay-codes.ts';
 import { toBase64 } from './base64.ts';
 import { type E2EKey, seal } from './e2e-key.ts';
-import { SyncError } from './errors.ts';
+import { SyncError, type SyncErrorCode } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
 import type { StoredEntry, StoreFrame } from './relay-frames.ts';
 import { HostSummary } from './yjs-host-summary.ts';
@@ -25,7 +26,7 @@ export interface StoreSessionOptions {
   maxMessageBytes: number;
   maxReceiveBytes: number;
   /** An entry that cannot be trusted (said once per code and device by the provider). */
-  refused: (code: string, device: string, message: string) => void;
+  refused: (code: SyncErrorCode, device: string, message: string) => void;
   /** The host keeps no documents here, or refused an append (said once per session). */
   failed: (error: SyncError) => void;
   /** `settled` or `state` changed. */
@@ -318,7 +319,7 @@ export class StoreSession {
         this.settleWaiters();
         this.options.changed();
       }
-      this.options.failed(new SyncError(code, message));
+      this.options.failed(new SyncError(isRelayErrorCode(code) ? code : 'relay_error', message));
       return;
     }
     if (this.state === 'off') return;

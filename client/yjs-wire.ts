@@ -1,5 +1,6 @@
 import { toBase64 } from './base64.ts';
 import { type E2EKey, open, seal } from './e2e-key.ts';
+import type { ClientErrorCode } from './errors.ts';
 
 /**
  * How the Yjs provider's binary messages travel as relay payloads (JSON objects):
@@ -57,7 +58,7 @@ export async function encodePayloads(
 
 /** Why a message cannot be trusted: an error code and a line naming the sending device. */
 export interface Refusal {
-  refused: string;
+  refused: ClientErrorCode;
   message: string;
 }
 

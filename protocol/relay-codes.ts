@@ -85,3 +85,8 @@ export const relayErrors = {
 
 /** A relay error frame's `code`. */
 export type RelayErrorCode = keyof typeof relayErrors;
+
+/** Whether a code read off the wire is one of the relay's error frame codes. */
+export function isRelayErrorCode(code: string): code is RelayErrorCode {
+  return Object.hasOwn(relayErrors, code);
+}

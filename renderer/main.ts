@@ -6,14 +6,8 @@ import { byId, replaceKeepingFocus } from './dom.ts';
 import { createPairingsPanel, normalizePairCode, type PairingActions } from './pairings-view.ts';
 import { storageView } from './storage-view.ts';
 import { forgetToken, resolveToken, storeToken } from './token.ts';
-import {
-  devicesView,
-  pendingView,
-  projectsView,
-  relayView,
-  usersView,
-  type ViewActions,
-} from './views.ts';
+import { usersView } from './users-view.ts';
+import { devicesView, pendingView, projectsView, relayView, type ViewActions } from './views.ts';
 import { updateTimes } from './widgets.ts';
 
 /** How often the page asks for fresh data (new magic links, devices connecting). */

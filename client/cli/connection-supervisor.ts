@@ -1,11 +1,15 @@
 import { type Backoff, createBackoff } from '../backoff.ts';
 import { Emitter } from '../emitter.ts';
-import type { SyncError } from '../errors.ts';
+import type { SyncError, SyncErrorCode } from '../errors.ts';
 import type { ConnectionState, RelayConnection, RelayEvents, Target } from '../relay-connection.ts';
 import { printable } from './printable.ts';
 
 /** Final closes that end supervision: another connection would be refused the same way. */
-const endsForGood: ReadonlySet<string> = new Set(['auth_failed', 'revoked', 'invalid_url']);
+const endsForGood: ReadonlySet<SyncErrorCode> = new Set<SyncErrorCode>([
+  'auth_failed',
+  'revoked',
+  'invalid_url',
+]);
 
 /** Delays before a fresh connection after a final close. */
 export interface ReconnectDelays {

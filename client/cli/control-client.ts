@@ -1,6 +1,6 @@
 import { createConnection, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
-import { SyncError } from '../errors.ts';
+import { isSyncErrorCode, SyncError } from '../errors.ts';
 import { socketFolderReady } from './control-path.ts';
 import {
   type ControlEvent,
@@ -97,7 +97,10 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 
 /** The error of an `{"ok":false}` answer. */
 function failure(response: ControlResponse): SyncError | undefined {
-  return response.ok ? undefined : new SyncError(response.error.code, response.error.message);
+  if (response.ok) return undefined;
+  const { code, message } = response.error;
+  // A code this client does not know comes from a newer running sync: its message says what.
+  return new SyncError(isSyncErrorCode(code) ? code : 'invalid_answer', message);
 }
 
 export type ControlProbe =

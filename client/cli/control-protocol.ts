@@ -75,7 +75,9 @@ export function controlLine(value: ControlResponse | ControlEvent | ControlReque
 export function parseControlLine<T>(
   line: string,
   schema: z.ZodType<T>,
-): { ok: true; value: T } | { ok: false; code: string; message: string } {
+):
+  | { ok: true; value: T }
+  | { ok: false; code: 'invalid_json' | 'invalid_request'; message: string } {
   let value: unknown;
   try {
     value = JSON.parse(line);

@@ -2,7 +2,7 @@ import { chmodSync, lstatSync, mkdirSync, rmSync, statSync, unlinkSync } from 'n
 import { createServer, type Server, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SyncError } from '../errors.ts';
+import { SyncError, type SyncErrorCode } from '../errors.ts';
 import type { Target } from '../relay-events.ts';
 import { probeControl } from './control-client.ts';
 import { socketFolderReady } from './control-path.ts';
@@ -157,7 +157,8 @@ function serveSocket(socket: Socket, handlers: ControlHandlers): void {
     socket.write(controlLine(value));
     if (socket.writableLength > maxUnreadBytes) socket.destroy();
   };
-  const refuse = (code: string, message: string) => write({ ok: false, error: { code, message } });
+  const refuse = (code: SyncErrorCode, message: string) =>
+    write({ ok: false, error: { code, message } });
   socket.on('error', () => {
     // A client that went away: the close event cleans up.
   });

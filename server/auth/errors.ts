@@ -1,22 +1,4 @@
-/** The contract's HTTP error codes, each with its status. */
-export const authErrors = {
-  invalid_request: 400,
-  unauthorized: 401,
-  invalid_token: 401,
-  token_expired: 401,
-  token_used: 401,
-  project_limit: 403,
-  device_limit: 403,
-  pair_denied: 403,
-  not_found: 404,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  rate_limited: 429,
-  internal: 500,
-  unavailable: 503,
-} as const;
-
-export type AuthErrorCode = keyof typeof authErrors;
+import { type AuthErrorCode, authErrors } from '../../protocol/auth-codes.ts';
 
 /** An error a client sees as `{"error":{"code","message"}}` with the code's status. */
 export class AppError extends Error {

@@ -6,14 +6,14 @@ import type { Broker, BrokerReport, RoomLine, RoomListener } from '../relay/brok
 import { type ClusterClock, createClusterClock } from './cluster-clock.ts';
 import { type ClusterCounters, describeCluster } from './cluster-metrics.ts';
 import { Handover, positionEveryMs } from './handover.ts';
-import type { RoomLineContext } from './line-context.ts';
+import type { LineNode, NatsHandles } from './line-parts.ts';
 import { type NatsLink, openNatsLink, replicasFor } from './nats-link.ts';
 import { type NodeLiveness, watchNodes } from './node-liveness.ts';
 import { Publications } from './publications.ts';
 import { type RecordSeal, recordSealFor } from './record-seal.ts';
 import { ClusterRoomLine } from './room-line.ts';
 import { type RosterEntry, roomHash } from './roster.ts';
-import { createRosterMirror, type RosterMirror, rosterRetentionMs } from './roster-mirror.ts';
+import { RosterMirror, rosterRetentionMs } from './roster-mirror.ts';
 
 export interface ClusterBrokerOptions {
   /** NATS server URLs (`cluster.nats`). */
@@ -57,7 +57,9 @@ export class ClusterBroker implements Broker {
   readonly #liveness: NodeLiveness;
   readonly #handover: Handover;
   readonly #mirror: RosterMirror;
-  readonly #context: RoomLineContext;
+  /** What every room line of this node shares, read-only. */
+  readonly #lineNode: LineNode;
+  readonly #nats: NatsHandles;
   readonly #timers: NodeJS.Timeout[];
   #closed = false;
   /**
@@ -84,7 +86,7 @@ export class ClusterBroker implements Broker {
     this.#publications = new Publications(this.#counters, logger, localNow);
     this.#liveness = watchNodes(link, node, logger, localNow, replicas, seal, clock);
     this.#handover = new Handover(node, replicas, rosterRetentionMs, logger, seal);
-    const mirror = createRosterMirror({
+    const mirror = new RosterMirror({
       node,
       logger,
       now,
@@ -92,27 +94,24 @@ export class ClusterBroker implements Broker {
       link,
       liveness: this.#liveness,
       seal,
-      heldRoom: (hash) => this.#lines.get(hash),
+      changed: (hash, device, entry, change) => {
+        this.#lines.get(hash)?.rosterChanged(device, entry, change);
+      },
     });
     this.#mirror = mirror;
-    this.#context = {
-      node,
-      nodeBytes: Buffer.from(node, 'utf8'),
+    this.#lineNode = {
+      name: node,
+      nameBytes: Buffer.from(node, 'utf8'),
       logger,
       now,
       bufferWindowMs,
       replicas,
+      seal,
+    };
+    this.#nats = {
       connection: () => link.connection,
       js: () => mirror.js,
       jsm: () => mirror.jsm,
-      handover: this.#handover,
-      rosterOf: mirror.rosterOf,
-      applyEntry: mirror.applyEntry,
-      write: mirror.write,
-      counters: this.#counters,
-      publications: this.#publications,
-      seal,
-      released: (hash) => this.#lines.delete(hash),
     };
     link.onConnected((nc) => {
       mirror.follow(nc).catch((err: unknown) => {
@@ -123,7 +122,7 @@ export class ClusterBroker implements Broker {
     // The position of each room with devices here is recorded, so a kill -9 of this node loses
     // nothing; nodes that stopped beating have their devices marked absent.
     const positions = setInterval(() => this.#recordPositions(), positionEveryMs);
-    const deadNodeCheck = setInterval(mirror.markDeadNodes, 1_000);
+    const deadNodeCheck = setInterval(() => mirror.markDeadNodes(), 1_000);
     this.#timers = [positions.unref(), deadNodeCheck.unref()];
   }
 
@@ -159,7 +158,21 @@ export class ClusterBroker implements Broker {
 
   open(roomId: string, listener: RoomListener): RoomLine {
     const hash = roomHash(roomId);
-    const line = new ClusterRoomLine(this.#context, roomId, hash, listener);
+    const mirror = this.#mirror;
+    const parts = {
+      node: this.#lineNode,
+      nats: this.#nats,
+      roster: {
+        roster: mirror.rosterOf(hash),
+        apply: (device: string, entry: RosterEntry) => mirror.applyEntry(hash, device, entry, 0),
+        write: (device: string, entry: RosterEntry) => mirror.write(hash, device, entry),
+      },
+      publications: this.#publications,
+      counters: this.#counters,
+      handover: this.#handover,
+      released: () => this.#lines.delete(hash),
+    };
+    const line = new ClusterRoomLine(parts, roomId, hash, listener);
     this.#lines.set(hash, line);
     return line;
   }

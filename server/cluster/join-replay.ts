@@ -1,8 +1,10 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import type { JetStreamClient } from '@nats-io/jetstream';
-import type { Origin } from './handover.ts';
-import type { RoomLineContext } from './line-context.ts';
-import { readRange } from './room-stream.ts';
+import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { Handover, Origin } from './handover.ts';
+import type { LocalDevice } from './joining-devices.ts';
+import type { LineNode, RoomLineParts, RoomRosterAccess } from './line-parts.ts';
+import { readRange, streamBounds } from './room-stream.ts';
 import type { RosterEntry, Stored } from './roster.ts';
 
 /**
@@ -10,13 +12,13 @@ import type { RosterEntry, Stored } from './roster.ts';
  * left, or already present here). A device present on another node is released by that node.
  */
 export async function originOf(
-  context: Pick<RoomLineContext, 'node' | 'handover'>,
+  node: string,
+  handover: Handover,
   hash: string,
   key: string,
   entry: RosterEntry | undefined,
 ): Promise<Origin | undefined> {
   if (entry === undefined || entry.state === 'left') return undefined;
-  const { node, handover } = context;
   if (entry.state === 'present') {
     return entry.node === node ? undefined : handover.release(entry.node, hash, key);
   }
@@ -37,7 +39,7 @@ export async function replayOf(
   origin: Origin,
   entry: RosterEntry | undefined,
   bounds: { first: number; last: number },
-  context: Pick<RoomLineContext, 'now' | 'bufferWindowMs' | 'seal'>,
+  context: Pick<LineNode, 'now' | 'bufferWindowMs' | 'seal'>,
   routedHere: { node: string; after: number },
 ): Promise<{ frames: string[]; gap: boolean }> {
   if (entry?.state === 'absent' && context.now() >= entry.droppedAt + context.bufferWindowMs) {
@@ -116,22 +118,90 @@ const undoPauseMs = 2_000;
  * the device joined again meanwhile, here (`stillAway` false) or on another node.
  */
 export async function undoJoin(
-  context: Pick<RoomLineContext, 'node' | 'logger' | 'rosterOf' | 'write'>,
-  hash: string,
+  node: Pick<LineNode, 'name' | 'logger'>,
+  roster: RoomRosterAccess,
   key: string,
   undo: RosterEntry | undefined,
   stillAway: () => boolean,
 ): Promise<void> {
   if (undo === undefined) return;
   for (let attempt = 1; attempt <= undoAttempts; attempt++) {
-    const now = context.rosterOf(hash).devices.get(key)?.entry;
-    if (!stillAway() || (now?.state === 'present' && now.node !== context.node)) return;
+    const now = roster.roster.devices.get(key)?.entry;
+    if (!stillAway() || (now?.state === 'present' && now.node !== node.name)) return;
     try {
-      await context.write(hash, key, undo);
+      await roster.write(key, undo);
       return;
     } catch (err: unknown) {
-      context.logger.warn({ err: String(err), device: key, attempt }, 'cluster: join not undone');
+      node.logger.warn({ err: String(err), device: key, attempt }, 'cluster: join not undone');
       await pause(undoPauseMs);
     }
   }
+}
+
+/** One join of a device here while it is registered. */
+export interface JoinAttempt {
+  /** Refused (failed, or past its deadline): the device got 1013. */
+  abandoned: boolean;
+  /** What to write back in the roster if it is refused; undefined for nothing. */
+  undo: RosterEntry | undefined;
+}
+
+/** A join being registered: the device, its record on this node, and the attempt. */
+export interface JoiningDevice {
+  key: string;
+  device: DeviceId;
+  local: LocalDevice;
+  attempt: JoinAttempt;
+}
+
+/**
+ * Registers a join in the roster and reads its replay, once the room's stream is open (`ready`).
+ * `attempt.undo` says, as soon as the join may have changed the roster, what to write back if it
+ * is refused after all.
+ */
+export async function registerJoin(
+  parts: RoomLineParts,
+  place: { roomId: string; hash: string; cursor: () => number },
+  ready: Promise<void>,
+  joining: JoiningDevice,
+): Promise<{ frames: string[]; gap: boolean }> {
+  const { key, device, local, attempt } = joining;
+  const { node, nats, publications, roster } = parts;
+  await ready;
+  const js = nats.js();
+  const jsm = nats.jsm();
+  if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
+  if (attempt.abandoned) throw new Error('join abandoned');
+  const before = roster.roster.devices.get(key);
+  const wasPresent = before?.entry.state === 'present';
+  const entry: RosterEntry = {
+    id: device,
+    node: node.name,
+    state: 'present',
+    order: wasPresent ? before.order : 0,
+    cursor: 0,
+    nodeSeq: 0,
+    droppedAt: 0,
+  };
+  const here = () => ({
+    node: node.name,
+    cursor: place.cursor(),
+    nodeSeq: publications.count,
+    now: node.now(),
+  });
+  // an old connection here was replaced already: its entry needs undoing from now on
+  attempt.undo = undoOf(entry, before, undefined, false, here());
+  const origin = await originOf(node.name, parts.handover, place.hash, key, before?.entry);
+  attempt.undo = undoOf(entry, before, origin, false, here());
+  if (attempt.abandoned) throw new Error('join abandoned');
+  // a write that fails may still reach NATS: undone in any case
+  attempt.undo = undoOf(entry, before, origin, true, here());
+  await roster.write(key, entry);
+  // what this node published before the join began is in the stream before its bounds are read
+  await publications.settled();
+  const bounds = await streamBounds(jsm, place.roomId);
+  local.upto = bounds.last;
+  if (origin === undefined) return { frames: [], gap: false };
+  const routedHere = { node: node.name, after: local.ownFrom };
+  return replayOf(js, place.roomId, key, origin, before?.entry, bounds, node, routedHere);
 }

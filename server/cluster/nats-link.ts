@@ -1,4 +1,4 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { type ConnectionOptions, connect, type NatsConnection } from '@nats-io/transport-node';
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
 import { natsConnectOptions, warnIfAnonymous } from './nats-options.ts';
@@ -113,6 +113,26 @@ export function openNatsLink(
   };
 }
 
+/** How the process's connection is made and kept: reconnected for ever, pinged, TLS and credentials. */
+function connectOptions(
+  urls: readonly string[],
+  name: string,
+  secured: ReturnType<typeof natsConnectOptions>,
+): ConnectionOptions {
+  return {
+    servers: [...urls],
+    // the first server of the list that answers: an operator lists the nearest first
+    noRandomize: true,
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: retryMs,
+    pingInterval: pingIntervalMs,
+    maxPingOut,
+    timeout: 2_000,
+    ...secured,
+  };
+}
+
 /** Connects to `urls` in the background, again until a server answers, for the whole process. */
 function connectLink(
   urls: readonly string[],
@@ -152,18 +172,7 @@ function connectLink(
     retry = undefined;
     if (closing) return;
     try {
-      const nc = await connect({
-        servers: [...urls],
-        // the first server of the list that answers: an operator lists the nearest first
-        noRandomize: true,
-        name,
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: retryMs,
-        pingInterval: pingIntervalMs,
-        maxPingOut,
-        timeout: 2_000,
-        ...secured,
-      });
+      const nc = await connect(connectOptions(urls, name, secured));
       if (closing) {
         await nc.close();
         return;

@@ -32,83 +32,115 @@ export function watchNodes(
   seal: RecordSeal,
   clock: ClusterClock,
 ): NodeLiveness {
-  const lastSeen = new Map<string, number>();
-  let watchingSince: number | undefined;
-  let bucket: KV | undefined;
-  const key = Buffer.from(self, 'utf8').toString('hex');
+  return new NodeHeartbeats({ link, self, logger, now, replicas, seal, clock });
+}
+
+interface HeartbeatOptions {
+  link: NatsLink;
+  self: string;
+  logger: Logger;
+  now: () => number;
+  replicas: number;
+  seal: RecordSeal;
+  clock: ClusterClock;
+}
+
+/** This node's heartbeat in the nodes bucket, and the other nodes' as last seen here. */
+class NodeHeartbeats implements NodeLiveness {
+  readonly #options: HeartbeatOptions;
+  readonly #lastSeen = new Map<string, number>();
+  #watchingSince: number | undefined;
+  #bucket: KV | undefined;
+  /** This node's key in the bucket: its name in hex. */
+  readonly #key: string;
+  readonly #beat: NodeJS.Timeout;
+  #stopped = false;
+  #stopWatch: (() => void) | undefined;
+
+  constructor(options: HeartbeatOptions) {
+    this.#options = options;
+    const { link, clock } = options;
+    this.#key = Buffer.from(options.self, 'utf8').toString('hex');
+    this.#beat = setInterval(() => {
+      if (this.#bucket !== undefined && link.connected) {
+        clock.beat(this.#bucket, this.#key, this.#beatValue).catch(() => {});
+      }
+    }, beatMs);
+    this.#beat.unref();
+    link.onConnected((nc) => this.#follow(nc));
+  }
+
   // each beat also measures this node's offset from NATS's clock
-  const beatValue = () => seal.seal('beat', key, String(now()));
+  readonly #beatValue = () =>
+    this.#options.seal.seal('beat', this.#key, String(this.#options.now()));
 
-  const beat = setInterval(() => {
-    if (bucket !== undefined && link.connected) {
-      clock.beat(bucket, key, beatValue).catch(() => {});
-    }
-  }, beatMs);
-  beat.unref();
-
-  let stopped = false;
-  let stopWatch: (() => void) | undefined;
   /**
    * Opens the bucket (again a second after a failure: a NATS cluster electing leaders) and
    * watches it; while the watch is made again, every node counts as alive for a while again.
    */
-  function follow(nc: NatsConnection): void {
-    void (async () => {
-      const kv = await new Kvm(nc).create(nodesBucket, {
-        history: 1,
-        ttl: 10 * deadAfterMs,
-        // on a NATS cluster the heartbeats must outlive the loss of a server, like the roster
-        replicas,
-      });
-      bucket = kv;
-      await clock.beat(kv, key, beatValue);
-      if (stopWatch !== undefined || stopped) return;
-      watchingSince = now();
-      // made again by itself after any loss, from the next beat on
-      stopWatch = watchBucket(
-        jetstream(nc),
-        nodesBucket,
-        'last-per-subject',
-        (change) => {
-          if (change.operation !== 'PUT') return;
-          // a beat without the seal (another NATS client) keeps no node alive
-          if (!seal.verify('beat', change.key, change.value)) return;
-          lastSeen.set(Buffer.from(change.key, 'hex').toString('utf8'), now());
-        },
-        (err) => {
-          watchingSince = now();
-          logger.warn({ err: String(err) }, 'cluster: following node heartbeats again');
-        },
-      );
-    })().catch((err: unknown) => {
-      logger.warn({ err: String(err) }, 'cluster: cannot open the node heartbeats');
-      if (!stopped && !nc.isClosed()) setTimeout(() => follow(nc), 1_000).unref();
+  #follow(nc: NatsConnection): void {
+    this.#open(nc).catch((err: unknown) => {
+      this.#options.logger.warn({ err: String(err) }, 'cluster: cannot open the node heartbeats');
+      if (!this.#stopped && !nc.isClosed()) setTimeout(() => this.#follow(nc), 1_000).unref();
     });
   }
-  link.onConnected(follow);
 
-  function alive(node: string): boolean {
-    if (node === self) return true;
-    const at = now();
+  async #open(nc: NatsConnection): Promise<void> {
+    const { now, logger, seal, clock, replicas } = this.#options;
+    const kv = await new Kvm(nc).create(nodesBucket, {
+      history: 1,
+      ttl: 10 * deadAfterMs,
+      // on a NATS cluster the heartbeats must outlive the loss of a server, like the roster
+      replicas,
+    });
+    this.#bucket = kv;
+    await clock.beat(kv, this.#key, this.#beatValue);
+    if (this.#stopWatch !== undefined || this.#stopped) return;
+    this.#watchingSince = now();
+    // made again by itself after any loss, from the next beat on
+    this.#stopWatch = watchBucket(
+      jetstream(nc),
+      nodesBucket,
+      'last-per-subject',
+      (change) => {
+        if (change.operation !== 'PUT') return;
+        // a beat without the seal (another NATS client) keeps no node alive
+        if (!seal.verify('beat', change.key, change.value)) return;
+        this.#lastSeen.set(Buffer.from(change.key, 'hex').toString('utf8'), now());
+      },
+      (err) => {
+        this.#watchingSince = now();
+        logger.warn({ err: String(err) }, 'cluster: following node heartbeats again');
+      },
+    );
+  }
+
+  alive(node: string): boolean {
+    if (node === this.#options.self) return true;
+    const at = this.#options.now();
     // Just started: nobody has had the time to beat yet.
-    if (watchingSince === undefined || at - watchingSince < deadAfterMs) return true;
-    const seen = lastSeen.get(node);
+    const since = this.#watchingSince;
+    if (since === undefined || at - since < deadAfterMs) return true;
+    const seen = this.#lastSeen.get(node);
     return seen !== undefined && at - seen < deadAfterMs;
   }
 
-  return {
-    alive,
-    count() {
-      let count = 1;
-      const at = now();
-      for (const [node, seen] of lastSeen) if (node !== self && at - seen < deadAfterMs) count++;
-      return count;
-    },
-    async stop() {
-      stopped = true;
-      stopWatch?.();
-      clearInterval(beat);
-      if (bucket !== undefined && link.connected) await bucket.delete(key).catch(() => {});
-    },
-  };
+  count(): number {
+    let count = 1;
+    const at = this.#options.now();
+    for (const [node, seen] of this.#lastSeen) {
+      if (node !== this.#options.self && at - seen < deadAfterMs) count++;
+    }
+    return count;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#stopWatch?.();
+    clearInterval(this.#beat);
+    const bucket = this.#bucket;
+    if (bucket !== undefined && this.#options.link.connected) {
+      await bucket.delete(this.#key).catch(() => {});
+    }
+  }
 }

@@ -1,11 +1,18 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
-import type { DepartureReason, Refusal, Replay, RoomLine, RoomListener } from '../relay/broker.ts';
-import { originOf, replayOf, undoJoin, undoOf } from './join-replay.ts';
+import type {
+  DepartureReason,
+  Refusal,
+  Replay,
+  RoomLine,
+  RoomListener,
+  UnsentFrame,
+} from '../relay/broker.ts';
+import { type JoinAttempt, registerJoin, undoJoin } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
-import type { RoomLineContext } from './line-context.ts';
-import { ensureStream, followStream, streamBounds, streamOf } from './room-stream.ts';
-import type { RoomRoster, RosterEntry } from './roster.ts';
+import type { RoomLineParts } from './line-parts.ts';
+import { ensureStream, followStream, streamOf } from './room-stream.ts';
+import type { RoomRoster, RosterChange, RosterEntry } from './roster.ts';
 import { encodeRecord, type StreamFrame, senderOf } from './stream-record.ts';
 
 /** Tries to open a room's stream (about 30 s in all) before its joins fail. */
@@ -15,14 +22,6 @@ const openAttempts = 20;
  * timeout (10 s): JetStream does not answer (NATS just lost, or a NATS cluster electing leaders).
  */
 const joinDeadlineMs = 8_000;
-
-/** One join of a device here while it is registered. */
-interface JoinAttempt {
-  /** Refused (failed, or past its deadline): the device got 1013. */
-  abandoned: boolean;
-  /** What to write back in the roster if it is refused; undefined for nothing. */
-  undo: RosterEntry | undefined;
-}
 
 /**
  * One room held by this node: its devices here, its place in the room's stream (followed in
@@ -43,24 +42,23 @@ export class ClusterRoomLine implements RoomLine {
   /** Why the stream could not be opened: every publication fails. */
   #broken: unknown;
   #stop: (() => void) | undefined;
-  /** The stream sequence of each frame delivered from the room's stream (one Buffer per frame). */
-  readonly #seqOf = new WeakMap<Buffer, number>();
-  /** Devices that dropped or were handed over during the current call: where they had reached. */
-  readonly #departing = new Map<string, { cursor: number }>();
   #released = false;
 
+  readonly #parts: RoomLineParts;
+
   constructor(
-    private readonly context: RoomLineContext,
+    parts: RoomLineParts,
     readonly roomId: string,
     readonly hash: string,
     readonly listener: RoomListener,
   ) {
+    this.#parts = parts;
     this.#subject = streamOf(roomId).subject;
     this.ready = this.#start();
     this.ready.then(
       () => this.#opened(),
       (err: unknown) => {
-        context.logger.error(
+        parts.node.logger.error(
           { err: String(err), room: roomId },
           'cluster: cannot open the room stream',
         );
@@ -79,17 +77,12 @@ export class ClusterRoomLine implements RoomLine {
 
   /** Opens the room's stream, again until it works (JetStream may not be ready yet). */
   async #start(): Promise<void> {
-    const { context } = this;
+    const { node, nats } = this.#parts;
     for (let attempt = 0; ; attempt++) {
       try {
-        const jsm = context.jsm();
+        const jsm = nats.jsm();
         if (jsm === undefined) throw new Error('not connected to NATS');
-        const bounds = await ensureStream(
-          jsm,
-          this.roomId,
-          context.bufferWindowMs,
-          context.replicas,
-        );
+        const bounds = await ensureStream(jsm, this.roomId, node.bufferWindowMs, node.replicas);
         this.cursor = bounds.last;
         break;
       } catch (err: unknown) {
@@ -97,16 +90,16 @@ export class ClusterRoomLine implements RoomLine {
         await pause(250 * Math.min(attempt + 1, 8));
       }
     }
-    const js = context.js();
+    const js = nats.js();
     if (this.#released || js === undefined) return;
-    this.#stop = followStream(js, this.roomId, this.cursor + 1, context.nodeBytes, {
-      seal: context.seal,
+    this.#stop = followStream(js, this.roomId, this.cursor + 1, node.nameBytes, {
+      seal: node.seal,
       frame: (f) => this.#take(f),
       own: (seq) => {
         if (seq > this.cursor) this.cursor = seq;
       },
       error: (err) => {
-        context.logger.warn(
+        node.logger.warn(
           { err: String(err), room: this.roomId },
           'cluster: following the room again',
         );
@@ -117,7 +110,7 @@ export class ClusterRoomLine implements RoomLine {
   recordPosition(): void {
     const cursor = this.cursor;
     if (this.local.size === 0 || cursor <= this.#recorded) return;
-    this.context.handover
+    this.#parts.handover
       .record(this.hash, cursor)
       .then(() => {
         if (cursor > this.#recorded) this.#recorded = cursor;
@@ -126,7 +119,7 @@ export class ClusterRoomLine implements RoomLine {
   }
 
   get #roster(): RoomRoster {
-    return this.context.rosterOf(this.hash);
+    return this.#parts.roster.roster;
   }
 
   get size(): number {
@@ -152,7 +145,7 @@ export class ClusterRoomLine implements RoomLine {
 
   join(device: DeviceId, replay: Replay, refuse: Refusal): void {
     const key = deviceKey(device);
-    const ownFrom = this.context.publications.count;
+    const ownFrom = this.#parts.publications.count;
     const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
     this.local.set(key, local);
     const attempt: JoinAttempt = { abandoned: false, undo: undefined };
@@ -160,20 +153,23 @@ export class ClusterRoomLine implements RoomLine {
       if (attempt.abandoned) return;
       attempt.abandoned = true;
       if (this.local.get(key) === local) this.local.delete(key);
-      this.context.logger.warn(
+      this.#parts.node.logger.warn(
         { err: String(why), room: this.roomId, device: key },
         'cluster: join not registered, refused (1013)',
       );
       refuse();
     };
     const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
-    this.#join(key, device, local, attempt)
+    const place = { roomId: this.roomId, hash: this.hash, cursor: () => this.cursor };
+    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt })
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
         replay(frames, gap);
-        this.context.counters.replayed += frames.length;
+        this.#parts.counters.replayed += frames.length;
         local.pending = false;
-        for (const f of local.queue) if (f.seq > local.upto) this.listener.deliver(f.frame, key);
+        for (const f of local.queue) {
+          if (f.seq > local.upto) this.listener.deliver(f.frame, key, f.seq);
+        }
         local.queue = [];
       })
       .catch(give)
@@ -182,59 +178,39 @@ export class ClusterRoomLine implements RoomLine {
         local.queue = [];
         if (attempt.abandoned) {
           const stillAway = () => !this.local.has(key);
-          void undoJoin(this.context, this.hash, key, attempt.undo, stillAway);
+          void undoJoin(this.#parts.node, this.#parts.roster, key, attempt.undo, stillAway);
         }
       });
   }
 
   /**
-   * Registers a join in the roster and reads its replay. `attempt.undo` says, as soon as the join
-   * may have changed the roster, what to write back if it is refused after all.
+   * An entry changed the room's roster (written here or on another node): a device of this node
+   * joined elsewhere is replaced here (4009); one marked absent by another node while this node
+   * was cut off from NATS, and still here, is written present again; the room hears who joined,
+   * left and became host.
    */
-  async #join(
-    key: string,
-    device: DeviceId,
-    local: LocalDevice,
-    attempt: JoinAttempt,
-  ): Promise<{ frames: string[]; gap: boolean }> {
-    const { context } = this;
-    await this.ready;
-    const js = context.js();
-    const jsm = context.jsm();
-    if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
-    if (attempt.abandoned) throw new Error('join abandoned');
-    const before = this.#roster.devices.get(key);
-    const wasPresent = before?.entry.state === 'present';
-    const entry: RosterEntry = {
-      id: device,
-      node: context.node,
-      state: 'present',
-      order: wasPresent ? before.order : 0,
-      cursor: 0,
-      nodeSeq: 0,
-      droppedAt: 0,
-    };
-    const here = () => ({
-      node: context.node,
-      cursor: this.cursor,
-      nodeSeq: context.publications.count,
-      now: context.now(),
-    });
-    // an old connection here was replaced already: its entry needs undoing from now on
-    attempt.undo = undoOf(entry, before, undefined, false, here());
-    const origin = await originOf(context, this.hash, key, before?.entry);
-    attempt.undo = undoOf(entry, before, origin, false, here());
-    if (attempt.abandoned) throw new Error('join abandoned');
-    // a write that fails may still reach NATS: undone in any case
-    attempt.undo = undoOf(entry, before, origin, true, here());
-    await context.write(this.hash, key, entry);
-    // what this node published before the join began is in the stream before its bounds are read
-    await context.publications.settled();
-    const bounds = await streamBounds(jsm, this.roomId);
-    local.upto = bounds.last;
-    if (origin === undefined) return { frames: [], gap: false };
-    const routedHere = { node: context.node, after: local.ownFrom };
-    return replayOf(js, this.roomId, key, origin, before?.entry, bounds, context, routedHere);
+  rosterChanged(device: string, entry: RosterEntry, change: RosterChange): void {
+    const { node, roster } = this.#parts;
+    const { listener } = this;
+    const movedAway = change.moved?.from === node.name && entry.node !== node.name;
+    if (movedAway && this.local.has(device)) {
+      this.local.delete(device);
+      for (const { frame } of listener.replaced(device)) this.sendTo(device, frame);
+    }
+    const mine = this.local.get(device);
+    if (
+      entry.state === 'absent' &&
+      entry.node === node.name &&
+      mine !== undefined &&
+      !mine.pending
+    ) {
+      void roster
+        .write(device, { ...entry, state: 'present', order: 0, cursor: 0 })
+        .catch(() => {});
+    }
+    if (change.joined !== undefined) listener.joined(change.joined);
+    if (change.left !== undefined) listener.left(change.left.id, change.left.reason);
+    if (change.newHost !== undefined) listener.hostChanged(change.newHost);
   }
 
   /**
@@ -246,20 +222,33 @@ export class ClusterRoomLine implements RoomLine {
     const local = this.local.get(device);
     if (local === undefined || local.pending) return undefined;
     this.local.delete(device);
-    const handed = { cursor: Math.max(this.cursor, local.upto) };
-    this.#departing.set(device, handed);
-    try {
-      this.listener.replaced(device);
-    } finally {
-      this.#departing.delete(device);
-    }
-    return handed.cursor;
+    const unsent = this.listener.replaced(device);
+    return this.#resumeAt(device, Math.max(this.cursor, local.upto), unsent);
   }
 
-  depart(device: string, reason: DepartureReason): void {
+  /**
+   * Where the replay of a device that leaves this node with `unsent` frames starts: before the
+   * first of them that came from the room's stream (published again, it would come after newer
+   * frames), at `cursor` if none did. The others are published for it, in order.
+   */
+  #resumeAt(device: string, cursor: number, unsent: readonly UnsentFrame[]): number {
+    let resume = cursor;
+    const others: Buffer[] = [];
+    for (const { frame, position } of unsent) {
+      if (position === undefined) others.push(frame);
+      else if (position - 1 < resume) resume = position - 1;
+    }
+    for (const frame of others) this.sendTo(device, frame);
+    return resume;
+  }
+
+  depart(device: string, reason: DepartureReason, unsent: readonly UnsentFrame[]): void {
     const stored = this.#roster.devices.get(device);
     this.local.delete(device);
-    if (stored === undefined || stored.entry.state !== 'present') return;
+    if (stored === undefined || stored.entry.state !== 'present') {
+      for (const { frame } of unsent) this.sendTo(device, frame);
+      return;
+    }
     const entry: RosterEntry =
       reason === 'disconnect'
         ? {
@@ -267,27 +256,20 @@ export class ClusterRoomLine implements RoomLine {
             state: 'absent',
             order: stored.order,
             cursor: this.cursor,
-            nodeSeq: this.context.publications.count,
-            droppedAt: this.context.now(),
+            nodeSeq: this.#parts.publications.count,
+            droppedAt: this.#parts.node.now(),
           }
         : { ...stored.entry, state: 'left', reason, order: stored.order };
     // heard here at once, and by the other nodes through the roster
-    this.context.applyEntry(this.hash, device, entry, 0);
-    if (reason !== 'disconnect') {
-      this.#record(device, entry);
-      return;
-    }
-    // written at the end of the room's call: what its connection had queued comes to `sendTo`
-    this.#departing.set(device, entry);
-    queueMicrotask(() => {
-      if (this.#departing.get(device) === entry) this.#departing.delete(device);
-      this.#record(device, entry);
-    });
+    this.#parts.roster.apply(device, entry);
+    if (entry.state === 'absent') entry.cursor = this.#resumeAt(device, entry.cursor, unsent);
+    else for (const { frame } of unsent) this.sendTo(device, frame);
+    this.#record(device, entry);
   }
 
   #record(device: string, entry: RosterEntry): void {
-    this.context.write(this.hash, device, entry).catch((err: unknown) => {
-      this.context.logger.warn({ err: String(err), device }, 'cluster: departure not recorded');
+    this.#parts.roster.write(device, entry).catch((err: unknown) => {
+      this.#parts.node.logger.warn({ err: String(err), device }, 'cluster: departure not recorded');
     });
   }
 
@@ -296,25 +278,17 @@ export class ClusterRoomLine implements RoomLine {
     if (stored === undefined) return false;
     const { entry } = stored;
     if (entry.state === 'present') return true;
-    return entry.state === 'absent' && at < entry.droppedAt + this.context.bufferWindowMs;
+    return entry.state === 'absent' && at < entry.droppedAt + this.#parts.node.bufferWindowMs;
   }
 
   sendTo(device: string, frame: Buffer): boolean {
-    const departing = this.#departing.get(device);
-    const seq = departing === undefined ? undefined : this.#seqOf.get(frame);
-    if (departing !== undefined && seq !== undefined) {
-      // queued for a device that just dropped, and in the room's stream: its replay starts there,
-      // in the stream's order (published again, it would come after newer frames)
-      if (seq - 1 < departing.cursor) departing.cursor = seq - 1;
-      return true;
-    }
-    if (!this.#reaches(this.#roster.devices.get(device), this.context.now())) return false;
+    if (!this.#reaches(this.#roster.devices.get(device), this.#parts.node.now())) return false;
     this.#publish(device, frame);
     return true;
   }
 
   broadcast(frame: Buffer): void {
-    const at = this.context.now();
+    const at = this.#parts.node.now();
     for (const [device, stored] of this.#roster.devices) {
       if (this.local.has(device)) continue;
       if (this.#reaches(stored, at)) {
@@ -334,35 +308,35 @@ export class ClusterRoomLine implements RoomLine {
    */
   #publish(to: string, frame: Buffer): void {
     const from = senderOf(frame);
-    const n = this.context.publications.begin(this.roomId, from);
+    const { node, publications } = this.#parts;
+    const n = publications.begin(this.roomId, from);
     // after every frame of the stream its replay covers, whatever its sequence turns out to be
     if (this.local.size > 0 && (to === '*' || this.local.has(to))) {
       const seq = Number.POSITIVE_INFINITY;
-      queueForJoining(this.local, { seq, to, from, node: this.context.node, nodeSeq: n, frame });
+      queueForJoining(this.local, { seq, to, from, node: node.name, nodeSeq: n, frame });
     }
     if (this.#waiting === undefined) this.#send(n, to, from, frame);
     else this.#waiting.push(() => this.#send(n, to, from, frame));
   }
 
   #send(n: number, to: string, from: string, frame: Buffer): void {
-    const { context } = this;
-    const nc = context.connection();
+    const { node, nats, publications } = this.#parts;
+    const nc = nats.connection();
     if (this.#broken !== undefined || nc === undefined) {
-      context.publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
+      publications.fail(n, this.#broken ?? new Error('not connected to NATS'));
       return;
     }
     const { payload, headers } = encodeRecord(
-      { to, from, node: context.node, nodeSeq: n, frame },
-      { seal: context.seal, subject: this.#subject },
+      { to, from, node: node.name, nodeSeq: n, frame },
+      { seal: node.seal, subject: this.#subject },
     );
-    context.publications.send(nc, n, this.#subject, payload, headers);
+    publications.send(nc, n, this.#subject, payload, headers);
   }
 
   #take(f: StreamFrame): void {
     if (f.seq > this.cursor) this.cursor = f.seq;
-    if (f.node === this.context.node) return;
-    this.context.counters.received++;
-    this.#seqOf.set(f.frame, f.seq);
+    if (f.node === this.#parts.node.name) return;
+    this.#parts.counters.received++;
     if (f.to !== '*') {
       this.#to(f.to, f);
       return;
@@ -374,16 +348,18 @@ export class ClusterRoomLine implements RoomLine {
     const local = this.local.get(device);
     if (local === undefined) return;
     if (local.pending) local.queue.push(f);
-    else if (f.seq > local.upto) this.listener.deliver(f.frame, device);
+    else if (f.seq > local.upto) this.listener.deliver(f.frame, device, f.seq);
   }
 
-  dropAll(): void {
-    for (const device of [...this.local.keys()]) this.depart(device, 'disconnect');
+  dropAll(unsent: ReadonlyMap<string, readonly UnsentFrame[]>): void {
+    for (const device of [...this.local.keys()]) {
+      this.depart(device, 'disconnect', unsent.get(device) ?? []);
+    }
   }
 
   release(): void {
     this.#released = true;
     this.#stop?.();
-    this.context.released(this.hash);
+    this.#parts.released();
   }
 }

@@ -8,24 +8,24 @@ import {
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
-import type { RoomListener } from '../relay/broker.ts';
 import type { NatsLink } from './nats-link.ts';
 import type { NodeLiveness } from './node-liveness.ts';
 import { type BucketChange, watchBucket } from './ordered-follow.ts';
 import type { RecordSeal } from './record-seal.ts';
-import { parseRosterKey, RoomRoster, type RosterEntry, rosterBucket, rosterKey } from './roster.ts';
+import {
+  parseRosterKey,
+  RoomRoster,
+  type RosterChange,
+  type RosterEntry,
+  rosterBucket,
+  rosterKey,
+} from './roster.ts';
 
 /** Roster entries are kept a day, so a device that comes back late learns of its `gap`. */
 export const rosterRetentionMs = 24 * 60 * 60 * 1000;
 
 /** How long a roster write is tried again while NATS does not take it. */
 const writeRetryMs = 30_000;
-
-/** What the mirror needs of a room this node holds (its line): its devices here and listener. */
-export interface HeldRoom {
-  readonly local: Map<string, { pending: boolean }>;
-  readonly listener: RoomListener;
-}
 
 export interface RosterMirrorOptions {
   node: string;
@@ -36,8 +36,12 @@ export interface RosterMirrorOptions {
   liveness: NodeLiveness;
   /** Seals the entries this node writes; entries without a valid seal are dropped. */
   seal: RecordSeal;
-  /** The room this node holds with that hash, if any. */
-  heldRoom(hash: string): HeldRoom | undefined;
+  /**
+   * An entry changed a room's roster (here or on another node): the broker hands it to the room's
+   * line, when this node holds the room. The mirror keeps the roster; the line decides what the
+   * change means for its devices and its room.
+   */
+  changed(hash: string, device: string, entry: RosterEntry, change: RosterChange): void;
 }
 
 /**
@@ -45,130 +49,112 @@ export interface RosterMirrorOptions {
  * bucket (made again after any loss), the JetStream handles opened with it, this node's own
  * writes, and the marking of the devices of dead nodes as absent.
  */
-export interface RosterMirror {
-  readonly rosters: ReadonlyMap<string, RoomRoster>;
+export class RosterMirror {
+  readonly rosters = new Map<string, RoomRoster>();
   /** The JetStream handles, once the bucket is open. */
-  readonly js: JetStreamClient | undefined;
-  readonly jsm: JetStreamManager | undefined;
+  js: JetStreamClient | undefined;
+  jsm: JetStreamManager | undefined;
   /** True once the whole bucket was read: joins can be taken. */
-  readonly loaded: boolean;
-  rosterOf(hash: string): RoomRoster;
-  /** Applies an entry to the mirror and tells the room, when this node holds it. */
-  applyEntry(hash: string, device: string, entry: RosterEntry, revision: number): void;
-  /** Writes an entry to the bucket and applies it; resolves with its revision. */
-  write(hash: string, device: string, entry: RosterEntry): Promise<number>;
-  /** Opens the bucket on a (re)connect and follows it. */
-  follow(nc: NatsConnection): Promise<void>;
-  /** Devices of nodes that stopped beating are absent: whichever node notices first records it. */
-  markDeadNodes(): void;
-  close(): void;
-}
-
-export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
-  const { node, logger, now, replicas, link, liveness, heldRoom, seal } = options;
-  const rosters = new Map<string, RoomRoster>();
-  let kv: KV | undefined;
-  let js: JetStreamClient | undefined;
-  let jsm: JetStreamManager | undefined;
-  let loaded = false;
-  let stopWatch: (() => void) | undefined;
-  let closed = false;
+  loaded = false;
+  readonly #options: RosterMirrorOptions;
+  #kv: KV | undefined;
+  #stopWatch: (() => void) | undefined;
+  #closed = false;
   /** The newest write asked for each roster key (a counter): older ones still retrying give way. */
-  const newest = new Map<string, number>();
-  let writes = 0;
+  readonly #newest = new Map<string, number>();
+  #writes = 0;
 
-  function rosterOf(hash: string): RoomRoster {
-    let roster = rosters.get(hash);
+  constructor(options: RosterMirrorOptions) {
+    this.#options = options;
+  }
+
+  rosterOf(hash: string): RoomRoster {
+    let roster = this.rosters.get(hash);
     if (roster === undefined) {
       roster = new RoomRoster();
-      rosters.set(hash, roster);
+      this.rosters.set(hash, roster);
     }
     return roster;
   }
 
-  function applyEntry(hash: string, device: string, entry: RosterEntry, revision: number): void {
-    const change = rosterOf(hash).apply(device, entry, revision);
-    const room = heldRoom(hash);
-    if (change === undefined || room === undefined) return;
-    const listener = room.listener;
-    if (
-      change.moved !== undefined &&
-      change.moved.from === node &&
-      entry.node !== node &&
-      room.local.has(device)
-    ) {
-      room.local.delete(device);
-      listener.replaced(device);
-    }
-    const mine = room.local.get(device);
-    if (entry.state === 'absent' && entry.node === node && mine !== undefined && !mine.pending) {
-      // Marked dead by another node while cut off from NATS: the device is still here.
-      void write(hash, device, { ...entry, state: 'present', order: 0, cursor: 0 }).catch(() => {});
-    }
-    if (change.joined !== undefined) listener.joined(change.joined);
-    if (change.left !== undefined) listener.left(change.left.id, change.left.reason);
-    if (change.newHost !== undefined) listener.hostChanged(change.newHost);
+  /** Applies an entry to the mirror; a change is reported to `changed`. */
+  applyEntry(hash: string, device: string, entry: RosterEntry, revision: number): void {
+    const change = this.rosterOf(hash).apply(device, entry, revision);
+    if (change !== undefined) this.#options.changed(hash, device, entry, change);
   }
 
   /**
-   * Writes an entry, again while NATS does not take it (a NATS cluster electing the bucket's
-   * leader after losing a server) for up to {@link writeRetryMs}, unless a newer write of the
-   * same device was asked for meanwhile: a departure not recorded would leave the device
-   * present for the other nodes.
+   * Writes an entry and applies it; resolves with its revision. Tried again while NATS does not
+   * take it (a NATS cluster electing the bucket's leader after losing a server) for up to
+   * {@link writeRetryMs}, unless a newer write of the same device was asked for meanwhile: a
+   * departure not recorded would leave the device present for the other nodes.
    */
-  async function write(hash: string, device: string, entry: RosterEntry): Promise<number> {
+  async write(hash: string, device: string, entry: RosterEntry): Promise<number> {
     const key = rosterKey(hash, device);
-    const mine = ++writes;
-    newest.set(key, mine);
+    const mine = ++this.#writes;
+    this.#newest.set(key, mine);
     const until = Date.now() + writeRetryMs;
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          if (kv === undefined) throw new Error('not connected to NATS');
-          const revision = await kv.put(key, seal.seal('roster', key, JSON.stringify(entry)));
-          applyEntry(hash, device, entry, revision);
+          if (this.#kv === undefined) throw new Error('not connected to NATS');
+          const sealed = this.#options.seal.seal('roster', key, JSON.stringify(entry));
+          const revision = await this.#kv.put(key, sealed);
+          this.applyEntry(hash, device, entry, revision);
           return revision;
         } catch (err: unknown) {
-          if (closed || newest.get(key) !== mine || Date.now() >= until) throw err;
+          if (this.#closed || this.#newest.get(key) !== mine || Date.now() >= until) throw err;
           await pause(250 * Math.min(attempt, 4));
         }
       }
     } finally {
-      if (newest.get(key) === mine) newest.delete(key);
+      if (this.#newest.get(key) === mine) this.#newest.delete(key);
     }
   }
 
   /**
-   * Opens the roster bucket (again until JetStream answers: a NATS cluster may still be electing
-   * its leaders) and follows it (the watch is made again by itself after any loss).
+   * Opens the roster bucket on a (re)connect (again until JetStream answers: a NATS cluster may
+   * still be electing its leaders) and follows it (the watch is made again by itself after any
+   * loss).
    */
-  async function follow(nc: NatsConnection): Promise<void> {
+  async follow(nc: NatsConnection): Promise<void> {
+    const { logger, replicas } = this.#options;
+    let js: JetStreamClient;
     for (let attempt = 1; ; attempt++) {
       try {
         js = jetstream(nc);
-        jsm = await jetstreamManager(nc);
-        kv = await new Kvm(nc).create(rosterBucket, {
+        this.js = js;
+        this.jsm = await jetstreamManager(nc);
+        const kv = await new Kvm(nc).create(rosterBucket, {
           history: 1,
           ttl: rosterRetentionMs,
           replicas,
         });
+        this.#kv = kv;
         // an empty bucket has no last entry to mark the first read done
-        if (!loaded && (await kv.status()).values === 0) loaded = true;
+        if (!this.loaded && (await kv.status()).values === 0) this.loaded = true;
         break;
       } catch (err: unknown) {
-        if (closed || nc.isClosed()) throw err;
+        if (this.#closed || nc.isClosed()) throw err;
         logger.warn({ err: String(err), attempt }, 'cluster: roster bucket not ready, again');
         await pause(500 * Math.min(attempt, 4));
       }
     }
-    if (stopWatch !== undefined || closed) return;
-    stopWatch = watchBucket(js, rosterBucket, 'last-per-subject', apply, (err) => {
-      logger.warn({ err: String(err) }, 'cluster: following the roster again');
-    });
+    if (this.#stopWatch !== undefined || this.#closed) return;
+    this.#stopWatch = watchBucket(
+      js,
+      rosterBucket,
+      'last-per-subject',
+      (change) => this.#apply(change),
+      (err) => {
+        logger.warn({ err: String(err) }, 'cluster: following the roster again');
+      },
+    );
   }
 
   /** Applies a roster change; the last of the bucket's first read marks the roster loaded. */
-  function apply(change: BucketChange): void {
+  #apply(change: BucketChange): void {
+    const { seal, logger } = this.#options;
     const key = parseRosterKey(change.key);
     const text =
       key !== undefined && change.operation === 'PUT'
@@ -177,18 +163,20 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
     if (key !== undefined && text !== undefined) {
       try {
         const entry = JSON.parse(text) as RosterEntry;
-        applyEntry(key[0], key[1], entry, change.revision);
+        this.applyEntry(key[0], key[1], entry, change.revision);
       } catch (err: unknown) {
         logger.warn({ err: String(err), key: change.key }, 'cluster: unreadable roster entry');
       }
     }
-    if (change.pending === 0) loaded = true;
+    if (change.pending === 0) this.loaded = true;
   }
 
-  function markDeadNodes(): void {
-    const bucket = kv;
+  /** Devices of nodes that stopped beating are absent: whichever node notices first records it. */
+  markDeadNodes(): void {
+    const { node, link, liveness, now, seal } = this.#options;
+    const bucket = this.#kv;
     if (bucket === undefined || !link.connected) return;
-    for (const [hash, roster] of rosters) {
+    for (const [hash, roster] of this.rosters) {
       for (const [device, stored] of roster.devices) {
         const { entry } = stored;
         if (entry.state !== 'present' || entry.node === node || liveness.alive(entry.node))
@@ -203,31 +191,14 @@ export function createRosterMirror(options: RosterMirrorOptions): RosterMirror {
         const key = rosterKey(hash, device);
         bucket
           .update(key, seal.seal('roster', key, JSON.stringify(absent)), stored.revision)
-          .then((revision) => applyEntry(hash, device, absent, revision))
+          .then((revision) => this.applyEntry(hash, device, absent, revision))
           .catch(() => {});
       }
     }
   }
 
-  return {
-    rosters,
-    get js() {
-      return js;
-    },
-    get jsm() {
-      return jsm;
-    },
-    get loaded() {
-      return loaded;
-    },
-    rosterOf,
-    applyEntry,
-    write,
-    follow,
-    markDeadNodes,
-    close() {
-      closed = true;
-      stopWatch?.();
-    },
-  };
+  close(): void {
+    this.#closed = true;
+    this.#stopWatch?.();
+  }
 }

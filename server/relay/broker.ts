@@ -1,4 +1,7 @@
 import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { UnsentFrame } from './send-queue.ts';
+
+export type { UnsentFrame };
 
 /**
  * The broker: everything a room does beyond the connections it holds on this process. A room
@@ -110,8 +113,12 @@ export interface RoomLine {
    * Exactly one of `replay` and `refuse` is called (the in-process broker never refuses).
    */
   join(device: DeviceId, replay: Replay, refuse: Refusal): void;
-  /** A device of this process is gone for `reason`; the listener hears `left` (and `host`). */
-  depart(device: string, reason: DepartureReason): void;
+  /**
+   * A device of this process is gone for `reason`; the listener hears `left` (and `host`).
+   * `unsent`: the routed frames its connection had queued and never written, in order; for a
+   * `disconnect` they are kept for the device before anything routed to it from now on.
+   */
+  depart(device: string, reason: DepartureReason, unsent: readonly UnsentFrame[]): void;
   /**
    * A direct message for a device with no connection here: on another node, or absent and kept
    * for. False when the room has no such device (the sender gets `unknown_target`).
@@ -119,8 +126,11 @@ export interface RoomLine {
   sendTo(device: string, frame: Buffer): boolean;
   /** The part of a broadcast for the devices with no connection here. */
   broadcast(frame: Buffer): void;
-  /** Shutdown: every device of this process becomes absent at once, and nobody hears of it. */
-  dropAll(): void;
+  /**
+   * Shutdown: every device of this process becomes absent at once, and nobody hears of it;
+   * `unsent` holds, by device key, the routed frames each connection had not written (as `depart`).
+   */
+  dropAll(unsent: ReadonlyMap<string, readonly UnsentFrame[]>): void;
   /** The room is no longer held in this process (nobody of it is connected here). */
   release(): void;
 }
@@ -135,12 +145,16 @@ export interface RoomListener {
   hostChanged(device: DeviceId): void;
   /**
    * A routed frame from another node for this room's connections: one device (`to` its key) or
-   * every connection here (`to` undefined). The in-process broker never calls it.
+   * every connection here (`to` undefined), at `position` in the room's stream (handed back with
+   * the frame if a connection never wrote it, see `RoomLine.depart`). The in-process broker
+   * never calls it.
    */
-  deliver(frame: Buffer, to: string | undefined): void;
+  deliver(frame: Buffer, to: string | undefined, position: number): void;
   /**
    * The device joined again on another node: its connection here is closed with 4009 and
-   * nobody hears of it. The in-process broker never calls it (the room replaces it itself).
+   * nobody hears of it. Returns the routed frames that connection had queued and never written,
+   * in order (its new node gets them). The in-process broker never calls it (the room replaces
+   * it itself).
    */
-  replaced(device: string): void;
+  replaced(device: string): readonly UnsentFrame[];
 }

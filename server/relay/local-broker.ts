@@ -7,6 +7,7 @@ import type {
   Replay,
   RoomLine,
   RoomListener,
+  UnsentFrame,
 } from './broker.ts';
 import type { AbsentDevice, MessageBuffer } from './buffer.ts';
 import type { RelayMetrics } from './metrics.ts';
@@ -183,9 +184,12 @@ class LocalRoomLine implements RoomLine {
     if (isNew) this.listener?.joined(device);
   }
 
-  depart(device: string, reason: DepartureReason): void {
+  depart(device: string, reason: DepartureReason, unsent: readonly UnsentFrame[]): void {
     const id = this.present.get(device);
-    if (id === undefined) return;
+    if (id === undefined) {
+      this.#keep(device, unsent);
+      return;
+    }
     this.present.delete(device);
     let newHost: DeviceId | undefined;
     if (this.hostKey === device) {
@@ -195,8 +199,14 @@ class LocalRoomLine implements RoomLine {
     }
     if (reason === 'disconnect') this.keepFor(device, this.#broker.now());
     else this.#broker.buffer.forget(this.roomId, device);
+    this.#keep(device, unsent);
     this.listener?.left(id, reason);
     if (newHost !== undefined) this.listener?.hostChanged(newHost);
+  }
+
+  /** Keeps a departed device's unsent frames, in order, while it is kept for. */
+  #keep(device: string, unsent: readonly UnsentFrame[]): void {
+    for (const { frame } of unsent) this.sendTo(device, frame);
   }
 
   /** Starts keeping messages for a device that dropped at `at`. */
@@ -242,11 +252,12 @@ class LocalRoomLine implements RoomLine {
     this.#broker.metrics.messagesBuffered += kept.length;
   }
 
-  dropAll(): void {
+  dropAll(unsent: ReadonlyMap<string, readonly UnsentFrame[]>): void {
     const at = this.#broker.now();
     for (const device of this.present.keys()) this.keepFor(device, at);
     this.present.clear();
     this.hostKey = undefined;
+    for (const [device, frames] of unsent) this.#keep(device, frames);
   }
 
   release(): void {

@@ -12,9 +12,9 @@ import type { Logger } from '../log.ts';
 import type { Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
 import type { Connection, JoinedRoom } from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
-import { payloadSpan } from './payload-span.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
-import { composeRoutedFrame, spliceRoutedFrame } from './routed-bytes.ts';
+import { composeParsedFrame, spliceRoutedFrame } from './routed-bytes.ts';
+import type { UnsentFrame } from './send-queue.ts';
 
 /** What every room of a relay shares. */
 export interface RoomContext {
@@ -32,6 +32,14 @@ const everyone = Symbol('everyone');
 /** `{"from"…`: a routed frame (every frame the relay makes itself starts `{"type"`). */
 function isRouted(frame: Buffer): boolean {
   return frame[2] === 0x66;
+}
+
+/**
+ * The routed frames a connection had queued and never written (a receiver that stopped reading,
+ * closed with 1013 or gone), in order: the broker keeps them for its device.
+ */
+function routedUnsent(conn: Connection): UnsentFrame[] {
+  return conn.queue.takeUnsent().filter((unsent) => isRouted(unsent.frame));
 }
 
 /**
@@ -109,10 +117,10 @@ export class Room implements RoomListener, JoinedRoom {
     conn.room = this;
     const older = this.members.get(key);
     // what the older connection had queued and never received goes to the newer one first
-    let carried: Buffer[] = [];
+    let carried: UnsentFrame[] = [];
     if (older !== undefined) {
       older.room = undefined;
-      carried = older.queue.takeUnsent().filter(isRouted);
+      carried = routedUnsent(older);
       metrics.replaced++;
       closeWith(older, Replaced);
     }
@@ -131,15 +139,15 @@ export class Room implements RoomListener, JoinedRoom {
   /** `{"type":"leave"}`: leaves cleanly, nothing is kept for the device. */
   leave(conn: Connection): void {
     if (!this.#remove(conn)) return;
-    this.#line.depart(conn.deviceKey, 'leave');
+    // the connection stays open: what it had queued is still written to it
+    this.#line.depart(conn.deviceKey, 'leave', []);
     this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'left');
   }
 
   /** The socket closed (or is closing) without leave: the device becomes absent, kept for. */
   drop(conn: Connection): void {
     if (!this.#remove(conn)) return;
-    this.#line.depart(conn.deviceKey, 'disconnect');
-    this.#keepPending(conn);
+    this.#line.depart(conn.deviceKey, 'disconnect', routedUnsent(conn));
     this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'dropped without leave');
   }
 
@@ -148,8 +156,9 @@ export class Room implements RoomListener, JoinedRoom {
     const conn = this.members.get(device);
     if (conn === undefined) return false;
     this.#remove(conn);
-    this.#line.depart(device, 'revoked');
+    // nothing is kept for a revoked device
     conn.queue.takeUnsent();
+    this.#line.depart(device, 'revoked', []);
     this.#context.metrics.revoked++;
     closeWith(conn, Revoked);
     return true;
@@ -161,8 +170,8 @@ export class Room implements RoomListener, JoinedRoom {
     for (const conn of members) conn.room = undefined;
     this.members.clear();
     this.host = undefined;
-    this.#line.dropAll();
-    for (const conn of members) this.#keepPending(conn);
+    const unsent = new Map(members.map((conn) => [conn.deviceKey, routedUnsent(conn)]));
+    this.#line.dropAll(unsent);
   }
 
   /** The room is forgotten by this process. */
@@ -189,20 +198,8 @@ export class Room implements RoomListener, JoinedRoom {
     const target = this.#target(conn, to);
     if (target === undefined) return;
     conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
-    const toBytes = Buffer.from(JSON.stringify(to));
-    const span = payloadSpan(data);
-    const source = span === undefined ? Buffer.from(JSON.stringify(payload)) : data;
-    const frame = composeRoutedFrame(
-      conn.routeHead,
-      toBytes,
-      0,
-      toBytes.length,
-      this.roomMember,
-      source,
-      span?.start ?? 0,
-      span?.end ?? source.length,
-    );
-    this.#forward(conn, target, frame);
+    const head = conn.routeHead;
+    this.#forward(conn, target, composeParsedFrame(head, to, payload, data, this.roomMember));
   }
 
   // ---- what the broker reports (RoomListener) ----
@@ -223,31 +220,37 @@ export class Room implements RoomListener, JoinedRoom {
     this.#toEveryone(frame);
   }
 
-  deliver(frame: Buffer, to: string | undefined): void {
+  deliver(frame: Buffer, to: string | undefined, position: number): void {
     if (to !== undefined) {
       const receiver = this.members.get(to);
-      if (receiver !== undefined && !isClosing(receiver)) this.#deliver(receiver, frame);
+      if (receiver !== undefined && !isClosing(receiver)) receiver.queue.send(frame, position);
       return;
     }
     for (const member of this.members.values()) {
-      if (!isClosing(member)) this.#deliver(member, frame);
+      if (!isClosing(member)) member.queue.send(frame, position);
     }
   }
 
-  replaced(device: string): void {
+  replaced(device: string): readonly UnsentFrame[] {
     const conn = this.members.get(device);
-    if (conn === undefined) return;
+    if (conn === undefined) return [];
     this.#remove(conn);
     // what it had queued reaches the device on its new node
-    this.#keepPending(conn);
+    const unsent = routedUnsent(conn);
     this.#context.metrics.replaced++;
     closeWith(conn, Replaced);
+    return unsent;
   }
 
   // ---- inside ----
 
   /** The broker registered the join: `joined`, then what was kept for the device. */
-  #replayed(conn: Connection, carried: Buffer[], frames: readonly string[], gap: boolean): void {
+  #replayed(
+    conn: Connection,
+    carried: UnsentFrame[],
+    frames: readonly string[],
+    gap: boolean,
+  ): void {
     this.#joining--;
     if (conn.room !== this) return;
     const key = conn.deviceKey;
@@ -266,9 +269,12 @@ export class Room implements RoomListener, JoinedRoom {
       gap,
     };
     conn.queue.send(Buffer.from(JSON.stringify(joined)));
-    const replay = carried.concat(frames.map((text) => Buffer.from(text)));
+    const replay = frames.map((text) => Buffer.from(text));
     // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
+    for (const { frame } of carried) conn.queue.allowReplay(frame.length);
     for (const frame of replay) conn.queue.allowReplay(frame.length);
+    // the older connection's frames first, with their positions in the room's stream
+    for (const { frame, position } of carried) conn.queue.send(frame, position);
     for (const frame of replay) conn.queue.send(frame);
     this.#context.logger.debug(
       { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
@@ -277,26 +283,15 @@ export class Room implements RoomListener, JoinedRoom {
   }
 
   /** The broker refused the join: closed with 1013; the older connection's queue is kept. */
-  #refused(conn: Connection, carried: Buffer[]): void {
+  #refused(conn: Connection, carried: UnsentFrame[]): void {
     this.#joining--;
     if (conn.room !== this) return;
     conn.room = undefined;
     // the older connection it was to replace is gone too
     if (this.members.get(conn.deviceKey)?.room !== this) this.members.delete(conn.deviceKey);
     this.#findHost();
-    for (const frame of carried) this.#line.sendTo(conn.deviceKey, frame);
+    for (const { frame } of carried) this.#line.sendTo(conn.deviceKey, frame);
     closeWith(conn, JoinsUnavailable);
-  }
-
-  /**
-   * Keeps for a device that dropped the routed frames its connection had queued and never
-   * written (a receiver that stopped reading, closed with 1013 or gone): in order, before
-   * anything routed to it from now on.
-   */
-  #keepPending(conn: Connection): void {
-    for (const frame of conn.queue.takeUnsent()) {
-      if (isRouted(frame)) this.#line.sendTo(conn.deviceKey, frame);
-    }
   }
 
   /** Takes a connection out of the room; false when it is not in it (replaced, or gone). */

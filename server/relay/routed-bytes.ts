@@ -1,4 +1,4 @@
-import { type DeviceId, maxDeviceIdLength } from '../../protocol/relay-frames.ts';
+import { type DeviceId, maxDeviceIdLength, type RouteTarget } from '../../protocol/relay-frames.ts';
 import {
   BACKSLASH,
   bytesAt,
@@ -11,6 +11,7 @@ import {
   QUOTE,
   ZERO,
 } from './json-scanner.ts';
+import { payloadSpan } from './payload-span.ts';
 
 /**
  * The relay's hot path works on the bytes of a routed frame as `ws` delivered them (already
@@ -135,6 +136,32 @@ export function composeRoutedFrame(
   at += payloadLength;
   out[at] = CLOSE_BRACE;
   return out;
+}
+
+/**
+ * The outgoing frame of a `{to, payload}` parsed in any other spelling: `data` is the frame as
+ * received; the payload's source is cut out of it (`payloadSpan`), so it is forwarded unchanged.
+ */
+export function composeParsedFrame(
+  head: Buffer,
+  to: RouteTarget,
+  payload: Record<string, unknown>,
+  data: Buffer,
+  roomMember: Buffer,
+): Buffer {
+  const toBytes = Buffer.from(JSON.stringify(to));
+  const span = payloadSpan(data);
+  const source = span === undefined ? Buffer.from(JSON.stringify(payload)) : data;
+  return composeRoutedFrame(
+    head,
+    toBytes,
+    0,
+    toBytes.length,
+    roomMember,
+    source,
+    span?.start ?? 0,
+    span?.end ?? source.length,
+  );
 }
 
 /**

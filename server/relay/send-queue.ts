@@ -163,6 +163,19 @@ export class Writer<Owner> {
   }
 }
 
+/**
+ * A frame a connection had queued and never written: what its device would have received next,
+ * with the frame's position in the room's stream when the broker gave one (a cluster broker's
+ * stream sequence), so the broker can replay it from there instead of keeping it again.
+ */
+export interface UnsentFrame {
+  readonly frame: Buffer;
+  readonly position: number | undefined;
+}
+
+/** The position of a queued frame that has none. */
+const noPosition = -1;
+
 /** One connection's frames on their way to its socket (see the module's comment). */
 export class SendQueue<Owner> {
   readonly owner: Owner;
@@ -175,6 +188,8 @@ export class SendQueue<Owner> {
    * what it is given; undefined while it keeps up.
    */
   #frames: Buffer[] | undefined = undefined;
+  /** The position of each frame in `#frames` (`noPosition` for none), index for index. */
+  #positions: number[] = [];
   #head = 0;
   /** Bytes in `#frames` from `#head` on. */
   #bytes = 0;
@@ -229,10 +244,13 @@ export class SendQueue<Owner> {
     this.#allowance += bytes;
   }
 
-  /** Sends an already serialized text frame; the same Buffer is shared by every receiver. */
-  send(data: Buffer): void {
+  /**
+   * Sends an already serialized text frame; the same Buffer is shared by every receiver.
+   * `position`: its place in the room's stream, when the broker gave one (see `UnsentFrame`).
+   */
+  send(data: Buffer, position?: number): void {
     if (this.#frames !== undefined) {
-      this.#enqueue(data);
+      this.#enqueue(data, position ?? noPosition);
       return;
     }
     const { socket, stream } = this;
@@ -252,11 +270,19 @@ export class SendQueue<Owner> {
    * is closed or dropped would have received next. Its socket's buffer stays counted until the
    * socket closes (`release`).
    */
-  takeUnsent(): Buffer[] {
+  takeUnsent(): UnsentFrame[] {
     const frames = this.#frames;
     if (frames === undefined || this.#head >= frames.length) return [];
-    const unsent = frames.slice(this.#head);
+    const unsent: UnsentFrame[] = [];
+    for (let i = this.#head; i < frames.length; i++) {
+      const position = this.#positions[i] ?? noPosition;
+      unsent.push({
+        frame: frames[i] as Buffer,
+        position: position === noPosition ? undefined : position,
+      });
+    }
     this.#frames = [];
+    this.#positions = [];
     this.#head = 0;
     this.writer.queuedBytes -= this.#bytes;
     this.#bytes = 0;
@@ -288,6 +314,7 @@ export class SendQueue<Owner> {
     if (!stream.writableNeedDrain || stream.writableLength === 0) return;
     if (socket.readyState !== socket.OPEN) return;
     this.#frames = [];
+    this.#positions = [];
     this.#head = 0;
     this.#socketBytes = stream.writableLength;
     writer.socketBytes += this.#socketBytes;
@@ -297,9 +324,10 @@ export class SendQueue<Owner> {
   }
 
   /** A frame for a receiver that is behind: into its queue. */
-  #enqueue(data: Buffer): void {
+  #enqueue(data: Buffer, position: number): void {
     if (this.#done) return;
     (this.#frames as Buffer[]).push(data);
+    this.#positions.push(position);
     this.#bytes += data.length;
     this.writer.queuedBytes += data.length;
     this.writer.checkBounds(this);
@@ -329,6 +357,7 @@ export class SendQueue<Owner> {
       // drop what was handed over once it is most of the array
       if (head > 1024 && head * 2 > frames.length) {
         this.#frames = frames.slice(head);
+        this.#positions = this.#positions.slice(head);
         head = 0;
       }
       this.#head = head;
@@ -336,6 +365,7 @@ export class SendQueue<Owner> {
       return;
     }
     this.#frames = [];
+    this.#positions = [];
     this.#head = 0;
     if (stream.writableNeedDrain && stream.writableLength > 0) {
       stream.once('drain', () => this.#drain());

@@ -59,7 +59,10 @@ function recorder(): RoomListener & { heard: Heard[] } {
     left: (device, reason) => heard.push({ event: 'left', device, reason }),
     hostChanged: (device) => heard.push({ event: 'host', device }),
     deliver: (frame, to) => heard.push({ event: 'deliver', frame: frame.toString('utf8'), to }),
-    replaced: (device) => heard.push({ event: 'replaced', device }),
+    replaced: (device) => {
+      heard.push({ event: 'replaced', device });
+      return [];
+    },
   };
 }
 
@@ -137,7 +140,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       await joinAs(line, 1);
       await joinAs(line, 2);
       await joinAs(line, 3);
-      line.depart('1', 'leave');
+      line.depart('1', 'leave', []);
       await eventually(() => line.hostKey === '2', 'the second device is host');
       await eventually(
         () => listener.heard.some((h) => h.event === 'host' && h.device === 2),
@@ -152,7 +155,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       const line = broker.open(freshRoom(), recorder());
       await joinAs(line, 1);
       await joinAs(line, 2);
-      line.depart('2', 'disconnect');
+      line.depart('2', 'disconnect', []);
       await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
       expect(line.sendTo('2', routed(1, 2, 'first'))).toBe(true);
       line.broadcast(routed(1, 'broadcast', 'second'));
@@ -171,7 +174,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       const line = broker.open(freshRoom(), recorder());
       await joinAs(line, 1);
       await joinAs(line, 2);
-      line.depart('2', 'leave');
+      line.depart('2', 'leave', []);
       await eventually(() => line.idOf('2') === undefined, 'the device is gone');
       expect(line.sendTo('2', routed(1, 2, 'lost'))).toBe(false);
       expect(line.sendTo('9', routed(1, 9, 'nobody'))).toBe(false);
@@ -184,7 +187,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       const line = broker.open(freshRoom(), recorder());
       await joinAs(line, 1);
       await joinAs(line, 2);
-      line.depart('2', 'disconnect');
+      line.depart('2', 'disconnect', []);
       await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
       expect(line.sendTo('2', routed(1, 2, 'missed'))).toBe(true);
       await broker.settled();
@@ -202,7 +205,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       const line = broker.open(freshRoom(), recorder());
       await joinAs(line, 1);
       await joinAs(line, 7);
-      line.depart('7', 'disconnect');
+      line.depart('7', 'disconnect', []);
       await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
       line.sendTo('7', routed(1, 7, 'secret'));
       broker.revoke('7', 1_700_000_000);
@@ -230,14 +233,14 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       const line = broker.open(freshRoom(), recorder());
       await joinAs(line, 1);
       await joinAs(line, 2);
-      line.depart('2', 'disconnect');
+      line.depart('2', 'disconnect', []);
       line.sendTo('2', routed(1, 2, 'kept'));
       await broker.settled();
       expect(broker.healthy()).toBe(true);
       const report = broker.describe();
       expect(report.stored + report.pending).toBeGreaterThanOrEqual(0);
       expect(typeof report.metrics).toBe('string');
-      line.dropAll();
+      line.dropAll(new Map());
       line.release();
     });
   });
