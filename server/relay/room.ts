@@ -145,9 +145,9 @@ export class Room implements RoomListener, JoinedRoom {
   }
 
   /** The socket closed (or is closing) without leave: the device becomes absent, kept for. */
-  drop(conn: Connection): void {
+  drop(conn: Connection, undelivered: readonly UnsentFrame[] = []): void {
     if (!this.#remove(conn)) return;
-    this.#line.depart(conn.deviceKey, 'disconnect', routedUnsent(conn));
+    this.#line.depart(conn.deviceKey, 'disconnect', [...routedUnsent(conn), ...undelivered]);
     this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'dropped without leave');
   }
 
@@ -221,13 +221,13 @@ export class Room implements RoomListener, JoinedRoom {
   }
 
   deliver(frame: Buffer, to: string | undefined, position: number): void {
-    if (to !== undefined) {
-      const receiver = this.members.get(to);
-      if (receiver !== undefined && !isClosing(receiver)) receiver.queue.send(frame, position);
-      return;
-    }
-    for (const member of this.members.values()) {
-      if (!isClosing(member)) member.queue.send(frame, position);
+    const receivers = to === undefined ? [...this.members.values()] : [this.members.get(to)];
+    for (const receiver of receivers) {
+      if (receiver === undefined) continue;
+      // A closing receiver cannot take it: it departs now, with this frame as its first unsent
+      // one, so the broker keeps it (the stream position says from where) instead of skipping it.
+      if (isClosing(receiver)) this.drop(receiver, [{ frame, position }]);
+      else receiver.queue.send(frame, position);
     }
   }
 
