@@ -1,0 +1,76 @@
+// Loads the compiled build (dist/sync-host.cjs) with V8's code cache beside it
+// (dist/sync-host.cjs.cache, made by `npm run build`): compiling the 5 MB bundle is most of a
+// start (about half of `sync-host --version`), and the cache skips it, as the single executable's
+// own code cache does. Node 20 has no compile cache of its own (module.enableCompileCache is 22).
+// A cache made by another node, or for another build of the file, is not used: the file is then
+// compiled as `require` would.
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire, Module } from 'node:module';
+import { dirname } from 'node:path';
+import vm from 'node:vm';
+
+/** The cache's first line: which build of the file it was made from (size and mtime). */
+function stamp(file) {
+  const { size, mtimeMs } = statSync(file);
+  return `sync-host-code-cache ${process.version} ${size} ${mtimeMs}\n`;
+}
+
+/** The bundle compiled as a CommonJS module's function, with `cachedData` when given. */
+function compile(file, cachedData) {
+  const dynamicImport =
+    vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ?? ((specifier) => import(specifier));
+  return new vm.Script(Module.wrap(readFileSync(file, 'utf8')), {
+    filename: file,
+    cachedData,
+    importModuleDynamically: dynamicImport,
+  });
+}
+
+/** Runs the compiled module and returns its exports, as `require(file)` would. */
+function run(script, file) {
+  const module = new Module(file);
+  module.filename = file;
+  module.paths = Module._nodeModulePaths(dirname(file));
+  module.loaded = true;
+  const wrapper = script.runInThisContext();
+  wrapper.call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
+  return module.exports;
+}
+
+/** The cached data for `file` when it was made for this build and this node, else undefined. */
+function readCache(file) {
+  try {
+    const cache = readFileSync(`${file}.cache`);
+    const header = stamp(file);
+    if (cache.subarray(0, header.length).toString('latin1') !== header) return undefined;
+    return cache.subarray(header.length);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The exports of the compiled build at `file`, compiled from its code cache when it has one. */
+export function loadCompiled(file) {
+  const cachedData = readCache(file);
+  if (cachedData === undefined) return createRequire(import.meta.url)(file);
+  return run(compile(file, cachedData), file);
+}
+
+/** Whether V8 takes `file`'s code cache (compiles only; for the tests). */
+export function cacheAccepted(file) {
+  const cachedData = readCache(file);
+  return cachedData !== undefined && !compile(file, cachedData).cachedDataRejected;
+}
+
+/**
+ * Writes `file`.cache: the code of the bundle's top level and of what its modules ran while
+ * loading (run here once, in a process of its own, by `npm run build`).
+ */
+export function writeCodeCache(file) {
+  const script = compile(file, undefined);
+  run(script, file);
+  writeFileSync(
+    `${file}.cache`,
+    Buffer.concat([Buffer.from(stamp(file)), script.createCachedData()]),
+  );
+}
