@@ -59,7 +59,9 @@ describe('the npm package (npm pack)', () => {
     expect(packed).toEqual(
       expect.arrayContaining([
         'bin/sync-host',
+        'bin/load-compiled.js',
         'dist/sync-host.cjs',
+        'dist/sync-host.cjs.cache',
         'dist/sql-wasm.wasm',
         'dist/renderer/app.js',
         'client/index.ts',
