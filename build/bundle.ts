@@ -2,6 +2,7 @@
 // (dist/sync-host.cjs, loaded by bin/sync-host) and `npm run build:bin` (the single executable's
 // script). The admin UI is bundled here too, once, instead of at start.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
@@ -131,7 +132,20 @@ export async function bundle(kind: BundleKind, outfile: string, root = repoRoot)
     logLevel: 'error',
   });
   mkdirSync(dirname(outfile), { recursive: true });
-  for (const file of result.outputFiles) writeAtomically(file.path, file.contents);
+  for (const file of result.outputFiles) {
+    // The compiled build's first line names this build (a hash of the rest): its code cache is
+    // used only with the build it was made from (bin/load-compiled.js), whatever the file times.
+    const named =
+      kind === 'dist'
+        ? Buffer.concat([
+            Buffer.from(
+              `// sync-host build ${createHash('sha256').update(file.contents).digest('hex').slice(0, 32)}\n`,
+            ),
+            file.contents,
+          ])
+        : file.contents;
+    writeAtomically(file.path, named);
+  }
 }
 
 /** Where sql.js's WebAssembly file is (its JavaScript looks beside itself: dist/ once bundled). */
