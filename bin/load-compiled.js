@@ -4,7 +4,7 @@
 // own code cache does. Node 20 has no compile cache of its own (module.enableCompileCache is 22).
 // A cache made by another node, or for another build of the file, is not used: the file is then
 // compiled as `require` would. The cache's header is ASCII: the source's first line must be too.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire, Module } from 'node:module';
 import { dirname } from 'node:path';
 import vm from 'node:vm';
@@ -75,8 +75,8 @@ export function writeCodeCache(file) {
   const source = readFileSync(file, 'utf8');
   const script = compile(file, source, undefined);
   run(script, file);
-  writeFileSync(
-    `${file}.cache`,
-    Buffer.concat([Buffer.from(stamp(source)), script.createCachedData()]),
-  );
+  // Whole or not at all: a start that reads it meanwhile sees the old cache or the new one.
+  const aside = `${file}.cache.${process.pid}.tmp`;
+  writeFileSync(aside, Buffer.concat([Buffer.from(stamp(source)), script.createCachedData()]));
+  renameSync(aside, `${file}.cache`);
 }
