@@ -1,7 +1,8 @@
 // `npm run bench:start`: from start to /health answering 200, and the time of command-line
 // commands that stop before any network call, for the single executable (dist/sync-host),
-// bin/sync-host on the compiled build, and the TypeScript sources through tsx; median of 10
-// runs each, against node starting a bare HTTP server (the floor).
+// bin/sync-host on the compiled build, and the TypeScript sources through tsx, with the
+// all-in-one host's default TLS (and bin/sync-host with TLS=off); median of 10 runs each, taken
+// in turns, against node starting a bare HTTP and a bare HTTPS server (the floors).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
