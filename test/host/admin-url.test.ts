@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'synchost-adminurl-'));
 let host: HostProcess | undefined;
@@ -30,6 +31,12 @@ describe('the admin URL at start', () => {
     host = await startHostProcess(['--headless'], dir, { env });
     const later = await host.url('admin');
     expect(later).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/admin\/$/);
+    // The line after `admin:` may come in a later chunk of the output.
+    const started = host;
+    await eventually(
+      () => started.stdout.join('\n').includes('(the admin token is in'),
+      'the note',
+    );
     const lines = host.stdout.join('\n').split('\n');
     expect(lines[lines.findIndex((l) => l.startsWith('admin:')) + 1]).toBe(
       `        (the admin token is in ${file}; the UI asks for it)`,
