@@ -1,7 +1,8 @@
 /**
  * The bench's command line, read once with node:util `parseArgs`:
  *   --quick            the shorter plan (2 rounds, 4 windows, scale at 100/1,000/10,000)
- *   --only=a,b         run only these sections (compare, memory, buffer, auth, scale, payloads)
+ *   --only=a,b         run only these sections (compare, memory, buffer, auth, scale, payloads,
+ *                      tls: connection set-up with TLS against without)
  *   --kinds=relay,ws   compare a subset of the servers (relay, ws, sio)
  *   --rounds=N         interleaved rounds
  *   --windows=N        measured windows per server and mode in a round
@@ -13,7 +14,15 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { ServerKind } from './protocol.ts';
 
-export const sectionNames = ['compare', 'memory', 'buffer', 'auth', 'scale', 'payloads'] as const;
+export const sectionNames = [
+  'compare',
+  'memory',
+  'buffer',
+  'auth',
+  'scale',
+  'payloads',
+  'tls',
+] as const;
 export type SectionName = (typeof sectionNames)[number];
 
 const serverKinds: readonly ServerKind[] = ['relay', 'ws', 'sio'];

@@ -3,7 +3,7 @@
  * generators (bench/load.ts) pinned to processor 1 (taskset), so that neither steals the other's
  * core and the closed loop's batching does not change with the scheduler's mood.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { BenchOptions } from './options.ts';
 import type { Counters, Dialect, LoadReport, ServerKind, ServerReport } from './protocol.ts';
@@ -20,14 +20,26 @@ export class Child<Report extends { kind: string }> {
   #waiters: Array<() => void> = [];
   #exited: Error | undefined;
 
-  /** `cpu`: the processor the child is pinned to (taskset), when pinning is on. */
-  constructor(file: string, args: string[], execArgv: string[], cpu?: number) {
+  /**
+   * `cpu`: the processor the child is pinned to (taskset), when pinning is on; `env`: variables
+   * set for this child only.
+   */
+  constructor(
+    file: string,
+    args: string[],
+    execArgv: string[],
+    cpu?: number,
+    env?: Record<string, string>,
+  ) {
     const node = [...tsx, ...execArgv, join(here, file), ...args];
-    const stdio = ['inherit', 'inherit', 'inherit', 'ipc'] as const;
+    const options: SpawnOptions = {
+      stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, ...env },
+    };
     this.proc =
       cpu === undefined
-        ? spawn(process.execPath, node, { stdio: [...stdio] })
-        : spawn('taskset', ['-c', String(cpu), process.execPath, ...node], { stdio: [...stdio] });
+        ? spawn(process.execPath, node, options)
+        : spawn('taskset', ['-c', String(cpu), process.execPath, ...node], options);
     this.proc.on('message', (report: Report) => {
       this.#inbox.push(report);
       this.#wake();
@@ -83,8 +95,11 @@ export interface Processes {
   serverCpu: number | undefined;
   /** Processor of the load generators and HTTP load tools (undefined: not pinned). */
   loadCpu: number | undefined;
-  /** A fresh server process of `kind`, ready to accept connections. */
-  startServer(kind: ServerKind): Promise<StartedServer>;
+  /**
+   * A fresh server process of `kind`, ready to accept connections; over TLS (wss://) when `tls`
+   * is true, or when BENCH_TLS=1 and `tls` is not given.
+   */
+  startServer(kind: ServerKind, tls?: boolean): Promise<StartedServer>;
   stopServer(server: ServerChild): Promise<void>;
   /** The load generator of a server kind (one process per kind), started on first use. */
   load(kind: ServerKind): LoadChild;
@@ -123,15 +138,18 @@ export function createProcesses(options: BenchOptions): Processes {
   return {
     serverCpu,
     loadCpu,
-    async startServer(kind) {
-      const server = fork<ServerReport>(
+    async startServer(kind, tls = process.env.BENCH_TLS === '1') {
+      const server = new Child<ServerReport>(
         'server.ts',
         [kind],
         ['--expose-gc', ...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? [])],
+        serverCpu,
+        { BENCH_TLS: tls ? '1' : '0' },
       );
+      children.push(server.proc);
       kinds.set(server, kind);
       const { port, dbPath } = await server.next('ready');
-      const scheme = process.env.BENCH_TLS === '1' ? 'wss' : 'ws';
+      const scheme = tls ? 'wss' : 'ws';
       const url = kind === 'sio' ? `http://127.0.0.1:${port}` : `${scheme}://127.0.0.1:${port}/`;
       return { server, url, dbPath };
     },

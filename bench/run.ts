@@ -4,7 +4,9 @@
  * server in a fresh process of its own per round and the load generator in another. Prints
  * medians, spreads (min–max over rounds) and the ratios of the performance targets; then the
  * durable buffer, the auth API against a bare express route on SQLite and PostgreSQL, the
- * scale curve (100 to 10,000 connections) and large payloads (1 KiB to 512 KiB). A full run
+ * scale curve (100 to 10,000 connections), large payloads (1 KiB to 512 KiB) and the connection
+ * set-up with TLS against without (1,000 devices). With BENCH_TLS=1 every other section runs its
+ * relay and bare ws over wss:// (one certificate for both). A full run
  * writes docs/performance-scale.svg and docs/performance-run.md. Flags: bench/options.ts;
  * sections: bench/sections/.
  */
@@ -19,6 +21,7 @@ import { reportCompare, runCompare } from './sections/compare.ts';
 import { runMemory } from './sections/memory.ts';
 import { reportPayloads, runPayloads } from './sections/payloads.ts';
 import { reportScale, runScale } from './sections/scale.ts';
+import { reportTlsSetup, runTlsSetup } from './sections/tls-setup.ts';
 import { lines, print, printVerdicts } from './stats.ts';
 
 /**
@@ -45,6 +48,7 @@ if (runs(options, 'buffer')) await runBuffer(options, procs);
 if (runs(options, 'auth')) await runAuth(options, procs);
 if (runs(options, 'scale')) await runScale(options, procs);
 if (runs(options, 'payloads')) await runPayloads(options, procs);
+if (runs(options, 'tls')) await runTlsSetup(options, procs);
 procs.stopLoads();
 
 const bufferUtil = bufferUtilState();
@@ -56,6 +60,7 @@ if (runs(options, 'buffer')) reportBuffer();
 if (runs(options, 'auth')) reportAuth();
 if (runs(options, 'scale')) reportScale(options);
 if (runs(options, 'payloads')) reportPayloads(options, bufferUtil);
+if (runs(options, 'tls')) reportTlsSetup(options);
 printVerdicts();
 print();
 print(`(${((performance.now() - started) / 1000).toFixed(0)} s)`);

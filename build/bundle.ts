@@ -1,9 +1,12 @@
 // The compiled build of the host, the relay and the command line (esbuild), for `npm run build`
 // (dist/sync-host.cjs, loaded by bin/sync-host) and `npm run build:bin` (the single executable's
 // script). The admin UI is bundled here too, once, instead of at start.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Plugin } from 'esbuild';
 import { buildRenderer } from '../server/admin/renderer-bundle.ts';
 import { repoRoot } from './electron-bundle.ts';
@@ -129,7 +132,20 @@ export async function bundle(kind: BundleKind, outfile: string, root = repoRoot)
     logLevel: 'error',
   });
   mkdirSync(dirname(outfile), { recursive: true });
-  for (const file of result.outputFiles) writeAtomically(file.path, file.contents);
+  for (const file of result.outputFiles) {
+    // The compiled build's first line names this build (a hash of the rest): its code cache is
+    // used only with the build it was made from (bin/load-compiled.js), whatever the file times.
+    const named =
+      kind === 'dist'
+        ? Buffer.concat([
+            Buffer.from(
+              `// sync-host build ${createHash('sha256').update(file.contents).digest('hex').slice(0, 32)}\n`,
+            ),
+            file.contents,
+          ])
+        : file.contents;
+    writeAtomically(file.path, named);
+  }
 }
 
 /** Where sql.js's WebAssembly file is (its JavaScript looks beside itself: dist/ once bundled). */
@@ -143,6 +159,21 @@ export function sqlWasmPath(root = repoRoot): string {
  */
 export async function buildDist(outDir = join(repoRoot, 'dist'), root = repoRoot): Promise<void> {
   await buildRenderer(join(root, 'renderer'), join(outDir, 'renderer'));
-  await bundle('dist', join(outDir, 'sync-host.cjs'), root);
+  const compiled = join(outDir, 'sync-host.cjs');
+  await bundle('dist', compiled, root);
   copyFileSync(sqlWasmPath(root), join(outDir, 'sql-wasm.wasm'));
+  writeCodeCache(compiled, root);
+}
+
+/**
+ * dist/sync-host.cjs.cache: V8's code cache of the compiled build, made by the node running the
+ * build, in a process of its own (loading the bundle runs its modules' top level), for
+ * bin/sync-host (bin/load-compiled.js; another node's or another build's cache is not used).
+ */
+function writeCodeCache(compiled: string, root: string): void {
+  const loader = pathToFileURL(join(root, 'bin', 'load-compiled.js')).href;
+  const script = `import { writeCodeCache } from ${JSON.stringify(loader)}; writeCodeCache(${JSON.stringify(compiled)}); process.exit(0);`;
+  execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }

@@ -20,9 +20,9 @@ import { createAdminMount } from '../server/admin/index.ts';
 import { loadConfig } from '../server/config/load.ts';
 import { type Host, startHost } from '../server/host.ts';
 import { createLogger } from '../server/log.ts';
-import { certificateFingerprint } from '../server/tls/certificate.ts';
 import { createTrayAdminApi } from './admin-client.ts';
 import { autostartDesktopEntry, configDirArg, isCliInvocation, userArgs } from './args.ts';
+import { acceptsCertificate } from './certificate-trust.ts';
 import {
   createPairingWatch,
   type PairingChoice,
@@ -175,9 +175,8 @@ function startTrayApp(): void {
     return pinned.fetch;
   };
   app.on('certificate-error', (event, _contents, url, _error, certificate, callback) => {
-    const fingerprint = host?.authTls ? host.fingerprint : undefined;
-    if (fingerprint === undefined || !url.startsWith(`${localBase()}/`)) return;
-    if (certificateFingerprint(certificate.data) !== fingerprint) return;
+    const own = { base: localBase(), fingerprint: host?.authTls ? host.fingerprint : undefined };
+    if (!acceptsCertificate({ url, certificatePem: certificate.data }, own)) return;
     event.preventDefault();
     callback(true);
   });

@@ -9,7 +9,7 @@ import type { BenchOptions } from '../options.ts';
 import type { Processes } from '../processes.ts';
 import { type LoadCommand, serverNames } from '../protocol.ts';
 import { has, latencyOf, medianWithSpread, pooledLatency, print, ratio, record } from '../stats.ts';
-import { memoryBase } from './memory.ts';
+import { memoryAbsoluteAt, memoryBase } from './memory.ts';
 
 /**
  * One round: every server in a fresh process, all up at once (idle but the one measured), each
@@ -97,6 +97,11 @@ export function reportCompare(options: BenchOptions): void {
     1,
   );
   row('JS heap per idle joined connection, KiB', 'heapKiB', 1);
+  row(
+    `RSS with ${memoryAbsoluteAt.toLocaleString('en')} idle joined connections, MiB (the whole process)`,
+    'rssAtMiB',
+    1,
+  );
   print(
     `Medians, with (min–max): CPU and latency over ${plan.windows} windows × ${plan.rounds} rounds, memory over ${plan.rounds} rounds.`,
   );
@@ -123,6 +128,12 @@ export function reportCompare(options: BenchOptions): void {
     noTarget,
   );
   ratio('RSS per idle joined connection, relay ÷ bare ws', 'relay.rssKiB', 'ws.rssKiB', 1.3);
+  ratio(
+    `RSS with ${memoryAbsoluteAt.toLocaleString('en')} idle joined connections, relay ÷ bare ws`,
+    'relay.rssAtMiB',
+    'ws.rssAtMiB',
+    1.1,
+  );
   ratio(
     'JS heap per idle joined connection, relay ÷ bare ws (no target)',
     'relay.heapKiB',

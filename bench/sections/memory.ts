@@ -35,16 +35,27 @@ async function settledMemory(server: ServerChild): Promise<Memory> {
   return last;
 }
 
+/** Joined connections at which the whole settled RSS is recorded too (not only the slope). */
+export const memoryAbsoluteAt = 5_000;
+
 /**
  * Memory per idle joined connection on a fresh process: the slope of settled RSS from
  * `memoryBase` to `memoryBase + idle` connections, so that what a process sets up once
- * (compiled code, buffer pools, the first heap pages) is not spread over the connections.
+ * (compiled code, buffer pools, the first heap pages) is not spread over the connections; and on
+ * the way, the whole settled RSS at `memoryAbsoluteAt` connections (what a host with that many
+ * devices takes, its base included).
  */
 async function memoryPoint(procs: Processes, kind: ServerKind, load: LoadChild, idle: number) {
   const { server, url } = await procs.startServer(kind);
   await connect(load, kind, url, memoryBase);
   const before = await settledMemory(server);
-  const added = await connect(load, kind, url, idle);
+  let added = await connect(load, kind, url, memoryAbsoluteAt - memoryBase);
+  const at = await settledMemory(server);
+  record(`${kind}.rssAtMiB`, at.rss / 1048576);
+  if (idle > added.connections) {
+    const more = await connect(load, kind, url, idle - added.connections);
+    added = { ...more, connections: added.connections + more.connections };
+  }
   const after = await settledMemory(server);
   record(`${kind}.rssKiB`, (after.rss - before.rss) / added.connections / 1024);
   record(`${kind}.heapKiB`, (after.heapUsed - before.heapUsed) / added.connections / 1024);

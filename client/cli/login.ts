@@ -43,18 +43,46 @@ export async function acceptOffer(io: CliIo, offer: PairingOffer): Promise<boole
   return /^y(es)?$/i.test(answer);
 }
 
+/**
+ * What the QR code of the approve URL holds: the URL, with the fingerprint this device pinned
+ * beside the pairing code in its fragment (`#pair=<code>&fp=<fingerprint>`, never sent to the
+ * host) when the URL is on the https:// origin the fingerprint was checked on. Without a pin
+ * (http://, or a certificate a CA vouches for) or for another origin (a proxy's address, with
+ * another certificate) the URL alone: a fingerprint there would name the wrong certificate.
+ */
+export function approveQrText(
+  approveUrl: string,
+  authUrl: string,
+  fingerprint: string | undefined,
+): string {
+  if (fingerprint === undefined) return approveUrl;
+  let url: URL;
+  try {
+    url = new URL(approveUrl);
+    if (url.protocol !== 'https:' || url.origin !== new URL(authUrl).origin) return approveUrl;
+  } catch {
+    return approveUrl;
+  }
+  const fragment = new URLSearchParams(url.hash.slice(1));
+  fragment.set('fp', fingerprint);
+  url.hash = fragment.toString();
+  return url.href;
+}
+
 /** The code, where to approve it, and a QR code of the approve URL for a phone. */
 async function showCode(
   io: CliIo,
   started: PairingStarted,
   email: string | undefined,
-  fingerprint: string | undefined,
+  pin: { authUrl: string; fingerprint: string | undefined },
 ) {
+  const { fingerprint } = pin;
+  const qrText = approveQrText(started.approveUrl, pin.authUrl, fingerprint);
   // Colours for a terminal; into a file or a pipe, plain block characters and no escapes.
   const qr =
     io.stderr.isTTY === true
-      ? await QRCode.toString(started.approveUrl, { type: 'terminal', small: true })
-      : await QRCode.toString(started.approveUrl, { type: 'utf8' });
+      ? await QRCode.toString(qrText, { type: 'terminal', small: true })
+      : await QRCode.toString(qrText, { type: 'utf8' });
   const until = new Date(started.expiresAt).toLocaleTimeString();
   io.stderr.write(
     [
@@ -138,7 +166,8 @@ export async function loginByPairing(
           return acceptOffer(io, offer);
         },
         onCode: (started) => {
-          showCode(io, started, options.email, options.fingerprint).catch((err: unknown) => {
+          const pin = { authUrl: auth.authUrl, fingerprint: options.fingerprint };
+          showCode(io, started, options.email, pin).catch((err: unknown) => {
             io.stderr.write(`(no QR code: ${err instanceof Error ? err.message : String(err)})\n`);
           });
         },

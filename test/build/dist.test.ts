@@ -12,6 +12,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist } from '../../build/bundle.ts';
@@ -40,6 +41,38 @@ describe('the compiled build (npm run build)', () => {
     expect(existsSync(join(tree, 'program'))).toBe(false);
     const { stdout } = await run(process.execPath, [join(tree, 'bin', 'sync-host'), '--version']);
     expect(stdout).toBe(`${version}\n`);
+  });
+
+  it('loads the compiled build from its code cache, and compiles it when the cache is not for it', async () => {
+    const compiled = join(tree, 'dist', 'sync-host.cjs');
+    const accepted = async () => {
+      const loader = pathToFileURL(join(tree, 'bin', 'load-compiled.js')).href;
+      const script = `import { cacheAccepted } from ${JSON.stringify(loader)}; console.log(cacheAccepted(${JSON.stringify(compiled)}));`;
+      return (await run(process.execPath, ['--input-type=module', '-e', script])).stdout.trim();
+    };
+    const versionShown = async () =>
+      (await run(process.execPath, [join(tree, 'bin', 'sync-host'), '--version'])).stdout;
+    expect(await accepted()).toBe('true');
+    // A cache V8 refuses (damaged): compiled from the source.
+    const cache = readFileSync(`${compiled}.cache`);
+    const header = cache.indexOf(0x0a) + 1;
+    writeFileSync(
+      `${compiled}.cache`,
+      Buffer.concat([cache.subarray(0, header), Buffer.alloc(64, 7)]),
+    );
+    expect(await accepted()).toBe('false');
+    expect(await versionShown()).toBe(`${version}\n`);
+    writeFileSync(`${compiled}.cache`, cache);
+    expect(await accepted()).toBe('true');
+    // The file's time does not matter (npm gives every file of a package one time)...
+    utimesSync(compiled, new Date(499_162_500_000), new Date(499_162_500_000));
+    expect(await accepted()).toBe('true');
+    // ...the build does: another build's first line, and the cache is not used.
+    const source = readFileSync(compiled, 'utf8');
+    expect(source).toMatch(/^\/\/ sync-host build [0-9a-f]{32}\n/);
+    writeFileSync(compiled, source.replace(/^(\/\/ sync-host build )[0-9a-f]/, '$1x'));
+    expect(await accepted()).toBe('false');
+    expect(await versionShown()).toBe(`${version}\n`);
   });
 
   it('starts the headless host and serves the admin UI bundled at build time', async () => {

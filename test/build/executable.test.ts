@@ -131,10 +131,14 @@ async function which(name: string): Promise<string | undefined> {
 describe('the .deb (npm run build:deb)', () => {
   let deb: string;
   let installed: string;
+  /** The package's control files and maintainer scripts (dpkg-deb -e). */
+  let control: string;
   beforeAll(async () => {
     deb = await buildDeb(executable, join(temp, 'deb-tree'), join(temp, 'packages'));
     installed = join(temp, 'root');
     await run('dpkg-deb', ['-x', deb, installed]);
+    control = join(temp, 'control');
+    await run('dpkg-deb', ['-e', deb, control]);
   }, 300_000);
 
   it('holds the executable, the unit, /etc/sync-host/auth.conf and nothing of Electron', async () => {
@@ -207,6 +211,52 @@ describe('the .deb (npm run build:deb)', () => {
       join(check, 'sync-host.service'),
     ]);
     expect(`${stdout}${stderr}`).toBe('');
+  });
+
+  it('has maintainer scripts shellcheck accepts', async (context) => {
+    if ((await which('shellcheck')) === undefined) context.skip('shellcheck is not installed');
+    const scripts = ['postinst', 'prerm', 'postrm'].map((name) => join(control, name));
+    const { stdout } = await run('shellcheck', ['--shell=sh', ...scripts]);
+    expect(stdout).toBe('');
+  });
+
+  it('has maintainer scripts that make the system user and its data folder, and purge them', async (context) => {
+    if (process.getuid?.() !== 0) context.skip('not root: the scripts run in a mount namespace');
+    if ((await run('unshare', ['--mount', 'true']).catch(() => undefined)) === undefined) {
+      context.skip('no mount namespace here (unshare --mount)');
+    }
+    const work = join(temp, 'maintainer');
+    mkdirSync(work);
+    const { stdout } = await run(
+      'unshare',
+      [
+        '--mount',
+        '--propagation',
+        'private',
+        'sh',
+        join(import.meta.dirname, 'maintainer-scripts.sh'),
+      ],
+      { env: { ...process.env, WORK: work, ROOT: installed, CONTROL: control } },
+    );
+    const step = (name: string) =>
+      stdout
+        .split('\n')
+        .find((line) => line.startsWith(`${name}: `))
+        ?.slice(name.length + 2);
+    // A system account (uid under 1000) without a login shell, its home the data folder.
+    const user = step('user')?.split(':') ?? [];
+    expect(user[0]).toBe('sync-host');
+    expect(Number(user[2])).toBeLessThan(1000);
+    expect(user[5]).toBe('/var/lib/sync-host');
+    expect(user[6]).toMatch(/\/nologin$/);
+    expect(step('group')).toMatch(/^sync-host:/);
+    expect(step('data')).toBe('sync-host:sync-host 700');
+    expect(step('conf')).toBe('root:sync-host 640');
+    // A second configure (an upgrade) keeps the user and the data.
+    expect(step('again')).toBe(`${user[2]} sync-host:sync-host 700 auth.db`);
+    // remove keeps both; purge removes both.
+    expect(step('removed')).toBe('sync-host auth.db');
+    expect(step('purged')).toBe('user= data=');
   });
 
   it('is lintian-clean', async (context) => {

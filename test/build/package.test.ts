@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist } from '../../build/bundle.ts';
@@ -59,7 +60,9 @@ describe('the npm package (npm pack)', () => {
     expect(packed).toEqual(
       expect.arrayContaining([
         'bin/sync-host',
+        'bin/load-compiled.js',
         'dist/sync-host.cjs',
+        'dist/sync-host.cjs.cache',
         'dist/sql-wasm.wasm',
         'dist/renderer/app.js',
         'client/index.ts',
@@ -90,6 +93,13 @@ describe('the npm package (npm pack)', () => {
     } finally {
       rmSync(elsewhere, { recursive: true, force: true });
     }
+    // The installed build takes its code cache (npm gave its files another time).
+    const installed = join(prefix, 'lib', 'node_modules', 'sync-host');
+    const loader = pathToFileURL(join(installed, 'bin', 'load-compiled.js')).href;
+    const compiled = join(installed, 'dist', 'sync-host.cjs');
+    const check = `import { cacheAccepted } from ${JSON.stringify(loader)}; console.log(cacheAccepted(${JSON.stringify(compiled)}));`;
+    const accepted = await run(process.execPath, ['--input-type=module', '-e', check]);
+    expect(accepted.stdout.trim()).toBe('true');
     const dir = hostDir();
     const host = await startHostProcess(['--headless'], dir, {
       launcher: join(prefix, 'lib', 'node_modules', 'sync-host', 'bin', 'sync-host'),

@@ -3,7 +3,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { hasScript, spawnInTerminal, type TerminalRun } from '../helpers/terminal.ts';
+import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const dirs: string[] = [];
@@ -51,6 +51,9 @@ describe.skipIf(!hasScript)('sync-host login in a terminal', { timeout: 60_000 }
     const esc = '\u001b';
     expect(shown).toContain(`${esc}[47m${esc}[30m ▄▄▄▄▄▄▄`); // the QR code's first line
     expect(shown).toContain(`▄▄▄▄▄▄▄ ${esc}[0m`);
+    // A plain http:// host: the QR code holds the approve URL alone, no certificate to pin.
+    const code = /Pairing code: +([A-Z]{4}-[A-Z]{4})/.exec(shown)?.[1];
+    expect(shown).toContain(await terminalQr(`${host.base}/admin/#pair=${code}`));
     expect(shown).toMatch(/Signed in as tty@example\.org on .*: device \d+ "pty box"/);
   });
 

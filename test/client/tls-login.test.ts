@@ -1,12 +1,14 @@
 import { mkdtempSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveQrText } from '../../client/cli/login.ts';
 import { pinnedFetch } from '../../client/pinning.ts';
 import { shortFingerprint } from '../../protocol/fingerprint.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { freePort, hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
-import { hasScript, spawnInTerminal, type TerminalRun } from '../helpers/terminal.ts';
+import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const dirs: string[] = [];
@@ -72,6 +74,10 @@ describe('login to a host with a self-signed certificate', { timeout: 90_000 }, 
     );
     const code = await login.code();
     expect(login.out.stderr).toContain(`Certificate:   ${shortFingerprint(fingerprint)}`);
+    // The QR code (block characters into a pipe) carries the pin beside the code: #…&fp=.
+    const qrText = `${host.authUrl}/admin/#pair=${code}&fp=${fingerprint}`;
+    await eventually(() => login.out.stderr.includes('Waiting for approval'), 'the QR code');
+    expect(login.out.stderr).toContain(await QRCode.toString(qrText, { type: 'utf8' }));
     expect(await approve(code)).toBe(200);
     expect(await login.exited).toBe(0);
     expect(stored(device)[host.authUrl]?.fingerprint).toBe(fingerprint);
@@ -148,11 +154,33 @@ describe('login to a host with a self-signed certificate', { timeout: 90_000 }, 
       );
       expect(accepted.out.text).toContain(`Certificate:   ${shortFingerprint(fingerprint)}`);
       const code = /Pairing code: +([A-Z]{4}-[A-Z]{4})/.exec(accepted.out.text)?.[1] ?? '';
+      // The QR code drawn on the terminal carries the fingerprint just trusted.
+      await eventually(() => accepted.out.text.includes('Waiting for approval'), 'the QR code');
+      expect(accepted.out.text).toContain(
+        await terminalQr(`${host.authUrl}/admin/#pair=${code}&fp=${fingerprint}`),
+      );
       expect(await approve(code)).toBe(200);
       expect(await accepted.exited).toBe(0);
       expect(stored(device)[host.authUrl]?.fingerprint).toBe(fingerprint);
     },
   );
+
+  it("puts the fingerprint in the QR code's fragment only for the https:// origin it was checked on", () => {
+    const pin = 'KC2clrNXhjoRtm6xigvp7drS8kFwUjPOx8cetJ4cWAk';
+    const lan = 'https://192.168.1.5:8445';
+    const approveUrl = `${lan}/admin/#pair=BCDF-GHJK`;
+    expect(approveQrText(approveUrl, lan, pin)).toBe(`${approveUrl}&fp=${pin}`);
+    expect(approveQrText(`${lan}/admin/`, `${lan}/`, pin)).toBe(`${lan}/admin/#fp=${pin}`);
+    // no pin: a CA-signed certificate or http://
+    expect(approveQrText(approveUrl, lan, undefined)).toBe(approveUrl);
+    const plain = 'http://192.168.1.5:8445/admin/#pair=BCDF-GHJK';
+    expect(approveQrText(plain, 'http://192.168.1.5:8445', pin)).toBe(plain);
+    // the host names a proxy's address (another certificate) or another port
+    const proxied = 'https://sync.example.org/admin/#pair=BCDF-GHJK';
+    expect(approveQrText(proxied, lan, pin)).toBe(proxied);
+    expect(approveQrText('https://192.168.1.5:9445/admin/', lan, pin)).not.toContain('fp=');
+    expect(approveQrText('not a url', lan, pin)).toBe('not a url');
+  });
 
   it('refuses a host that comes back with another certificate, naming both fingerprints', async () => {
     const device = tempDir();

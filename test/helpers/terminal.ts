@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
+import QRCode from 'qrcode';
 
 const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
 
@@ -39,4 +40,13 @@ export function spawnInTerminal(args: string[], configDir: string): TerminalRun 
   });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   return { child, out, type: (text) => child.stdin.write(text), exited };
+}
+
+/**
+ * The QR code of `text` as `login` draws it on a terminal, as the pty shows it (`\r\n` line
+ * ends), without its last line end (the terminal may add attributes before it).
+ */
+export async function terminalQr(text: string): Promise<string> {
+  const drawn = await QRCode.toString(text, { type: 'terminal', small: true });
+  return drawn.replace(/\n$/, '').replaceAll('\n', '\r\n');
 }
