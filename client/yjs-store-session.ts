@@ -136,7 +136,7 @@ export class StoreSession {
         this.acknowledged(frame.ref, frame.pos);
         return;
       case 'error':
-        this.storeError(frame.code, frame.message);
+        this.storeError(frame.code, frame.message, frame.ref);
         return;
     }
   }
@@ -311,8 +311,13 @@ export class StoreSession {
     });
   }
 
-  private storeError(code: string, message: string): void {
+  private storeError(code: string, message: string, ref: number | undefined): void {
     if (code !== 'store_full' && code !== 'store_unavailable') {
+      // A refused append is not waited for: the next join's diff sends what it carried.
+      if (ref !== undefined && this.sent.delete(ref)) {
+        this.settleWaiters();
+        this.options.changed();
+      }
       this.options.failed(new SyncError(code, message));
       return;
     }

@@ -1,7 +1,15 @@
-import { appendFileSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { statePath } from '../../client/cli/sync-command.ts';
 import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
 import { registerProject } from '../helpers/host.ts';
 import {
@@ -117,6 +125,11 @@ describe('sync-host sync through the host alone (devices never online together)'
       const first = await sync('laptop', key, laptop, extra);
       await eventually(() => first.out.stdout.includes(`sent ${secretName}`), 'sent', 10_000);
       await stop(first);
+      // The state log keeps the folder document's place on the host for the next start.
+      const log = readFileSync(statePath(config.laptop, host.authUrl, key, laptop), 'utf8');
+      const place = JSON.parse(log.trim().split('\n').at(-1)!).s;
+      expect(place.position).toBeGreaterThan(0);
+      expect(place.doc).toEqual(encrypted ? expect.stringMatching(/^h[\w-]{43}$/) : 'files');
       await restartHost();
       await bufferExpired();
 
