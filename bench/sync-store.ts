@@ -38,11 +38,24 @@ import {
 } from './yjs-bench.ts';
 
 const keystrokes = 10_000;
-/** Host-clock time between two keystrokes: a person typing 5 characters a second. */
-const keystrokeMs = 200;
+/**
+ * Host-clock time between two keystrokes: a person typing 5 characters a second (2,000 s, four
+ * history steps of 10 minutes), or 50 a second (200 s, within one step: no history kept).
+ */
+const paces = [200, 20];
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Frames per second of the relay's and the clients' token buckets: sized never to hold back. */
 const unlimited = 1_000_000;
+
+/** What a server keeps of one document: its rows, their data, and the snapshots among them. */
+interface Kept {
+  dataBytes: number;
+  rows: number;
+  /** Counted against the store's bounds (each entry's data plus 64 and its names). */
+  countedBytes: number;
+  snapshots: number;
+  snapshotBytes: number;
+}
 
 /** What one system does in one round of each measure. */
 interface StoreSystem {
@@ -53,17 +66,19 @@ interface StoreSystem {
     source: Y.Doc,
   ): Promise<{ ms: number; received: number; sent: number }>;
   /** One device types; what the server keeps of the document afterwards. */
-  typing(round: number): Promise<{ dataBytes: number; countedBytes: number; rows: number }>;
+  typing(round: number, keystrokeMs: number): Promise<Kept>;
   close(): Promise<void>;
 }
 
-/** Types `keystrokes` characters, one transaction each, yielding to the sockets now and then. */
-async function type(editor: Editor, tick: () => void): Promise<void> {
+/**
+ * Types `keystrokes` characters, one transaction each; `between` runs after each (it waits,
+ * as the time between two keystrokes of a person does).
+ */
+async function type(editor: Editor, between: () => Promise<void>): Promise<void> {
   const text = editor.doc.getText('text');
   for (let i = 0; i < keystrokes; i += 1) {
     text.insert(i, String.fromCharCode(97 + (i % 26)));
-    tick();
-    if (i % 50 === 49) await new Promise((resolve) => setTimeout(resolve, 1));
+    await between();
   }
 }
 
@@ -82,10 +97,14 @@ async function relayStoreSystem(): Promise<StoreSystem> {
     join(th.dir, 'data', 'store.db'),
     { readonly: true },
   );
-  const kept = store.prepare<[string], { dataBytes: number; rows: number; countedBytes: number }>(
+  const kept = store.prepare<[string], Kept>(
     `SELECT coalesce(sum(length(e.data)), 0) AS dataBytes, count(e.id) AS rows,
-       d.bytes AS countedBytes
+       d.bytes AS countedBytes, count(e.covers) AS snapshots,
+       coalesce(sum(CASE WHEN e.covers IS NOT NULL THEN length(e.data) END), 0) AS snapshotBytes
      FROM documents d LEFT JOIN entries e ON e.document = d.id WHERE d.doc = ? GROUP BY d.id`,
+  );
+  const snapshots = store.prepare<[string], { pos: number }>(
+    'SELECT e.pos FROM entries e JOIN documents d ON e.document = d.id WHERE d.doc = ? AND e.covers IS NOT NULL',
   );
   return {
     name: 'sync-host document store',
@@ -99,8 +118,8 @@ async function relayStoreSystem(): Promise<StoreSystem> {
         name,
         unlimited,
       );
-      // The writer stays until its snapshot is stored, as one typing that much would have.
-      await until(() => holder.provider.store.sinceSnapshot.bytes === 0, 'snapshot stored');
+      // The writer stays until the host holds its snapshot, as one typing that much would have.
+      await until(() => snapshots.get(name) !== undefined, 'snapshot stored');
       await holder.provider.flush();
       await holder.close();
       // A device that never joined: the relay buffered nothing for it, the host's store is all.
@@ -113,11 +132,16 @@ async function relayStoreSystem(): Promise<StoreSystem> {
       await cold.close();
       return { ms, received: cold.bytes.received, sent: cold.bytes.sent };
     },
-    async typing(round) {
-      const name = `keys-${round}`;
+    async typing(round, keystrokeMs) {
+      const name = `keys-${round}-${keystrokeMs}`;
+      // At the start of a history step, so that the pace alone decides how many it spans.
+      const stepMs = 10 * 60_000;
+      clockOffsetMs += stepMs - ((Date.now() + clockOffsetMs) % stepMs) + 1_000;
       const typist = await relayEditor(th.relayUrl, roomId, writer, new Y.Doc(), name, unlimited);
-      await type(typist, () => {
+      // Each keystroke stored before the next, as at a person's pace (the round trip is ~1 ms).
+      await type(typist, async () => {
         clockOffsetMs += keystrokeMs;
+        await typist.provider.flush();
       });
       await typist.provider.flush();
       await typist.close();
@@ -183,15 +207,19 @@ async function hocuspocusSqliteSystem(): Promise<StoreSystem> {
       await leave(cold);
       return { ms, received: cold.bytes.received, sent: cold.bytes.sent };
     },
-    async typing(round) {
-      const name = `keys-${round}`;
+    async typing(round, keystrokeMs) {
+      const name = `keys-${round}-${keystrokeMs}`;
       const typist = await hocuspocusEditor(url, new Y.Doc(), name);
-      await type(typist, () => undefined);
+      let typed = 0;
+      await type(typist, async () => {
+        if (++typed % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      });
       await until(() => typist.doc.getText('text').length === keystrokes, 'typed');
       await leave(typist);
       const row = select.get({ name });
       if (row === undefined) throw new Error(`Hocuspocus stored no document ${name}`);
-      return { dataBytes: row.data.length, countedBytes: row.data.length, rows: 1 };
+      const bytes = row.data.length;
+      return { dataBytes: bytes, countedBytes: bytes, rows: 1, snapshots: 1, snapshotBytes: bytes };
     },
     async close() {
       await server.destroy();
@@ -209,30 +237,37 @@ async function main(): Promise<void> {
   );
   const systems = [await relayStoreSystem(), await hocuspocusSqliteSystem()];
   const results = new Map(
-    systems.map((s) => [s.name, { cold: [] as ColdResult[], kept: [] as KeptResult[] }]),
+    systems.map((s) => [
+      s.name,
+      { cold: [] as ColdResult[], kept: paces.map(() => [] as KeptResult[]) },
+    ]),
   );
   for (let round = 0; round < rounds; round += 1) {
     for (const system of round % 2 === 0 ? systems : [...systems].reverse()) {
       const entry = results.get(system.name)!;
       entry.cold.push(await system.coldCatchUp(round, source));
-      entry.kept.push(await system.typing(round));
+      for (const [i, pace] of paces.entries())
+        entry.kept[i]!.push(await system.typing(round, pace));
     }
   }
   for (const system of systems) await system.close();
   console.log(
-    '| system | cold catch-up ms (runs) | cold bytes received / sent | kept after 10,000 keystrokes: data bytes (rows) | counted bytes |',
+    '| system | cold catch-up ms (runs) | cold bytes received / sent | kept after 10,000 keystrokes at 5/s: data bytes (rows), counted; snapshots among them | the same at 50/s (one history step) |',
   );
   console.log('|---|---|---|---|---|');
   for (const [name, { cold, kept }] of results) {
     const ms = cold.map((c) => c.ms);
     console.log(
-      `| ${name} | ${median(ms).toFixed(0)} (${ms.map((m) => m.toFixed(0)).join(', ')}) | ${median(cold.map((c) => c.received))} / ${median(cold.map((c) => c.sent))} | ${median(kept.map((k) => k.dataBytes))} (${median(kept.map((k) => k.rows))}) | ${median(kept.map((k) => k.countedBytes))} |`,
+      `| ${name} | ${median(ms).toFixed(0)} (${ms.map((m) => m.toFixed(0)).join(', ')}) | ${median(cold.map((c) => c.received))} / ${median(cold.map((c) => c.sent))} | ${kept.map(keptCell).join(' | ')} |`,
     );
   }
   await storeCpu();
 }
 
 type ColdResult = Awaited<ReturnType<StoreSystem['coldCatchUp']>>;
-type KeptResult = Awaited<ReturnType<StoreSystem['typing']>>;
+type KeptResult = Kept;
+
+const keptCell = (kept: KeptResult[]) =>
+  `${median(kept.map((k) => k.dataBytes))} (${median(kept.map((k) => k.rows))}), ${median(kept.map((k) => k.countedBytes))}; snapshots ${median(kept.map((k) => k.snapshotBytes))} (${median(kept.map((k) => k.snapshots))})`;
 
 await main();
