@@ -43,7 +43,7 @@ const keystrokes = 10_000;
  * history steps of 10 minutes), or 50 a second (200 s, within one step: no history kept).
  */
 const paces = [200, 20];
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 /** Frames per second of the relay's and the clients' token buckets: sized never to hold back. */
 const unlimited = 1_000_000;
 
@@ -237,10 +237,7 @@ async function main(): Promise<void> {
   );
   const systems = [await relayStoreSystem(), await hocuspocusSqliteSystem()];
   const results = new Map(
-    systems.map((s) => [
-      s.name,
-      { cold: [] as ColdResult[], kept: paces.map(() => [] as KeptResult[]) },
-    ]),
+    systems.map((s) => [s.name, { cold: [] as ColdResult[], kept: paces.map(() => [] as Kept[]) }]),
   );
   for (let round = 0; round < rounds; round += 1) {
     for (const system of round % 2 === 0 ? systems : [...systems].reverse()) {
@@ -265,9 +262,8 @@ async function main(): Promise<void> {
 }
 
 type ColdResult = Awaited<ReturnType<StoreSystem['coldCatchUp']>>;
-type KeptResult = Kept;
 
-const keptCell = (kept: KeptResult[]) =>
+const keptCell = (kept: Kept[]) =>
   `${median(kept.map((k) => k.dataBytes))} (${median(kept.map((k) => k.rows))}), ${median(kept.map((k) => k.countedBytes))}; snapshots ${median(kept.map((k) => k.snapshotBytes))} (${median(kept.map((k) => k.snapshots))})`;
 
 await main();
