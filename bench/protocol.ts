@@ -18,6 +18,8 @@ export interface Counters {
   delivered: number;
   /** utime + stime of the server process (all its threads) from /proc/self/stat, in seconds. */
   cpuSeconds: number;
+  /** The same from `process.cpuUsage()` (µs resolution, for short windows), in seconds. */
+  cpuUsageSeconds?: number;
 }
 
 /** A server under test, as started inside bench/server.ts. */

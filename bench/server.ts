@@ -5,7 +5,8 @@
  *   ws      the bare-ws reference forwarder (bench/reference/bare-ws.ts)
  *   sio     the Socket.IO reference (bench/reference/socket-io.ts)
  * It reports `{kind:'ready', port}` over IPC and answers `stats` and `memory` requests. With
- * `BENCH_TLS=1` the relay and bare ws speak wss:// (bench/tls.ts).
+ * `BENCH_TLS=1` the relay and bare ws speak wss:// (bench/tls.ts). `relay store-off`: the relay
+ * without its document store (bench/store-cpu.ts compares the two).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -22,7 +23,7 @@ import { benchCertificate, benchTls } from './tls.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
-async function startRelay(): Promise<BenchServer> {
+async function startRelay(storeOff: boolean): Promise<BenchServer> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   const relay = createRelay({
     // The bucket is checked on every frame; it is only sized so that it never drops.
@@ -36,6 +37,7 @@ async function startRelay(): Promise<BenchServer> {
     secret: benchSecret,
     logger: createLogger('silent'),
     tls: benchTls ? await benchCertificate() : undefined,
+    ...(storeOff ? { store: null } : {}),
   });
   const ports = await relay.listen();
   return {
@@ -52,7 +54,7 @@ async function startRelay(): Promise<BenchServer> {
 const kind = process.argv[2] as ServerKind;
 const server =
   kind === 'relay'
-    ? await startRelay()
+    ? await startRelay(process.argv[3] === 'store-off')
     : kind === 'ws'
       ? await startBareWs()
       : await startSocketIo();
@@ -62,6 +64,11 @@ function cpuSeconds(): number {
   const stat = readFileSync('/proc/self/stat', 'latin1');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function cpuUsageSeconds(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
 }
 
 function send(report: ServerReport): void {
@@ -119,7 +126,12 @@ process.on('message', (request: Request) => {
         await stopProfile(request.name);
         return send({ kind: 'profiled' });
       case 'counters':
-        return send({ kind: 'counters', delivered: server.delivered(), cpuSeconds: cpuSeconds() });
+        return send({
+          kind: 'counters',
+          delivered: server.delivered(),
+          cpuSeconds: cpuSeconds(),
+          cpuUsageSeconds: cpuUsageSeconds(),
+        });
       case 'memory':
         gc?.();
         gc?.();

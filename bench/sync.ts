@@ -13,71 +13,18 @@
  *
  * Three rounds each, alternating; medians.
  */
-import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider';
 import { Server } from '@hocuspocus/server';
-import { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import { createRelayConnection } from '../client/relay-connection.ts';
-import { createYjsProvider } from '../client/yjs-provider.ts';
 import { registerProject, startTestHost, type TestHost } from '../test/helpers/host.ts';
-
-interface Bytes {
-  received: number;
-  sent: number;
-}
-
-/** `ws`'s WebSocket counting the bytes of every message it receives and sends. */
-function countingWebSocket(bytes: Bytes) {
-  return class CountingWebSocket extends WebSocket {
-    constructor(url: string | URL, protocols?: string | string[]) {
-      super(url, protocols);
-      this.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
-        bytes.received += Array.isArray(data)
-          ? data.reduce((sum, part) => sum + part.length, 0)
-          : data instanceof ArrayBuffer
-            ? data.byteLength
-            : data.length;
-      });
-    }
-    override send(data: unknown, ...rest: unknown[]): void {
-      bytes.sent +=
-        typeof data === 'string' ? Buffer.byteLength(data) : (data as Uint8Array).byteLength;
-      (super.send as (...args: unknown[]) => void)(data, ...rest);
-    }
-  };
-}
-
-/** A document of about 1 MiB made by 10,000 inserts at pseudo-random places. */
-function bigDocument(): Y.Doc {
-  const doc = new Y.Doc();
-  const text = doc.getText('text');
-  let seed = 7;
-  const random = () => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-    return seed / 2 ** 31;
-  };
-  for (let i = 0; i < 10_000; i += 1) {
-    text.insert(Math.floor(random() * text.length), `edit ${i} ${'lorem ipsum '.repeat(8)}\n`);
-  }
-  return doc;
-}
-
-async function until(check: () => boolean, what: string, deadlineMs = 120_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`${what} not reached`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] ?? 0;
-
-/** One editor (a doc on the wire) of either system. */
-interface Editor {
-  doc: Y.Doc;
-  bytes: Bytes;
-  close(): Promise<void>;
-}
+import {
+  bigDocument,
+  copyOf,
+  type Editor,
+  hocuspocusEditor,
+  median,
+  relayEditor,
+  until,
+} from './yjs-bench.ts';
 
 interface System {
   name: string;
@@ -93,28 +40,8 @@ async function relaySystem(): Promise<System> {
   let next = 0;
   return {
     name: 'sync-host relay',
-    async editor(doc, name) {
-      const device = devices[next++ % devices.length]!;
-      const bytes = { received: 0, sent: 0 };
-      const connection = createRelayConnection({
-        url: th.relayUrl,
-        room: roomId,
-        device: String(device.deviceId),
-        token: device.deviceToken,
-        WebSocket: countingWebSocket(bytes),
-      });
-      await connection.connect();
-      const provider = await createYjsProvider({ connection, doc, name });
-      await provider.whenSynced();
-      return {
-        doc,
-        bytes,
-        async close() {
-          provider.destroy();
-          await connection.close();
-        },
-      };
-    },
+    editor: (doc, name) =>
+      relayEditor(th.relayUrl, roomId, devices[next++ % devices.length]!, doc, name),
     close: () => th.close(),
   };
 }
@@ -125,36 +52,14 @@ async function hocuspocusSystem(): Promise<System> {
   const url = `ws://127.0.0.1:${server.address.port}`;
   return {
     name: 'Hocuspocus',
-    async editor(doc, name) {
-      const bytes = { received: 0, sent: 0 };
-      const websocketProvider = new HocuspocusProviderWebsocket({
-        url,
-        WebSocketPolyfill: countingWebSocket(bytes),
-      });
-      const provider = new HocuspocusProvider({ websocketProvider, name, document: doc });
-      provider.attach();
-      await new Promise<void>((resolve) => {
-        if (provider.isSynced) resolve();
-        else provider.on('synced', () => resolve());
-      });
-      await until(() => !provider.hasUnsyncedChanges, 'changes confirmed by the server');
-      return {
-        doc,
-        bytes,
-        async close() {
-          provider.destroy();
-          websocketProvider.destroy();
-        },
-      };
-    },
+    editor: (doc, name) => hocuspocusEditor(url, doc, name),
     close: () => server.destroy(),
   };
 }
 
 async function coldCatchUp(system: System, round: number, source: Y.Doc) {
   const name = `cold-${round}`;
-  const seed = new Y.Doc();
-  Y.applyUpdate(seed, Y.encodeStateAsUpdate(source));
+  const seed = copyOf(source);
   const holder = await system.editor(seed, name);
   const expected = seed.getText('text').toString();
   const started = performance.now();

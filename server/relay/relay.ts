@@ -100,9 +100,10 @@ export interface RelayOptions {
   tls?: TlsContextSource;
   /**
    * The document store. Default: with the in-process broker, store.db beside relay.db; with a
-   * broker given (a cluster), none (`append` and `catchup` are answered `store_unavailable`).
+   * broker given (a cluster) or `null` (the bench, to measure the relay without it), none
+   * (`append` and `catchup` are answered `store_unavailable`).
    */
-  store?: DocumentStore;
+  store?: DocumentStore | null;
   /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
   rooms?: RoomDirectory;
 }
@@ -192,7 +193,10 @@ export function createRelay(options: RelayOptions): Relay {
     });
   let store: DocumentStore | undefined;
   try {
-    store = options.store ?? (options.broker ? undefined : openLocalStore(config, now));
+    store =
+      options.store === null
+        ? undefined
+        : (options.store ?? (options.broker ? undefined : openLocalStore(config, now)));
   } catch (err: unknown) {
     void broker.close();
     throw err;

@@ -35,7 +35,8 @@ AND EXISTS (
   SELECT 1 FROM entries s
   WHERE s.document = e.document AND s.kc IS e.kc AND s.pos > e.pos AND e.pos <= s.covers
     AND ${usableSnapshot}
-    AND (s.at < ? OR (e.at / ? = s.at / ? AND s.at / ? < ?))
+    AND (s.at < ? OR (e.at / CAST(? AS INTEGER) = s.at / CAST(? AS INTEGER)
+      AND s.at / CAST(? AS INTEGER) < ?))
 )`;
 
 /**
@@ -48,7 +49,9 @@ export function planCompaction(
   history: { keepMs: number; stepMs: number },
 ): CompactionReport {
   const stepMs = Math.max(1, Math.floor(history.stepMs));
-  // In the order of the query's placeholders (the sql.js engine binds no named ones).
+  // In the order of the query's placeholders (the sql.js engine binds no named ones). The step
+  // length is cast in the query: better-sqlite3 binds every number as REAL, and a step number is
+  // an integer division (a REAL one would put two moments of one step in different steps).
   const windowStart = now - history.keepMs;
   const params = [windowStart, windowStart, stepMs, stepMs, stepMs, Math.floor(now / stepMs)];
   return db.transaction(() => {

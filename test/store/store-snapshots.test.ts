@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RelayClient } from '../helpers/relay-client.ts';
-import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
+import { createTestClock, type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { append, catchUp, entryText, testKey } from '../helpers/store-client.ts';
 
 /** Two keys of one project (two passphrases): entries filed under each check value. */
@@ -100,5 +100,22 @@ describe('snapshots in catch-up and compaction through the relay', () => {
     expect(await caughtUp(client, 0, { ...key.A })).toEqual(['snapA']);
     // Positions are never given twice.
     expect(await append(client, 'notes.md', 99, 'a6', { ...key.A })).toMatchObject({ pos: 6 });
+  });
+
+  it('drops entries stored at different moments of one history step', async () => {
+    // At the start of a step, so that the moments below all fall in it.
+    const stepMs = 10 * minuteMs;
+    harness = await startRelayHarness({
+      clock: createTestClock(Math.ceil(Date.now() / stepMs) * stepMs + 1_000),
+    });
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    for (const text of ['k1', 'k2', 'k3']) {
+      await appendAll(client, [text]);
+      harness.clock.advance(1_234);
+    }
+    await appendAll(client, ['snap'], { covers: 3 });
+    harness.clock.advance(11 * minuteMs);
+    await harness.relay.sweepStore();
+    expect(await caughtUp(client, 0, { snapshots: false })).toEqual(['snap']);
   });
 });
