@@ -33,6 +33,15 @@ export interface StoreSessionOptions {
   changed: () => void;
 }
 
+/**
+ * How long local edits wait to be appended together: one append (and one acknowledgement, one
+ * row on the host) per half second of typing instead of one per keystroke. What waits goes out
+ * at once on `flush()` (`stored()`), and what a session ends with reaches the host at the next
+ * connection (the diff after the catch-up); the other devices online get every edit at once
+ * through the relay as before.
+ */
+export const appendDelayMs = 500;
+
 /** What an append frame (of several, for a large message) stands for until acknowledged. */
 interface Sent {
   update: Uint8Array;
@@ -64,6 +73,9 @@ export class StoreSession {
   private brokenSnapshot = false;
   private snapshotDue = false;
   private stopped = false;
+  /** Local edits waiting to be appended together (see `appendDelayMs`). */
+  private waiting: Uint8Array[] = [];
+  private waitingTimer: ReturnType<typeof setTimeout> | undefined;
   /** Waiting for the appends made so far: resolved when they are acknowledged. */
   private waiters: { ref: number; resolve: () => void; reject: (error: Error) => void }[] = [];
   private readonly chunkBytes: number;
@@ -86,7 +98,7 @@ export class StoreSession {
 
   /** Caught up with the host and every append acknowledged. */
   get settled(): boolean {
-    return this.state === 'ready' && this.sent.size === 0;
+    return this.state === 'ready' && this.sent.size === 0 && this.waiting.length === 0;
   }
 
   /** Asks for what the host holds after the cursor's position. */
@@ -97,6 +109,9 @@ export class StoreSession {
   /** Stops for good (the provider is destroyed or the connection is gone). */
   stop(): void {
     this.stopped = true;
+    // What waited is not lost: the next connection's diff carries it.
+    clearTimeout(this.waitingTimer);
+    this.waiting = [];
     this.reassembler.clear();
     this.markEnded();
     const error = new SyncError('closed', 'the connection ended before the host stored every edit');
@@ -112,6 +127,7 @@ export class StoreSession {
     if (this.state === 'catching') {
       await Promise.race([this.ready, this.ended()]);
     }
+    this.appendWaiting();
     await this.outbound;
     if (this.stopped) throw new SyncError('closed', 'the connection ended');
     const last = this.nextRef - 1;
@@ -119,9 +135,23 @@ export class StoreSession {
     return new Promise((resolve, reject) => this.waiters.push({ ref: last, resolve, reject }));
   }
 
-  /** A local edit: appended at once when caught up, else with the diff after the catch-up. */
+  /**
+   * A local edit: appended with the others of the next `appendDelayMs` when caught up, else with
+   * the diff after the catch-up.
+   */
   local(update: Uint8Array): void {
-    if (this.state === 'ready') this.append(update, false);
+    if (this.state !== 'ready') return;
+    this.waiting.push(update);
+    this.waitingTimer ??= setTimeout(() => this.appendWaiting(), appendDelayMs);
+  }
+
+  /** Appends the local edits that wait, merged into one update. */
+  private appendWaiting(): void {
+    clearTimeout(this.waitingTimer);
+    this.waitingTimer = undefined;
+    if (this.waiting.length === 0 || this.state !== 'ready') return;
+    const updates = this.waiting.splice(0);
+    this.append(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates), false);
   }
 
   handle(frame: StoreFrame): void {

@@ -120,13 +120,31 @@ describe('the Yjs provider and the host’s document store', () => {
     expect(exposes(files, 'diary-name')).toBe(false);
   });
 
+  it('appends the edits of one moment together: 300 keystrokes in one turn are one entry', async () => {
+    const name = 'one-moment';
+    const writer = await open(0, { name });
+    const frames = storeFrames(writer.provider.connection);
+    const text = writer.provider.doc.getText('text');
+    for (let i = 0; i < 300; i += 1) text.insert(text.length, `${i % 10}`);
+    await writer.provider.flush();
+    expect(frames.filter((f) => f.type === 'appended')).toHaveLength(1);
+    await leave(writer.provider);
+    const reader = await open(3, { name });
+    expect(reader.textAtSync).toBe(text.toString());
+    await leave(reader.provider);
+  });
+
   it('writes snapshots after many edits, and a new device rebuilds the document from them', async () => {
     const name = 'many-edits';
     const writer = await open(0, { name });
     const connection = writer.provider.connection;
     const frames = storeFrames(connection);
     const text = writer.provider.doc.getText('text');
-    for (let i = 0; i < 260; i += 1) text.insert(text.length, `${i % 10}`);
+    // One append each (edits of one half second are appended together; flush sends them).
+    for (let i = 0; i < 260; i += 1) {
+      text.insert(text.length, `${i % 10}`);
+      await writer.provider.flush();
+    }
     await eventually(
       () =>
         frames.some((f) => f.type === 'appended') &&
