@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
+import type { BackoffOptions } from '../../client/backoff.ts';
 import { AuthServiceError, RelayError } from '../../client/errors.ts';
 import type { RelayConnection } from '../../client/relay-connection.ts';
 import { SyncClient } from '../../client/sync-client.ts';
@@ -27,6 +28,7 @@ async function editor(
   email: string,
   name: string,
   variant: 'device' | 'jwt' = 'device',
+  backoff: BackoffOptions = fastBackoff,
 ) {
   const signedIn = await signIn(host, email, name, variant);
   const tracked = trackedWebSocket();
@@ -37,7 +39,7 @@ async function editor(
       syncRelayUrl: host.relayUrl,
       syncDeviceToken: signedIn.deviceToken,
     },
-    { WebSocket: tracked.WebSocket, connection: { backoff: fastBackoff } },
+    { WebSocket: tracked.WebSocket, connection: { backoff } },
   );
   return { client, signedIn, sockets: tracked.sockets };
 }
@@ -107,7 +109,13 @@ describe('client library against a headless host', () => {
 
   it('reconnects a cut connection with the same device id and delivers every missed message once, in order', async () => {
     const laptop = await editor(host, 'carol@example.org', 'laptop');
-    const phone = await editor(host, 'carol@example.org', 'phone');
+    // The phone waits a whole second before it reconnects, so the sender surely sends while it
+    // is away (with the fast backoff it could be back before the sender's first message).
+    const phone = await editor(host, 'carol@example.org', 'phone', 'device', {
+      initialDelayMs: 1_000,
+      maxDelayMs: 1_000,
+      jitter: 0,
+    });
     const sender = track((await laptop.client.openProject('carol-ws', 'ws')).connection);
     const cut = track((await phone.client.openProject('carol-ws', 'ws')).connection);
     const received = inbox(cut);
