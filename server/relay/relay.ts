@@ -100,7 +100,8 @@ export interface RelayOptions {
   tls?: TlsContextSource;
   /**
    * The document store. Default: with the in-process broker, store.db beside relay.db; with a
-   * broker given (a cluster), none (`append` and `catchup` are answered `store_unavailable`).
+   * broker given (a cluster), none (`append` and `catchup` are answered `store_unavailable`):
+   * a cluster node is given the PostgreSQL store of `store.url` (`relay-switch.ts`).
    */
   store?: DocumentStore;
   /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
@@ -147,7 +148,7 @@ export interface Relay {
    * projects are removed and the store compacted. Resolves at once without a store.
    */
   sweepStore(): Promise<void>;
-  /** The document store; undefined when this relay keeps no documents (a cluster node). */
+  /** The document store; undefined when this relay keeps no documents (a cluster node without `store.url`). */
   readonly store: DocumentStore | undefined;
   /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
   readonly metrics: Readonly<RelayMetrics>;
