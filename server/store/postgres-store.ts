@@ -55,6 +55,9 @@ function toStoredEntry(row: EntryRow): StoredEntry {
 
 const entryColumns = sql.raw('e.id, e.pos, e.at, e.device, e.kc, e.covers, e.part, e.keep, e.data');
 
+/** Entries per read at most: a page of tiny entries does not scan the whole document. */
+const entriesPerRead = 500;
+
 interface Queued {
   entry: NewEntry;
   resolve: (outcome: AppendOutcome) => void;
@@ -166,6 +169,7 @@ export class PostgresDocumentStore implements DocumentStore {
           sum(octet_length(e.data)) OVER (ORDER BY e.pos) AS upto,
           row_number() OVER (ORDER BY e.pos) AS n
         FROM store_entries e WHERE e.document = d.id AND e.pos > ${after}
+        ORDER BY e.pos LIMIT ${entriesPerRead}
       ) w ON true
       WHERE d.room = ${room} AND d.doc = ${doc} AND (w.n IS NULL OR w.n = 1 OR w.upto <= ${maxBytes})
       ORDER BY w.pos`.execute(this.#db);

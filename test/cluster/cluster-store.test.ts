@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomId } from '../../server/tokens.ts';
 import { dbTargets } from '../helpers/databases.ts';
-import { natsSkipReason } from '../helpers/nats-server.ts';
+import { freePort, natsSkipReason } from '../helpers/nats-server.ts';
 import type { Frame } from '../helpers/relay-client.ts';
 import { append, b64, catchUp, entryText } from '../helpers/store-client.ts';
 import { eventually } from '../helpers/wait.ts';
 import { useCluster } from './fixture.ts';
-import { clusterSecret, deviceToken } from './processes.ts';
+import { ClusterProcesses, clusterSecret, deviceToken } from './processes.ts';
 
 /**
  * The cluster store: two relay nodes on one NATS share one PostgreSQL database (`store.url`), so
@@ -92,6 +92,34 @@ describe.skipIf(skip !== undefined)(
       // Positions are consecutive: nothing was given twice or skipped.
       expect([...stored.keys()]).toEqual(caught.entries.map((_, i) => i + 1));
       await desktop.close();
+    });
+
+    it('a node whose PostgreSQL cannot be reached starts, answers store_unavailable and keeps routing', async () => {
+      const processes = new ClusterProcesses();
+      try {
+        // Nothing listens on that port: the database is unreachable.
+        const url = `postgres://postgres:${password}@127.0.0.1:${await freePort()}/nowhere`;
+        const node = await processes.relayNode(cluster.nats.url, 'node-unreachable', {
+          'store.url': url,
+        });
+        const laptop = cluster.client(node);
+        const desktop = cluster.client(node);
+        await laptop.join(room, 1, deviceToken(userId, 1));
+        await desktop.join(room, 2, deviceToken(userId, 2));
+        expect(await append(laptop, 'notes.md', 1, 'lost')).toMatchObject({
+          type: 'error',
+          code: 'store_unavailable',
+          ref: 1,
+        });
+        laptop.send({ to: 2, payload: { still: 'routed' } });
+        expect(await desktop.message(15_000)).toMatchObject({ payload: { still: 'routed' } });
+        const output = [...node.process.stdout, ...node.process.stderr].join('\n');
+        expect(output).toContain('PostgreSQL cannot be used yet');
+        expect(output).toContain('127.0.0.1');
+        expect(output).not.toContain(password);
+      } finally {
+        await processes.dispose();
+      }
     });
 
     it('never logs the store password', async () => {
