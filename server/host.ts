@@ -129,8 +129,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
     now: options.now,
     devices: revocation.devices,
     tls: wsTls,
-    // Co-hosted, the document store forgets the rooms of deleted projects.
-    rooms: mode === 'headless' ? authDatabaseRooms(() => host.auth?.db) : undefined,
+    // The document store forgets the rooms of deleted projects: co-hosted it asks the auth
+    // database, a cluster node the auth processes over NATS.
+    rooms: mode === 'headless' ? authDatabaseRooms(() => host.auth?.db) : revocation.rooms,
   });
   const applyRevocation = (deviceId: number, revokedAt?: number) =>
     relay.revoke(deviceId, revokedAt);
@@ -198,6 +199,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
           publishDeviceRevocations(config.auth.clusterNats, {
             onDeviceRevoked: (listener) => auth.service.onDeviceRevoked(listener),
             relayDevice: (deviceId) => auth.service.relayDevice(deviceId),
+            rooms: authDatabaseRooms(() => auth.db),
             secret,
             access: natsAccessOf(config.auth),
             logger,

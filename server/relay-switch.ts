@@ -7,6 +7,7 @@ import type { Broker } from './relay/broker.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
 import type { DeviceDirectory } from './relay/stored-device-check.ts';
 import { bufferOpenError, relayListenError } from './start-errors.ts';
+import { openClusterStore } from './store/cluster-store.ts';
 import type { RoomDirectory } from './store/room-directory.ts';
 import type { TlsContextSource } from './tls/secure-port.ts';
 
@@ -42,6 +43,23 @@ function brokerFor(options: RelaySwitchOptions): Broker | undefined {
     logger,
     now,
   });
+}
+
+/**
+ * In a cluster, the document store all nodes share (`store.url`); else none given (the relay
+ * opens store.db beside relay.db).
+ */
+function storeFor(options: RelaySwitchOptions) {
+  const { config, logger, now } = options;
+  if (config.clusterNats.length === 0) {
+    if (config.storeUrl !== undefined) {
+      logger.warn(
+        'store.url is set but this relay is not a cluster node: it keeps its documents in store.db',
+      );
+    }
+    return undefined;
+  }
+  return openClusterStore(config, logger, now ?? Date.now);
 }
 
 /**
@@ -84,6 +102,7 @@ export class RelaySwitch {
         tls,
         rooms,
         broker: brokerFor(this.#options),
+        store: storeFor(this.#options),
       });
     } catch (err: unknown) {
       throw bufferOpenError(err, config);

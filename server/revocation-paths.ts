@@ -1,6 +1,7 @@
 import type { AuthService } from './auth/service.ts';
 import { createNatsDeviceDirectory } from './cluster/nats-device-lookups.ts';
 import { type NatsLink, openNatsLink } from './cluster/nats-link.ts';
+import { createNatsRoomDirectory } from './cluster/nats-room-lookups.ts';
 import { applyDeviceRevocations } from './cluster/revocation-wiring.ts';
 import type { Revocation } from './cluster/revocations.ts';
 import { ConfigError } from './config/conf-file.ts';
@@ -10,6 +11,7 @@ import type { Logger } from './log.ts';
 import { createAuthDirectory, type FeedTarget, followAuthFeed } from './relay/auth-feed.ts';
 import { openFeedCursor } from './relay/feed-cursor.ts';
 import type { DeviceDirectory } from './relay/stored-device-check.ts';
+import type { RoomDirectory } from './store/room-directory.ts';
 
 type Mode = 'headless' | 'auth' | 'relay';
 
@@ -56,6 +58,8 @@ export interface RevocationPathOptions {
 export interface RevocationPaths {
   /** Where joins are checked; undefined: signatures alone. */
   devices: DeviceDirectory | undefined;
+  /** A cluster node's: which rooms still have a project (asked over NATS); else undefined. */
+  rooms: RoomDirectory | undefined;
   /**
    * Starts following the revocation paths of the relay (`cluster.nats`, and for a relay of its
    * own process the `auth.url` feed with its cursor beside relay.db); returns their stop functions.
@@ -88,6 +92,12 @@ export function revocationPaths(options: RevocationPathOptions): RevocationPaths
   }
   return {
     devices,
+    // A cluster node (relay alone) asks the auth processes, over the same link, which rooms of
+    // its document store still have a project.
+    rooms:
+      mode === 'relay' && relay.clusterNats.length > 0
+        ? createNatsRoomDirectory(() => natsLink, common)
+        : undefined,
     follow(target) {
       const stops: Array<() => Promise<void>> = [];
       if (relay.clusterNats.length > 0) {

@@ -1,10 +1,9 @@
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { hmacHex, randomHex, safeEqual } from '../hashing.ts';
 import type { Logger } from '../log.ts';
 import type { DeviceDirectory, DeviceRecord } from '../relay/stored-device-check.ts';
 import { signRelayCredential, verifyRelayCredential } from '../tokens.ts';
-import type { NatsLink } from './nats-link.ts';
+import { answerRequests, type NatsLink } from './nats-link.ts';
 
 /**
  * The join check of cluster nodes over NATS: a relay node asks, every auth process with
@@ -92,8 +91,6 @@ export function answerDeviceChecks(
   options: DeviceCheckOptions,
 ): { stop(): void } {
   const { secret, logger } = options;
-  let subscription: Subscription | undefined;
-  let subscribed: NatsConnection | undefined;
   let refusing = false;
 
   async function answer(data: string, respond: (text: string) => void): Promise<void> {
@@ -130,22 +127,7 @@ export function answerDeviceChecks(
     respond(JSON.stringify({ ...outcome, mac: answerMac(secret, nonce, deviceId, outcome) }));
   }
 
-  // A reconnect keeps the connection object and its subscriptions: subscribe once per object.
-  link.onConnected((nc) => {
-    if (subscribed === nc) return;
-    subscribed = nc;
-    subscription = nc.subscribe(deviceCheckSubject, {
-      callback: (err, msg) => {
-        if (err !== null) return;
-        void answer(msg.string(), (text) => msg.respond(text));
-      },
-    });
-  });
-  return {
-    stop() {
-      subscription?.unsubscribe();
-    },
-  };
+  return answerRequests(link, deviceCheckSubject, answer);
 }
 
 /**

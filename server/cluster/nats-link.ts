@@ -1,4 +1,9 @@
-import { type ConnectionOptions, connect, type NatsConnection } from '@nats-io/transport-node';
+import {
+  type ConnectionOptions,
+  connect,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
 import { natsConnectOptions, warnIfAnonymous } from './nats-options.ts';
@@ -210,6 +215,35 @@ function connectLink(
       const nc = connection;
       connection = undefined;
       if (nc !== undefined && !nc.isClosed()) await nc.drain().catch(() => nc.close());
+    },
+  };
+}
+
+/**
+ * Answers the requests on `subject` on every connection of `link`: `answer` gets a request's text
+ * and a function to respond with (it may stay silent). Returns the stop function.
+ */
+export function answerRequests(
+  link: NatsLink,
+  subject: string,
+  answer: (data: string, respond: (text: string) => void) => Promise<void>,
+): { stop(): void } {
+  let subscription: Subscription | undefined;
+  let subscribed: NatsConnection | undefined;
+  // A reconnect keeps the connection object and its subscriptions: subscribe once per object.
+  link.onConnected((nc) => {
+    if (subscribed === nc) return;
+    subscribed = nc;
+    subscription = nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err !== null) return;
+        void answer(msg.string(), (text) => msg.respond(text));
+      },
+    });
+  });
+  return {
+    stop() {
+      subscription?.unsubscribe();
     },
   };
 }

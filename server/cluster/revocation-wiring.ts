@@ -1,8 +1,10 @@
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
 import type { DeviceRecord } from '../relay/stored-device-check.ts';
+import type { RoomDirectory } from '../store/room-directory.ts';
 import { answerDeviceChecks, type DeviceCheckOptions } from './nats-device-lookups.ts';
 import { type NatsLink, openNatsLink, replicasFor } from './nats-link.ts';
+import { answerRoomChecks } from './nats-room-lookups.ts';
 import { recordSealFor } from './record-seal.ts';
 import { createRevocationPublisher, followRevocations, type Revocation } from './revocations.ts';
 
@@ -16,11 +18,13 @@ export interface AuthOnNats extends DeviceCheckOptions {
   relayDevice: (deviceId: number) => Promise<DeviceRecord | undefined>;
   /** Credentials and CA for NATS (`CLUSTER_USER`...). */
   access?: NatsAccess;
+  /** Which rooms still have a project (the auth database), for the nodes' document store. */
+  rooms?: RoomDirectory;
 }
 
 /**
- * An auth process publishes every device deletion to NATS and answers the nodes' device checks;
- * returns the stop function.
+ * An auth process publishes every device deletion to NATS and answers the nodes' device checks
+ * and room checks; returns the stop function.
  */
 export function publishDeviceRevocations(
   urls: readonly string[],
@@ -34,8 +38,10 @@ export function publishDeviceRevocations(
     publisher.publish({ deviceId, revokedAt: Math.floor(now() / 1000) }),
   );
   const checks = answerDeviceChecks(link, auth.relayDevice, auth);
+  const roomChecks = auth.rooms && answerRoomChecks(link, auth.rooms, auth);
   return async () => {
     checks.stop();
+    roomChecks?.stop();
     await link.close();
   };
 }

@@ -39,6 +39,16 @@ interface RelayPaths {
 
 const mebibyte = 1024 * 1024;
 
+/** A postgres:// or postgresql:// URL naming a host. */
+function isPostgresUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return /^postgres(ql)?:$/.test(url.protocol) && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 /** The relay.conf schema: every key once, with its spelling, default and meaning. */
 function relaySchema(paths: RelayPaths) {
   const keys = z.object({
@@ -145,6 +155,21 @@ function relaySchema(paths: RelayPaths) {
     storeHistoryStepMinutes: relayKey(
       'store.historyStepMinutes',
       positiveInt('a number of minutes').default(10),
+    ),
+    /**
+     * The cluster's document store: a postgres:// URL (its password never logged) of the
+     * PostgreSQL database every relay node shares. Unset, a cluster node keeps no documents
+     * (`store_unavailable`); a single relay keeps them in store.db and ignores it.
+     */
+    storeUrl: relayKey(
+      'store.url',
+      z
+        .string()
+        .trim()
+        .refine(isPostgresUrl, {
+          error: 'must be a postgres:// URL (postgres://user:password@host:5432/database)',
+        })
+        .optional(),
     ),
     /**
      * Unsent bytes one receiver may have (queued by the relay and in its socket's write

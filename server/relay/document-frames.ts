@@ -10,7 +10,7 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * The relay's side of the document store (docs/store.md): `append` frames become entries, stored
  * and acknowledged with `appended` once durable; `catchup` frames are answered with `stored`
  * pages, each under `message.maxBytes`, and `caughtup`. Neither is routed nor buffered. A relay
- * without a store (a cluster node, for now) answers both with `store_unavailable`.
+ * without a store (a cluster node without `store.url`) answers both with `store_unavailable`.
  */
 export interface DocumentFrames {
   append(conn: Connection, frame: AppendFrame): void;

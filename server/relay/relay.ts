@@ -101,7 +101,8 @@ export interface RelayOptions {
   /**
    * The document store. Default: with the in-process broker, store.db beside relay.db; with a
    * broker given (a cluster) or `null` (the bench, to measure the relay without it), none
-   * (`append` and `catchup` are answered `store_unavailable`).
+   * (`append` and `catchup` are answered `store_unavailable`): a cluster node is given the
+   * PostgreSQL store of `store.url` (`relay-switch.ts`).
    */
   store?: DocumentStore | null;
   /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
@@ -148,7 +149,7 @@ export interface Relay {
    * projects are removed and the store compacted. Resolves at once without a store.
    */
   sweepStore(): Promise<void>;
-  /** The document store; undefined when this relay keeps no documents (a cluster node). */
+  /** The document store; undefined when this relay keeps no documents (a cluster node without `store.url`). */
   readonly store: DocumentStore | undefined;
   /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
   readonly metrics: Readonly<RelayMetrics>;

@@ -1,4 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import type { Piece } from '../../protocol/relay-frames.ts';
 import type { CompactionReport } from './document-store.ts';
 
 /**
@@ -14,61 +15,148 @@ import type { CompactionReport } from './document-store.ts';
  *   before it any more.
  *
  * An entry marked `keep` (the device's version just before a delete) stays for the whole window
- * whatever covers it. A snapshot covering positions at or beyond its own is ignored (it cannot stand for what comes
- * after it), and one sent in pieces counts only once every piece is stored. A snapshot never
- * drops an entry of another `kc`, so a device with another key (another passphrase, or none)
- * cannot make the host drop what the others wrote; the newest entry of a document is never
- * covered, so its last position stays.
+ * whatever covers it. A snapshot covering positions at or beyond its own is ignored (it cannot
+ * stand for what comes after it), and one sent in pieces counts only once every piece is stored.
+ * A snapshot never drops an entry of another `kc`, so a device with another key (another
+ * passphrase, or none) cannot make the host drop what the others wrote; the newest entry of a
+ * document is never covered, so its last position stays.
+ *
+ * The decision is made here, in one place, over the entries' metadata; each store reads the
+ * entries of its documents that hold a snapshot and deletes what `droppableEntries` names.
  */
 
-/** A snapshot that may stand for what it covers: whole, and covering only earlier positions. */
-const usableSnapshot = `s.covers IS NOT NULL AND s.covers < s.pos AND (s.part IS NULL OR (
-  SELECT count(*) FROM entries p WHERE p.document = s.document AND p.covers = s.covers
-    AND p.kc IS s.kc AND json_extract(p.part, '$.m') = json_extract(s.part, '$.m')
-) = json_extract(s.part, '$.n'))`;
+/** What compaction needs to know of one stored entry (never its data). */
+export interface CompactionCandidate {
+  /** The store's row id. */
+  id: number;
+  pos: number;
+  /** When it was stored, ms. */
+  at: number;
+  kc?: string | undefined;
+  covers?: number | undefined;
+  part?: Piece | undefined;
+  keep?: boolean | undefined;
+}
 
-const droppable = `
-SELECT e.id, e.document, e.bytes FROM entries e
-WHERE e.document IN (SELECT DISTINCT document FROM entries WHERE covers IS NOT NULL)
-AND NOT (e.keep = 1 AND e.at >= ?)
-AND EXISTS (
-  SELECT 1 FROM entries s
-  WHERE s.document = e.document AND s.kc IS e.kc AND s.pos > e.pos AND e.pos <= s.covers
-    AND ${usableSnapshot}
-    AND (s.at < ? OR (e.at / CAST(? AS INTEGER) = s.at / CAST(? AS INTEGER)
-      AND s.at / CAST(? AS INTEGER) < ?))
-)`;
+/** The history rules, in ms: the window (`store.historyDays`) and its step. */
+export interface HistoryRules {
+  keepMs: number;
+  stepMs: number;
+}
+
+/** The snapshots of one document that may stand for what they cover: whole, covering earlier positions. */
+function usableSnapshots(entries: readonly CompactionCandidate[]): CompactionCandidate[] {
+  const pieces = new Map<string, number>();
+  const pieceKey = (e: CompactionCandidate) => `${e.kc ?? ''}\u0000${e.covers}\u0000${e.part?.m}`;
+  for (const e of entries) {
+    if (e.covers === undefined || e.part === undefined) continue;
+    pieces.set(pieceKey(e), (pieces.get(pieceKey(e)) ?? 0) + 1);
+  }
+  return entries.filter(
+    (s) =>
+      s.covers !== undefined &&
+      s.covers < s.pos &&
+      (s.part === undefined || pieces.get(pieceKey(s)) === s.part.n),
+  );
+}
 
 /**
- * Drops, in one transaction, every entry the history no longer needs (see above); updates the
- * documents' byte counts. `now` in ms; `keepMs` the history window, `stepMs` its step.
+ * The ids of the entries of ONE document (all of its entries, any order) that the history no
+ * longer needs at `now` (ms), by the rules above.
+ */
+export function droppableEntries(
+  entries: readonly CompactionCandidate[],
+  now: number,
+  history: HistoryRules,
+): number[] {
+  const snapshots = usableSnapshots(entries);
+  if (snapshots.length === 0) return [];
+  const stepMs = Math.max(1, Math.floor(history.stepMs));
+  const stepOf = (at: number) => Math.floor(at / stepMs);
+  const windowStart = now - history.keepMs;
+  const currentStep = stepOf(now);
+  const standsFor = (s: CompactionCandidate, e: CompactionCandidate) =>
+    (s.kc ?? null) === (e.kc ?? null) &&
+    s.pos > e.pos &&
+    e.pos <= (s.covers as number) &&
+    (s.at < windowStart || (stepOf(e.at) === stepOf(s.at) && stepOf(s.at) < currentStep));
+  return entries
+    .filter((e) => !(e.keep === true && e.at >= windowStart))
+    .filter((e) => snapshots.some((s) => standsFor(s, e)))
+    .map((e) => e.id);
+}
+
+interface CandidateRow {
+  id: number;
+  document: number;
+  pos: number;
+  at: number;
+  kc: string | null;
+  covers: number | null;
+  part: string | null;
+  keep: number;
+  bytes: number;
+}
+
+const candidatesSql = `
+SELECT id, document, pos, at, kc, covers, part, keep, bytes FROM entries
+WHERE document IN (SELECT DISTINCT document FROM entries WHERE covers IS NOT NULL)
+ORDER BY document, pos`;
+
+/** Groups rows by their `document` (rows come ordered by document). */
+export function byDocument<R extends { document: number }>(rows: readonly R[]): R[][] {
+  const groups: R[][] = [];
+  let current: R[] = [];
+  for (const row of rows) {
+    if (current.length > 0 && (current[0] as R).document !== row.document) {
+      groups.push(current);
+      current = [];
+    }
+    current.push(row);
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
+
+/**
+ * store.db's compaction: drops, in one transaction, every entry the history no longer needs (see
+ * above) and updates the documents' byte counts. `now` in ms.
  */
 export function planCompaction(
   db: BetterSqlite3.Database,
   now: number,
-  history: { keepMs: number; stepMs: number },
+  history: HistoryRules,
 ): CompactionReport {
-  const stepMs = Math.max(1, Math.floor(history.stepMs));
-  // In the order of the query's placeholders (the sql.js engine binds no named ones). The step
-  // length is cast in the query: better-sqlite3 binds every number as REAL, and a step number is
-  // an integer division (a REAL one would put two moments of one step in different steps).
-  const windowStart = now - history.keepMs;
-  const params = [windowStart, windowStart, stepMs, stepMs, stepMs, Math.floor(now / stepMs)];
   return db.transaction(() => {
-    const rows = db
-      .prepare<number[], { id: number; document: number; bytes: number }>(droppable)
-      .all(...params);
-    if (rows.length === 0) return { dropped: 0, bytes: 0 };
+    const rows = db.prepare<[], CandidateRow>(candidatesSql).all();
     const deleteEntry = db.prepare('DELETE FROM entries WHERE id = ?');
-    const freed = new Map<number, number>();
-    let bytes = 0;
-    for (const row of rows) {
-      deleteEntry.run(row.id);
-      freed.set(row.document, (freed.get(row.document) ?? 0) + row.bytes);
-      bytes += row.bytes;
-    }
     const lessBytes = db.prepare('UPDATE documents SET bytes = bytes - ? WHERE id = ?');
-    for (const [document, documentBytes] of freed) lessBytes.run(documentBytes, document);
-    return { dropped: rows.length, bytes };
+    const report: CompactionReport = { dropped: 0, bytes: 0 };
+    for (const document of byDocument(rows)) {
+      const dropped = new Set(droppableEntries(document.map(candidateOfRow), now, history));
+      if (dropped.size === 0) continue;
+      let documentBytes = 0;
+      for (const row of document) {
+        if (!dropped.has(row.id)) continue;
+        deleteEntry.run(row.id);
+        documentBytes += row.bytes;
+      }
+      lessBytes.run(documentBytes, (document[0] as CandidateRow).document);
+      report.dropped += dropped.size;
+      report.bytes += documentBytes;
+    }
+    return report;
   })();
+}
+
+function candidateOfRow(row: CandidateRow): CompactionCandidate {
+  return {
+    id: row.id,
+    pos: row.pos,
+    at: row.at,
+    kc: row.kc ?? undefined,
+    covers: row.covers ?? undefined,
+    part: row.part === null ? undefined : (JSON.parse(row.part) as Piece),
+    keep: row.keep === 1,
+  };
 }

@@ -10,7 +10,7 @@ const userId = 9;
 const room = createRoomId(userId, clusterSecret);
 
 describe.skipIf(skip !== undefined)(
-  `the document store on a cluster node${skip ? ` (skipped: ${skip})` : ''}`,
+  `the document store on a cluster node without store.url${skip ? ` (skipped: ${skip})` : ''}`,
   () => {
     const cluster = useCluster(1, {});
 
@@ -32,6 +32,12 @@ describe.skipIf(skip !== undefined)(
       laptop.send({ to: 2, payload: { y: 1 } });
       expect(await desktop.message(15_000)).toMatchObject({ from: 1, payload: { y: 1 } });
       expect(laptop.frames.some((f) => f.type === 'appended' || f.type === 'caughtup')).toBe(false);
+    });
+
+    it('says at start that it keeps no documents', () => {
+      const [node] = cluster.nodes;
+      const output = [...(node?.process.stdout ?? []), ...(node?.process.stderr ?? [])];
+      expect(output.join('\n')).toContain('cluster node without store.url');
     });
   },
 );

@@ -245,6 +245,17 @@ describe('relay.conf and loading', () => {
     );
   });
 
+  it('reads store.url (STORE_URL) of relay.conf, and names a URL that is not postgres:// without echoing it', () => {
+    const d = dir();
+    writeFileSync(join(d, 'relay.conf'), 'STORE_URL = postgres://sync:pw@10.0.0.9:5432/store\n');
+    expect(loadConfig(d, {}).relay.storeUrl).toBe('postgres://sync:pw@10.0.0.9:5432/store');
+    expect(loadConfig(dir(), {}).relay.storeUrl).toBeUndefined();
+    writeFileSync(join(d, 'relay.conf'), 'store.url=mysql://sync:hidden-pw@10.0.0.9/store\n');
+    const problem = problemOf(() => loadConfig(d, {}));
+    expect(problem).toMatch(/^relay\.conf:1: store\.url: must be a postgres:\/\/ URL/);
+    expect(problem).not.toContain('hidden-pw');
+  });
+
   it('reads the memory and connection bounds of relay.conf, and refuses bounds that cannot hold a message', () => {
     const defaults = loadConfig(dir(), {}).relay;
     expect(defaults).toMatchObject({

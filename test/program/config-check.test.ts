@@ -136,6 +136,7 @@ describe('sync-host config check', () => {
       authSecret: 'auth-secret-Pf77wwe-0123456789abcdef0123456789abcdef',
       relaySecret: 'relay-secret-Ab19ppo-0123456789abcdef0123456789abcdef',
       urlPassword: 'url-pass-Ke55ttu',
+      storePassword: 'store-pass-Wu63rrb',
     };
     const dir = configDir(
       [
@@ -147,7 +148,7 @@ describe('sync-host config check', () => {
         'SMTP_HOST=mail.example.org',
         `smtp.password=${secrets.smtpPass}`,
       ].join('\n'),
-      `auth.secret=${secrets.relaySecret}\n`,
+      `auth.secret=${secrets.relaySecret}\nstore.url=postgres://sync:${secrets.storePassword}@10.0.0.9/store\n`,
     );
     const env = { AUTH_SECRET: secrets.authSecret };
     for (const args of [[], ['--json']]) {
@@ -178,6 +179,7 @@ describe('sync-host config check', () => {
     expect(entry(config, 'auth', 'AUTH_BASE_URL').value).toBe(
       'https://admin:****@sync.example.org',
     );
+    expect(entry(config, 'relay', 'store.url').value).toBe('postgres://sync:****@10.0.0.9/store');
     expect(config.warnings).toContain(
       'relay.conf auth.secret differs from the auth service secret: devices will fail to authenticate with the relay',
     );

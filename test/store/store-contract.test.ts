@@ -5,12 +5,15 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chooseSqliteEngine } from '../../server/db/sqlite-engine.ts';
 import { createLogger } from '../../server/log.ts';
 import type { DocumentStore, NewEntry, StoreBounds } from '../../server/store/document-store.ts';
+import { openPostgresStore } from '../../server/store/postgres-store.ts';
 import { openSqliteStore } from '../../server/store/sqlite-store.ts';
+import { dbTargets } from '../helpers/databases.ts';
 
 /**
  * One suite of what the relay may count on from a document store, run against every store: the
  * single-node one in SQLite, on both SQLite engines (better-sqlite3, and sql.js as when the
- * addon cannot load). A cluster store joins the list when it exists.
+ * addon cannot load), and the cluster one in PostgreSQL (a fresh database per test, dropped
+ * after; skipped with the reason when PostgreSQL cannot be reached).
  */
 
 const minuteMs = 60_000;
@@ -60,10 +63,54 @@ function sqliteFactory(): StoreFactory {
   };
 }
 
+const postgres = (await dbTargets()).find((target) => target.name === 'postgres');
+
+/** The cluster store on a fresh PostgreSQL database; reopening connects to the same one. */
+function postgresFactory(): StoreFactory {
+  let store: DocumentStore | undefined;
+  let database: Awaited<ReturnType<NonNullable<typeof postgres>['create']>> | undefined;
+  const open = async (settings: StoreSettings) => {
+    const config = database?.config;
+    if (config?.driver !== 'postgres') throw new Error('no PostgreSQL database');
+    const opened = openPostgresStore({
+      url: `postgres://${config.user}@${config.host}:${config.port}/${config.database}`,
+      bounds: settings.bounds ?? roomyBounds,
+      history,
+      logger: createLogger('silent'),
+      now: settings.now,
+    });
+    store = opened;
+    await opened.ready();
+    return opened;
+  };
+  return {
+    async make(settings) {
+      database = await postgres?.create('');
+      return open(settings);
+    },
+    async reopen(settings) {
+      await store?.close();
+      return open(settings);
+    },
+    async dispose() {
+      await store?.close();
+      store = undefined;
+      await database?.drop();
+    },
+  };
+}
+
 const implementations: Array<[string, () => StoreFactory, () => Promise<void>]> = [
   ['SQLite (better-sqlite3)', sqliteFactory, () => chooseEngine('native')],
   ['SQLite (sql.js)', sqliteFactory, () => chooseEngine('wasm')],
 ];
+if (postgres?.skip === undefined) {
+  implementations.push(['PostgreSQL (cluster)', postgresFactory, async () => {}]);
+} else {
+  describe.skip(`document store contract: PostgreSQL (skipped: ${postgres.skip})`, () => {
+    it('passes the contract', () => {});
+  });
+}
 
 async function chooseEngine(engine: 'native' | 'wasm'): Promise<void> {
   await chooseSqliteEngine(engine, createLogger('silent'));
