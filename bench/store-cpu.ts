@@ -5,7 +5,7 @@
  * `append` and `catchup` with `store_unavailable`, so the providers stop appending); in each,
  * 20 rooms of 3 devices with the Yjs provider on one document, and one typist per room typing
  * a character every 10 ms (2,000 keystrokes/s, 4,000 delivered messages/s). With the store on,
- * the typists' edits of each half second are one append (the provider merges them), and every 200 entries a snapshot. Windows of 4 s alternate
+ * the typists' edits of each 0.3 s are one append (the provider merges them), and every 200 entries a snapshot. Windows of 4 s alternate
  * between the two relays; a window ends once every keystroke reached the other two devices and
  * the typists' appends were acknowledged. Server CPU from `process.cpuUsage()` inside the relay
  * process, divided by the messages it delivered in the window; the first window of each is a

@@ -35,12 +35,12 @@ export interface StoreSessionOptions {
 
 /**
  * How long local edits wait to be appended together: one append (and one acknowledgement, one
- * row on the host) per half second of typing instead of one per keystroke. What waits goes out
+ * row on the host) per 0.3 s of typing instead of one per keystroke. What waits goes out
  * at once on `flush()` (`stored()`), and what a session ends with reaches the host at the next
  * connection (the diff after the catch-up); the other devices online get every edit at once
  * through the relay as before.
  */
-export const appendDelayMs = 500;
+export const appendDelayMs = 300;
 
 /** What an append frame (of several, for a large message) stands for until acknowledged. */
 interface Sent {

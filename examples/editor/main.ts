@@ -58,6 +58,13 @@ async function start(): Promise<YjsProvider> {
   provider.on('synced', show);
   provider.on('peers', show);
   provider.on('error', (error) => setStatus(`problem: ${error.message}`));
+  // The provider appends the edits of each 0.3 s together; when the page is hidden or
+  // left, what waits goes to the host at once (the page may not come back to send it).
+  const sendWaiting = () => void provider.flush().catch(() => undefined);
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'hidden') sendWaiting();
+  });
+  window.addEventListener('pagehide', sendWaiting);
   await connection.connect();
   show();
   return provider;

@@ -140,7 +140,7 @@ describe('the Yjs provider and the host’s document store', () => {
     const connection = writer.provider.connection;
     const frames = storeFrames(connection);
     const text = writer.provider.doc.getText('text');
-    // One append each (edits of one half second are appended together; flush sends them).
+    // One append each (edits of 0.3 s are appended together; flush sends them).
     for (let i = 0; i < 260; i += 1) {
       text.insert(text.length, `${i % 10}`);
       await writer.provider.flush();
