@@ -221,13 +221,22 @@ export class Room implements RoomListener, JoinedRoom {
   }
 
   deliver(frame: Buffer, to: string | undefined, position: number): void {
-    const receivers = to === undefined ? [...this.members.values()] : [this.members.get(to)];
-    for (const receiver of receivers) {
-      if (receiver === undefined) continue;
-      // A closing receiver cannot take it: it departs now, with this frame as its first unsent
-      // one, so the broker keeps it (the stream position says from where) instead of skipping it.
+    // A closing receiver cannot take it: it departs now, with this frame as its first unsent
+    // one, so the broker keeps it (the stream position says from where) instead of skipping it.
+    if (to !== undefined) {
+      const receiver = this.members.get(to);
+      if (receiver === undefined) return;
       if (isClosing(receiver)) this.drop(receiver, [{ frame, position }]);
       else receiver.queue.send(frame, position);
+      return;
+    }
+    let closing: Connection[] | undefined;
+    for (const member of this.members.values()) {
+      if (isClosing(member)) (closing ??= []).push(member);
+      else member.queue.send(frame, position);
+    }
+    if (closing !== undefined) {
+      for (const member of closing) this.drop(member, [{ frame, position }]);
     }
   }
 

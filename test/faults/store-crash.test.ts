@@ -1,37 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
+import { describe, expect, it } from 'vitest';
+import { createRoomId } from '../../server/tokens.ts';
 import { writeLoopbackRelayConf } from '../helpers/configs.ts';
-import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
-import { RelayClient } from '../helpers/relay-client.ts';
+import { startHostProcess } from '../helpers/host-process.ts';
 import { catchUp, entryText } from '../helpers/store-client.ts';
 import { eventually } from '../helpers/wait.ts';
+import { useCrashFixture } from './crash-fixture.ts';
 
 const secret = 'store-crash-test-secret-0123456789abcdef';
-const token = (userId: number, deviceId: number) =>
-  signDeviceToken(
-    { userId, deviceId, issuedAt: Math.floor(Date.now() / 1000) },
-    secret,
-    'hmac-sha256',
-  );
-
-const dirs: string[] = [];
-const processes: HostProcess[] = [];
-const clients: RelayClient[] = [];
-afterAll(async () => {
-  for (const c of clients) c.terminate();
-  await Promise.all(processes.map((p) => p.stop('SIGKILL').catch(() => null)));
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-const connect = (url: string) => {
-  const c = new RelayClient(url);
-  clients.push(c);
-  return c;
-};
+const { dirs, processes, token, connect } = useCrashFixture(secret);
 
 describe('relay killed with -9 during appends to the document store', () => {
   it('keeps every acknowledged entry, in order, and the file passes integrity_check', async () => {
