@@ -232,8 +232,12 @@ export class Room implements RoomListener, JoinedRoom {
     }
     let closing: Connection[] | undefined;
     for (const member of this.members.values()) {
-      if (isClosing(member)) (closing ??= []).push(member);
-      else member.queue.send(frame, position);
+      if (isClosing(member)) {
+        closing ??= [];
+        closing.push(member);
+      } else {
+        member.queue.send(frame, position);
+      }
     }
     if (closing !== undefined) {
       for (const member of closing) this.drop(member, [{ frame, position }]);
