@@ -45,7 +45,10 @@ function filesCell(kept: AdminStorageProject): Node {
   const bytes = kept.folders.reduce((sum, folder) => sum + folder.bytes, 0);
   const names = kept.folders.flatMap((folder) => folder.names ?? []);
   const encrypted = kept.folders.some((folder) => folder.encrypted);
-  const newest = kept.folders.map((f) => f.reportedAt).sort().at(-1);
+  const newest = kept.folders
+    .map((f) => f.reportedAt)
+    .sort()
+    .at(-1);
   return h(
     'div',
     { class: 'files', 'data-files': files, 'data-file-bytes': bytes },
