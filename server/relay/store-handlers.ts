@@ -54,7 +54,13 @@ export function openStoreHandlers(
     maxQueuedBytes: config.maxQueuedBytes,
     now,
   });
-  const chunks = createChunkFrames({ store: store?.chunks, metrics, logger, now });
+  const chunks = createChunkFrames({
+    store: store?.chunks,
+    metrics,
+    logger,
+    now,
+    maxQueuedBytes: config.maxQueuedBytes,
+  });
   const sweep = store
     ? createStoreSweep({ store, rooms: options.rooms, logger, now })
     : () => Promise.resolve();
