@@ -113,6 +113,11 @@ describe('a Yjs provider receiving hostile messages', () => {
     // may write anything); the doc is still whole and readable
     expect(victim.doc.getText('text').toString()).toContain('after: before the attack');
     expect(watched.errors.length).toBeGreaterThan(0);
+    // it came to the victim alone: a device that syncs with it gets it, and the victim's edits
+    victim.doc.getText('text').insert(0, '[victim] ');
+    const late = await room.provider(2, { name: 'mutated' });
+    const text = await converged([victim, late]);
+    expect(text.startsWith('[victim] ') && text.includes('after: before the attack')).toBe(true);
     for (const error of watched.errors) {
       expect(error.code).toBe('invalid_payload');
       expect(error.message).toContain(`device ${id(1)}`);
