@@ -70,7 +70,9 @@ describe('a relay with auth.url whose clock is wrong by more than 300 s', () => 
       expect((await goes.waitClosed(5_000)).code).toBe(4003);
 
       const said = lines.filter((line) => line.includes('clock is'));
-      expect(said.join('\n')).toMatch(new RegExp(`clock is (39\\d|40\\d) s ${word} the auth service`));
+      expect(said.join('\n')).toMatch(
+        new RegExp(`clock is (39\\d|40\\d) s ${word} the auth service`),
+      );
       expect(lines.filter((line) => line.includes('auth.secret differs'))).toEqual([]);
     });
   }
