@@ -133,6 +133,44 @@ describe('folder sync: a kill between the record and the files, a folder that di
     await two.stop();
   }, 40_000);
 
+  it('keeps files named __proto__ and constructor once each across a kill in the middle of a batch', async () => {
+    const { one, two, trap } = await pair();
+    for (const name of ['__proto__', 'constructor', 'notes/__proto__']) {
+      mkdirSync(join(one.dir, 'notes'), { recursive: true });
+      writeFileSync(join(one.dir, name), `${name}\n`);
+    }
+    one.scan();
+    await settled(one, two);
+
+    trap.armed = true;
+    writeFileSync(join(one.dir, '__proto__'), '__proto__\nedited\n');
+    one.scan();
+    await eventually(() => trap.fired, 'the kill of device two');
+    await two.kill();
+    await two.start();
+    await settled(one, two);
+    const expected = [
+      ['__proto__', '__proto__\nedited\n'],
+      ['constructor', 'constructor\n'],
+      ['notes/__proto__', 'notes/__proto__\n'],
+    ];
+    for (const device of [one, two]) {
+      const read = expected.map(([name]) => [name, readFileSync(join(device.dir, name!), 'utf8')]);
+      expect(read).toEqual(expected);
+      expect(readdirSync(device.dir, { recursive: true }).sort()).toEqual([
+        '.sync-host-folder',
+        '__proto__',
+        'constructor',
+        'notes',
+        'notes/__proto__',
+      ]);
+    }
+    // The state log read back at the start knew every file: nothing was sent as new or edited.
+    expect(two.lines.filter((line) => line.startsWith('sent'))).toEqual([]);
+    await one.stop();
+    await two.stop();
+  }, 40_000);
+
   it('takes a folder that was unmounted or removed for gone, not for every file deleted', async () => {
     const { one, two } = await pair();
     writeFileSync(join(one.dir, 'keep.md'), 'keep me\n');
