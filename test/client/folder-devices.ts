@@ -133,7 +133,8 @@ export class FolderDevice {
  * undefined when a file vanished while reading (the sync is still writing).
  */
 export function textFiles(dir: string): Record<string, string> | undefined {
-  const files: Record<string, string> = {};
+  // Pairs, not an object's keys: a file named __proto__ is listed like any other.
+  const files: [string, string][] = [];
   let entries: import('node:fs').Dirent[];
   try {
     entries = readdirSync(dir, { recursive: true, withFileTypes: true });
@@ -145,10 +146,10 @@ export function textFiles(dir: string): Record<string, string> | undefined {
     const path = relative(dir, join(entry.parentPath, entry.name));
     if (path.split('/').some((part) => part.startsWith('.'))) continue;
     try {
-      files[path] = readFileSync(join(dir, path), 'utf8');
+      files.push([path, readFileSync(join(dir, path), 'utf8')]);
     } catch {
       return undefined;
     }
   }
-  return Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return Object.fromEntries(files.sort(([a], [b]) => (a < b ? -1 : 1)));
 }

@@ -27,7 +27,17 @@ import { FolderDevice, textFiles } from './folder-devices.ts';
  * overwrite, an edit, a delete, a rename over it). Each written line is a unique token.
  */
 
-const names = ['a.md', 'b.md', 'notes/c.md', 'notes/d.txt', 'a.md/x.md', 'notes', 'e.md'];
+/** The names the steps use: a file and a folder of one name, a name that is Object's prototype. */
+const names = [
+  'a.md',
+  'b.md',
+  'notes/c.md',
+  'notes/d.txt',
+  'a.md/x.md',
+  'notes',
+  'e.md',
+  '__proto__',
+];
 const runs = Number(process.env.FOLDER_MODEL_RUNS ?? 60);
 
 type Op =
