@@ -339,7 +339,10 @@ describe('folder sync: model-based run over the real host', () => {
   }, 60_000);
 
   it('keeps every folder identical and every written line somewhere, whatever the order', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 80 }), run), {
+    // Lengths spread over the whole range (fast-check's default size keeps most near 10-20):
+    // 60 runs are about 2,500 steps.
+    const steps = fc.array(op, { minLength: 10, maxLength: 80, size: 'max' });
+    await fc.assert(fc.asyncProperty(steps, run), {
       numRuns: runs,
       seed:
         process.env.FOLDER_MODEL_SEED === undefined
