@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { chunkGetSchema, chunkHaveSchema, chunkPutSchema } from '../../protocol/chunk-frames.ts';
 import {
+  chunkGetSchema,
+  chunkHaveSchema,
+  chunkPutSchema,
   isJsonObject,
   type JoinedFrame,
   joinSchema,
