@@ -205,7 +205,7 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     /** The document and append an error of the store is about. */
     doc: z.string().optional(),
     ref: z.number().optional(),
-    /** The chunk an error of a chunk frame is about. */
+    /** The chunk a chunk frame's error is about. */
     id: z.string().optional(),
   });
   /** The entry sent with this `ref` is durable at position `pos`. */
