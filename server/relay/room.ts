@@ -3,7 +3,6 @@ import {
   type DeviceId,
   deviceKey,
   type HostFrame,
-  type JoinedFrame,
   type JoinFrame,
   type PresenceFrame,
   type RouteTarget,
@@ -13,6 +12,7 @@ import type { Admission, Broker, DepartureReason, RoomLine, RoomListener } from 
 import type { Connection, JoinedRoom } from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
+import { type PendingJoin, sendAdmission } from './room-admission.ts';
 import { MemberRecords } from './room-members.ts';
 import { composeParsedFrame, spliceRoutedFrame } from './routed-bytes.ts';
 import type { UnsentFrame } from './send-queue.ts';
@@ -24,12 +24,6 @@ export interface RoomContext {
   logger: Logger;
   /** `room.maxDevices`: devices present at once. */
   maxDevices: number;
-}
-
-/** A join handed to the line: its connection, and the older connection's unsent frames. */
-interface PendingJoin {
-  conn: Connection;
-  carried: UnsentFrame[];
 }
 
 /** Where a routed frame goes: a connection here, a device key for the broker, or everyone else. */
@@ -287,32 +281,14 @@ export class Room implements RoomListener, JoinedRoom {
   // ---- inside ----
 
   /** The line registered the join: `joined`, then what was kept for the device. */
-  #admit({ conn, carried }: PendingJoin, { frames, gap }: Admission): void {
-    const key = conn.deviceKey;
+  #admit(pending: PendingJoin, admission: Admission): void {
+    const { conn } = pending;
     // in the older connection's place, if any: same position, same role
-    this.members.set(key, conn);
+    this.members.set(conn.deviceKey, conn);
     this.#findHost();
-    const hostKey = this.#records.hostKey ?? key;
-    const joined: JoinedFrame = {
-      type: 'joined',
-      room: this.id,
-      device: conn.deviceId,
-      role: hostKey === key ? 'host' : 'member',
-      host: this.#records.idOf(hostKey) ?? conn.deviceId,
-      devices: this.#records.devices(),
-      buffered: carried.length + frames.length,
-      gap,
-    };
-    conn.queue.send(Buffer.from(JSON.stringify(joined)));
-    const replay = frames.map((text) => Buffer.from(text));
-    // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
-    for (const { frame } of carried) conn.queue.allowReplay(frame.length);
-    for (const frame of replay) conn.queue.allowReplay(frame.length);
-    // the older connection's frames first, with their positions in the room's stream
-    for (const { frame, position } of carried) conn.queue.send(frame, position);
-    for (const frame of replay) conn.queue.send(frame);
+    const joined = sendAdmission(this.id, this.#records, pending, admission);
     this.#context.logger.debug(
-      { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
+      { room: this.id, device: conn.deviceKey, role: joined.role, buffered: joined.buffered },
       'joined',
     );
   }
@@ -398,7 +374,8 @@ export class Room implements RoomListener, JoinedRoom {
     }
     metrics.messagesRouted++;
     if (target !== everyone) {
-      this.#deliver(target, frame);
+      // a receiver that stopped reading queues it, within the bounds of send-queue.ts
+      target.queue.send(frame);
       metrics.messagesDelivered++;
       return;
     }
@@ -410,18 +387,10 @@ export class Room implements RoomListener, JoinedRoom {
         closing.push(member);
         continue;
       }
-      this.#deliver(member, frame);
+      member.queue.send(frame);
       metrics.messagesDelivered++;
     }
     if (closing !== undefined) for (const member of closing) this.drop(member);
     this.#line.broadcast(frame);
-  }
-
-  /**
-   * Sends to a connection here; one that stopped reading queues it, within the bounds of
-   * `send-queue.ts` (past them it is closed with 1013 and kept for).
-   */
-  #deliver(receiver: Connection, data: Buffer): void {
-    receiver.queue.send(data);
   }
 }
