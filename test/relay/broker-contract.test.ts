@@ -179,6 +179,23 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       );
     });
 
+    it('tells a room that opens the line who is present and who is host, without asking', async () => {
+      await start();
+      const id = freshRoom();
+      const first = recorder();
+      const line = broker.open(id, first);
+      await joinAs(line, first, 1);
+      await joinAs(line, first, 'two');
+      await eventually(() => first.members.size === 2, 'both devices present');
+      await eventually(() => first.members.hostKey === '1', 'the first device is host');
+      line.release();
+      const again = recorder();
+      broker.open(id, again);
+      expect(again.members.devices()).toEqual([1, 'two']);
+      expect(again.members.hostKey).toBe('1');
+      expect(again.heard.filter((h) => h.event !== 'joined')).toEqual([]);
+    });
+
     it('a departure is heard, and the longest present becomes host', async () => {
       await start();
       const listener = recorder();
