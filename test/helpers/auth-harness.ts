@@ -50,6 +50,19 @@ export interface HarnessOptions {
 }
 
 /** The admin token of harnesses started with `admin: true`. */
+const roomy = { points: 10_000, seconds: 900 };
+/** Rate limits no test of the pairing flow reaches (tests of one limit lower just that one). */
+export const roomyLimits = {
+  linksPerClient: roomy,
+  linksPerEmail: roomy,
+  verifiesPerClient: roomy,
+  authFailuresPerClient: roomy,
+  pairingsPerClient: roomy,
+  pairPollFailuresPerClient: roomy,
+  pairCodeFailuresPerApprover: roomy,
+  pairCodeFailuresPerClient: roomy,
+};
+
 export const adminToken = 'test-admin-token-0123456789abcdef';
 
 /** Starts the real auth service on 127.0.0.1, an ephemeral port and a fresh database of `target`. */
