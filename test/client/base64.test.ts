@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { fromBase64, portableToBase64, toBase64, toBase64Url } from '../../client/base64.ts';
+
+/** Views into a larger buffer too: an encoder must take the view's bytes, not its buffer's. */
+function samples(): Uint8Array[] {
+  const list: Uint8Array[] = [];
+  for (let length = 0; length <= 70; length += 1) list.push(new Uint8Array(randomBytes(length)));
+  list.push(new Uint8Array(randomBytes(300_001)));
+  const backing = new Uint8Array(randomBytes(1_000));
+  list.push(backing.subarray(3, 500), backing.subarray(999));
+  return list;
+}
+
+describe('base64', () => {
+  it('encodes every length as standard padded base64, with the engine encoder and without', () => {
+    for (const bytes of samples()) {
+      const expected = Buffer.from(bytes).toString('base64');
+      expect(toBase64(bytes)).toBe(expected);
+      expect(portableToBase64(bytes)).toBe(expected);
+      expect(fromBase64(expected)).toEqual(new Uint8Array(bytes));
+    }
+  });
+
+  it('encodes base64url without padding and refuses text that is not base64', () => {
+    const bytes = new Uint8Array([0xfb, 0xff, 0xfe, 0x01]);
+    expect(toBase64Url(bytes)).toBe('-__-AQ');
+    expect(fromBase64('not base64!')).toBeUndefined();
+  });
+});
