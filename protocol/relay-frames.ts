@@ -149,6 +149,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     /** The document and append an error of the store is about. */
     doc: z.string().optional(),
     ref: z.number().optional(),
+    /** The chunk a chunk frame's error is about. */
+    id: z.string().optional(),
   });
   /** The entry sent with this `ref` is durable at position `pos`. */
   const appended = z.object({
