@@ -76,3 +76,17 @@ export function folderStatus(index: EntryIndex, mirror: FolderMirror) {
     storeFull: mirror.blobs?.storeFull ?? false,
   };
 }
+
+/** The live files of the folder document (those this device does not ignore), for a report. */
+export function liveFiles(index: EntryIndex, mirror: FolderMirror) {
+  const count = { files: 0, bytes: 0, names: [] as string[] };
+  for (const path of index.paths()) {
+    const winner = index.winnerAt(path);
+    if (winner === undefined || mirror.ignores(path)) continue;
+    count.files += 1;
+    count.bytes +=
+      winner.text === undefined ? winner.blob!.size : Buffer.byteLength(winner.text.toString());
+    if (count.names.length < 2000) count.names.push(path);
+  }
+  return count;
+}

@@ -8,7 +8,7 @@ import { folderThere, writeMarker } from './folder-marker.ts';
 import { type FolderLog, FolderMirror } from './folder-mirror.ts';
 import { publishBlob, readFolder } from './folder-read.ts';
 import { type DiskRecord, FolderState, type PendingOp } from './folder-state.ts';
-import { folderStatus, UnconfirmedFiles } from './folder-status.ts';
+import { folderStatus, liveFiles, UnconfirmedFiles } from './folder-status.ts';
 import { finishPending, writeFolder } from './folder-write.ts';
 import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
 
@@ -187,6 +187,11 @@ export class FolderSync {
     this.mirror.blobs?.close();
     clearTimeout(this.remoteTimer);
     clearTimeout(this.heldTimer);
+  }
+
+  /** The live files, for the host's folder report. */
+  liveFiles() {
+    return liveFiles(this.index, this.mirror);
   }
 
   /** Transfers of files kept as chunks that wait: tried now (the connection is back). */
