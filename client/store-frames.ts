@@ -67,7 +67,7 @@ type ControlFrame = z.infer<typeof controlSchema>;
 export type SortedFrame =
   | { type: 'store'; frame: StoreFrame }
   | { type: 'chunk'; frame: ChunkAnswer }
-  | Exclude<ControlFrame, StoreFrame>;
+  | Exclude<ControlFrame, StoreFrame | { type: `chunk${string}` }>;
 
 /**
  * Parses a frame with a `type` and sorts out the store's answers; undefined for a frame of
@@ -91,5 +91,5 @@ export function sortControlFrame(value: object): SortedFrame | undefined {
   if (frame.type === 'error' && frame.ref !== undefined) {
     return { type: 'chunk', frame: { ...frame, ref: frame.ref } };
   }
-  return frame as Exclude<ControlFrame, StoreFrame>;
+  return frame as Exclude<ControlFrame, StoreFrame | { type: `chunk${string}` }>;
 }
