@@ -104,6 +104,11 @@ export class BlobQueue {
     return sameStamp(this.uploads.get(path)?.stamp, stamp);
   }
 
+  /** Whether a file read at `path` waits to go up. */
+  sending(path: string): boolean {
+    return this.uploads.has(path);
+  }
+
   /** The folder needs `version` at `path`: a download is started unless one runs or is ready. */
   want(path: string, version: BlobVersion): void {
     const job = this.downloads.get(path);

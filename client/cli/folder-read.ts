@@ -56,8 +56,8 @@ export function readFolder(
       }
       skippedHere.delete(path);
       if ('binary' in read) {
-        // Sent as chunks; its version goes in the document once the host holds them all.
-        stamps.set(path, read.binary);
+        // Sent as chunks; its version goes in the document once the host holds them all (its
+        // stamp is recorded then: until that, a write here from another device waits).
         mirror.blobs!.upload(path, read.binary);
         continue;
       }

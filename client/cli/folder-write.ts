@@ -76,6 +76,11 @@ export function writeFolder(
       );
       continue;
     }
+    if (mirror.blobs?.sending(path)) {
+      // Changed here and being sent: its version goes in first, then the two are settled.
+      mirror.retry.add(path);
+      continue;
+    }
     let here = statFile(dir, path);
     // An empty folder of this device's own (left by a rename) holds nothing: it gives way.
     if (here !== undefined && 'problem' in here && removeEmptyFolder(dir, path)) {

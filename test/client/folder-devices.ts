@@ -85,6 +85,11 @@ export class FolderDevice {
     });
   }
 
+  /** Resolves once the relay confirmed what this device sent so far. */
+  async flush(): Promise<void> {
+    await this.provider?.flush();
+  }
+
   /** A scan now (the CLI's watcher and rescan timer do this by themselves). */
   scan(): void {
     this.folder?.guarded(() => this.folder?.scan());
