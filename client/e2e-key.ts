@@ -38,6 +38,12 @@ export interface E2EKey {
    * document names the host sees (see `docKeyOf`), so it never learns them.
    */
   readonly nameKey: Uint8Array;
+  /**
+   * 32 bytes from a fourth HKDF branch (`sync-host chunk id`): the HMAC-SHA-256 key of the ids
+   * of the file chunks the host keeps sealed (see `ChunkTransfer`), so that devices with the
+   * same passphrase agree on a chunk's id while the host cannot tell which content it stands for.
+   */
+  readonly chunkKey: Uint8Array;
 }
 
 function subtle(): SubtleCrypto {
@@ -100,7 +106,10 @@ export async function deriveE2EKey(
   const nameKey = new Uint8Array(
     await webCrypto.deriveBits(branch('sync-host doc name'), hkdf, 256),
   );
-  return { key, check, proof, nameKey };
+  const chunkKey = new Uint8Array(
+    await webCrypto.deriveBits(branch('sync-host chunk id'), hkdf, 256),
+  );
+  return { key, check, proof, nameKey, chunkKey };
 }
 
 /** Encrypts `plain`: a random nonce followed by the AES-GCM ciphertext and tag. */

@@ -9,6 +9,7 @@ export const clientErrorCodes = [
   'aborted',
   'already_running',
   'bad_credentials',
+  'chunk_corrupt',
   'closed',
   'decrypt_failed',
   'encrypted',

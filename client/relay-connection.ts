@@ -1,5 +1,4 @@
 import { isRelayErrorCode } from '../protocol/relay-codes.ts';
-import type { AppendFrame, CatchupFrame, JoinFrame } from '../protocol/relay-frames.ts';
 import { NamedTimers } from './clock.ts';
 import {
   type RelayConnectionOptions,
@@ -10,10 +9,13 @@ import {
 import { DedupeEnvelope } from './dedupe-envelope.ts';
 import { Emitter } from './emitter.ts';
 import { RelayError, SyncError } from './errors.ts';
-import { KeepAlive, type Outgoing } from './keep-alive.ts';
+import { KeepAlive } from './keep-alive.ts';
+import { Outbox } from './outbox.ts';
 import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
 import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
 import { refusalOf } from './relay-refusals.ts';
+import { openRelaySocket } from './relay-socket.ts';
+import type { HostRequest } from './store-frames.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type {
@@ -28,7 +30,6 @@ const pingFrame = '{"type":"ping"}';
 const leaveFrame = '{"type":"leave"}';
 /** After `close()`, the relay has this long to answer the close handshake before the cut. */
 const closeHandshakeMs = 2_000;
-const encoder = new TextEncoder();
 
 /** The connection's own timers; the keep-alive owns the ping and pong ones. */
 type TimerName = 'join' | 'pump' | 'reconnect';
@@ -51,11 +52,9 @@ export class RelayConnection extends Emitter<RelayEvents> {
   private readonly bucket: TokenBucket;
   private readonly keepAlive: KeepAlive;
   private readonly envelope = new DedupeEnvelope();
+  private readonly outbox: Outbox;
   private socket: WebSocketLike | undefined;
   private currentState: ConnectionState = 'idle';
-  /** Waiting to be written: queued while not joined, or held back by the rate. */
-  private pending: Outgoing[] = [];
-  private lastSeq = 0;
   private readonly timers: NamedTimers<TimerName>;
   private firstJoin: { resolve: (f: JoinedFrame) => void; reject: (e: Error) => void }[] = [];
   private roomHost: string | undefined;
@@ -72,6 +71,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const { clock, ratePerSecond, rateBurst, keepAliveMs, pongTimeoutMs } = this.options;
     this.room = this.options.room;
     this.device = this.options.device;
+    this.outbox = new Outbox(this.options, this.envelope);
     this.bucket = new TokenBucket(ratePerSecond, rateBurst, () => clock.now());
     this.timers = new NamedTimers(clock);
     this.keepAlive = new KeepAlive({
@@ -105,9 +105,14 @@ export class RelayConnection extends Emitter<RelayEvents> {
     return [...this.roomDevices];
   }
 
+  /** The largest frame this connection sends, in UTF-8 bytes (`maxMessageBytes`). */
+  get maxMessageBytes(): number {
+    return this.options.maxMessageBytes;
+  }
+
   /** Messages not yet confirmed by the relay (queued or in flight). */
   get queued(): number {
-    return this.pending.length + this.keepAlive.inFlight;
+    return this.outbox.pending.length + this.keepAlive.inFlight;
   }
 
   /**
@@ -153,44 +158,23 @@ export class RelayConnection extends Emitter<RelayEvents> {
     if (this.currentState === 'closed' || this.closing !== undefined) {
       throw new RelayError('closed', 'the connection is closed');
     }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-      throw new SyncError('invalid_message', 'payload must be a JSON object');
-    }
-    const { dedupe, maxQueuedMessages } = this.options;
-    const seq = this.lastSeq + 1;
-    const text = JSON.stringify({
-      to,
-      payload: dedupe && options.once !== false ? this.envelope.seal(payload, seq) : payload,
-    });
-    this.checkSize(text);
-    if (this.queued >= maxQueuedMessages) {
-      throw new SyncError(
-        'queue_full',
-        `${maxQueuedMessages} messages are waiting for the relay; try again after the connection is back`,
-      );
-    }
-    this.lastSeq = seq;
-    this.pending.push({ seq, text });
+    this.outbox.routed(to, payload, options.once !== false, this.keepAlive.inFlight);
     this.pump();
   }
 
   /**
-   * Sends a frame of the document store (`append`, `catchup`: docs/store.md) on the current
-   * socket. It answers on that socket only, so a frame not confirmed when the socket
-   * drops is not sent again (the provider asks again after the rejoin). Throws `not_joined`
-   * while not joined, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
+   * Sends a frame of the host's store (documents, chunks: docs/store.md) on this socket only (the
+   * answers, `store` and `chunk` events, would come on it): not sent again after a drop. Throws
+   * `not_joined`, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
    */
-  sendStoreFrame(frame: AppendFrame | CatchupFrame): void {
+  sendStoreFrame(frame: HostRequest): void {
     if (this.currentState === 'closed' || this.closing !== undefined) {
       throw new RelayError('closed', 'the connection is closed');
     }
     if (this.currentState !== 'joined') {
       throw new SyncError('not_joined', 'store frames go on a joined connection only');
     }
-    const text = JSON.stringify(frame);
-    this.checkSize(text);
-    this.lastSeq += 1;
-    this.pending.push({ seq: this.lastSeq, text, volatile: true });
+    this.outbox.store(frame);
     this.pump();
   }
 
@@ -199,7 +183,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
    * them). Rejects when the connection closes first.
    */
   flush(): Promise<void> {
-    const seq = this.lastSeq;
+    const seq = this.outbox.lastSeq;
     if (this.keepAlive.confirmedSeq >= seq) return Promise.resolve();
     if (this.currentState === 'closed') {
       return Promise.reject(new RelayError('closed', 'the connection is closed'));
@@ -239,14 +223,6 @@ export class RelayConnection extends Emitter<RelayEvents> {
     return this.closing;
   }
 
-  /** Throws `message_too_big` for a frame above `maxMessageBytes`. */
-  private checkSize(text: string): void {
-    const { maxMessageBytes } = this.options;
-    if (encoder.encode(text).length > maxMessageBytes) {
-      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
-    }
-  }
-
   private setState(state: ConnectionState): void {
     if (this.currentState === state) return;
     this.currentState = state;
@@ -255,36 +231,26 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   private open(): void {
     this.setState('connecting');
-    const { url, room, device, token } = this.options;
-    let socket: WebSocketLike;
-    try {
-      socket = new this.options.WebSocket(url);
-    } catch (err: unknown) {
-      // A malformed URL: no retry can fix it.
-      const error = new RelayError(
-        'invalid_url',
-        `cannot open ${url}: ${err instanceof Error ? err.message : String(err)}`,
-      );
-      this.emit('error', error);
-      this.finish(1006, error);
+    const { url, room, device, token, WebSocket } = this.options;
+    const socket = openRelaySocket(
+      WebSocket,
+      url,
+      { type: 'join', room, device, token },
+      {
+        frame: (from, text) => {
+          if (this.socket === from) this.handleFrame(from, text);
+        },
+        close: (from, code, reason) => {
+          if (this.socket === from) this.socketClosed(code, reason);
+        },
+      },
+    );
+    if (socket instanceof RelayError) {
+      this.emit('error', socket);
+      this.finish(1006, socket);
       return;
     }
     this.socket = socket;
-    socket.onopen = () => {
-      if (this.socket !== socket) return;
-      socket.send(JSON.stringify({ type: 'join', room, device, token } satisfies JoinFrame));
-    };
-    socket.onmessage = (event) => {
-      if (this.socket !== socket) return;
-      this.handleFrame(socket, typeof event.data === 'string' ? event.data : String(event.data));
-    };
-    socket.onclose = (event) => {
-      if (this.socket !== socket) return;
-      this.socketClosed(event.code, event.reason);
-    };
-    socket.onerror = () => {
-      // A close event follows and decides what happens.
-    };
     this.timers.set('join', this.options.joinTimeoutMs, () => this.abort(socket, 'join timeout'));
   }
 
@@ -306,6 +272,9 @@ export class RelayConnection extends Emitter<RelayEvents> {
         return;
       case 'store':
         this.emit('store', frame.frame);
+        return;
+      case 'chunk':
+        this.emit('chunk', frame.frame);
         return;
       case 'presence':
         if (frame.state === 'joined') this.roomDevices.add(frame.device);
@@ -362,13 +331,14 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const socket = this.socket;
     if (this.currentState !== 'joined' || socket === undefined) return;
     this.timers.clear('pump');
-    while (this.pending.length > 0 && this.bucket.take()) {
-      const next = this.pending.shift()!;
+    const pending = this.outbox.pending;
+    while (pending.length > 0 && this.bucket.take()) {
+      const next = pending.shift()!;
       socket.send(next.text);
       this.keepAlive.written(next);
     }
     if (this.keepAlive.needsPing) this.keepAlive.ping();
-    if (this.pending.length > 0 || this.keepAlive.needsPing) {
+    if (pending.length > 0 || this.keepAlive.needsPing) {
       this.timers.set('pump', this.bucket.waitMs(), () => this.pump());
     }
   }
@@ -394,8 +364,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.socket = undefined;
     this.timers.clear('join');
     this.timers.clear('pump');
-    // Whatever the relay did not confirm is sent again after the rejoin, before newer messages.
-    this.pending = [...this.keepAlive.dropped(), ...this.pending].filter((out) => !out.volatile);
+    this.outbox.dropped(this.keepAlive.dropped());
     this.role = undefined;
     if (this.closing !== undefined) {
       this.finish(code);

@@ -1,5 +1,6 @@
 import type { RelayError } from './errors.ts';
 import type {
+  ChunkAnswer,
   HostFrame,
   JoinedFrame,
   PresenceFrame,
@@ -32,6 +33,8 @@ export interface RelayEvents {
   host: (frame: HostFrame) => void;
   /** A frame of the host's document store (see store-frames.ts), for the provider of its doc. */
   store: (frame: StoreFrame) => void;
+  /** An answer to a chunk frame (see store-frames.ts), for the `ChunkTransfer` of its `ref`. */
+  chunk: (frame: ChunkAnswer) => void;
   /** An error frame from the relay, or the reason the connection ended. */
   error: (error: RelayError) => void;
   state: (state: ConnectionState) => void;

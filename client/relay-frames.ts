@@ -1,11 +1,19 @@
 import type { z } from 'zod';
 import { relayFrameSchemas, wireDeviceId } from '../protocol/relay-frames.ts';
+import { type SortedFrame, sortControlFrame } from './store-frames.ts';
+
+export type {
+  ChunkAnswer,
+  ErrorFrame,
+  StoredEntry,
+  StoredFrame,
+  StoreFrame,
+} from './store-frames.ts';
 
 /** Frames the relay sends (the relay protocol), validated when they arrive; device ids as strings. */
 const frames = relayFrameSchemas(wireDeviceId.transform(String));
 const { joined: joinedSchema, presence: presenceSchema, host: hostSchema } = frames;
-const { error: errorSchema, routed: routedSchema, control: controlSchema } = frames;
-const { appended: appendedSchema, stored: storedSchema, caughtup: caughtupSchema } = frames;
+const { routed: routedSchema } = frames;
 
 /** `joined`: this device is in the room; `buffered` missed messages follow at once. */
 export type JoinedFrame = z.infer<typeof joinedSchema>;
@@ -13,7 +21,6 @@ export type JoinedFrame = z.infer<typeof joinedSchema>;
 export type PresenceFrame = z.infer<typeof presenceSchema>;
 /** The host changed (the previous host left). */
 export type HostFrame = z.infer<typeof hostSchema>;
-export type ErrorFrame = z.infer<typeof errorSchema>;
 
 /**
  * A message routed to this device: `from` is the sender's device id, `to` what the sender
@@ -21,24 +28,8 @@ export type ErrorFrame = z.infer<typeof errorSchema>;
  */
 export type RoutedMessage = z.infer<typeof routedSchema>;
 
-/**
- * The host's document store (docs/store.md) answers `append` and `catchup` (never routed nor
- * buffered) with `appended` (the entry is on the host's disk at `pos`), `stored` (one page of a
- * catch-up), `caughtup` (complete; `pos` is the host's last position of the document) and the
- * `error` frames that name a document (`store_full`, `store_unavailable`, `invalid_message`).
- */
-export type StoredFrame = z.infer<typeof storedSchema>;
-export type StoredEntry = StoredFrame['entries'][number];
-export type StoreFrame =
-  | z.infer<typeof appendedSchema>
-  | StoredFrame
-  | z.infer<typeof caughtupSchema>
-  | (ErrorFrame & { doc: string });
-
-export type RelayFrame =
-  | Exclude<z.infer<typeof controlSchema>, StoreFrame>
-  | ({ type: 'message' } & RoutedMessage)
-  | { type: 'store'; frame: StoreFrame };
+/** A frame from the relay: the room's, a routed message, or an answer of the host's store. */
+export type RelayFrame = SortedFrame | ({ type: 'message' } & RoutedMessage);
 
 /** Parses one text frame; undefined when it is not JSON or not a frame of the protocol. */
 export function parseRelayFrame(text: string): RelayFrame | undefined {
@@ -50,18 +41,7 @@ export function parseRelayFrame(text: string): RelayFrame | undefined {
     throw err;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  if ('type' in value) {
-    const control = controlSchema.safeParse(value);
-    if (!control.success) return undefined;
-    const frame = control.data;
-    if (frame.type === 'appended' || frame.type === 'stored' || frame.type === 'caughtup') {
-      return { type: 'store', frame };
-    }
-    if (frame.type === 'error' && frame.doc !== undefined) {
-      return { type: 'store', frame: { ...frame, doc: frame.doc } };
-    }
-    return frame as RelayFrame;
-  }
+  if ('type' in value) return sortControlFrame(value);
   const routed = routedSchema.safeParse(value);
   return routed.success ? { type: 'message', ...routed.data } : undefined;
 }

@@ -4,7 +4,7 @@ import { docKeyOf } from './doc-key.ts';
 import type { E2EKey } from './e2e-key.ts';
 import { SyncError } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
-import type { StoredEntry } from './relay-frames.ts';
+import type { StoredEntry } from './store-frames.ts';
 import { defaultMaxReceiveBytes } from './yjs-provider.ts';
 import { Reassembler } from './yjs-reassembler.ts';
 import { StoreCursor, storedUpdate } from './yjs-store-cursor.ts';

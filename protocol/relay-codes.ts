@@ -81,6 +81,7 @@ export const relayErrors = {
   auth_failed: 'the join was refused; close 4001 follows',
   store_full: 'an append past store.userMaxBytes or store.maxBytes: nothing was stored',
   store_unavailable: 'this relay keeps no documents: append and catchup are not served',
+  chunk_missing: 'a chunk-get of an id the host does not hold under that kc',
 } as const;
 
 /** A relay error frame's `code`. */

@@ -91,6 +91,62 @@ export const catchupSchema = z.object({
   snapshots: z.boolean().optional(),
 });
 
+/**
+ * A chunk's id: `"s"` + base64url of the SHA-256 of its bytes (not encrypted: the relay checks
+ * it), or `"h"` + base64url of a keyed HMAC of its plaintext (encrypted: the reader checks it).
+ */
+export const chunkIdSchema = z.string().regex(/^[sh][A-Za-z0-9_-]{43}$/, {
+  error: 'must be "s" or "h" and 43 base64url characters',
+});
+/** An integer of the client's choice, echoed in the answer. */
+const refSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** Ids one `chunk-have` may ask about. */
+export const maxChunkIdsPerHave = 1000;
+/** Paths one `folder-report` may name. */
+export const maxReportedNames = 2000;
+
+/** Keeps one chunk of the room's files (docs/store.md, "Chunks"); answered `chunk-stored`. */
+export const chunkPutSchema = z.object({
+  type: z.literal('chunk-put'),
+  ref: refSchema,
+  id: chunkIdSchema,
+  data: base64Schema,
+  kc: keyCheckSchema.optional(),
+  /** With `kc`: the key's store proof, as for `append`. */
+  kp: z.string().max(64).optional(),
+});
+
+/** Which of `ids` the host holds (under `kc`); answered `chunk-held`. */
+export const chunkHaveSchema = z.object({
+  type: z.literal('chunk-have'),
+  ref: refSchema,
+  ids: z.array(chunkIdSchema).max(maxChunkIdsPerHave),
+  kc: keyCheckSchema.optional(),
+});
+
+/** Fetches one chunk; answered `chunk` (or `chunk_missing`). */
+export const chunkGetSchema = z.object({
+  type: z.literal('chunk-get'),
+  ref: refSchema,
+  id: chunkIdSchema,
+  kc: keyCheckSchema.optional(),
+});
+
+/** A device's count of the live files of a synced folder (shown in the admin UI); no answer. */
+export const folderReportSchema = z.object({
+  type: z.literal('folder-report'),
+  doc: docKeySchema,
+  files: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  bytes: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  encrypted: z.boolean(),
+  /** Only when `encrypted` is false (dropped otherwise). */
+  names: z.array(z.string().max(4096)).max(maxReportedNames).optional(),
+});
+
+export type ChunkPutFrame = z.infer<typeof chunkPutSchema>;
+export type ChunkHaveFrame = z.infer<typeof chunkHaveSchema>;
+export type ChunkGetFrame = z.infer<typeof chunkGetSchema>;
+export type FolderReportFrame = z.infer<typeof folderReportSchema>;
 export type AppendFrame = z.infer<typeof appendSchema>;
 export type CatchupFrame = z.infer<typeof catchupSchema>;
 export type Piece = z.infer<typeof pieceSchema>;
@@ -149,6 +205,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     /** The document and append an error of the store is about. */
     doc: z.string().optional(),
     ref: z.number().optional(),
+    /** The chunk a chunk frame's error is about. */
+    id: z.string().optional(),
   });
   /** The entry sent with this `ref` is durable at position `pos`. */
   const appended = z.object({
@@ -180,6 +238,25 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     doc: z.string(),
     pos: z.number().int().nonnegative(),
   });
+  /** The chunk sent with this `ref` is durable on the host. */
+  const chunkStored = z.object({
+    type: z.literal('chunk-stored'),
+    ref: z.number(),
+    id: z.string(),
+  });
+  /** The ids of a `chunk-have` the host holds. */
+  const chunkHeld = z.object({
+    type: z.literal('chunk-held'),
+    ref: z.number(),
+    ids: z.array(z.string()),
+  });
+  /** One chunk's bytes, base64, as its device sent them. */
+  const chunk = z.object({
+    type: z.literal('chunk'),
+    ref: z.number(),
+    id: z.string(),
+    data: z.string(),
+  });
   const pong = z.object({ type: z.literal('pong') });
   /** A routed message: `from` the sender, `to` as the sender wrote it. */
   const routed = z.object({
@@ -197,8 +274,25 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     appended,
     stored,
     caughtup,
+    chunkStored,
+    chunkHeld,
+    chunk,
   ]);
-  return { joined, presence, host, error, pong, appended, stored, caughtup, routed, control };
+  return {
+    joined,
+    presence,
+    host,
+    error,
+    pong,
+    appended,
+    stored,
+    caughtup,
+    chunkStored,
+    chunkHeld,
+    chunk,
+    routed,
+    control,
+  };
 }
 
 /** A device id in a frame the relay writes: as its device wrote it in its join. */
@@ -218,3 +312,9 @@ export type AppendedFrame = z.input<typeof wire.appended>;
 export type StoredFrame = z.input<typeof wire.stored>;
 /** `caughtup`: the end of a catch-up. */
 export type CaughtupFrame = z.input<typeof wire.caughtup>;
+/** `chunk-stored`: a chunk is durable on the host. */
+export type ChunkStoredFrame = z.input<typeof wire.chunkStored>;
+/** `chunk-held`: the asked ids the host holds. */
+export type ChunkHeldFrame = z.input<typeof wire.chunkHeld>;
+/** `chunk`: one chunk's bytes. */
+export type ChunkFrame = z.input<typeof wire.chunk>;

@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, mkdirSync, realpathSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { docKeyOf } from '../doc-key.ts';
+import { deriveE2EKey } from '../e2e-key.ts';
+import { blobTransferOf } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
-import { type Context, expectArgs } from './context.ts';
+import { type Context, expectArgs, UsageError } from './context.ts';
 import { folderDocName } from './folder-doc.ts';
 import { FolderSync } from './folder-sync.ts';
 import type { CliIo } from './io.ts';
@@ -11,6 +14,7 @@ import { printable } from './printable.ts';
 import { roomOf, stopSignal } from './project-room.ts';
 import type { ReceiveLimits } from './receive-budget.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
+import { folderReports, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
 
 /** Bounds of the time between two full scans (besides the watcher's events). */
@@ -42,6 +46,8 @@ export async function runFolderSync(options: {
   passphrase: string | undefined;
   stopped: Promise<unknown>;
   limits?: ReceiveLimits;
+  /** Files larger than this are not synced (1 GiB by default). */
+  maxFileBytes?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
@@ -50,13 +56,32 @@ export async function runFolderSync(options: {
   const problem = (line: string) => io.stderr.write(`${printable(line)}\n`);
   mkdirSync(options.dir, { recursive: true });
   const dir = realpathSync(options.dir);
+  const key =
+    passphrase === undefined
+      ? undefined
+      : await deriveE2EKey(passphrase, supervisor.connection.room);
+  // Files that are not text move over the current connection, once it is joined.
+  let transfer = blobTransferOf(supervisor.connection, key);
+  const stopTransfers = supervisor.on('connection', (connection) => {
+    transfer.close();
+    transfer = blobTransferOf(connection, key);
+  });
   const folder = new FolderSync({
     dir,
     stateFile: state,
     device: String(supervisor.connection.device),
     limits: options.limits,
+    maxFileBytes: options.maxFileBytes,
+    transfer: () => (supervisor.state === 'joined' ? transfer : undefined),
     log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
   });
+  const reports = folderReports({
+    connection: () => supervisor.connection,
+    doc: docKeyOf(folderDocName, key),
+    encrypted: key !== undefined,
+    count: () => folder.liveFiles(),
+  });
+  const stopProgress = showProgress(io, () => folder.transfers());
   // What changed while sync was not running is read before anything from the room is applied.
   folder.guarded(() => folder.scan());
   const provider = await superviseYjsProvider({
@@ -78,20 +103,28 @@ export async function runFolderSync(options: {
       () => folder.unconfirmed.confirmed(mark),
       () => undefined, // the connection ended: confirmed after the next one synced
     );
+    reports.changed();
   };
+  folder.onChange = confirmSent;
   let inSync = false;
   provider.on('synced', (synced) => {
     out(synced ? 'in sync' : 'offline; reconnecting');
     if (inSync && !synced) lastInSync = new Date().toISOString();
     inSync = synced;
-    if (synced) confirmSent();
+    if (synced) {
+      confirmSent();
+      folder.resume();
+      reports.changed();
+    }
   });
   options.addStatus?.(() => {
+    const { blobsUp, ...fields } = folder.folderStatus();
+    const sent = folder.unconfirmed.summary;
     return {
       inSync,
       lastInSync: inSync ? new Date().toISOString() : lastInSync,
-      waitingUp: folder.unconfirmed.summary,
-      ...folder.folderStatus(),
+      waitingUp: { files: sent.files + blobsUp.files, bytes: sent.bytes + blobsUp.bytes },
+      ...fields,
     };
   });
 
@@ -147,6 +180,10 @@ export async function runFolderSync(options: {
     watcher?.close();
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
+    stopProgress();
+    reports.stop();
+    stopTransfers();
+    transfer.close();
     folder.close(provider.store.progress());
     provider.destroy();
     await supervisor.stop();
@@ -161,6 +198,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
   expectArgs(ctx, 2, '<projectKey> <dir>');
   const [projectKey, dir] = ctx.args as [string, string];
   const passphrase = passphraseSource(ctx);
+  const maxFileBytes = maxFileBytesOf(ctx.flags['max-file-bytes']);
   const { open, authUrl } = await roomOf(ctx, projectKey);
   const session = await startSyncSession({
     configDir: ctx.store.dir,
@@ -178,10 +216,21 @@ export async function syncFolder(ctx: Context): Promise<number> {
       dir,
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
       passphrase: await passphrase(),
+      maxFileBytes,
       stopped: stopSignal(),
       addStatus: session.addStatus,
     });
   } finally {
     await session.close();
   }
+}
+
+/** `--max-file-bytes N`: a whole number of bytes, at least 1 (1 GiB when absent). */
+function maxFileBytesOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const bytes = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new UsageError('--max-file-bytes takes a whole number of bytes, such as 1073741824');
+  }
+  return bytes;
 }

@@ -2,6 +2,10 @@ import { z } from 'zod';
 import {
   appendSchema,
   catchupSchema,
+  chunkGetSchema,
+  chunkHaveSchema,
+  chunkPutSchema,
+  folderReportSchema,
   isJsonObject,
   joinSchema,
   leaveSchema,
@@ -18,10 +22,27 @@ const controlSchema = z.discriminatedUnion('type', [
   pingSchema,
   appendSchema,
   catchupSchema,
+  chunkPutSchema,
+  chunkHaveSchema,
+  chunkGetSchema,
+  folderReportSchema,
 ]);
 
 /** The `type`s a client may send. */
-const controlTypes: readonly string[] = ['join', 'leave', 'ping', 'append', 'catchup'];
+const controlTypes: readonly string[] = [
+  'join',
+  'leave',
+  'ping',
+  'append',
+  'catchup',
+  'chunk-put',
+  'chunk-have',
+  'chunk-get',
+  'folder-report',
+];
+
+/** The frames answered by the store whose error names the `ref` (and `doc` or `id`) they had. */
+const storeTypes: readonly string[] = ['append', 'catchup', 'chunk-put', 'chunk-have', 'chunk-get'];
 
 /** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
 export type ParsedRoute = { type: 'route' } & RouteFrame;
@@ -31,17 +52,22 @@ export type InboundFrame =
   | z.infer<typeof controlSchema>
   | ParsedRoute
   | { type: 'invalid_json' }
-  | { type: 'invalid_message'; message: string; doc?: string; ref?: number };
+  | { type: 'invalid_message'; message: string; doc?: string; ref?: number; id?: string };
 
 /**
  * The document and ref of a malformed store frame, when they are well formed themselves: its
  * error frame names them, so that the client knows which append was refused.
  */
-function storeFrameRef(value: Record<string, unknown>): { doc?: string; ref?: number } {
-  if (value.type !== 'append' && value.type !== 'catchup') return {};
-  const about: { doc?: string; ref?: number } = {};
+function storeFrameRef(value: Record<string, unknown>): {
+  doc?: string;
+  ref?: number;
+  id?: string;
+} {
+  if (typeof value.type !== 'string' || !storeTypes.includes(value.type)) return {};
+  const about: { doc?: string; ref?: number; id?: string } = {};
   if (typeof value.doc === 'string' && value.doc.length <= maxDeviceIdLength) about.doc = value.doc;
   if (typeof value.ref === 'number' && Number.isSafeInteger(value.ref)) about.ref = value.ref;
+  if (typeof value.id === 'string' && value.id.length <= 44) about.id = value.id;
   return about;
 }
 
@@ -92,7 +118,7 @@ export function parseFrame(text: string): InboundFrame {
     if (typeof value.type !== 'string' || !controlTypes.includes(value.type)) {
       return {
         type: 'invalid_message',
-        message: 'unknown type (expected join, leave, ping, append or catchup)',
+        message: `unknown type (expected ${controlTypes.join(', ')})`,
       };
     }
     const about = storeFrameRef(value);

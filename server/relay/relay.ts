@@ -14,6 +14,7 @@ import { createStoreSweep } from '../store/store-sweep.ts';
 import type { TlsContextSource } from '../tls/secure-port.ts';
 import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
+import { createChunkFrames } from './chunk-frames.ts';
 import { RelaySocket } from './connection.ts';
 import { createDocumentFrames } from './document-frames.ts';
 import { createLocalBroker } from './local-broker.ts';
@@ -210,6 +211,7 @@ export function createRelay(options: RelayOptions): Relay {
     maxQueuedBytes: config.maxQueuedBytes,
     now,
   });
+  const chunks = createChunkFrames({ store: store?.chunks, metrics, logger, now });
   const sweepStore = store
     ? createStoreSweep({ store, rooms: options.rooms, logger, now })
     : () => Promise.resolve();
@@ -248,6 +250,7 @@ export function createRelay(options: RelayOptions): Relay {
     settled: () => broker.settled(),
     stored: (room, device) => broker.stored(room, device),
     documents,
+    chunks,
   });
   const wss = new WebSocketServer({
     noServer: true,
@@ -304,7 +307,9 @@ export function createRelay(options: RelayOptions): Relay {
           unsentBytes: sockets.unsentBytes(),
           unjoinedRefused: unjoined.refused,
         };
-        return renderMetrics(metrics, gauges) + kept.metrics + documents.metrics();
+        return (
+          renderMetrics(metrics, gauges) + kept.metrics + documents.metrics() + chunks.metrics()
+        );
       },
       extra: () => broker.describe().health,
     },

@@ -7,8 +7,15 @@ import {
   TryAgainLater,
   UnsupportedData,
 } from '../../protocol/relay-codes.ts';
-import type { JoinFrame } from '../../protocol/relay-frames.ts';
+import type {
+  ChunkGetFrame,
+  ChunkHaveFrame,
+  ChunkPutFrame,
+  FolderReportFrame,
+  JoinFrame,
+} from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
+import type { ChunkFrames } from './chunk-frames.ts';
 import { type Connection, createConnection, type RelaySocket } from './connection.ts';
 import type { DocumentFrames } from './document-frames.ts';
 import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
@@ -41,6 +48,8 @@ export interface SocketHandlerOptions {
   stored?: (room: string, device: string) => Promise<boolean> | undefined;
   /** Answers `append` and `catchup` (the document store). */
   documents: DocumentFrames;
+  /** Answers `chunk-put`, `chunk-have`, `chunk-get`, and keeps `folder-report`. */
+  chunks: ChunkFrames;
 }
 
 /**
@@ -245,6 +254,21 @@ class RelaySocketHandler implements SocketHandler {
     else void settled.then(() => pong(conn));
   }
 
+  #chunkFrame(
+    conn: Connection,
+    frame: ChunkPutFrame | ChunkHaveFrame | ChunkGetFrame | FolderReportFrame,
+  ): void {
+    if (conn.room === undefined) {
+      this.#notJoined(conn);
+      return;
+    }
+    const chunks = this.#options.chunks;
+    if (frame.type === 'chunk-put') chunks.put(conn, frame);
+    else if (frame.type === 'chunk-have') chunks.have(conn, frame);
+    else if (frame.type === 'chunk-get') chunks.get(conn, frame);
+    else chunks.report(conn, frame);
+  }
+
   #notJoined(conn: Connection): void {
     sendError(conn, this.#metrics, 'not_joined', 'join a room first');
   }
@@ -282,10 +306,13 @@ class RelaySocketHandler implements SocketHandler {
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
       case 'ping': {
-        // After the answers to the appends sent before it (see DocumentFrames.answered).
-        const answered = this.#options.documents.answered(conn);
-        if (answered === undefined) this.#answerPing(conn);
-        else void answered.then(() => this.#answerPing(conn));
+        // After the answers to the appends and chunk frames sent before it (see answered).
+        const answered = [
+          this.#options.documents.answered(conn),
+          this.#options.chunks.answered(conn),
+        ].filter((waiting) => waiting !== undefined);
+        if (answered.length === 0) this.#answerPing(conn);
+        else void Promise.all(answered).then(() => this.#answerPing(conn));
         return;
       }
       case 'join':
@@ -311,8 +338,16 @@ class RelaySocketHandler implements SocketHandler {
         if (conn.room === undefined) this.#notJoined(conn);
         else this.#options.documents.catchUp(conn, frame);
         return;
+      case 'chunk-put':
+      case 'chunk-have':
+      case 'chunk-get':
+      case 'folder-report':
+        this.#chunkFrame(conn, frame);
+        return;
       case 'invalid_message':
-        if (frame.doc !== undefined || frame.ref !== undefined) {
+        if (frame.id !== undefined || (frame.ref !== undefined && frame.doc === undefined)) {
+          this.#options.chunks.invalid(conn, frame.message, frame.ref, frame.id);
+        } else if (frame.doc !== undefined || frame.ref !== undefined) {
           this.#options.documents.invalid(conn, frame.message, frame.doc, frame.ref);
         } else {
           sendError(conn, this.#metrics, 'invalid_message', frame.message);

@@ -1,4 +1,5 @@
 import type { Piece } from '../../protocol/relay-frames.ts';
+import type { ChunkStore, RoomChunks } from './chunk-store.ts';
 
 /**
  * The document store: what the host keeps of the projects' documents, so that a device catches up
@@ -35,19 +36,22 @@ export interface DocumentStore {
     kc: string | undefined,
     after: number,
   ): Promise<StoredEntry[]>;
-  /** Bytes kept, per user and room (entries' data plus a fixed overhead each). */
+  /** The chunks of the rooms' files, kept beside the documents and counted with them. */
+  readonly chunks: ChunkStore;
+  /** Bytes kept, per user and room (entries' and chunks' data plus a fixed overhead each). */
   usage(): Promise<StoreUsage>;
   /** Bytes kept in the whole store, as last counted (for `/metrics`). */
   bytes(): number;
-  /** Removes every document of a room (its project was deleted). */
+  /** Removes every document, chunk and folder report of a room (its project was deleted). */
   deleteRoom(room: string): Promise<void>;
-  /** Removes every document of a user's rooms (the user was deleted). */
+  /** Removes every document, chunk and folder report of a user's rooms (the user was deleted). */
   deleteUser(user: string): Promise<void>;
-  /** Rooms that hold documents. */
+  /** Rooms that hold documents, chunks or folder reports. */
   rooms(): Promise<string[]>;
   /**
-   * Drops what snapshots cover and the history no longer needs (see `compaction.ts`), and hands
-   * the freed space back to the file system. `now` in ms.
+   * Drops what snapshots cover and the history no longer needs (see `compaction.ts`) and the
+   * chunks unused for longer than the history window (`unusedChunkMs`), and hands the freed
+   * space back to the file system. `now` in ms.
    */
   compact(now: number): Promise<CompactionReport>;
   /** Writes what is queued, then releases the store. */
@@ -96,7 +100,8 @@ export interface StoreUsage {
   bytes: number;
   /** The store's bounds. */
   bounds: StoreBounds;
-  rooms: Array<{ room: string; user: string; documents: number; bytes: number }>;
+  /** `bytes`: the room's documents and chunks together, as counted against the bounds. */
+  rooms: Array<{ room: string; user: string; documents: number; bytes: number } & RoomChunks>;
 }
 
 export interface CompactionReport {
@@ -104,6 +109,8 @@ export interface CompactionReport {
   dropped: number;
   /** Bytes of the entries dropped. */
   bytes: number;
+  /** Chunks dropped, unused for longer than the history window. */
+  chunks?: number;
 }
 
 /** The bounds on what the store keeps (relay.conf `store.*`). */

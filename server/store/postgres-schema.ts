@@ -11,9 +11,11 @@ import { type Kysely, sql } from 'kysely';
  * so positions 1, 2, 3 ... are given in commit order and never twice) and its bytes;
  * `store_entries` the entries, their bytes as `bytea` (what the device sent: ciphertext when the
  * project is encrypted). Names begin with `store_` so that the tables may share a database with
- * the auth tables.
+ * the auth tables. Version 2 adds `store_chunks` (the files' chunks, keyed by room, key check
+ * value (`''`: not encrypted) and id, counted in `store_users` like entries) and
+ * `store_folder_reports` (each folder document's latest count of files).
  */
-export const storeSchemaVersion = 1;
+export const storeSchemaVersion = 2;
 
 const tables = [
   'CREATE TABLE IF NOT EXISTS store_version (version integer NOT NULL)',
@@ -47,6 +49,32 @@ const tables = [
   )`,
   `CREATE INDEX IF NOT EXISTS store_entries_snapshots ON store_entries (document, kc, pos)
     WHERE covers IS NOT NULL`,
+  `CREATE TABLE IF NOT EXISTS store_chunks (
+    room text NOT NULL,
+    kc text NOT NULL,
+    id text NOT NULL,
+    user_id text NOT NULL,
+    size bigint NOT NULL,
+    bytes bigint NOT NULL,
+    stored_at bigint NOT NULL,
+    used_at bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (room, kc, id)
+  )`,
+  'CREATE INDEX IF NOT EXISTS store_chunks_user ON store_chunks (user_id)',
+  'CREATE INDEX IF NOT EXISTS store_chunks_use ON store_chunks (used_at)',
+  `CREATE TABLE IF NOT EXISTS store_folder_reports (
+    room text NOT NULL,
+    doc text NOT NULL,
+    user_id text NOT NULL,
+    device text NOT NULL,
+    files bigint NOT NULL,
+    bytes bigint NOT NULL,
+    encrypted boolean NOT NULL,
+    names jsonb,
+    at bigint NOT NULL,
+    PRIMARY KEY (room, doc)
+  )`,
 ];
 
 /** Advisory lock keys (any constants; the same on every node). */
@@ -81,6 +109,9 @@ export async function ensureStoreSchema(db: Kysely<StoreTables>): Promise<void> 
     const version = found.rows[0]?.version;
     if (version === undefined) {
       await sql`INSERT INTO store_version (version) VALUES (${storeSchemaVersion})`.execute(trx);
+    } else if (version < storeSchemaVersion) {
+      // The tables above were added (IF NOT EXISTS): the layout is the current one now.
+      await sql`UPDATE store_version SET version = ${storeSchemaVersion}`.execute(trx);
     } else if (version > storeSchemaVersion) {
       throw new Error(
         `the document store's tables have layout ${version}, newer than this relay's (${storeSchemaVersion}): they were written by a newer sync-host; run that one`,

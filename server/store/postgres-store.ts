@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { Piece } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import { userOfRoom } from '../relay/buffer-store.ts';
+import { type ChunkStore, roomsWithChunks, unusedChunkMs } from './chunk-store.ts';
 import { byDocument, droppableEntries, type HistoryRules } from './compaction.ts';
 import type {
   AppendOutcome,
@@ -15,6 +16,7 @@ import type {
   StoreUsage,
 } from './document-store.ts';
 import { changeUsers, commitBatch, lockUsers } from './postgres-append.ts';
+import { deleteChunksIn, PostgresChunkStore } from './postgres-chunks.ts';
 import { compactionLockKey, ensureStoreSchema, type StoreTables } from './postgres-schema.ts';
 
 export interface PostgresStoreOptions {
@@ -83,6 +85,7 @@ export class PostgresDocumentStore implements DocumentStore {
   #closed = false;
   /** The store's bytes as last counted (by this node's last batch, sweep or usage). */
   #totalBytes = 0;
+  readonly #chunks: PostgresChunkStore;
 
   constructor(options: PostgresStoreOptions) {
     const pool = new pg.Pool({
@@ -101,6 +104,19 @@ export class PostgresDocumentStore implements DocumentStore {
     this.#bounds = options.bounds;
     this.#history = options.history;
     this.#now = options.now ?? Date.now;
+    this.#chunks = new PostgresChunkStore({
+      db: this.#db,
+      bounds: this.#bounds,
+      now: this.#now,
+      ready: () => this.ready(),
+      counted: (total) => {
+        this.#totalBytes = total;
+      },
+    });
+  }
+
+  get chunks(): ChunkStore {
+    return this.#chunks;
   }
 
   /** Creates the tables when absent and counts the bytes; rejects while it cannot. */
@@ -119,6 +135,7 @@ export class PostgresDocumentStore implements DocumentStore {
     const found = await sql<{ total: string }>`
       SELECT coalesce(sum(bytes), 0) AS total FROM store_users`.execute(this.#db);
     this.#totalBytes = Number(found.rows[0]?.total ?? 0);
+    await this.#chunks.recount();
   }
 
   append(entry: NewEntry): Promise<AppendOutcome> {
@@ -217,7 +234,11 @@ export class PostgresDocumentStore implements DocumentStore {
       FROM store_documents GROUP BY room, user_id
       ORDER BY user_id COLLATE "C", room COLLATE "C"`.execute(this.#db);
     const rooms = found.rows.map((row) => ({ ...row, bytes: Number(row.bytes) }));
-    return { bytes: this.#totalBytes, bounds: this.#bounds, rooms };
+    return {
+      bytes: this.#totalBytes,
+      bounds: this.#bounds,
+      rooms: roomsWithChunks(rooms, await this.#chunks.usage()),
+    };
   }
 
   bytes(): number {
@@ -228,7 +249,8 @@ export class PostgresDocumentStore implements DocumentStore {
     await this.ready();
     const found = await sql<{ room: string }>`
       SELECT DISTINCT room FROM store_documents`.execute(this.#db);
-    return found.rows.map((row) => row.room);
+    const rooms = found.rows.map((row) => row.room);
+    return [...new Set([...rooms, ...(await this.#chunks.rooms())])];
   }
 
   deleteRoom(room: string): Promise<void> {
@@ -245,13 +267,15 @@ export class PostgresDocumentStore implements DocumentStore {
    */
   async #deleteDocuments(user: string, where: ReturnType<typeof sql>): Promise<void> {
     await this.#settled();
+    await this.#chunks.settled();
     await this.ready();
     await this.#db.transaction().execute(async (trx) => {
       await lockUsers(trx, [user]);
+      const chunkBytes = await deleteChunksIn(trx, user, where);
       const gone = await sql<{ bytes: string }>`
         DELETE FROM store_documents WHERE user_id = ${user} AND ${where}
         RETURNING bytes`.execute(trx);
-      const freed = gone.rows.reduce((sum, row) => sum + Number(row.bytes), 0);
+      const freed = gone.rows.reduce((sum, row) => sum + Number(row.bytes), chunkBytes);
       await changeUsers(trx, new Map([[user, -freed]]));
     });
     await this.#recount();
@@ -261,8 +285,9 @@ export class PostgresDocumentStore implements DocumentStore {
     await this.#settled();
     await this.ready();
     const report = await this.#db.transaction().execute((trx) => this.#compactIn(trx, now));
+    const chunks = await this.#chunks.dropUnused(now - unusedChunkMs(this.#history.keepMs));
     await this.#recount();
-    return report;
+    return chunks === 0 ? report : { ...report, chunks };
   }
 
   /** One node at a time compacts (the others skip the turn); the decision is `droppableEntries`'. */
@@ -311,6 +336,7 @@ export class PostgresDocumentStore implements DocumentStore {
     if (this.#closed) return;
     this.#closed = true;
     await this.#settled();
+    await this.#chunks.settled();
     await this.#db.destroy();
   }
 }

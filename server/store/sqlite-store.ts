@@ -4,6 +4,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { Piece } from '../../protocol/relay-frames.ts';
 import { openSyncSqlite } from '../db/sqlite-engine.ts';
 import { reclaimSpace, userOfRoom } from '../relay/buffer-store.ts';
+import { type ChunkStore, roomsWithChunks, unusedChunkMs } from './chunk-store.ts';
 import { planCompaction } from './compaction.ts';
 import {
   type AppendOutcome,
@@ -16,6 +17,7 @@ import {
   type StoredEntry,
   type StoreUsage,
 } from './document-store.ts';
+import { type ByteCounts, chunkSchema, countBytes, SqliteChunkStore } from './sqlite-chunks.ts';
 
 /**
  * store.db's layout, version 1. `documents` has one row per (room, document key) with the user
@@ -24,8 +26,9 @@ import {
  * (what the device sent, base64-decoded: the host cannot read it when the project is encrypted),
  * its position, time, sender, key check value, for a snapshot the position it covers, and
  * whether the history keeps it for its whole window (`keep`: a version just before a delete).
+ * Version 2 adds the chunk tables (`sqlite-chunks.ts`).
  */
-const schemaVersion = 1;
+const schemaVersion = 2;
 
 const schema = `
 CREATE TABLE IF NOT EXISTS documents (
@@ -117,6 +120,7 @@ function openStoreFile(path: string): BetterSqlite3.Database {
   db.pragma('synchronous = NORMAL');
   db.pragma(`journal_size_limit = ${journalSizeLimitBytes}`);
   db.exec(schema);
+  db.exec(chunkSchema);
   if (version < schemaVersion) db.exec(`PRAGMA user_version = ${schemaVersion}`);
   return db;
 }
@@ -132,8 +136,9 @@ class SqliteDocumentStore implements DocumentStore {
   readonly #bounds: StoreBounds;
   readonly #now: () => number;
   readonly #history: { keepMs: number; stepMs: number };
-  readonly #userBytes = new Map<string, number>();
-  #totalBytes = 0;
+  /** Bytes per user and in all, of documents and chunks (shared with the chunk store). */
+  readonly #counts: ByteCounts = { total: 0, users: new Map() };
+  readonly #chunks: SqliteChunkStore;
   /** Document ids by room and key (`room\0doc`). */
   readonly #documentIds = new Map<string, number>();
   #queue: Queued[] = [];
@@ -173,14 +178,12 @@ class SqliteDocumentStore implements DocumentStore {
         "SELECT id, pos, at, device, kc, covers, part, keep, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers = ? AND json_extract(part, '$.m') = ? ORDER BY pos",
       ),
     };
-    for (const row of db
-      .prepare<[], { user: string; bytes: number }>(
-        'SELECT user, sum(bytes) AS bytes FROM documents GROUP BY user',
-      )
-      .all()) {
-      this.#userBytes.set(row.user, row.bytes);
-      this.#totalBytes += row.bytes;
-    }
+    countBytes(db, this.#counts);
+    this.#chunks = new SqliteChunkStore(db, this.#bounds, this.#counts, this.#now);
+  }
+
+  get chunks(): ChunkStore {
+    return this.#chunks;
   }
 
   append(entry: NewEntry): Promise<AppendOutcome> {
@@ -199,7 +202,7 @@ class SqliteDocumentStore implements DocumentStore {
     const queue = this.#queue;
     this.#queue = [];
     if (queue.length === 0) return;
-    const counted = { total: this.#totalBytes, users: new Map(this.#userBytes) };
+    const counted = { total: this.#counts.total, users: new Map(this.#counts.users) };
     let outcomes: AppendOutcome[];
     try {
       outcomes = this.#db.transaction(() => queue.map((q) => this.#insert(q.entry, counted)))();
@@ -209,8 +212,8 @@ class SqliteDocumentStore implements DocumentStore {
       for (const q of queue) q.reject(err);
       return;
     }
-    this.#totalBytes = counted.total;
-    for (const [user, bytes] of counted.users) this.#userBytes.set(user, bytes);
+    this.#counts.total = counted.total;
+    for (const [user, bytes] of counted.users) this.#counts.users.set(user, bytes);
     queue.forEach((q, i) => {
       q.resolve(outcomes[i] as AppendOutcome);
     });
@@ -293,32 +296,38 @@ class SqliteDocumentStore implements DocumentStore {
         'SELECT room, user, count(*) AS documents, sum(bytes) AS bytes FROM documents GROUP BY room ORDER BY user, room',
       )
       .all();
-    return { bytes: this.#totalBytes, bounds: this.#bounds, rooms };
+    return {
+      bytes: this.#counts.total,
+      bounds: this.#bounds,
+      rooms: roomsWithChunks(rooms, this.#chunks.usage()),
+    };
   }
 
   bytes(): number {
-    return this.#totalBytes;
+    return this.#counts.total;
   }
 
   async rooms(): Promise<string[]> {
-    return this.#db.prepare<[], string>('SELECT DISTINCT room FROM documents').pluck().all();
+    const rooms = this.#db.prepare<[], string>('SELECT DISTINCT room FROM documents').pluck().all();
+    return [...new Set([...rooms, ...this.#chunks.rooms()])];
   }
 
   async deleteRoom(room: string): Promise<void> {
-    this.#deleteDocuments('room = ?', room);
+    this.#deleteDocuments('room', room);
   }
 
   async deleteUser(user: string): Promise<void> {
-    this.#deleteDocuments('user = ?', user);
+    this.#deleteDocuments('user', user);
   }
 
-  /** Deletes the documents matching `where` with their entries, and gives the space back. */
-  #deleteDocuments(where: string, value: string): void {
+  /** Deletes the documents (with their entries) and chunks matching `where`, gives the space back. */
+  #deleteDocuments(where: 'room' | 'user', value: string): void {
     this.#flush();
+    const freed = this.#chunks.delete(where, value);
     const gone = this.#db.transaction(() => {
       const rows = this.#db
         .prepare<[string], { id: number; room: string; doc: string; user: string; bytes: number }>(
-          `SELECT id, room, doc, user, bytes FROM documents WHERE ${where}`,
+          `SELECT id, room, doc, user, bytes FROM documents WHERE ${where} = ?`,
         )
         .all(value);
       const deleteEntries = this.#db.prepare('DELETE FROM entries WHERE document = ?');
@@ -329,13 +338,16 @@ class SqliteDocumentStore implements DocumentStore {
       }
       return rows;
     })();
-    if (gone.length === 0) return;
+    if (gone.length === 0 && freed.size === 0) return;
     for (const row of gone) {
       this.#documentIds.delete(`${row.room}\u0000${row.doc}`);
-      this.#totalBytes -= row.bytes;
-      const left = (this.#userBytes.get(row.user) ?? 0) - row.bytes;
-      if (left > 0) this.#userBytes.set(row.user, left);
-      else this.#userBytes.delete(row.user);
+      freed.set(row.user, (freed.get(row.user) ?? 0) + row.bytes);
+    }
+    for (const [user, bytes] of freed) {
+      this.#counts.total -= bytes;
+      const left = (this.#counts.users.get(user) ?? 0) - bytes;
+      if (left > 0) this.#counts.users.set(user, left);
+      else this.#counts.users.delete(user);
     }
     reclaimSpace(this.#db);
   }
@@ -343,25 +355,18 @@ class SqliteDocumentStore implements DocumentStore {
   async compact(now: number): Promise<CompactionReport> {
     this.#flush();
     const report = planCompaction(this.#db, now, this.#history);
-    if (report.dropped === 0) return report;
+    const chunks = this.#chunks.dropUnused(now - unusedChunkMs(this.#history.keepMs));
+    if (report.dropped === 0 && chunks === 0) return report;
     // Recount from the rows: compaction changed the documents' bytes.
-    this.#userBytes.clear();
-    this.#totalBytes = 0;
-    for (const row of this.#db
-      .prepare<[], { user: string; bytes: number }>(
-        'SELECT user, sum(bytes) AS bytes FROM documents GROUP BY user',
-      )
-      .all()) {
-      this.#userBytes.set(row.user, row.bytes);
-      this.#totalBytes += row.bytes;
-    }
+    countBytes(this.#db, this.#counts);
     reclaimSpace(this.#db);
-    return report;
+    return { ...report, chunks };
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#flush();
+    this.#chunks.flush();
     this.#closed = true;
     this.#db.close();
   }

@@ -1,8 +1,10 @@
 import { mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { WebSocket } from 'ws';
+import { blobTransferOf } from '../../client/cli/blob-transfer.ts';
 import { folderDocName } from '../../client/cli/folder-doc.ts';
 import { FolderSync, type FolderSyncOptions } from '../../client/cli/folder-sync.ts';
+import { deriveE2EKey } from '../../client/e2e-key.ts';
 import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
 import { createYjsProvider, type YjsProvider } from '../../client/yjs-provider.ts';
 import type { TestHost } from '../helpers/host.ts';
@@ -22,6 +24,7 @@ export class FolderDevice {
   folder: FolderSync | undefined;
   private provider: YjsProvider | undefined;
   private connection: RelayConnection | undefined;
+  private transfer: { close(): void } | undefined;
   readonly lines: string[] = [];
 
   constructor(
@@ -53,13 +56,21 @@ export class FolderDevice {
       WebSocket,
       backoff: { initialDelayMs: 20, maxDelayMs: 200 },
     });
+    const key =
+      this.options.passphrase === undefined
+        ? undefined
+        : await deriveE2EKey(this.options.passphrase, this.roomId);
+    const transfer = blobTransferOf(connection, key);
     const folder = new FolderSync({
       dir: realpathSync(this.dir),
       stateFile: this.stateFile,
       device: String(this.credential.deviceId),
       log: ({ line }) => this.lines.push(line),
+      transfer: () => (connection.state === 'joined' ? transfer : undefined),
       ...this.options,
     });
+    connection.on('joined', () => folder.resume());
+    this.transfer = transfer;
     folder.guarded(() => folder.scan());
     this.folder = folder;
     this.connection = connection;
@@ -72,6 +83,11 @@ export class FolderDevice {
     connection.connect().catch(() => {
       // Closed by stop() or kill().
     });
+  }
+
+  /** Resolves once the relay confirmed what this device sent so far. */
+  async flush(): Promise<void> {
+    await this.provider?.flush();
   }
 
   /** A scan now (the CLI's watcher and rescan timer do this by themselves). */
@@ -97,6 +113,7 @@ export class FolderDevice {
 
   private async disconnect(): Promise<void> {
     this.provider?.destroy();
+    this.transfer?.close();
     const connection = this.connection;
     this.folder = undefined;
     this.provider = undefined;

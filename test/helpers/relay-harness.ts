@@ -10,6 +10,7 @@ import {
   type RelayTuning,
   type Repeat,
 } from '../../server/relay/relay.ts';
+import type { DocumentStore } from '../../server/store/document-store.ts';
 import type { TlsContextSource } from '../../server/tls/secure-port.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { testRelayConfig, testSecret } from './configs.ts';
@@ -42,6 +43,8 @@ export interface RelayHarnessOptions {
   repeat?: Repeat;
   /** Serves WSS with this certificate (`wsUrl` is then `wss://`). */
   tls?: TlsContextSource;
+  /** A document store instead of store.db (the cluster's PostgreSQL one); closed with the relay. */
+  store?: DocumentStore;
 }
 
 export interface RelayHarness {
@@ -82,6 +85,7 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     tuning: options.tuning,
     repeat: options.repeat,
     tls: options.tls,
+    store: options.store,
   });
   const ports = await relay.listen();
   const wsUrl = `${options.tls ? 'wss' : 'ws'}://127.0.0.1:${ports.wsPort}/`;

@@ -56,3 +56,38 @@ export function testKey(label: string): { kc: string; kp: string } {
   const kc = createHash('sha256').update(proof).digest('hex').slice(0, 16);
   return { kc, kp: proof.toString('base64url') };
 }
+
+/** The id of an unencrypted chunk: "s" + base64url of the SHA-256 of its bytes. */
+export const plainId = (data: Buffer) =>
+  `s${createHash('sha256').update(data).digest('base64url')}`;
+
+/** An id as an encrypted chunk has one ("h" + 43 base64url characters), from `label`. */
+export const sealedId = (label: string) =>
+  `h${createHash('sha256').update(`sealed ${label}`).digest('base64url')}`;
+
+/** Sends a chunk frame and waits for the answer naming its ref (or an error with it). */
+export async function chunkCall(
+  client: RelayClient,
+  frame: Record<string, unknown>,
+): Promise<Frame> {
+  client.send(frame);
+  return client.take(
+    (f) =>
+      (f.type === 'chunk-stored' ||
+        f.type === 'chunk-held' ||
+        f.type === 'chunk' ||
+        f.type === 'error') &&
+      f.ref === frame.ref,
+  );
+}
+
+/** Puts `data` as a chunk (unencrypted unless `extra` has `kc`, `kp` and an `id`). */
+export function putChunk(
+  client: RelayClient,
+  ref: number,
+  data: Buffer,
+  extra: Record<string, unknown> = {},
+): Promise<Frame> {
+  const frame = { type: 'chunk-put', ref, id: plainId(data), data: data.toString('base64') };
+  return chunkCall(client, { ...frame, ...extra });
+}

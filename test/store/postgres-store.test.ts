@@ -73,7 +73,17 @@ describe.skipIf(postgres?.skip !== undefined)(
         expect(ofA).toEqual(Array.from({ length: rounds }, (_, i) => `a${i}`));
       }
       const usage = await b.usage();
-      expect(usage.rooms).toEqual([{ room, user: '3', documents: 2, bytes: usage.bytes }]);
+      expect(usage.rooms).toEqual([
+        {
+          room,
+          user: '3',
+          documents: 2,
+          bytes: usage.bytes,
+          chunks: 0,
+          chunkBytes: 0,
+          folders: [],
+        },
+      ]);
       const written = ['a', 'b'].flatMap((node) =>
         Array.from({ length: rounds }, (_, i) => 2 * entryBytes(entry('x.md', `${node}${i}`))),
       );

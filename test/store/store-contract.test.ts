@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chooseSqliteEngine } from '../../server/db/sqlite-engine.ts';
-import { createLogger } from '../../server/log.ts';
 import type { DocumentStore, NewEntry, StoreBounds } from '../../server/store/document-store.ts';
-import { openPostgresStore } from '../../server/store/postgres-store.ts';
-import { openSqliteStore } from '../../server/store/sqlite-store.ts';
-import { dbTargets } from '../helpers/databases.ts';
+import {
+  history,
+  implementations,
+  minuteMs,
+  type StoreFactory,
+} from '../helpers/store-factories.ts';
 
 /**
  * One suite of what the relay may count on from a document store, run against every store: the
@@ -15,108 +13,6 @@ import { dbTargets } from '../helpers/databases.ts';
  * addon cannot load), and the cluster one in PostgreSQL (a fresh database per test, dropped
  * after; skipped with the reason when PostgreSQL cannot be reached).
  */
-
-const minuteMs = 60_000;
-const dayMs = 24 * 60 * minuteMs;
-const history = { keepMs: 30 * dayMs, stepMs: 10 * minuteMs };
-const roomyBounds: StoreBounds = { userMaxBytes: 1 << 30, maxBytes: 1 << 30 };
-
-interface StoreSettings {
-  bounds?: StoreBounds;
-  now: () => number;
-}
-
-/** Makes stores for one test; a store made again with `reopen` reads what the last one kept. */
-interface StoreFactory {
-  make(settings: StoreSettings): Promise<DocumentStore>;
-  /** Closes the current store and opens it again (a restart). */
-  reopen(settings: StoreSettings): Promise<DocumentStore>;
-  dispose(): Promise<void>;
-}
-
-function sqliteFactory(): StoreFactory {
-  let dir = '';
-  let store: DocumentStore | undefined;
-  const open = (settings: StoreSettings) => {
-    store = openSqliteStore({
-      path: join(dir, 'store.db'),
-      bounds: settings.bounds ?? roomyBounds,
-      history,
-      now: settings.now,
-    });
-    return store;
-  };
-  return {
-    async make(settings) {
-      dir = mkdtempSync(join(tmpdir(), 'store-contract-'));
-      return open(settings);
-    },
-    async reopen(settings) {
-      await store?.close();
-      return open(settings);
-    },
-    async dispose() {
-      await store?.close();
-      store = undefined;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-const postgres = (await dbTargets()).find((target) => target.name === 'postgres');
-
-/** The cluster store on a fresh PostgreSQL database; reopening connects to the same one. */
-function postgresFactory(): StoreFactory {
-  let store: DocumentStore | undefined;
-  let database: Awaited<ReturnType<NonNullable<typeof postgres>['create']>> | undefined;
-  const open = async (settings: StoreSettings) => {
-    const config = database?.config;
-    if (config?.driver !== 'postgres') throw new Error('no PostgreSQL database');
-    const opened = openPostgresStore({
-      url: `postgres://${config.user}@${config.host}:${config.port}/${config.database}`,
-      bounds: settings.bounds ?? roomyBounds,
-      history,
-      logger: createLogger('silent'),
-      now: settings.now,
-    });
-    store = opened;
-    await opened.ready();
-    return opened;
-  };
-  return {
-    async make(settings) {
-      database = await postgres?.create('');
-      return open(settings);
-    },
-    async reopen(settings) {
-      await store?.close();
-      return open(settings);
-    },
-    async dispose() {
-      await store?.close();
-      store = undefined;
-      await database?.drop();
-    },
-  };
-}
-
-/** Each store with what prepares it; the PostgreSQL one is skipped, with the reason, without it. */
-const implementations: Array<
-  [string, () => StoreFactory, () => Promise<void>, string | undefined]
-> = [
-  ['SQLite (better-sqlite3)', sqliteFactory, () => chooseEngine('native'), undefined],
-  ['SQLite (sql.js)', sqliteFactory, () => chooseEngine('wasm'), undefined],
-  [
-    'PostgreSQL (cluster)',
-    postgresFactory,
-    async () => {},
-    postgres === undefined ? 'no PostgreSQL target' : postgres.skip,
-  ],
-];
-
-async function chooseEngine(engine: 'native' | 'wasm'): Promise<void> {
-  await chooseSqliteEngine(engine, createLogger('silent'));
-}
 
 const room1 = '1.00000000000000000000000000000001.00000000000000000000000000000001';
 const room1b = '1.00000000000000000000000000000002.00000000000000000000000000000002';
@@ -129,6 +25,9 @@ const entry = (text: string, extra: Partial<NewEntry> = {}): NewEntry => ({
   data: Buffer.from(text),
   ...extra,
 });
+
+/** A room's usage without chunks nor folder reports. */
+const noChunks = { chunks: 0, chunkBytes: 0, folders: [] };
 
 const texts = (entries: Array<{ data: Buffer }>) => entries.map((e) => e.data.toString());
 
@@ -263,9 +162,9 @@ for (const [name, factoryOf, prepare, skip] of implementations) {
       const usage = await store.usage();
       expect(usage.bytes).toBe(store.bytes());
       expect(usage.rooms).toEqual([
-        { room: room1, user: '1', documents: 2, bytes: 2 * (1 + 64 + 1) },
-        { room: room1b, user: '1', documents: 1, bytes: 1 + 64 + 1 },
-        { room: room2, user: '2', documents: 1, bytes: 1 + 64 + 1 },
+        { room: room1, user: '1', documents: 2, bytes: 2 * (1 + 64 + 1), ...noChunks },
+        { room: room1b, user: '1', documents: 1, bytes: 1 + 64 + 1, ...noChunks },
+        { room: room2, user: '2', documents: 1, bytes: 1 + 64 + 1, ...noChunks },
       ]);
       await store.deleteRoom(room1);
       expect((await store.read(room1, 'notes.md', 0, 1 << 20)).entries).toEqual([]);

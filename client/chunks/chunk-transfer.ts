@@ -1,0 +1,139 @@
+import { maxChunkBytes, maxChunkHaveIds } from '../../protocol/chunk-frames.ts';
+import { fromBase64, toBase64 } from '../base64.ts';
+import { type E2EKey, open, seal } from '../e2e-key.ts';
+import { SyncError } from '../errors.ts';
+import type { RelayConnection } from '../relay-connection.ts';
+import { importChunkKey, plainChunkId, sameId, sealedChunkId } from './chunk-id.ts';
+import { ChunkRequests } from './chunk-requests.ts';
+
+/** A chunk of a file: its id and its plaintext size in bytes. */
+export interface ChunkRef {
+  id: string;
+  size: number;
+}
+
+export interface ChunkTransferOptions {
+  /** A joined connection of the project's room. */
+  connection: RelayConnection;
+  /** The project's E2E key: chunks are sealed and their ids keyed (absent: in the clear). */
+  key?: E2EKey;
+  /**
+   * Plaintext bytes of the chunks being sent or fetched at once (at least one chunk always
+   * goes). Default 2 MiB: with base64 the answers in flight stay under the relay's
+   * `relay.maxQueuedBytes` (4 MiB), past which it would close the connection.
+   */
+  maxInFlightBytes?: number;
+}
+
+/** Times a chunk failing its check is fetched before `chunk_corrupt`. */
+export const maxChunkFetches = 3;
+/** Room in a `chunk-put` frame for everything but the data: type, ref, id, kc and kp. */
+const frameOverheadBytes = 1024;
+/** AES-GCM's nonce and tag around a sealed chunk. */
+const sealOverheadBytes = 28;
+const defaultMaxInFlightBytes = 2 * 1_048_576;
+
+/** The plaintext size of a full chunk whose `chunk-put` frame fits `maxMessageBytes`. */
+export function chunkBytesFor(maxMessageBytes: number): number {
+  const fits = Math.floor((maxMessageBytes - frameOverheadBytes) / 4) * 3 - sealOverheadBytes;
+  const bytes = Math.min(maxChunkBytes, Math.floor(fits / 1024) * 1024);
+  if (bytes < 1024) {
+    throw new SyncError(
+      'invalid_options',
+      `maxMessageBytes ${maxMessageBytes} leaves no room for a chunk (at least 2 KiB needed)`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * The chunks of files, kept by the host's store (docs/store.md): asks which it holds, puts the
+ * others (sealed with the project's key when there is one) and fetches them back, checked. A
+ * chunk is named by its content (see `chunk-id.ts`), so one the host holds is never sent again,
+ * whichever device or file it came from. Errors are `SyncError`s: `store_full`,
+ * `store_unavailable`, `chunk_missing`, `chunk_corrupt`, and `not_joined`/`closed` when the
+ * connection dropped (ask again after the rejoin).
+ */
+export class ChunkTransfer {
+  /** The plaintext size of a full chunk (the last one of a file is shorter). */
+  readonly chunkBytes: number;
+  readonly maxInFlightBytes: number;
+  private readonly key: E2EKey | undefined;
+  private readonly hmacKey: Promise<CryptoKey> | undefined;
+  private readonly requests: ChunkRequests;
+
+  constructor(options: ChunkTransferOptions) {
+    const maxInFlightBytes = options.maxInFlightBytes ?? defaultMaxInFlightBytes;
+    if (!Number.isSafeInteger(maxInFlightBytes) || maxInFlightBytes < 1) {
+      throw new SyncError('invalid_options', 'maxInFlightBytes must be a whole number above 0');
+    }
+    this.chunkBytes = chunkBytesFor(options.connection.maxMessageBytes);
+    this.maxInFlightBytes = maxInFlightBytes;
+    this.key = options.key;
+    this.hmacKey = options.key === undefined ? undefined : importChunkKey(options.key.chunkKey);
+    this.requests = new ChunkRequests(options.connection);
+  }
+
+  /** The id `plain` is kept under. */
+  async idOf(plain: Uint8Array): Promise<string> {
+    return this.hmacKey === undefined
+      ? plainChunkId(plain)
+      : sealedChunkId(await this.hmacKey, plain);
+  }
+
+  /** The ids among `ids` that the host holds (asked 1000 at a time); marks them used now. */
+  async held(ids: string[]): Promise<Set<string>> {
+    const asked = new Set(ids);
+    const batches: string[][] = [];
+    for (let start = 0; start < ids.length; start += maxChunkHaveIds) {
+      batches.push(ids.slice(start, start + maxChunkHaveIds));
+    }
+    const answers = await Promise.all(
+      batches.map((batch) => this.requests.send({ type: 'chunk-have', ids: batch, ...this.kc() })),
+    );
+    return new Set(answers.flatMap((answer) => answer.ids).filter((id) => asked.has(id)));
+  }
+
+  /** Puts one chunk (`id` from `idOf(plain)`); resolves once the host has stored it. */
+  async put(id: string, plain: Uint8Array): Promise<void> {
+    const sent = this.key === undefined ? plain : await seal(this.key, plain);
+    const proof = this.key === undefined ? {} : { kc: this.key.check, kp: this.key.proof };
+    await this.requests.send({ type: 'chunk-put', id, data: toBase64(sent), ...proof });
+  }
+
+  /**
+   * Fetches one chunk and returns its plaintext once it passed its check (hash, or tag and keyed
+   * id). One that fails is fetched again, up to `maxChunkFetches` times, and never returned:
+   * then `chunk_corrupt`.
+   */
+  async get(id: string): Promise<Uint8Array> {
+    for (let fetch = 0; fetch < maxChunkFetches; fetch += 1) {
+      const answer = await this.requests.send({ type: 'chunk-get', id, ...this.kc() });
+      const plain = await this.opened(id, answer.data);
+      if (plain !== undefined) return plain;
+    }
+    throw new SyncError(
+      'chunk_corrupt',
+      `chunk ${id} failed its check ${maxChunkFetches} times: the host's copy is damaged`,
+    );
+  }
+
+  /** Stops listening to the connection; what is waiting is rejected with `closed`. */
+  close(): void {
+    this.requests.close();
+  }
+
+  /** The plaintext of a fetched chunk when it is the chunk `id` names, else undefined. */
+  private async opened(id: string, data: string): Promise<Uint8Array | undefined> {
+    const bytes = fromBase64(data);
+    if (bytes === undefined) return undefined;
+    if (this.key === undefined) return sameId(await plainChunkId(bytes), id) ? bytes : undefined;
+    const plain = await open(this.key, bytes);
+    if (plain === undefined) return undefined;
+    return sameId(await this.idOf(plain), id) ? plain : undefined;
+  }
+
+  private kc(): { kc?: string } {
+    return this.key === undefined ? {} : { kc: this.key.check };
+  }
+}

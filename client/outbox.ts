@@ -1,0 +1,80 @@
+import type { DedupeEnvelope } from './dedupe-envelope.ts';
+import { SyncError } from './errors.ts';
+import type { Outgoing } from './keep-alive.ts';
+import type { Target } from './relay-events.ts';
+import type { HostRequest } from './store-frames.ts';
+
+const encoder = new TextEncoder();
+
+/** The limits of what a connection keeps waiting (see `RelayConnectionOptions`). */
+export interface OutboxOptions {
+  maxMessageBytes: number;
+  maxQueuedMessages: number;
+  dedupe: boolean;
+}
+
+/**
+ * What a connection has yet to write, in order: routed messages (kept while not joined, sent
+ * again after a drop) and frames of the host's store (meaningful on their socket only), numbered
+ * in one sequence so that a `pong` confirms both.
+ */
+export class Outbox {
+  /** Waiting to be written: queued while not joined, or held back by the rate. */
+  pending: Outgoing[] = [];
+  /** The sequence number of the last frame taken in. */
+  lastSeq = 0;
+
+  constructor(
+    private readonly options: OutboxOptions,
+    private readonly envelope: DedupeEnvelope,
+  ) {}
+
+  /**
+   * Takes in a routed message; `inFlight` is how many are written but not confirmed. Throws
+   * `invalid_message`, `message_too_big`, `queue_full`.
+   */
+  routed(to: Target, payload: Record<string, unknown>, once: boolean, inFlight: number): void {
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+      throw new SyncError('invalid_message', 'payload must be a JSON object');
+    }
+    const { dedupe, maxQueuedMessages } = this.options;
+    const seq = this.lastSeq + 1;
+    const text = JSON.stringify({
+      to,
+      payload: dedupe && once ? this.envelope.seal(payload, seq) : payload,
+    });
+    this.checkSize(text);
+    if (this.pending.length + inFlight >= maxQueuedMessages) {
+      throw new SyncError(
+        'queue_full',
+        `${maxQueuedMessages} messages are waiting for the relay; try again after the connection is back`,
+      );
+    }
+    this.lastSeq = seq;
+    this.pending.push({ seq, text });
+  }
+
+  /** Takes in a frame of the host's store. Throws `message_too_big`. */
+  store(frame: HostRequest): void {
+    const text = JSON.stringify(frame);
+    this.checkSize(text);
+    this.lastSeq += 1;
+    this.pending.push({ seq: this.lastSeq, text, volatile: true });
+  }
+
+  /**
+   * After a drop: what the relay did not confirm goes again after the rejoin, before newer
+   * messages, except the store frames (their answers would have come on the lost socket).
+   */
+  dropped(unconfirmed: Outgoing[]): void {
+    this.pending = [...unconfirmed, ...this.pending].filter((out) => !out.volatile);
+  }
+
+  /** Throws `message_too_big` for a frame above `maxMessageBytes`. */
+  private checkSize(text: string): void {
+    const { maxMessageBytes } = this.options;
+    if (encoder.encode(text).length > maxMessageBytes) {
+      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
+    }
+  }
+}

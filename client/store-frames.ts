@@ -1,0 +1,95 @@
+import type { z } from 'zod';
+import {
+  type ChunkDataFrame,
+  type ChunkGetFrame,
+  type ChunkHaveFrame,
+  type ChunkHeldFrame,
+  type ChunkPutFrame,
+  type ChunkStoredFrame,
+  chunkAnswerSchema,
+  type FolderReportFrame,
+} from '../protocol/chunk-frames.ts';
+import {
+  type AppendFrame,
+  type CatchupFrame,
+  relayFrameSchemas,
+  wireDeviceId,
+} from '../protocol/relay-frames.ts';
+
+/**
+ * The frames of the host's store (docs/store.md), both ways: what a device asks the relay itself
+ * (never routed nor buffered) and how its answers are told apart from the room's frames.
+ */
+
+const frames = relayFrameSchemas(wireDeviceId.transform(String));
+const { error: errorSchema, control: controlSchema } = frames;
+const { appended: appendedSchema, stored: storedSchema, caughtup: caughtupSchema } = frames;
+
+/** What a device sends to the host's store: documents (`append`, `catchup`) and chunks. */
+export type HostRequest =
+  | AppendFrame
+  | CatchupFrame
+  | ChunkPutFrame
+  | ChunkHaveFrame
+  | ChunkGetFrame
+  | FolderReportFrame;
+
+export type ErrorFrame = z.infer<typeof errorSchema>;
+
+/**
+ * The host's document store answers `append` and `catchup` with `appended` (the entry is on the
+ * host's disk at `pos`), `stored` (one page of a catch-up), `caughtup` (complete; `pos` is the
+ * host's last position of the document) and the `error` frames that name a document
+ * (`store_full`, `store_unavailable`, `invalid_message`).
+ */
+export type StoredFrame = z.infer<typeof storedSchema>;
+export type StoredEntry = StoredFrame['entries'][number];
+export type StoreFrame =
+  | z.infer<typeof appendedSchema>
+  | StoredFrame
+  | z.infer<typeof caughtupSchema>
+  | (ErrorFrame & { doc: string });
+
+/**
+ * The answers to chunk frames: `chunk-stored`, `chunk-held`, `chunk`, and the `error` frames that
+ * name a `ref` but no document (`store_full`, `store_unavailable`, `invalid_message`,
+ * `chunk_missing`).
+ */
+export type ChunkAnswer =
+  | ChunkStoredFrame
+  | ChunkHeldFrame
+  | ChunkDataFrame
+  | (ErrorFrame & { ref: number });
+
+type ControlFrame = z.infer<typeof controlSchema>;
+
+/** A frame of the store, as the connection emits it, or the other frames of the relay. */
+export type SortedFrame =
+  | { type: 'store'; frame: StoreFrame }
+  | { type: 'chunk'; frame: ChunkAnswer }
+  | Exclude<ControlFrame, StoreFrame | { type: `chunk${string}` }>;
+
+/**
+ * Parses a frame with a `type` and sorts out the store's answers; undefined for a frame of
+ * unknown shape.
+ */
+export function sortControlFrame(value: object): SortedFrame | undefined {
+  const type = 'type' in value ? value.type : undefined;
+  if (typeof type === 'string' && type.startsWith('chunk')) {
+    const chunk = chunkAnswerSchema.safeParse(value);
+    return chunk.success ? { type: 'chunk', frame: chunk.data } : undefined;
+  }
+  const control = controlSchema.safeParse(value);
+  if (!control.success) return undefined;
+  const frame = control.data;
+  if (frame.type === 'appended' || frame.type === 'stored' || frame.type === 'caughtup') {
+    return { type: 'store', frame };
+  }
+  if (frame.type === 'error' && frame.doc !== undefined) {
+    return { type: 'store', frame: { ...frame, doc: frame.doc } };
+  }
+  if (frame.type === 'error' && frame.ref !== undefined) {
+    return { type: 'chunk', frame: { ...frame, ref: frame.ref } };
+  }
+  return frame as Exclude<ControlFrame, StoreFrame | { type: `chunk${string}` }>;
+}

@@ -1,0 +1,243 @@
+import { createHash } from 'node:crypto';
+import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
+import type {
+  ChunkGetFrame,
+  ChunkHaveFrame,
+  ChunkPutFrame,
+  FolderReportFrame,
+} from '../../protocol/relay-frames.ts';
+import type { Logger } from '../log.ts';
+import type { ChunkStore } from '../store/chunk-store.ts';
+import type { Connection } from './connection.ts';
+import { provesKeyCheck } from './document-frames.ts';
+import { countError, type RelayMetrics } from './metrics.ts';
+
+/**
+ * The relay's side of the chunk store (docs/store.md, "Chunks"): `chunk-put` answered
+ * `chunk-stored` once the chunk is durable, `chunk-have` with `chunk-held`, `chunk-get` with
+ * `chunk` or `chunk_missing`, `folder-report` kept without an answer. None is routed nor
+ * buffered. A relay without a store answers them with `store_unavailable`.
+ */
+export interface ChunkFrames {
+  put(conn: Connection, frame: ChunkPutFrame): void;
+  have(conn: Connection, frame: ChunkHaveFrame): void;
+  get(conn: Connection, frame: ChunkGetFrame): void;
+  report(conn: Connection, frame: FolderReportFrame): void;
+  /**
+   * Resolves once every chunk frame this connection sent so far was answered; undefined when
+   * none waits. A `pong` waits for it, as for appends.
+   */
+  answered(conn: Connection): Promise<void> | undefined;
+  /** A malformed chunk frame: `invalid_message` naming its ref and id. */
+  invalid(conn: Connection, message: string, ref?: number, id?: string): void;
+  /** Lines added to `/metrics`. */
+  metrics(): string;
+}
+
+export interface ChunkFramesOptions {
+  /** undefined: this relay keeps no documents nor chunks. */
+  store: ChunkStore | undefined;
+  metrics: RelayMetrics;
+  logger: Logger;
+  now: () => number;
+}
+
+/**
+ * The largest chunk kept, in bytes as sent: 256 KiB of plaintext and room for its sealing. A
+ * client's chunks are smaller when its connection's `message.maxBytes` is.
+ */
+export const maxChunkBytes = 256 * 1024 + 1024;
+
+/** The id of an unencrypted chunk: `"s"` + base64url of the SHA-256 of its bytes. */
+export function plainChunkId(data: Buffer): string {
+  return `s${createHash('sha256').update(data).digest('base64url')}`;
+}
+
+/** Creates the handler of the chunk frames over `store`; see `ChunkFrames`. */
+export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
+  const { store, metrics, logger, now } = options;
+  const counts = { stored: 0, already: 0, full: 0, failed: 0, sent: 0, sentBytes: 0, missing: 0 };
+  let failing = false;
+  /** Per connection, its chunk frames not answered yet. */
+  const unanswered = new WeakMap<Connection, Set<Promise<void>>>();
+
+  function sendError(
+    conn: Connection,
+    code: RelayErrorCode,
+    message: string,
+    ref: number | undefined,
+    id?: string,
+  ): void {
+    countError(metrics, code);
+    const frame = {
+      type: 'error',
+      code,
+      message,
+      ...(ref === undefined ? {} : { ref }),
+      ...(id === undefined ? {} : { id }),
+    };
+    conn.queue.send(Buffer.from(JSON.stringify(frame)));
+  }
+
+  const send = (conn: Connection, frame: object) =>
+    conn.queue.send(Buffer.from(JSON.stringify(frame)));
+
+  /** Tracks an answer so that a later `pong` waits for it. */
+  function track(conn: Connection, answer: Promise<void>): void {
+    let pending = unanswered.get(conn);
+    if (pending === undefined) {
+      pending = new Set();
+      unanswered.set(conn, pending);
+    }
+    pending.add(answer);
+    void answer.then(() => pending.delete(answer));
+  }
+
+  /** Runs `work` against the store, or answers `store_unavailable` (no store, a failed read). */
+  function withStore(
+    conn: Connection,
+    frame: { ref: number; id?: string },
+    work: (store: ChunkStore, room: string) => Promise<void>,
+  ): void {
+    if (store === undefined) {
+      sendError(conn, 'store_unavailable', 'this relay keeps no chunks', frame.ref, frame.id);
+      return;
+    }
+    const answer = work(store, conn.room?.id as string).then(
+      () => {
+        if (failing) logger.info('chunk store works again');
+        failing = false;
+      },
+      (err: unknown) => {
+        counts.failed++;
+        if (!failing) logger.error({ err }, 'chunk store failed: chunk frames refused');
+        failing = true;
+        const message = 'the host could not use its chunk store: send it again later';
+        sendError(conn, 'store_unavailable', message, frame.ref, frame.id);
+      },
+    );
+    track(conn, answer);
+  }
+
+  /** Why a put is refused before the store sees it, or undefined. */
+  function refusal(frame: ChunkPutFrame, data: Buffer): string | undefined {
+    if (data.length > maxChunkBytes) return `a chunk holds at most ${maxChunkBytes} bytes`;
+    if (frame.kc !== undefined) {
+      if (!provesKeyCheck(frame.kc, frame.kp)) {
+        return 'kc without the proof of its key (kp): the chunk was not stored';
+      }
+      if (!frame.id.startsWith('h')) return 'an encrypted chunk has an id beginning with "h"';
+      return undefined;
+    }
+    if (frame.id !== plainChunkId(data)) {
+      return 'id is not "s" + the SHA-256 of the data (base64url): the chunk was not stored';
+    }
+    return undefined;
+  }
+
+  function put(conn: Connection, frame: ChunkPutFrame): void {
+    const data = Buffer.from(frame.data, 'base64');
+    const refused = refusal(frame, data);
+    if (refused !== undefined) {
+      sendError(conn, 'invalid_message', refused, frame.ref, frame.id);
+      return;
+    }
+    withStore(conn, frame, async (chunks, room) => {
+      const outcome = await chunks.put({ room, kc: frame.kc ?? '', id: frame.id, data });
+      if ('stored' in outcome) {
+        if (outcome.already) counts.already++;
+        else counts.stored++;
+        send(conn, { type: 'chunk-stored', ref: frame.ref, id: frame.id });
+        return;
+      }
+      counts.full++;
+      const bound = outcome.full === 'user' ? 'store.userMaxBytes' : 'store.maxBytes';
+      const message = `the host's store is full (${bound}): the chunk was not stored`;
+      sendError(conn, 'store_full', message, frame.ref, frame.id);
+    });
+  }
+
+  function have(conn: Connection, frame: ChunkHaveFrame): void {
+    withStore(conn, frame, async (chunks, room) => {
+      const ids = await chunks.have(room, frame.kc ?? '', frame.ids);
+      send(conn, { type: 'chunk-held', ref: frame.ref, ids });
+    });
+  }
+
+  function get(conn: Connection, frame: ChunkGetFrame): void {
+    withStore(conn, frame, async (chunks, room) => {
+      const data = await chunks.get(room, frame.kc ?? '', frame.id);
+      if (data === undefined) {
+        counts.missing++;
+        const message = 'the host holds no chunk with that id under that kc';
+        sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
+        return;
+      }
+      counts.sent++;
+      counts.sentBytes += data.length;
+      const answer = `{"type":"chunk","ref":${frame.ref},"id":"${frame.id}","data":"${data.toString('base64')}"}`;
+      conn.queue.send(Buffer.from(answer));
+    });
+  }
+
+  function report(conn: Connection, frame: FolderReportFrame): void {
+    if (store === undefined) return;
+    const kept = {
+      room: conn.room?.id as string,
+      doc: frame.doc,
+      device: conn.deviceKey,
+      files: frame.files,
+      bytes: frame.bytes,
+      encrypted: frame.encrypted,
+      // The host keeps no file name of an encrypted project, whatever a device sends.
+      names: frame.encrypted ? undefined : frame.names,
+      at: now(),
+    };
+    store.report(kept).catch((err: unknown) => {
+      logger.warn({ err }, 'chunk store: a folder report was not kept');
+    });
+  }
+
+  function answered(conn: Connection): Promise<void> | undefined {
+    const pending = unanswered.get(conn);
+    if (pending === undefined || pending.size === 0) return undefined;
+    return Promise.all(pending).then(() => undefined);
+  }
+
+  function renderMetrics(): string {
+    if (store === undefined) return '';
+    const lines = [
+      '# HELP sync_host_store_chunk_bytes Bytes the chunks count (within sync_host_store_bytes).',
+      '# TYPE sync_host_store_chunk_bytes gauge',
+      `sync_host_store_chunk_bytes ${store.bytes()}`,
+      '# HELP sync_host_store_chunks_stored_total Chunks stored (new ones; already held ones in held).',
+      '# TYPE sync_host_store_chunks_stored_total counter',
+      `sync_host_store_chunks_stored_total{kind="new"} ${counts.stored}`,
+      `sync_host_store_chunks_stored_total{kind="held"} ${counts.already}`,
+      '# HELP sync_host_store_chunks_refused_total Chunk puts refused.',
+      '# TYPE sync_host_store_chunks_refused_total counter',
+      `sync_host_store_chunks_refused_total{reason="full"} ${counts.full}`,
+      `sync_host_store_chunks_refused_total{reason="failed"} ${counts.failed}`,
+      '# HELP sync_host_store_chunks_sent_total Chunks sent to devices (chunk-get).',
+      '# TYPE sync_host_store_chunks_sent_total counter',
+      `sync_host_store_chunks_sent_total ${counts.sent}`,
+      '# HELP sync_host_store_chunk_sent_bytes_total Bytes of the chunks sent to devices.',
+      '# TYPE sync_host_store_chunk_sent_bytes_total counter',
+      `sync_host_store_chunk_sent_bytes_total ${counts.sentBytes}`,
+      '# HELP sync_host_store_chunks_missing_total chunk-get of a chunk the host does not hold.',
+      '# TYPE sync_host_store_chunks_missing_total counter',
+      `sync_host_store_chunks_missing_total ${counts.missing}`,
+    ];
+    return `${lines.join('\n')}\n`;
+  }
+
+  return {
+    put,
+    have,
+    get,
+    report,
+    answered,
+    invalid: (conn, message, ref, id) => sendError(conn, 'invalid_message', message, ref, id),
+    metrics: renderMetrics,
+  };
+}

@@ -1,0 +1,253 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import { userOfRoom } from '../relay/buffer-store.ts';
+import {
+  type ChunkStore,
+  chunkBytes,
+  type FolderReport,
+  type NewChunk,
+  type PutOutcome,
+  type RoomChunks,
+  roomChunksOf,
+} from './chunk-store.ts';
+import type { StoreBounds } from './document-store.ts';
+import { changeUsers, lockUsers } from './postgres-append.ts';
+import type { StoreTables } from './postgres-schema.ts';
+
+interface Queued {
+  chunk: NewChunk;
+  resolve: (outcome: PutOutcome) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface PostgresChunkOptions {
+  db: Kysely<StoreTables>;
+  bounds: StoreBounds;
+  now: () => number;
+  /** Resolves once the tables exist. */
+  ready: () => Promise<void>;
+  /** The store's bytes as a batch left them. */
+  counted: (totalBytes: number) => void;
+}
+
+/**
+ * The cluster's chunk store in PostgreSQL (see `ChunkStore`; tables `store_chunks` and
+ * `store_folder_reports`). The puts of one event-loop turn are committed in one transaction
+ * under the locks of their users' rows (as appends take them), so the user bound holds across
+ * nodes and two nodes never both count one chunk.
+ */
+export class PostgresChunkStore implements ChunkStore {
+  readonly #options: PostgresChunkOptions;
+  #queue: Queued[] = [];
+  #flushing: Promise<void> = Promise.resolve();
+  #flushScheduled = false;
+  /** The chunks' bytes as last counted. */
+  #bytes = 0;
+
+  constructor(options: PostgresChunkOptions) {
+    this.#options = options;
+  }
+
+  put(chunk: NewChunk): Promise<PutOutcome> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ chunk, resolve, reject });
+      if (this.#flushScheduled) return;
+      this.#flushScheduled = true;
+      setImmediate(() => {
+        this.#flushScheduled = false;
+        this.#flushing = this.#flushing.then(() => this.#flush());
+      });
+    });
+  }
+
+  bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Counts the chunks' bytes again (at the store's recounts). */
+  async recount(): Promise<void> {
+    const found = await sql<{ total: string }>`
+      SELECT coalesce(sum(bytes), 0) AS total FROM store_chunks`.execute(this.#options.db);
+    this.#bytes = Number(found.rows[0]?.total ?? 0);
+  }
+
+  /** Waits for every put queued so far. */
+  async settled(): Promise<void> {
+    if (this.#queue.length > 0) this.#flushing = this.#flushing.then(() => this.#flush());
+    await this.#flushing;
+  }
+
+  async #flush(): Promise<void> {
+    const queue = this.#queue;
+    this.#queue = [];
+    if (queue.length === 0) return;
+    try {
+      await this.#options.ready();
+      const chunks = queue.map((q) => q.chunk);
+      const outcomes = await this.#options.db
+        .transaction()
+        .execute((trx) => this.#commit(trx, chunks));
+      queue.forEach((q, i) => {
+        q.resolve(outcomes[i] as PutOutcome);
+      });
+    } catch (err: unknown) {
+      // Rolled back: nothing of the batch is stored.
+      for (const q of queue) q.reject(err);
+    }
+  }
+
+  async #commit(trx: Transaction<StoreTables>, chunks: readonly NewChunk[]): Promise<PutOutcome[]> {
+    const { bounds, now } = this.#options;
+    const at = now();
+    const userBytes = await lockUsers(trx, [...new Set(chunks.map((c) => userOfRoom(c.room)))]);
+    const total = await sql<{ total: string }>`
+      SELECT coalesce(sum(bytes), 0) AS total FROM store_users`.execute(trx);
+    let totalBytes = Number(total.rows[0]?.total ?? 0);
+    const added = new Map<string, number>();
+    const outcomes: PutOutcome[] = [];
+    for (const chunk of chunks) {
+      const touched = await sql`UPDATE store_chunks SET used_at = ${at}
+        WHERE room = ${chunk.room} AND kc = ${chunk.kc} AND id = ${chunk.id}`.execute(trx);
+      if (Number(touched.numAffectedRows ?? 0) > 0) {
+        outcomes.push({ stored: true, already: true });
+        continue;
+      }
+      const user = userOfRoom(chunk.room);
+      const bytes = chunkBytes(chunk);
+      const before = userBytes.get(user) ?? 0;
+      if (before + bytes > bounds.userMaxBytes) outcomes.push({ full: 'user' });
+      else if (totalBytes + bytes > bounds.maxBytes) outcomes.push({ full: 'store' });
+      else {
+        await sql`INSERT INTO store_chunks
+          (room, kc, id, user_id, size, bytes, stored_at, used_at, data)
+          VALUES (${chunk.room}, ${chunk.kc}, ${chunk.id}, ${user}, ${chunk.data.length},
+            ${bytes}, ${at}, ${at}, ${chunk.data})`.execute(trx);
+        userBytes.set(user, before + bytes);
+        totalBytes += bytes;
+        added.set(user, (added.get(user) ?? 0) + bytes);
+        this.#bytes += bytes;
+        outcomes.push({ stored: true, already: false });
+      }
+    }
+    await changeUsers(trx, added);
+    this.#options.counted(totalBytes);
+    return outcomes;
+  }
+
+  async have(room: string, kc: string, ids: readonly string[]): Promise<string[]> {
+    await this.settled();
+    await this.#options.ready();
+    if (ids.length === 0) return [];
+    const found = await sql<{ id: string }>`UPDATE store_chunks SET used_at = ${this.#options.now()}
+      WHERE room = ${room} AND kc = ${kc} AND id = ANY(${[...ids]}::text[])
+      RETURNING id`.execute(this.#options.db);
+    const held = new Set(found.rows.map((row) => row.id));
+    return ids.filter((id) => held.has(id));
+  }
+
+  async get(room: string, kc: string, id: string): Promise<Buffer | undefined> {
+    await this.settled();
+    await this.#options.ready();
+    const found = await sql<{ data: Buffer }>`SELECT data FROM store_chunks
+      WHERE room = ${room} AND kc = ${kc} AND id = ${id}`.execute(this.#options.db);
+    return found.rows[0]?.data;
+  }
+
+  async report(report: FolderReport): Promise<void> {
+    await this.#options.ready();
+    const names =
+      report.encrypted || report.names === undefined ? null : JSON.stringify(report.names);
+    await sql`INSERT INTO store_folder_reports
+      (room, doc, user_id, device, files, bytes, encrypted, names, at)
+      VALUES (${report.room}, ${report.doc}, ${userOfRoom(report.room)}, ${report.device},
+        ${report.files}, ${report.bytes}, ${report.encrypted}, ${names}::jsonb, ${report.at})
+      ON CONFLICT (room, doc) DO UPDATE SET device = excluded.device, files = excluded.files,
+        bytes = excluded.bytes, encrypted = excluded.encrypted, names = excluded.names,
+        at = excluded.at`.execute(this.#options.db);
+  }
+
+  /**
+   * Drops the chunks last used before `before` (ms), under their users' locks (taken before the
+   * chunks' rows, as a put takes them); returns how many.
+   */
+  async dropUnused(before: number): Promise<number> {
+    await this.settled();
+    return this.#options.db.transaction().execute(async (trx) => {
+      const users = await sql<{ user_id: string }>`SELECT DISTINCT user_id FROM store_chunks
+        WHERE used_at < ${before}`.execute(trx);
+      if (users.rows.length === 0) return 0;
+      await lockUsers(
+        trx,
+        users.rows.map((row) => row.user_id),
+      );
+      const gone = await sql<{ user_id: string; bytes: string }>`DELETE FROM store_chunks
+        WHERE used_at < ${before} RETURNING user_id, bytes`.execute(trx);
+      await changeUsers(trx, freedPerUser(gone.rows));
+      return gone.rows.length;
+    });
+  }
+
+  /** Rooms that hold chunks or folder reports. */
+  async rooms(): Promise<string[]> {
+    const found = await sql<{ room: string }>`SELECT room FROM store_chunks
+      UNION SELECT room FROM store_folder_reports`.execute(this.#options.db);
+    return found.rows.map((row) => row.room);
+  }
+
+  /** Chunks and folder reports per room. */
+  async usage(): Promise<Map<string, RoomChunks & { user: string }>> {
+    const { db } = this.#options;
+    const counts = await sql<{ room: string; chunks: number; bytes: string }>`
+      SELECT room, count(*)::integer AS chunks, sum(bytes) AS bytes FROM store_chunks
+      GROUP BY room`.execute(db);
+    const reports = await sql<ReportRow>`SELECT * FROM store_folder_reports`.execute(db);
+    return roomChunksOf(
+      counts.rows.map((row) => ({ ...row, bytes: Number(row.bytes) })),
+      reports.rows.map(reportOfRow),
+    );
+  }
+}
+
+/** Deletes one user's chunks and folder reports matching `where` (on `room` or `user_id`). */
+export async function deleteChunksIn(
+  trx: Transaction<StoreTables>,
+  user: string,
+  where: ReturnType<typeof sql>,
+): Promise<number> {
+  await sql`DELETE FROM store_folder_reports WHERE user_id = ${user} AND ${where}`.execute(trx);
+  const gone = await sql<{ user_id: string; bytes: string }>`DELETE FROM store_chunks
+    WHERE user_id = ${user} AND ${where} RETURNING user_id, bytes`.execute(trx);
+  return -(freedPerUser(gone.rows).get(user) ?? 0);
+}
+
+/** The bytes freed per user, as negative changes. */
+function freedPerUser(
+  rows: ReadonlyArray<{ user_id: string; bytes: string }>,
+): Map<string, number> {
+  const freed = new Map<string, number>();
+  for (const row of rows) freed.set(row.user_id, (freed.get(row.user_id) ?? 0) - Number(row.bytes));
+  return freed;
+}
+
+interface ReportRow {
+  room: string;
+  doc: string;
+  device: string;
+  files: string;
+  bytes: string;
+  encrypted: boolean;
+  names: string[] | null;
+  at: string;
+}
+
+function reportOfRow(row: ReportRow): FolderReport {
+  return {
+    room: row.room,
+    doc: row.doc,
+    device: row.device,
+    files: Number(row.files),
+    bytes: Number(row.bytes),
+    encrypted: row.encrypted,
+    ...(row.names === null ? {} : { names: row.names }),
+    at: Number(row.at),
+  };
+}
