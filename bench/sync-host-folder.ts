@@ -56,25 +56,34 @@ export class SyncHostBench {
     readonly host: RunningHost,
     readonly relayPort: number,
     private readonly dir: string,
+    /** The device tokens of A and B, signed in once (the host limits sign-in links per email). */
+    private readonly tokens: { a: string; b: string },
   ) {}
 
   static async start(): Promise<SyncHostBench> {
     const dir = hostDir();
     const host = await startHost(dir, { nodeArgs: profileArgs('host') });
-    return new SyncHostBench(host, Number(new URL(host.relayUrl).port), dir);
+    try {
+      const tokens = {
+        a: (await signIn(host, 'bench@example.org', 'a')).deviceToken,
+        b: (await signIn(host, 'bench@example.org', 'b')).deviceToken,
+      };
+      return new SyncHostBench(host, Number(new URL(host.relayUrl).port), dir, tokens);
+    } catch (err: unknown) {
+      await host.process.stop('SIGTERM', 15_000);
+      throw err;
+    }
   }
 
-  /** A device of the bench user, logged in with its own config folder; its device token. */
-  private async device(name: string, configDir: string): Promise<string> {
-    const signed = await signIn(this.host, 'bench@example.org', name);
+  /** Device `side` logged in with a config folder of its own. */
+  private login(side: 'a' | 'b', configDir: string): void {
     mkdirSync(configDir, { recursive: true });
     const login = spawnSync(
       process.execPath,
-      [launcher, 'login', '--auth', this.host.authUrl, '--token', signed.deviceToken],
+      [launcher, 'login', '--auth', this.host.authUrl, '--token', this.tokens[side]],
       { env: { ...process.env, SYNC_HOST_CONFIG_DIR: configDir }, encoding: 'utf8' },
     );
     if (login.status !== 0) throw new Error(`login: ${login.stderr}`);
-    return signed.deviceToken;
   }
 
   /**
@@ -89,8 +98,8 @@ export class SyncHostBench {
         ['b', dirB],
       ] as const) {
         const configDir = join(root, `config-${side}`);
-        const token = await this.device(`${project}-${side}`, configDir);
-        if (side === 'a') await registerProject(this.host.authUrl, token, project);
+        this.login(side, configDir);
+        if (side === 'a') await registerProject(this.host.authUrl, this.tokens.a, project);
         const run = startSync(
           ['sync', project, dir, '--relay', this.host.relayUrl],
           configDir,
