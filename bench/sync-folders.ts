@@ -31,6 +31,7 @@ import {
   writeSmallFiles,
 } from './folder-files.ts';
 import { RsyncDaemon, rsyncBinary } from './rsync-floor.ts';
+import { median } from './stats.ts';
 import { SyncHostBench, type SyncProcess } from './sync-host-folder.ts';
 import { syncthingBinary, syncthingPair } from './syncthing.ts';
 
@@ -181,11 +182,6 @@ async function rsyncFloor(name: string): Promise<Measure> {
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 const bytes = (n: number) => (Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
 
 async function main(): Promise<void> {
@@ -194,7 +190,10 @@ async function main(): Promise<void> {
   systems.push(syncHostSystem(host));
   const syncthing = syncthingBinary();
   if (syncthing === undefined) {
-    console.log('Syncthing: skipped, no `syncthing` binary on PATH (apt-get install syncthing)');
+    const named = process.env.SYNCTHING ?? 'syncthing';
+    console.log(
+      `Syncthing: skipped, \`${named} --version\` does not run (apt-get install syncthing, or SYNCTHING=<path>)`,
+    );
   } else {
     systems.push(syncthingSystem(syncthing));
   }
