@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -81,6 +91,14 @@ async function allSent(device: FolderDevice, what: string): Promise<void> {
     what,
     60_000,
   );
+}
+
+/** The bytes the host's chunks count, from the relay's /metrics. */
+async function chunkBytes(): Promise<number> {
+  const metrics = await (await fetch(`${th.host.urls.status}/metrics`)).text();
+  const value = /^sync_host_store_chunk_bytes (\d+)$/m.exec(metrics)?.[1];
+  if (value === undefined) throw new Error('no sync_host_store_chunk_bytes in /metrics');
+  return Number(value);
 }
 
 /** Stops `device` once the relay took what it sent. */
@@ -206,6 +224,35 @@ describe('files kept as chunks', () => {
       await b.stop();
     }
   }, 120_000);
+
+  it('sends about 1 MiB when 1 MiB changes in the middle of a 100 MiB file (bytes counted at the relay)', async () => {
+    const [a] = await twoDevices();
+    const file = join(a.dir, 'big.img');
+    const fd = openSync(file, 'w');
+    for (let i = 0; i < 100; i += 1) writeSync(fd, randomBytes(1_048_576));
+    closeSync(fd);
+    await a.start();
+    try {
+      await allSent(a, 'a sent big.img');
+      const before = await chunkBytes();
+      expect(before).toBeGreaterThan(100 * 1_048_576);
+      const middle = openSync(file, 'r+');
+      writeSync(middle, randomBytes(1_048_576), 0, 1_048_576, 50 * 1_048_576);
+      closeSync(middle);
+      a.scan();
+      await allSent(a, 'a sent the change');
+      await eventually(
+        () => a.lines.filter((line) => line === 'sent big.img').length === 1,
+        'the new version published',
+      );
+      const sent = (await chunkBytes()) - before;
+      console.log(`1 MiB changed in a 100 MiB file: ${sent} bytes of new chunks on the host`);
+      expect(sent).toBeGreaterThanOrEqual(1_048_576);
+      expect(sent).toBeLessThan(1.6 * 1_048_576);
+    } finally {
+      await a.stop();
+    }
+  }, 180_000);
 
   it('never writes a chunk the host corrupted, and fetches it again', async () => {
     const [a, b] = await twoDevices();
