@@ -125,10 +125,11 @@ export class FolderDevice {
 }
 
 /**
- * Every text file under `dir` by relative path (dot files and `.dat` files left out), or
- * undefined when a file vanished while reading (the sync is still writing).
+ * Every text file under `dir` by relative path (dot files left out, and `.dat` files unless
+ * `withBinary`: then read as latin1), or undefined when a file vanished while reading (the sync
+ * is still writing).
  */
-export function textFiles(dir: string): Record<string, string> | undefined {
+export function textFiles(dir: string, withBinary = false): Record<string, string> | undefined {
   const files: Record<string, string> = {};
   let entries: import('node:fs').Dirent[];
   try {
@@ -137,11 +138,13 @@ export function textFiles(dir: string): Record<string, string> | undefined {
     return undefined;
   }
   for (const entry of entries) {
-    if (!entry.isFile() || entry.name.startsWith('.') || entry.name.endsWith('.dat')) continue;
+    if (!entry.isFile() || entry.name.startsWith('.')) continue;
+    const binary = entry.name.endsWith('.dat');
+    if (binary && !withBinary) continue;
     const path = relative(dir, join(entry.parentPath, entry.name));
     if (path.split('/').some((part) => part.startsWith('.'))) continue;
     try {
-      files[path] = readFileSync(join(dir, path), 'utf8');
+      files[path] = readFileSync(join(dir, path), binary ? 'latin1' : 'utf8');
     } catch {
       return undefined;
     }
