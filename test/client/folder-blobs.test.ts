@@ -1,22 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/wait.ts';
-import { type DeviceCredential, FolderDevice } from './folder-devices.ts';
+import { type FolderDevice, putFile, twoDeviceFixture } from './folder-devices.ts';
 import { exposes, sqliteFilesText } from './plaintext.ts';
 
 /**
@@ -27,28 +15,8 @@ import { exposes, sqliteFilesText } from './plaintext.ts';
  * corrupted on the host is never written and is fetched again.
  */
 
-let th: TestHost;
-let root: string;
-const credentials: DeviceCredential[] = [];
-let projects = 0;
-
-beforeAll(async () => {
-  th = await startTestHost({ ui: false });
-  root = mkdtempSync(join(tmpdir(), 'folder-blobs-'));
-  for (const name of ['blobs-a', 'blobs-b']) {
-    credentials.push(await th.signIn('blobs@example.org', name));
-  }
-});
-
-afterAll(async () => {
-  await th?.close();
-  if (root !== undefined) rmSync(root, { recursive: true, force: true });
-});
-
-function put(dir: string, path: string, content: string | Uint8Array): void {
-  mkdirSync(dirname(join(dir, path)), { recursive: true });
-  writeFileSync(join(dir, path), content);
-}
+const { fixture, twoDevices: devicesOf } = twoDeviceFixture('blobs');
+const put = putFile;
 
 function read(dir: string, path: string): Buffer | undefined {
   try {
@@ -59,25 +27,8 @@ function read(dir: string, path: string): Buffer | undefined {
 }
 
 /** Two devices of a fresh project (not started). */
-async function twoDevices(passphrase?: string): Promise<[FolderDevice, FolderDevice]> {
-  projects += 1;
-  const { roomId } = await registerProject(
-    th.base,
-    credentials[0]!.deviceToken,
-    `blobs-${projects}`,
-  );
-  const base = join(root, `project-${projects}`);
-  return credentials.map(
-    (credential, i) =>
-      new FolderDevice(
-        th,
-        roomId,
-        credential,
-        join(base, `folder-${i}`),
-        join(base, `state-${i}.log`),
-        { passphrase, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } },
-      ),
-  ) as [FolderDevice, FolderDevice];
+function twoDevices(passphrase?: string): Promise<[FolderDevice, FolderDevice]> {
+  return devicesOf({ passphrase, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } });
 }
 
 /** Waits until `device` has sent every file it read (uploaded and in the document). */
@@ -95,7 +46,7 @@ async function allSent(device: FolderDevice, what: string): Promise<void> {
 
 /** The bytes the host's chunks count, from the relay's /metrics. */
 async function chunkBytes(): Promise<number> {
-  const metrics = await (await fetch(`${th.host.urls.status}/metrics`)).text();
+  const metrics = await (await fetch(`${fixture.th.host.urls.status}/metrics`)).text();
   const value = /^sync_host_store_chunk_bytes (\d+)$/m.exec(metrics)?.[1];
   if (value === undefined) throw new Error('no sync_host_store_chunk_bytes in /metrics');
   return Number(value);
@@ -132,7 +83,7 @@ describe('files kept as chunks', () => {
         );
         expect(read(b.dir, 'media/photo.bin')!.equals(binary)).toBe(true);
         expect(read(b.dir, 'long.txt')!.equals(text)).toBe(true);
-        const stored = sqliteFilesText(join(th.dir, 'data'), 'store.db');
+        const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
         // The host holds the chunks; sealed ones show nothing of the file.
         expect(exposes(stored, marker)).toBe(!passphrase);
       } finally {
@@ -175,7 +126,7 @@ describe('files kept as chunks', () => {
       // The most recent edit (b's) keeps the name; a's version is the copy, named by a.
       const [copy] = copies(a.dir);
       expect(copies(b.dir)).toEqual([copy]);
-      expect(copy).toContain(`-${credentials[0]!.deviceId}.bin`);
+      expect(copy).toContain(`-${fixture.credentials[0]!.deviceId}.bin`);
       expect(read(a.dir, copy!)!.equals(fromA)).toBe(true);
       expect(read(b.dir, copy!)!.equals(fromA)).toBe(true);
       expect(a.folder!.folderStatus().conflicts).toEqual([copy]);
@@ -216,7 +167,7 @@ describe('files kept as chunks', () => {
       ] as const) {
         for (const path of paths) expect(read(dir, path), path).toBeUndefined();
       }
-      const stored = sqliteFilesText(join(th.dir, 'data'), 'store.db');
+      const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
       expect(exposes(stored, marker)).toBe(false);
       expect(exposes(stored, 'obsidian')).toBe(true); // the check can see what the host holds
     } finally {
@@ -261,7 +212,7 @@ describe('files kept as chunks', () => {
     await a.start();
     await allSent(a, 'a sent data.bin');
     await stopWhenStored(a);
-    const db = new Database(join(th.dir, 'data', 'store.db'));
+    const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
     try {
       const rows = db.prepare('SELECT id, data FROM chunks').all() as {
         id: string;

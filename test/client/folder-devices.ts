@@ -1,5 +1,15 @@
-import { mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { WebSocket } from 'ws';
 import { blobTransferOf } from '../../client/cli/blob-transfer.ts';
 import { folderDocName } from '../../client/cli/folder-doc.ts';
@@ -7,7 +17,7 @@ import { FolderSync, type FolderSyncOptions } from '../../client/cli/folder-sync
 import { deriveE2EKey } from '../../client/e2e-key.ts';
 import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
 import { createYjsProvider, type YjsProvider } from '../../client/yjs-provider.ts';
-import type { TestHost } from '../helpers/host.ts';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 
 /** A signed-in device of the test user. */
 export interface DeviceCredential {
@@ -150,4 +160,59 @@ export function textFiles(dir: string, withBinary = false): Record<string, strin
     }
   }
   return Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+/**
+ * A test host with two signed-in devices of one user and a temporary root, started before the
+ * file's tests and closed after them; `twoDevices()` makes a fresh project and its two
+ * (unstarted) devices, each with a folder and a state log under the root.
+ */
+export function twoDeviceFixture(name: string) {
+  const fixture = {
+    th: undefined as unknown as TestHost,
+    credentials: [] as DeviceCredential[],
+    root: '',
+    projects: 0,
+  };
+  beforeAll(async () => {
+    fixture.th = await startTestHost({ ui: false });
+    fixture.root = mkdtempSync(join(tmpdir(), `${name}-`));
+    for (const device of [`${name}-a`, `${name}-b`]) {
+      fixture.credentials.push(await fixture.th.signIn(`${name}@example.org`, device));
+    }
+  });
+  afterAll(async () => {
+    await fixture.th?.close();
+    if (fixture.root !== '') rmSync(fixture.root, { recursive: true, force: true });
+  });
+  const twoDevices = async (
+    options: Partial<FolderSyncOptions> & { passphrase?: string } = {},
+  ): Promise<[FolderDevice, FolderDevice]> => {
+    fixture.projects += 1;
+    const { th, credentials, root, projects } = fixture;
+    const { roomId } = await registerProject(
+      th.base,
+      credentials[0]!.deviceToken,
+      `${name}-${projects}`,
+    );
+    const base = join(root, `project-${projects}`);
+    return credentials.map(
+      (credential, i) =>
+        new FolderDevice(
+          th,
+          roomId,
+          credential,
+          join(base, `folder-${i}`),
+          join(base, `state-${i}.log`),
+          options,
+        ),
+    ) as [FolderDevice, FolderDevice];
+  };
+  return { fixture, twoDevices };
+}
+
+/** Writes a file in a folder, making the folders above it. */
+export function putFile(dir: string, path: string, content: string | Uint8Array): void {
+  mkdirSync(dirname(join(dir, path)), { recursive: true });
+  writeFileSync(join(dir, path), content);
 }
