@@ -222,6 +222,7 @@ export class FolderSync {
           this.settle();
         }),
       unchanged: (path, stamp) => mirror.stamps.set(path, stamp),
+      ignores: (path) => mirror.ignores(path),
       wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
       downloaded: (path) => {
         mirror.retry.add(path);
@@ -231,16 +232,6 @@ export class FolderSync {
       sayOnce: (key, line) => mirror.sayOnce(key, line),
       unsay: (key) => mirror.unsay(key),
     });
-  }
-
-  /** The text of every text file as the folder should have it; for tests. */
-  layout(): Map<string, string> {
-    const files = new Map<string, string>();
-    for (const path of this.index.paths()) {
-      const winner = this.index.winnerAt(path);
-      if (winner?.text !== undefined) files.set(path, winner.text.toString());
-    }
-    return files;
   }
 
   /**
