@@ -162,6 +162,21 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
     ]);
   });
 
+  it('answers many chunk-get at once without closing a receiver that reads (relay.maxQueuedBytes)', async () => {
+    harness = await startRelayHarness();
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    const chunks = Array.from({ length: 30 }, () => randomBytes(200 * 1024));
+    for (const [i, data] of chunks.entries()) await putChunk(client, i + 1, data);
+    chunks.forEach((data, i) => {
+      client.send({ type: 'chunk-get', ref: 100 + i, id: plainId(data) });
+    });
+    for (const [i, data] of chunks.entries()) {
+      const got = await client.take((f) => f.ref === 100 + i);
+      expect(got.type).toBe('chunk');
+      expect(Buffer.from(got.data as string, 'base64').equals(data)).toBe(true);
+    }
+  });
+
   it('drops chunks unused for longer than the history window at the sweep, keeps those asked about', async () => {
     harness = await startRelayHarness({ config: { storeHistoryDays: 2 } });
     const { client } = await harness.joined(harness.room(1), 1, 1);
