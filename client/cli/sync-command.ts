@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { type FSWatcher, mkdirSync, realpathSync, watch } from 'node:fs';
+import { type FSWatcher, mkdirSync, realpathSync, statSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey } from '../e2e-key.ts';
+import { SyncError } from '../errors.ts';
 import { blobTransferOf } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
@@ -54,8 +55,7 @@ export async function runFolderSync(options: {
   const { io, supervisor, state, passphrase } = options;
   const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
   const problem = (line: string) => io.stderr.write(`${printable(line)}\n`);
-  mkdirSync(options.dir, { recursive: true });
-  const dir = realpathSync(options.dir);
+  const dir = usableFolder(options.dir);
   const key =
     passphrase === undefined
       ? undefined
@@ -66,15 +66,17 @@ export async function runFolderSync(options: {
     transfer.close();
     transfer = blobTransferOf(connection, key);
   });
-  const folder = new FolderSync({
-    dir,
-    stateFile: state,
-    device: String(supervisor.connection.device),
-    limits: options.limits,
-    maxFileBytes: options.maxFileBytes,
-    transfer: () => (supervisor.state === 'joined' ? transfer : undefined),
-    log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
-  });
+  const folder = openFolder(() => {
+    return new FolderSync({
+      dir,
+      stateFile: state,
+      device: String(supervisor.connection.device),
+      limits: options.limits,
+      maxFileBytes: options.maxFileBytes,
+      transfer: () => (supervisor.state === 'joined' ? transfer : undefined),
+      log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
+    });
+  }, state);
   const reports = folderReports({
     connection: () => supervisor.connection,
     doc: docKeyOf(folderDocName, key),
@@ -188,6 +190,36 @@ export async function runFolderSync(options: {
     provider.destroy();
     await supervisor.stop();
   }
+}
+
+/** The folder's real path, made when missing; one clear line when it cannot be (a file in the way, no permission). */
+function usableFolder(given: string): string {
+  try {
+    mkdirSync(given, { recursive: true });
+    const dir = realpathSync(given);
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error(), { code: 'ENOTDIR' });
+    return dir;
+  } catch (err: unknown) {
+    throw new SyncError('folder_unusable', `the folder ${given} cannot be used (${codeOf(err)})`);
+  }
+}
+
+/** The folder sync on its state log; one clear line when the log cannot be read or written. */
+function openFolder(open: () => FolderSync, state: string): FolderSync {
+  try {
+    return open();
+  } catch (err: unknown) {
+    throw new SyncError(
+      'folder_unusable',
+      `the state of this folder, ${state}, cannot be read or written (${codeOf(err)}); to start the folder afresh, stop sync and delete that file`,
+    );
+  }
+}
+
+function codeOf(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== undefined) return code;
+  return err instanceof Error ? err.message : String(err);
 }
 
 /**

@@ -63,7 +63,10 @@ export function plainChunkId(data: Buffer): string {
 /** Creates the handler of the chunk frames over `store`; see `ChunkFrames`. */
 export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
   const { store, metrics, logger, now, maxQueuedBytes } = options;
-  const counts = { stored: 0, already: 0, full: 0, failed: 0, sent: 0, sentBytes: 0, missing: 0 };
+  const counts = {
+    ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0 },
+    ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0 },
+  };
   let failing = false;
   /** Per connection, its chunk frames not answered yet. */
   const unanswered = new WeakMap<Connection, Set<Promise<void>>>();
@@ -157,6 +160,8 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
 
   function put(conn: Connection, frame: ChunkPutFrame): void {
     const data = Buffer.from(frame.data, 'base64');
+    counts.received++;
+    counts.receivedBytes += data.length;
     const refused = refusal(frame, data);
     if (refused !== undefined) {
       sendError(conn, 'invalid_message', refused, frame.ref, frame.id);
@@ -240,6 +245,12 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
       '# TYPE sync_host_store_chunks_refused_total counter',
       `sync_host_store_chunks_refused_total{reason="full"} ${counts.full}`,
       `sync_host_store_chunks_refused_total{reason="failed"} ${counts.failed}`,
+      '# HELP sync_host_store_chunks_received_total chunk-put frames received (held, refused or not).',
+      '# TYPE sync_host_store_chunks_received_total counter',
+      `sync_host_store_chunks_received_total ${counts.received}`,
+      '# HELP sync_host_store_chunk_received_bytes_total Bytes of the chunks received in chunk-put.',
+      '# TYPE sync_host_store_chunk_received_bytes_total counter',
+      `sync_host_store_chunk_received_bytes_total ${counts.receivedBytes}`,
       '# HELP sync_host_store_chunks_sent_total Chunks sent to devices (chunk-get).',
       '# TYPE sync_host_store_chunks_sent_total counter',
       `sync_host_store_chunks_sent_total ${counts.sent}`,

@@ -35,6 +35,8 @@ export class FolderDevice {
   private provider: YjsProvider | undefined;
   private connection: RelayConnection | undefined;
   private transfer: { close(): void } | undefined;
+  /** Set by `crashAtNextBatch`: the next batch recorded kills this device before its files change. */
+  private crashArmed = false;
   readonly lines: string[] = [];
 
   constructor(
@@ -78,6 +80,14 @@ export class FolderDevice {
       log: ({ line }) => this.lines.push(line),
       transfer: () => (connection.state === 'joined' ? transfer : undefined),
       ...this.options,
+      onRecorded: () => {
+        this.options.onRecorded?.();
+        if (!this.crashArmed) return;
+        this.crashArmed = false;
+        this.lines.push('(killed after recording a batch, before its files changed)');
+        void this.kill();
+        throw new Error('killed after recording a batch');
+      },
     });
     connection.on('joined', () => folder.resume());
     this.transfer = transfer;
@@ -112,11 +122,22 @@ export class FolderDevice {
   }
 
   async stop(): Promise<void> {
+    this.crashArmed = false;
     this.folder?.close();
     await this.disconnect();
   }
 
+  /**
+   * What `kill -9` in the middle of writing a batch of other devices' changes leaves: the next
+   * batch is recorded in the state log (its temporary files written), then the device dies
+   * before any file is put in place. Nothing when the device is not running; `false` disarms.
+   */
+  crashAtNextBatch(armed = true): void {
+    this.crashArmed = armed && this.folder !== undefined;
+  }
+
   async kill(): Promise<void> {
+    this.crashArmed = false;
     this.folder?.halt();
     await this.disconnect();
   }
@@ -140,7 +161,8 @@ export class FolderDevice {
  * is still writing).
  */
 export function textFiles(dir: string, withBinary = false): Record<string, string> | undefined {
-  const files: Record<string, string> = {};
+  // Pairs, not an object's keys: a file named __proto__ is listed like any other.
+  const files: [string, string][] = [];
   let entries: import('node:fs').Dirent[];
   try {
     entries = readdirSync(dir, { recursive: true, withFileTypes: true });
@@ -154,12 +176,12 @@ export function textFiles(dir: string, withBinary = false): Record<string, strin
     const path = relative(dir, join(entry.parentPath, entry.name));
     if (path.split('/').some((part) => part.startsWith('.'))) continue;
     try {
-      files[path] = readFileSync(join(dir, path), binary ? 'latin1' : 'utf8');
+      files.push([path, readFileSync(join(dir, path), binary ? 'latin1' : 'utf8')]);
     } catch {
       return undefined;
     }
   }
-  return Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return Object.fromEntries(files.sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
 /**
