@@ -119,6 +119,31 @@ describe('sync-host sync with files kept as chunks', () => {
     }
   }, 120_000);
 
+  it("reports the folder's files and bytes to the host, which its storage API shows", async () => {
+    const { th, folder, start } = await setUp();
+    writeFileSync(join(folder.one, 'notes.md'), 'hello\n');
+    writeFileSync(
+      join(folder.one, 'scan.pdf'),
+      Buffer.concat([Buffer.from([0]), randomBytes(9999)]),
+    );
+    start('one');
+    const report = await eventually(
+      async () => {
+        const storage = (await th.admin('GET', '/storage')).body as {
+          users: {
+            projects: { folders: { files: number; bytes: number; names?: string[] }[] }[];
+          }[];
+        };
+        const folders = storage.users.flatMap((user) => user.projects.flatMap((p) => p.folders));
+        return folders.find((each) => each.files === 2);
+      },
+      'the folder report',
+      30_000,
+    );
+    expect(report).toMatchObject({ files: 2, bytes: 6 + 10_000, encrypted: false });
+    expect(report.names?.sort()).toEqual(['notes.md', 'scan.pdf']);
+  }, 60_000);
+
   it('leaves a file waiting while the host store is full, and status says so', async () => {
     const { folder, config, start, status } = await setUp(['store.userMaxBytes=400000']);
     const big = randomBytes(1_500_000);
