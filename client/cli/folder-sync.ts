@@ -117,7 +117,10 @@ export class FolderSync {
     if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
     if (options.transfer !== undefined) this.mirror.blobs = this.blobQueue(options.transfer);
     this.refreshRules();
-    for (const path of opened.onDisk.keys()) this.mirror.retry.add(path);
+    for (const [path, record] of opened.onDisk) {
+      this.mirror.retry.add(path);
+      if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
+    }
     const lost = finishPending(options.dir, options.device, opened.pending, now());
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
     if (opened.onDisk.size === 0) writeMarker(options.dir);
@@ -213,7 +216,7 @@ export class FolderSync {
       publish: (path, stamp, file) =>
         this.guarded(() => {
           if (this.closed || !this.folderThere()) return;
-          const changes = publishBlob(mirror, localOrigin, path, file);
+          const changes = publishBlob(mirror, localOrigin, path, file, stamp);
           mirror.stamps.set(path, stamp);
           mirror.setRecords(changes);
           this.unconfirmed.changed(path, file.size);
@@ -221,7 +224,15 @@ export class FolderSync {
           this.onChange?.();
           this.settle();
         }),
-      unchanged: (path, stamp) => mirror.stamps.set(path, stamp),
+      unchanged: (path, stamp) =>
+        this.guarded(() => {
+          mirror.stamps.set(path, stamp);
+          const record = mirror.onDisk.get(path);
+          if (record === undefined || this.closed) return;
+          const changes = new Map([[path, { ...record, stamp }]]);
+          mirror.setRecords(changes);
+          this.persist({ disk: changes });
+        }),
       ignores: (path) => mirror.ignores(path),
       wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
       downloaded: (path) => {

@@ -92,6 +92,28 @@ describe('files kept as chunks', () => {
     }, 120_000);
   }
 
+  it('does not read a file kept as chunks again at a restart when its stamp is unchanged', async () => {
+    const [a, b] = await twoDevices();
+    put(a.dir, 'archive.zip', randomBytes(2 * 1_048_576));
+    await a.start();
+    await b.start();
+    try {
+      await eventually(() => read(b.dir, 'archive.zip'), 'archive.zip at b', 30_000);
+      for (const device of [a, b]) {
+        await device.stop();
+        await device.start();
+        // The start's scan found nothing to hash or send.
+        expect(device.folder!.folderStatus().blobsUp).toEqual({ files: 0, bytes: 0 });
+      }
+      put(a.dir, 'archive.zip', randomBytes(1_048_576));
+      a.scan();
+      expect(a.folder!.folderStatus().blobsUp).toEqual({ files: 1, bytes: 1_048_576 });
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 60_000);
+
   it('keeps both versions of a binary file changed on two devices apart, under the conflict name on both', async () => {
     const [a, b] = await twoDevices();
     put(a.dir, 'photo.bin', Buffer.concat([Buffer.from([0]), randomBytes(4096)]));
