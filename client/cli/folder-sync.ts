@@ -1,8 +1,7 @@
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import { BlobQueue, type BlobTransfer, type Transfer } from './folder-blobs.ts';
-import { readText } from './folder-fs.ts';
-import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
+import { syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
 import { folderThere, writeMarker } from './folder-marker.ts';
 import { type FolderLog, FolderMirror } from './folder-mirror.ts';
@@ -269,22 +268,8 @@ export class FolderSync {
     return folderThere(this.mirror, this.options.stateFile);
   }
 
-  /**
-   * Reads `.syncignore` again; when its rules changed, every entry is looked at again (one the
-   * rules now let through is written) and true is returned: the caller reads the whole folder,
-   * for the files they now let through.
-   */
   private refreshRules(): boolean {
-    const read = readText(this.options.dir, syncIgnoreName);
-    const text = read !== undefined && 'text' in read ? read.text : undefined;
-    if (text === this.mirror.rules.text) return false;
-    this.mirror.rules = new SyncIgnore(text);
-    const { problem } = this.mirror.rules;
-    if (problem !== undefined) {
-      this.mirror.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
-    }
-    for (const path of this.index.paths()) this.mirror.retry.add(path);
-    return true;
+    return this.mirror.refreshRules();
   }
 
   /** Changes from other devices, after the files the watcher named were read (edits there merge). */
