@@ -15,7 +15,7 @@ import { printable } from './printable.ts';
 import { roomOf, stopSignal } from './project-room.ts';
 import type { ReceiveLimits } from './receive-budget.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
-import { folderReports, showProgress } from './sync-progress.ts';
+import { folderReports, progressAfterMsFrom, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
 
 /** Bounds of the time between two full scans (besides the watcher's events). */
@@ -49,12 +49,22 @@ export async function runFolderSync(options: {
   limits?: ReceiveLimits;
   /** Files larger than this are not synced (1 GiB by default). */
   maxFileBytes?: number;
+  /** How long a transfer runs before the progress line shows (3 s). */
+  progressAfterMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
   const { io, supervisor, state, passphrase } = options;
-  const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
-  const problem = (line: string) => io.stderr.write(`${printable(line)}\n`);
+  // A line printed while the progress line shows takes its place (it is drawn again after).
+  let clearProgress: () => void = () => undefined;
+  const out = (line: string) => {
+    clearProgress();
+    io.stdout.write(`${printable(line)}\n`);
+  };
+  const problem = (line: string) => {
+    clearProgress();
+    io.stderr.write(`${printable(line)}\n`);
+  };
   const dir = usableFolder(options.dir);
   const key =
     passphrase === undefined
@@ -83,7 +93,8 @@ export async function runFolderSync(options: {
     encrypted: key !== undefined,
     count: () => folder.liveFiles(),
   });
-  const stopProgress = showProgress(io, () => folder.transfers());
+  const progress = showProgress(io, () => folder.transfers(), options.progressAfterMs);
+  clearProgress = progress.clear;
   // What changed while sync was not running is read before anything from the room is applied.
   folder.guarded(() => folder.scan());
   const provider = await superviseYjsProvider({
@@ -182,7 +193,7 @@ export async function runFolderSync(options: {
     watcher?.close();
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
-    stopProgress();
+    progress.stop();
     reports.stop();
     stopTransfers();
     transfer.close();
@@ -249,6 +260,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
       passphrase: await passphrase(),
       maxFileBytes,
+      progressAfterMs: progressAfterMsFrom(ctx.env),
       stopped: stopSignal(),
       addStatus: session.addStatus,
     });

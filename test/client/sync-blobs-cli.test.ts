@@ -14,8 +14,10 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { progressDelayVariable } from '../../client/cli/sync-progress.ts';
 import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { spawnInTerminal } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 
 /**
@@ -143,6 +145,32 @@ describe('sync-host sync with files kept as chunks', () => {
     expect(report).toMatchObject({ files: 2, bytes: 6 + 10_000, encrypted: false });
     expect(report.names?.sort()).toEqual(['notes.md', 'scan.pdf']);
   }, 60_000);
+
+  it('shows one progress line on a terminal while a file goes up, and none in a log', async () => {
+    const { th, folder, config, start } = await setUp();
+    writeFileSync(join(folder.one, 'movie.bin'), randomBytes(80 * 1_048_576));
+    process.env[progressDelayVariable] = '0';
+    const one = spawnInTerminal(['sync', 'files', folder.one, '--relay', th.relayUrl], config.one);
+    delete process.env[progressDelayVariable];
+    try {
+      await eventually(
+        () => /sent movie\.bin \(new\)/.test(one.out.text),
+        'movie.bin sent',
+        60_000,
+      );
+      const erase = '\r\u001b[2K';
+      expect(one.out.text).toContain(`${erase}sending movie.bin `);
+      expect(one.out.text).toMatch(/sending movie\.bin \d+% of 80\.0 MiB/);
+      // A line printed meanwhile starts on a cleared line, not after the progress text.
+      expect(one.out.text).not.toMatch(/MiB(sent|in sync)/);
+    } finally {
+      one.child.kill('SIGTERM');
+      await one.exited;
+    }
+    const two = start('two');
+    await eventually(() => existsSync(join(folder.two, 'movie.bin')), 'movie.bin at two', 60_000);
+    expect(two.out.stdout).not.toContain('receiving');
+  }, 120_000);
 
   it('leaves a file waiting while the host store is full, and status says so', async () => {
     const { folder, config, start, status } = await setUp(['store.userMaxBytes=400000']);
