@@ -15,6 +15,7 @@ export const clientErrorCodes = [
   'encrypted',
   'fingerprint_mismatch',
   'fingerprint_required',
+  'folder_unusable',
   'http_error',
   'invalid_answer',
   'invalid_frame',

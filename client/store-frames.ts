@@ -1,17 +1,11 @@
 import type { z } from 'zod';
 import {
-  type ChunkDataFrame,
-  type ChunkGetFrame,
-  type ChunkHaveFrame,
-  type ChunkHeldFrame,
-  type ChunkPutFrame,
-  type ChunkStoredFrame,
-  chunkAnswerSchema,
-  type FolderReportFrame,
-} from '../protocol/chunk-frames.ts';
-import {
   type AppendFrame,
   type CatchupFrame,
+  type ChunkGetFrame,
+  type ChunkHaveFrame,
+  type ChunkPutFrame,
+  type FolderReportFrame,
   relayFrameSchemas,
   wireDeviceId,
 } from '../protocol/relay-frames.ts';
@@ -24,6 +18,7 @@ import {
 const frames = relayFrameSchemas(wireDeviceId.transform(String));
 const { error: errorSchema, control: controlSchema } = frames;
 const { appended: appendedSchema, stored: storedSchema, caughtup: caughtupSchema } = frames;
+const { chunkStored, chunkHeld, chunk } = frames;
 
 /** What a device sends to the host's store: documents (`append`, `catchup`) and chunks. */
 export type HostRequest =
@@ -56,9 +51,9 @@ export type StoreFrame =
  * `chunk_missing`).
  */
 export type ChunkAnswer =
-  | ChunkStoredFrame
-  | ChunkHeldFrame
-  | ChunkDataFrame
+  | z.infer<typeof chunkStored>
+  | z.infer<typeof chunkHeld>
+  | z.infer<typeof chunk>
   | (ErrorFrame & { ref: number });
 
 type ControlFrame = z.infer<typeof controlSchema>;
@@ -67,23 +62,21 @@ type ControlFrame = z.infer<typeof controlSchema>;
 export type SortedFrame =
   | { type: 'store'; frame: StoreFrame }
   | { type: 'chunk'; frame: ChunkAnswer }
-  | Exclude<ControlFrame, StoreFrame | { type: `chunk${string}` }>;
+  | Exclude<ControlFrame, StoreFrame | ChunkAnswer>;
 
 /**
  * Parses a frame with a `type` and sorts out the store's answers; undefined for a frame of
  * unknown shape.
  */
 export function sortControlFrame(value: object): SortedFrame | undefined {
-  const type = 'type' in value ? value.type : undefined;
-  if (typeof type === 'string' && type.startsWith('chunk')) {
-    const chunk = chunkAnswerSchema.safeParse(value);
-    return chunk.success ? { type: 'chunk', frame: chunk.data } : undefined;
-  }
   const control = controlSchema.safeParse(value);
   if (!control.success) return undefined;
   const frame = control.data;
   if (frame.type === 'appended' || frame.type === 'stored' || frame.type === 'caughtup') {
     return { type: 'store', frame };
+  }
+  if (frame.type === 'chunk-stored' || frame.type === 'chunk-held' || frame.type === 'chunk') {
+    return { type: 'chunk', frame };
   }
   if (frame.type === 'error' && frame.doc !== undefined) {
     return { type: 'store', frame: { ...frame, doc: frame.doc } };
@@ -91,5 +84,5 @@ export function sortControlFrame(value: object): SortedFrame | undefined {
   if (frame.type === 'error' && frame.ref !== undefined) {
     return { type: 'chunk', frame: { ...frame, ref: frame.ref } };
   }
-  return frame as Exclude<ControlFrame, StoreFrame | { type: `chunk${string}` }>;
+  return frame as Exclude<ControlFrame, StoreFrame | ChunkAnswer>;
 }

@@ -1,6 +1,6 @@
 import type { AdminStorage, AdminStorageProject } from '../server/admin/types.ts';
 import { h } from './dom.ts';
-import { empty, scrollingTable } from './widgets.ts';
+import { empty, scrollingTable, time } from './widgets.ts';
 
 /** "1.5 MiB", "320 B": a size for tables. */
 export function byteSize(bytes: number): string {
@@ -29,6 +29,46 @@ function projectCell(kept: AdminStorageProject): Node {
     h('strong', {}, kept.project.name),
     ' ',
     h('span', { class: 'mono muted', title: 'Project key' }, kept.project.projectKey),
+  );
+}
+
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
+
+/**
+ * A project's files: the live files its devices last reported (count and bytes) and the chunks
+ * the host keeps for them; their paths only when the project is not encrypted (the host never
+ * has them otherwise).
+ */
+function filesCell(kept: AdminStorageProject): Node {
+  if (kept.folders.length === 0 && kept.chunks === 0) return h('span', { class: 'muted' }, '–');
+  const files = kept.folders.reduce((sum, folder) => sum + folder.files, 0);
+  const bytes = kept.folders.reduce((sum, folder) => sum + folder.bytes, 0);
+  const names = kept.folders.flatMap((folder) => folder.names ?? []);
+  const encrypted = kept.folders.some((folder) => folder.encrypted);
+  const newest = kept.folders
+    .map((f) => f.reportedAt)
+    .sort()
+    .at(-1);
+  return h(
+    'div',
+    { class: 'files', 'data-files': files, 'data-file-bytes': bytes },
+    kept.folders.length === 0 ? 'not reported yet' : `${plural(files, 'file')}, ${byteSize(bytes)}`,
+    h(
+      'div',
+      { class: 'muted', 'data-chunk-bytes': kept.chunkBytes },
+      `${byteSize(kept.chunkBytes)} in ${plural(kept.chunks, 'chunk')} on the host`,
+      newest === undefined ? null : ', reported ',
+      newest === undefined ? null : time(newest),
+    ),
+    names.length > 0
+      ? h(
+          'details',
+          { class: 'file-names' },
+          h('summary', {}, 'Names'),
+          h('ul', { class: 'mono' }, ...names.map((name) => h('li', {}, name))),
+        )
+      : null,
+    encrypted ? h('div', { class: 'muted' }, 'names not known to the host (encrypted)') : null,
   );
 }
 
@@ -72,6 +112,7 @@ export function storageView(storage: AdminStorage): Node {
           user.email ?? h('span', { class: 'muted' }, `deleted user #${user.userId}`),
         ),
         h('td', { class: 'num' }, kept.documents),
+        h('td', {}, filesCell(kept)),
         h('td', { class: 'num', 'data-bytes': kept.bytes }, byteSize(kept.bytes)),
         h(
           'td',
@@ -94,6 +135,7 @@ export function storageView(storage: AdminStorage): Node {
               h('th', {}, 'Project'),
               h('th', {}, 'User'),
               h('th', { class: 'num' }, 'Documents'),
+              h('th', {}, 'Files'),
               h('th', { class: 'num' }, 'Stored'),
               h('th', { class: 'num' }, 'User in all'),
             ),

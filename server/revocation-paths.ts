@@ -8,7 +8,12 @@ import { ConfigError } from './config/conf-file.ts';
 import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
 import type { Logger } from './log.ts';
-import { createAuthDirectory, type FeedTarget, followAuthFeed } from './relay/auth-feed.ts';
+import {
+  AuthServiceClock,
+  createAuthDirectory,
+  type FeedTarget,
+  followAuthFeed,
+} from './relay/auth-feed.ts';
 import { openFeedCursor } from './relay/feed-cursor.ts';
 import type { DeviceDirectory } from './relay/stored-device-check.ts';
 import type { RoomDirectory } from './store/room-directory.ts';
@@ -73,7 +78,9 @@ export interface RevocationPaths {
  */
 export function revocationPaths(options: RevocationPathOptions): RevocationPaths {
   const { mode, relay, logger } = options;
-  const common = { secret: options.secret, logger, now: options.now ?? Date.now };
+  const now = options.now ?? Date.now;
+  // one clock for the lookups and the feed of auth.url (moved once when the auth service's is far)
+  const common = { secret: options.secret, logger, now, clock: new AuthServiceClock(now, logger) };
   let natsLink: NatsLink | undefined;
   let devices: DeviceDirectory | undefined;
   if (mode === 'headless') {

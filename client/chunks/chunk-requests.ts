@@ -1,4 +1,4 @@
-import type { ChunkGetFrame, ChunkHaveFrame, ChunkPutFrame } from '../../protocol/chunk-frames.ts';
+import type { ChunkGetFrame, ChunkHaveFrame, ChunkPutFrame } from '../../protocol/relay-frames.ts';
 import { isSyncErrorCode, RelayError } from '../errors.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import type { ConnectionState } from '../relay-events.ts';

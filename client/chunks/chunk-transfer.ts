@@ -1,4 +1,4 @@
-import { maxChunkBytes, maxChunkHaveIds } from '../../protocol/chunk-frames.ts';
+import { maxChunkIdsPerHave } from '../../protocol/relay-frames.ts';
 import { fromBase64, toBase64 } from '../base64.ts';
 import { type E2EKey, open, seal } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
@@ -19,12 +19,18 @@ export interface ChunkTransferOptions {
   key?: E2EKey;
   /**
    * Plaintext bytes of the chunks being sent or fetched at once (at least one chunk always
-   * goes). Default 2 MiB: with base64 the answers in flight stay under the relay's
-   * `relay.maxQueuedBytes` (4 MiB), past which it would close the connection.
+   * goes). Default 2 MiB: measured on loopback with 100 MiB, 8 MiB is no faster either way, and
+   * the fetched chunks (base64) stay under the relay's `relay.maxQueuedBytes` (4 MiB) without
+   * the relay having to hold its answers back.
    */
   maxInFlightBytes?: number;
 }
 
+/**
+ * Plaintext bytes of one chunk at most: its base64 `chunk-put` frame, sealed, stays well under
+ * the relay's default `message.maxBytes` (1 MiB), and the host keeps no larger chunk.
+ */
+export const maxChunkBytes = 262_144;
 /** Times a chunk failing its check is fetched before `chunk_corrupt`. */
 export const maxChunkFetches = 3;
 /** Room in a `chunk-put` frame for everything but the data: type, ref, id, kc and kp. */
@@ -85,8 +91,8 @@ export class ChunkTransfer {
   async held(ids: string[]): Promise<Set<string>> {
     const asked = new Set(ids);
     const batches: string[][] = [];
-    for (let start = 0; start < ids.length; start += maxChunkHaveIds) {
-      batches.push(ids.slice(start, start + maxChunkHaveIds));
+    for (let start = 0; start < ids.length; start += maxChunkIdsPerHave) {
+      batches.push(ids.slice(start, start + maxChunkIdsPerHave));
     }
     const answers = await Promise.all(
       batches.map((batch) => this.requests.send({ type: 'chunk-have', ids: batch, ...this.kc() })),

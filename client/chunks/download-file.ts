@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { open, rm } from 'node:fs/promises';
-import { chunkIdSchema, maxChunkBytes } from '../../protocol/chunk-frames.ts';
+import { chunkIdSchema } from '../../protocol/relay-frames.ts';
 import { SyncError } from '../errors.ts';
 import { ByteWindow } from './byte-window.ts';
-import type { ChunkRef, ChunkTransfer } from './chunk-transfer.ts';
+import { type ChunkRef, type ChunkTransfer, maxChunkBytes } from './chunk-transfer.ts';
 
 /** What a download wrote: the file's size and SHA-256 (hex). */
 export interface DownloadedFile {

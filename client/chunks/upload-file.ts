@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { maxChunkHaveIds } from '../../protocol/chunk-frames.ts';
+import { maxChunkIdsPerHave } from '../../protocol/relay-frames.ts';
 import { ByteWindow } from './byte-window.ts';
 import type { ChunkRef, ChunkTransfer } from './chunk-transfer.ts';
 import { fileChunks } from './file-chunks.ts';
@@ -49,7 +49,7 @@ export async function uploadFile(
       seen.add(id);
       batch.push({ id, plain });
       batchBytes += plain.length;
-      if (batch.length >= maxChunkHaveIds || batchBytes >= t.maxInFlightBytes) {
+      if (batch.length >= maxChunkIdsPerHave || batchBytes >= t.maxInFlightBytes) {
         await puts.sendMissing(batch);
         batch = [];
         batchBytes = 0;

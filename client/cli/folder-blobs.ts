@@ -47,6 +47,8 @@ export interface BlobHost {
   ): void;
   /** A file read again and found unchanged (only its stamp moved). */
   unchanged(path: string, stamp: Stamp): void;
+  /** Whether `.syncignore` keeps `path` on this device now (then it is not sent). */
+  ignores(path: string): boolean;
   /** Whether the version is still the one the folder should have at `path`. */
   wanted(path: string, version: string): boolean;
   /** A download is ready (or gave up for now): the writer looks at `path` again. */
@@ -206,8 +208,8 @@ export class BlobQueue {
     const finish = () => {
       if (this.uploads.get(path) === job) this.uploads.delete(path);
     };
-    // Changed or gone since it was read: the scan reads it again.
-    if (!stillThere()) {
+    // Changed or gone since it was read (the scan reads it again), or ignored now.
+    if (!stillThere() || this.host.ignores(path)) {
       finish();
       return true;
     }

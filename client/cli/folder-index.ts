@@ -205,6 +205,8 @@ export function applyClashFixes(index: EntryIndex, fixes: ClashFix[]): void {
     else {
       const { version, entry } = fix;
       (entry.map.get('blob') as Y.Map<unknown>).delete(version.v);
+      // The same bytes made apart on two devices: one version is enough.
+      if (version.digest === entry.blob?.digest) continue;
       const fields = { path: fix.to, device: version.device, time: version.time };
       addEntry(
         index.files,

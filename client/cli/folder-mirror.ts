@@ -1,7 +1,7 @@
 import * as Y from 'yjs';
 import type { BlobQueue } from './folder-blobs.ts';
-import type { Stamp } from './folder-fs.ts';
-import { SyncIgnore } from './folder-ignore.ts';
+import { readText, type Stamp } from './folder-fs.ts';
+import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
 import type { EntryIndex } from './folder-index.ts';
 import type { DiskRecord } from './folder-state.ts';
 
@@ -47,6 +47,24 @@ export class FolderMirror {
     readonly now: () => number,
   ) {
     for (const [path, record] of onDisk) this.link(record.id, path);
+  }
+
+  /**
+   * Reads `.syncignore` again; when its rules changed, every entry is looked at again (one the
+   * rules now let through is written) and true is returned: the caller reads the whole folder,
+   * for the files they now let through.
+   */
+  refreshRules(): boolean {
+    const read = readText(this.dir, syncIgnoreName);
+    const text = read !== undefined && 'text' in read ? read.text : undefined;
+    if (text === this.rules.text) return false;
+    this.rules = new SyncIgnore(text);
+    const { problem } = this.rules;
+    if (problem !== undefined) {
+      this.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
+    }
+    for (const path of this.index.paths()) this.retry.add(path);
+    return true;
   }
 
   /** Applies changes of the disk records. */

@@ -182,6 +182,7 @@ export function publishBlob(
   origin: unknown,
   path: string,
   file: { size: number; digest: string; chunks: [string, number][] },
+  stamp: Stamp,
 ): Map<string, DiskRecord | null> {
   const { onDisk, index, device } = mirror;
   const now = mirror.now();
@@ -203,13 +204,13 @@ export function publishBlob(
     if (current?.blob !== undefined || behind) {
       const entry = current ?? (known as FileEntry);
       addVersion(entry, version, !behind);
-      changes.set(path, { id: entry.id, digest });
+      changes.set(path, { id: entry.id, digest, stamp });
       mirror.say('out', `sent ${path}`);
       return;
     }
     if (current !== undefined) current.map.set('deleted', record!.digest);
     const id = addEntry(mirror.files, { path, content: version, device, time: now });
-    changes.set(path, { id, digest });
+    changes.set(path, { id, digest, stamp });
     mirror.say('out', `sent ${path}${record === undefined ? ' (new)' : ''}`);
   }, origin);
   return changes;

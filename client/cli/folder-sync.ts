@@ -1,8 +1,7 @@
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import { BlobQueue, type BlobTransfer, type Transfer } from './folder-blobs.ts';
-import { readText } from './folder-fs.ts';
-import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
+import { syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
 import { folderThere, writeMarker } from './folder-marker.ts';
 import { type FolderLog, FolderMirror } from './folder-mirror.ts';
@@ -117,7 +116,10 @@ export class FolderSync {
     if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
     if (options.transfer !== undefined) this.mirror.blobs = this.blobQueue(options.transfer);
     this.refreshRules();
-    for (const path of opened.onDisk.keys()) this.mirror.retry.add(path);
+    for (const [path, record] of opened.onDisk) {
+      this.mirror.retry.add(path);
+      if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
+    }
     const lost = finishPending(options.dir, options.device, opened.pending, now());
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
     if (opened.onDisk.size === 0) writeMarker(options.dir);
@@ -213,7 +215,7 @@ export class FolderSync {
       publish: (path, stamp, file) =>
         this.guarded(() => {
           if (this.closed || !this.folderThere()) return;
-          const changes = publishBlob(mirror, localOrigin, path, file);
+          const changes = publishBlob(mirror, localOrigin, path, file, stamp);
           mirror.stamps.set(path, stamp);
           mirror.setRecords(changes);
           this.unconfirmed.changed(path, file.size);
@@ -221,7 +223,16 @@ export class FolderSync {
           this.onChange?.();
           this.settle();
         }),
-      unchanged: (path, stamp) => mirror.stamps.set(path, stamp),
+      unchanged: (path, stamp) =>
+        this.guarded(() => {
+          mirror.stamps.set(path, stamp);
+          const record = mirror.onDisk.get(path);
+          if (record === undefined || this.closed) return;
+          const changes = new Map([[path, { ...record, stamp }]]);
+          mirror.setRecords(changes);
+          this.persist({ disk: changes });
+        }),
+      ignores: (path) => mirror.ignores(path),
       wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
       downloaded: (path) => {
         mirror.retry.add(path);
@@ -231,16 +242,6 @@ export class FolderSync {
       sayOnce: (key, line) => mirror.sayOnce(key, line),
       unsay: (key) => mirror.unsay(key),
     });
-  }
-
-  /** The text of every text file as the folder should have it; for tests. */
-  layout(): Map<string, string> {
-    const files = new Map<string, string>();
-    for (const path of this.index.paths()) {
-      const winner = this.index.winnerAt(path);
-      if (winner?.text !== undefined) files.set(path, winner.text.toString());
-    }
-    return files;
   }
 
   /**
@@ -267,22 +268,8 @@ export class FolderSync {
     return folderThere(this.mirror, this.options.stateFile);
   }
 
-  /**
-   * Reads `.syncignore` again; when its rules changed, every entry is looked at again (one the
-   * rules now let through is written) and true is returned: the caller reads the whole folder,
-   * for the files they now let through.
-   */
   private refreshRules(): boolean {
-    const read = readText(this.options.dir, syncIgnoreName);
-    const text = read !== undefined && 'text' in read ? read.text : undefined;
-    if (text === this.mirror.rules.text) return false;
-    this.mirror.rules = new SyncIgnore(text);
-    const { problem } = this.mirror.rules;
-    if (problem !== undefined) {
-      this.mirror.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
-    }
-    for (const path of this.index.paths()) this.mirror.retry.add(path);
-    return true;
+    return this.mirror.refreshRules();
   }
 
   /** Changes from other devices, after the files the watcher named were read (edits there merge). */

@@ -111,7 +111,10 @@ export function writeFolder(
     }
     const after = index.digest(entry.id)!;
     plan.push({ op: 'write', path, temp: temp.temp, before: record?.digest ?? null, after });
-    changes.set(path, { id: entry.id, digest: after });
+    // A downloaded file keeps its temporary file's stamp when it is put in place (a rename).
+    const stamp = content === undefined ? statFile(dir, temp.temp) : undefined;
+    const kept = stamp !== undefined && !('problem' in stamp) ? { stamp } : {};
+    changes.set(path, { id: entry.id, digest: after, ...kept });
   }
   if (plan.length === 0) {
     if (changes.size > 0) {

@@ -121,7 +121,11 @@ export async function runClientCommand(
       );
       return exitUsage;
     }
-    if (!(err instanceof SyncError)) throw err;
+    if (!(err instanceof SyncError)) {
+      // A failure no check foresaw: one line with its message, never a stack trace.
+      io.stderr.write(`sync-host ${command}: unexpected problem: ${printable(errorLine(err))}\n`);
+      return exitFailure;
+    }
     // Error messages may come from the auth service or the relay: printed escaped.
     io.stderr.write(`sync-host ${command}: ${printable(errorLine(err, authUrlInUse(context)))}\n`);
     return command === 'sync' && deviceRefusals.has(err.code) ? exitDeviceRefused : exitFailure;

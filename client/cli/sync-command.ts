@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { type FSWatcher, mkdirSync, realpathSync, watch } from 'node:fs';
+import { type FSWatcher, mkdirSync, realpathSync, statSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey } from '../e2e-key.ts';
+import { SyncError } from '../errors.ts';
 import { blobTransferOf } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
@@ -14,7 +15,7 @@ import { printable } from './printable.ts';
 import { roomOf, stopSignal } from './project-room.ts';
 import type { ReceiveLimits } from './receive-budget.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
-import { folderReports, showProgress } from './sync-progress.ts';
+import { folderReports, progressAfterMsFrom, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
 
 /** Bounds of the time between two full scans (besides the watcher's events). */
@@ -48,14 +49,23 @@ export async function runFolderSync(options: {
   limits?: ReceiveLimits;
   /** Files larger than this are not synced (1 GiB by default). */
   maxFileBytes?: number;
+  /** How long a transfer runs before the progress line shows (3 s). */
+  progressAfterMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
   const { io, supervisor, state, passphrase } = options;
-  const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
-  const problem = (line: string) => io.stderr.write(`${printable(line)}\n`);
-  mkdirSync(options.dir, { recursive: true });
-  const dir = realpathSync(options.dir);
+  // A line printed while the progress line shows takes its place (it is drawn again after).
+  let clearProgress: () => void = () => undefined;
+  const out = (line: string) => {
+    clearProgress();
+    io.stdout.write(`${printable(line)}\n`);
+  };
+  const problem = (line: string) => {
+    clearProgress();
+    io.stderr.write(`${printable(line)}\n`);
+  };
+  const dir = usableFolder(options.dir);
   const key =
     passphrase === undefined
       ? undefined
@@ -66,22 +76,25 @@ export async function runFolderSync(options: {
     transfer.close();
     transfer = blobTransferOf(connection, key);
   });
-  const folder = new FolderSync({
-    dir,
-    stateFile: state,
-    device: String(supervisor.connection.device),
-    limits: options.limits,
-    maxFileBytes: options.maxFileBytes,
-    transfer: () => (supervisor.state === 'joined' ? transfer : undefined),
-    log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
-  });
+  const folder = openFolder(() => {
+    return new FolderSync({
+      dir,
+      stateFile: state,
+      device: String(supervisor.connection.device),
+      limits: options.limits,
+      maxFileBytes: options.maxFileBytes,
+      transfer: () => (supervisor.state === 'joined' ? transfer : undefined),
+      log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
+    });
+  }, state);
   const reports = folderReports({
     connection: () => supervisor.connection,
     doc: docKeyOf(folderDocName, key),
     encrypted: key !== undefined,
     count: () => folder.liveFiles(),
   });
-  const stopProgress = showProgress(io, () => folder.transfers());
+  const progress = showProgress(io, () => folder.transfers(), options.progressAfterMs);
+  clearProgress = progress.clear;
   // What changed while sync was not running is read before anything from the room is applied.
   folder.guarded(() => folder.scan());
   const provider = await superviseYjsProvider({
@@ -180,7 +193,7 @@ export async function runFolderSync(options: {
     watcher?.close();
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
-    stopProgress();
+    progress.stop();
     reports.stop();
     stopTransfers();
     transfer.close();
@@ -188,6 +201,36 @@ export async function runFolderSync(options: {
     provider.destroy();
     await supervisor.stop();
   }
+}
+
+/** The folder's real path, made when missing; one clear line when it cannot be (a file in the way, no permission). */
+function usableFolder(given: string): string {
+  try {
+    mkdirSync(given, { recursive: true });
+    const dir = realpathSync(given);
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error(), { code: 'ENOTDIR' });
+    return dir;
+  } catch (err: unknown) {
+    throw new SyncError('folder_unusable', `the folder ${given} cannot be used (${codeOf(err)})`);
+  }
+}
+
+/** The folder sync on its state log; one clear line when the log cannot be read or written. */
+function openFolder(open: () => FolderSync, state: string): FolderSync {
+  try {
+    return open();
+  } catch (err: unknown) {
+    throw new SyncError(
+      'folder_unusable',
+      `the state of this folder, ${state}, cannot be read or written (${codeOf(err)}); to start the folder afresh, stop sync and delete that file`,
+    );
+  }
+}
+
+function codeOf(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== undefined) return code;
+  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -217,6 +260,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
       passphrase: await passphrase(),
       maxFileBytes,
+      progressAfterMs: progressAfterMsFrom(ctx.env),
       stopped: stopSignal(),
       addStatus: session.addStatus,
     });

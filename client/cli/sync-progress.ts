@@ -5,24 +5,43 @@ import { printable } from './printable.ts';
 
 /** A transfer shows a progress line once it has run this long. */
 const progressAfterMs = 3_000;
+/**
+ * Test-only: how long a transfer runs before its progress line shows, in ms (a test's transfer
+ * is shorter than the default 3 s). Not documented for users.
+ */
+export const progressDelayVariable = 'SYNC_HOST_TEST_PROGRESS_MS';
+
+/** The progress line's delay: the default unless the test variable is set. */
+export function progressAfterMsFrom(env: NodeJS.ProcessEnv): number {
+  const ms = Number(env[progressDelayVariable]);
+  return env[progressDelayVariable] && Number.isFinite(ms) && ms >= 0 ? ms : progressAfterMs;
+}
 const progressEveryMs = 1_000;
 /** At most one folder report per this long. */
 const reportEveryMs = 30_000;
 
 /**
  * The progress line of `sync` on a terminal: for transfers of files running longer than a few
- * seconds, one line rewritten in place (`\r`), cleared when they end. Nothing when stdout is not
- * a terminal (a service's log gets the `sent`/`received` lines only).
+ * seconds, one line rewritten in place (`\r`) each second, cleared when they end and before any
+ * other line (`clear`). Nothing when stdout is not a terminal (a service's log gets the
+ * `sent`/`received` lines only).
  */
-export function showProgress(io: CliIo, transfers: () => Transfer[]): () => void {
-  if (io.stdout.isTTY !== true) return () => undefined;
+export function showProgress(
+  io: CliIo,
+  transfers: () => Transfer[],
+  afterMs = progressAfterMs,
+): { clear(): void; stop(): void } {
+  if (io.stdout.isTTY !== true) return { clear: () => undefined, stop: () => undefined };
   let shown = false;
+  const clear = () => {
+    if (shown) io.stdout.write('\r\x1b[2K');
+    shown = false;
+  };
   const timer = setInterval(() => {
     const now = Date.now();
-    const long = transfers().filter((t) => now - t.startedAt >= progressAfterMs);
+    const long = transfers().filter((t) => now - t.startedAt >= afterMs);
     if (long.length === 0) {
-      if (shown) io.stdout.write('\r\x1b[2K');
-      shown = false;
+      clear();
       return;
     }
     const parts = long.map((t) => {
@@ -33,9 +52,12 @@ export function showProgress(io: CliIo, transfers: () => Transfer[]): () => void
     shown = true;
   }, progressEveryMs);
   timer.unref();
-  return () => {
-    clearInterval(timer);
-    if (shown) io.stdout.write('\r\x1b[2K');
+  return {
+    clear,
+    stop() {
+      clearInterval(timer);
+      clear();
+    },
   };
 }
 

@@ -36,6 +36,13 @@ export async function storageOf(host: Host, db: Db): Promise<AdminStorage> {
       project: projects.get(kept.room) ?? null,
       documents: kept.documents,
       bytes: kept.bytes,
+      chunks: kept.chunks,
+      chunkBytes: kept.chunkBytes,
+      folders: kept.folders.map(({ at, names, ...report }) => ({
+        ...report,
+        ...(report.encrypted || names === undefined ? {} : { names }),
+        reportedAt: new Date(at).toISOString(),
+      })),
     });
   }
   for (const user of users.values()) user.projects.sort((a, b) => b.bytes - a.bytes);

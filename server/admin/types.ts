@@ -125,12 +125,34 @@ export interface AdminStorageUser {
   projects: AdminStorageProject[];
 }
 
-/** One project's documents; `project` null once the project was removed. */
+/**
+ * One project's documents and files' chunks; `project` null once the project was removed.
+ * `bytes` counts both.
+ */
 export interface AdminStorageProject {
   room: string;
   project: AdminRoomProject | null;
   documents: number;
   bytes: number;
+  /** Chunks of the project's files the host keeps, and their bytes. */
+  chunks: number;
+  chunkBytes: number;
+  /** The latest count of each synced folder's files, as a device of the project reported it. */
+  folders: AdminFolderReport[];
+}
+
+/** A synced folder's live files as its device last reported them. */
+export interface AdminFolderReport {
+  /** The folder document's key (a keyed digest when the project is encrypted). */
+  doc: string;
+  files: number;
+  bytes: number;
+  encrypted: boolean;
+  /** The files' paths; absent when the project is encrypted (the host never keeps them). */
+  names?: string[];
+  /** The reporting device's id. */
+  device: string;
+  reportedAt: string;
 }
 
 /** `GET /admin/api/overview`: everything the UI shows, in one request. */

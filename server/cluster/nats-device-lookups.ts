@@ -4,6 +4,7 @@ import type { Logger } from '../log.ts';
 import type { DeviceDirectory, DeviceRecord } from '../relay/stored-device-check.ts';
 import { signRelayCredential, verifyRelayCredential } from '../tokens.ts';
 import { answerRequests, type NatsLink } from './nats-link.ts';
+import { recordSealFor } from './record-seal.ts';
 
 /**
  * The join check of cluster nodes over NATS: a relay node asks, every auth process with
@@ -196,6 +197,8 @@ export function createNatsDeviceDirectory(
           );
         }
         forgedSaid = true;
+        // counted with the records dropped for their seal (cluster.rejected on /health)
+        recordSealFor(secret, logger).reject('check', true);
         return undefined;
       }
       if ('error' in outcome) throw new Error('the auth service’s database is unavailable');

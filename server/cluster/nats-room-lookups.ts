@@ -4,6 +4,7 @@ import type { RoomDirectory } from '../store/room-directory.ts';
 import { signRelayCredential, verifyRelayCredential } from '../tokens.ts';
 import type { DeviceCheckOptions } from './nats-device-lookups.ts';
 import { answerRequests, type NatsLink } from './nats-link.ts';
+import { recordSealFor } from './record-seal.ts';
 
 /**
  * Which rooms still have a project, asked by cluster nodes over NATS: the document store they
@@ -104,6 +105,8 @@ export function createNatsRoomDirectory(
       !answer.success ||
       !safeEqual(answer.data.mac, answerMac(secret, nonce, rooms, answer.data.existing))
     ) {
+      // counted with the records dropped for their seal (cluster.rejected on /health)
+      recordSealFor(secret, options.logger).reject('check', true);
       throw new Error('a room check was answered without the shared secret’s MAC');
     }
     return answer.data.existing;

@@ -11,7 +11,15 @@ import type { Logger } from '../log.ts';
 export const sealBytes = 32;
 
 /** What a seal covers besides the bytes: the kind of record, so no record passes for another. */
-export type RecordKind = 'frame' | 'roster' | 'revocation' | 'beat' | 'position' | 'release';
+export type RecordKind =
+  | 'frame'
+  | 'roster'
+  | 'revocation'
+  | 'beat'
+  | 'position'
+  | 'release'
+  /** An answer to a device or room check without the shared secret's MAC. */
+  | 'check';
 
 /** A dropped record is said at most this often, with the count since the last line. */
 const warnEveryMs = 60_000;
@@ -74,9 +82,13 @@ export class RecordSeal {
     return this.open(kind, name, sealed)?.toString('utf8');
   }
 
-  /** Counts a dropped record; a warning line at most once a minute. */
-  reject(kind: RecordKind): void {
+  /**
+   * Counts a dropped record; a warning line at most once a minute, unless `said` (its caller
+   * has a line of its own).
+   */
+  reject(kind: RecordKind, said = false): void {
     this.rejected++;
+    if (said) return;
     this.#unsaid++;
     const at = Date.now();
     if (this.#logger === undefined || at - this.#saidAt < warnEveryMs) return;

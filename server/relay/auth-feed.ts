@@ -1,7 +1,7 @@
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
-import { signRelayCredential } from '../tokens.ts';
+import { relayCredentialSkewSeconds, signRelayCredential } from '../tokens.ts';
 import type { DeviceDirectory } from './stored-device-check.ts';
 
 /**
@@ -21,6 +21,8 @@ export interface AuthFeedOptions {
   retryMs?: number;
   /** A device lookup not answered within this time counts as unreachable. Default 3 s. */
   lookupTimeoutMs?: number;
+  /** The auth service's clock, shared by the lookups and the feed of one relay. */
+  clock?: AuthServiceClock;
 }
 
 const revocationSchema = z.object({
@@ -40,10 +42,73 @@ const deviceAnswer = z.object({
   }),
 });
 
-function authorization(options: AuthFeedOptions): { authorization: string } {
-  const seconds = Math.floor((options.now ?? Date.now)() / 1000);
-  return { authorization: `Bearer ${signRelayCredential(options.secret, seconds)}` };
+/**
+ * The auth service's clock as this relay signs its credentials on: its own, moved by the
+ * difference an answer's `Date` showed when the auth service refused a credential whose time was
+ * more than 300 s from its clock. So a relay whose clock is wrong by minutes keeps its device
+ * checks and revocations (said once in a warning line) instead of losing both.
+ */
+export class AuthServiceClock {
+  #offsetSeconds = 0;
+
+  constructor(
+    private readonly now: () => number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** What this relay adds to its own clock's seconds (the auth service's minus its own). */
+  get offsetSeconds(): number {
+    return this.#offsetSeconds;
+  }
+
+  /** The unix second a credential made now carries. */
+  seconds(): number {
+    return Math.floor(this.now() / 1000) + this.#offsetSeconds;
+  }
+
+  /**
+   * After a 401 to a credential made with `signedOffset`: whether the answer's `Date` shows that
+   * its time was too far from the auth service's clock (then later ones are signed on that
+   * clock, also when another request moved it first: ask again).
+   */
+  refused(res: Response, signedOffset: number): boolean {
+    const date = Date.parse(res.headers.get('date') ?? '');
+    if (Number.isNaN(date)) return false;
+    const offset = Math.round((date - this.now()) / 1000);
+    // the credential had a margin of 300 s; half of it leaves room for the Date's rounding
+    const far = (from: number) => Math.abs(offset - from) > relayCredentialSkewSeconds / 2;
+    if (!far(signedOffset)) return false;
+    if (!far(this.#offsetSeconds)) return true;
+    this.#offsetSeconds = offset;
+    this.logger.warn(
+      { offsetSeconds: offset },
+      `relay: this machine's clock is ${Math.abs(offset)} s ${offset > 0 ? 'behind' : 'ahead of'} the auth service's (a relay credential may differ by ${relayCredentialSkewSeconds} s): signing them on the auth service's clock from now on; set this machine's time (NTP)`,
+    );
+    return true;
+  }
 }
+
+/** A GET of the auth service with a fresh relay credential, asked once again on its clock. */
+async function authGet(
+  options: AuthFeedOptions,
+  clock: AuthServiceClock,
+  path: string,
+  signal: () => AbortSignal,
+): Promise<Response> {
+  const get = () =>
+    fetch(`${options.url}${path}`, {
+      headers: { authorization: `Bearer ${signRelayCredential(options.secret, clock.seconds())}` },
+      signal: signal(),
+    });
+  const signedOffset = clock.offsetSeconds;
+  const res = await get();
+  if (res.status !== 401 || !clock.refused(res, signedOffset)) return res;
+  await res.body?.cancel();
+  return get();
+}
+
+const clockOf = (options: AuthFeedOptions): AuthServiceClock =>
+  options.clock ?? new AuthServiceClock(options.now ?? Date.now, options.logger);
 
 /** Why an answer of the auth service is no answer, in one line. */
 function refusal(status: number): Error {
@@ -57,12 +122,12 @@ function refusal(status: number): Error {
 /** Devices looked up at the auth service: undefined for a 404, a rejection when it cannot answer. */
 export function createAuthDirectory(options: AuthFeedOptions): DeviceDirectory {
   const timeoutMs = options.lookupTimeoutMs ?? 3_000;
+  const clock = clockOf(options);
   return {
     async lookup(deviceId) {
-      const res = await fetch(`${options.url}/relay/devices/${deviceId}`, {
-        headers: authorization(options),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
+      const res = await authGet(options, clock, `/relay/devices/${deviceId}`, () =>
+        AbortSignal.timeout(timeoutMs),
+      );
       if (res.status === 404) {
         await res.body?.cancel();
         return undefined;
@@ -110,16 +175,19 @@ export function followAuthFeed(
   const waitMs = options.waitMs ?? 20_000;
   const retryMs = options.retryMs ?? 1_000;
   const stopping = new AbortController();
+  const clock = clockOf(options);
   let since = cursor?.read() ?? 0;
   if (since > 0) logger.info({ since }, 'relay: resuming the auth service’s revocations');
   let failing = false;
   let caughtUp = false;
 
   async function once(): Promise<void> {
-    const res = await fetch(`${options.url}/relay/revocations?since=${since}&waitMs=${waitMs}`, {
-      headers: authorization(options),
-      signal: AbortSignal.any([stopping.signal, AbortSignal.timeout(waitMs + 10_000)]),
-    });
+    const res = await authGet(
+      options,
+      clock,
+      `/relay/revocations?since=${since}&waitMs=${waitMs}`,
+      () => AbortSignal.any([stopping.signal, AbortSignal.timeout(waitMs + 10_000)]),
+    );
     if (!res.ok) {
       await res.body?.cancel();
       throw refusal(res.status);

@@ -40,6 +40,11 @@ export interface ChunkFramesOptions {
   metrics: RelayMetrics;
   logger: Logger;
   now: () => number;
+  /**
+   * `relay.maxQueuedBytes`: a `chunk` answer waits while its receiver has half of it unsent, so
+   * that many `chunk-get` at once never close a receiver that reads (1013).
+   */
+  maxQueuedBytes: number;
 }
 
 /**
@@ -48,6 +53,8 @@ export interface ChunkFramesOptions {
  */
 export const maxChunkBytes = 256 * 1024 + 1024;
 
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /** The id of an unencrypted chunk: `"s"` + base64url of the SHA-256 of its bytes. */
 export function plainChunkId(data: Buffer): string {
   return `s${createHash('sha256').update(data).digest('base64url')}`;
@@ -55,8 +62,11 @@ export function plainChunkId(data: Buffer): string {
 
 /** Creates the handler of the chunk frames over `store`; see `ChunkFrames`. */
 export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
-  const { store, metrics, logger, now } = options;
-  const counts = { stored: 0, already: 0, full: 0, failed: 0, sent: 0, sentBytes: 0, missing: 0 };
+  const { store, metrics, logger, now, maxQueuedBytes } = options;
+  const counts = {
+    ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0 },
+    ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0 },
+  };
   let failing = false;
   /** Per connection, its chunk frames not answered yet. */
   const unanswered = new WeakMap<Connection, Set<Promise<void>>>();
@@ -81,6 +91,19 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
 
   const send = (conn: Connection, frame: object) =>
     conn.queue.send(Buffer.from(JSON.stringify(frame)));
+
+  /**
+   * Sends `frame` once it fits in half of the receiver's bound (or nothing is unsent): checked
+   * and sent with no await between, so answers waking together do not all pass one check.
+   */
+  async function sendWhenRoom(conn: Connection, frame: Buffer): Promise<void> {
+    const queue = conn.queue;
+    const full = () =>
+      queue.unsentBytes > 0 && queue.unsentBytes + frame.length > maxQueuedBytes / 2;
+    const open = () => !queue.done && conn.socket.readyState === conn.socket.OPEN;
+    while (open() && full()) await pause(10);
+    queue.send(frame);
+  }
 
   /** Tracks an answer so that a later `pong` waits for it. */
   function track(conn: Connection, answer: Promise<void>): void {
@@ -137,6 +160,8 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
 
   function put(conn: Connection, frame: ChunkPutFrame): void {
     const data = Buffer.from(frame.data, 'base64');
+    counts.received++;
+    counts.receivedBytes += data.length;
     const refused = refusal(frame, data);
     if (refused !== undefined) {
       sendError(conn, 'invalid_message', refused, frame.ref, frame.id);
@@ -173,10 +198,12 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
         sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
         return;
       }
+      const answer = Buffer.from(
+        `{"type":"chunk","ref":${frame.ref},"id":"${frame.id}","data":"${data.toString('base64')}"}`,
+      );
       counts.sent++;
       counts.sentBytes += data.length;
-      const answer = `{"type":"chunk","ref":${frame.ref},"id":"${frame.id}","data":"${data.toString('base64')}"}`;
-      conn.queue.send(Buffer.from(answer));
+      await sendWhenRoom(conn, answer);
     });
   }
 
@@ -218,6 +245,12 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
       '# TYPE sync_host_store_chunks_refused_total counter',
       `sync_host_store_chunks_refused_total{reason="full"} ${counts.full}`,
       `sync_host_store_chunks_refused_total{reason="failed"} ${counts.failed}`,
+      '# HELP sync_host_store_chunks_received_total chunk-put frames received (held, refused or not).',
+      '# TYPE sync_host_store_chunks_received_total counter',
+      `sync_host_store_chunks_received_total ${counts.received}`,
+      '# HELP sync_host_store_chunk_received_bytes_total Bytes of the chunks received in chunk-put.',
+      '# TYPE sync_host_store_chunk_received_bytes_total counter',
+      `sync_host_store_chunk_received_bytes_total ${counts.receivedBytes}`,
       '# HELP sync_host_store_chunks_sent_total Chunks sent to devices (chunk-get).',
       '# TYPE sync_host_store_chunks_sent_total counter',
       `sync_host_store_chunks_sent_total ${counts.sent}`,

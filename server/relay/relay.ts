@@ -8,15 +8,11 @@ import type { RelayConfig } from '../config/relay-config.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
-import { openLocalStore } from '../store/local-store.ts';
 import type { RoomDirectory } from '../store/room-directory.ts';
-import { createStoreSweep } from '../store/store-sweep.ts';
 import type { TlsContextSource } from '../tls/secure-port.ts';
 import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
-import { createChunkFrames } from './chunk-frames.ts';
 import { RelaySocket } from './connection.ts';
-import { createDocumentFrames } from './document-frames.ts';
 import { createLocalBroker } from './local-broker.ts';
 import { openLocalBuffer } from './local-buffer.ts';
 import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
@@ -26,6 +22,7 @@ import { createRooms, type RoomStatus } from './rooms.ts';
 import { createShards, defaultShardCount } from './shards.ts';
 import { createSocketHandler } from './socket-handler.ts';
 import { createStatusServer } from './status.ts';
+import { openStoreHandlers } from './store-handlers.ts';
 import { createDeviceCheck, type DeviceDirectory } from './stored-device-check.ts';
 import { createUnjoinedLimit } from './unjoined.ts';
 
@@ -193,28 +190,12 @@ export function createRelay(options: RelayOptions): Relay {
       now,
       bufferWindowMs: config.bufferSeconds * secondMs,
     });
-  let store: DocumentStore | undefined;
-  try {
-    store =
-      options.store === null
-        ? undefined
-        : (options.store ?? (options.broker ? undefined : openLocalStore(config, now)));
-  } catch (err: unknown) {
-    void broker.close();
-    throw err;
-  }
-  const documents = createDocumentFrames({
-    store,
-    metrics,
-    logger,
-    maxMessageBytes: config.messageMaxBytes,
-    maxQueuedBytes: config.maxQueuedBytes,
-    now,
-  });
-  const chunks = createChunkFrames({ store: store?.chunks, metrics, logger, now });
-  const sweepStore = store
-    ? createStoreSweep({ store, rooms: options.rooms, logger, now })
-    : () => Promise.resolve();
+  const { store: given, rooms: directory } = options;
+  const handlers = openStoreHandlers(
+    { config, store: given, clustered: options.broker !== undefined, rooms: directory },
+    { metrics, logger, now, failed: () => void broker.close() },
+  );
+  const { store, sweep: sweepStore } = handlers;
   const revoked = broker.revoked();
   const devices = options.devices && createDeviceCheck(options.devices, logger);
 
@@ -249,8 +230,8 @@ export function createRelay(options: RelayOptions): Relay {
     joined: (stream) => unjoined.joined(stream),
     settled: () => broker.settled(),
     stored: (room, device) => broker.stored(room, device),
-    documents,
-    chunks,
+    documents: handlers.documents,
+    chunks: handlers.chunks,
   });
   const wss = new WebSocketServer({
     noServer: true,
@@ -307,9 +288,7 @@ export function createRelay(options: RelayOptions): Relay {
           unsentBytes: sockets.unsentBytes(),
           unjoinedRefused: unjoined.refused,
         };
-        return (
-          renderMetrics(metrics, gauges) + kept.metrics + documents.metrics() + chunks.metrics()
-        );
+        return renderMetrics(metrics, gauges) + kept.metrics + handlers.metrics();
       },
       extra: () => broker.describe().health,
     },

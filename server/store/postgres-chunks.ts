@@ -83,9 +83,12 @@ export class PostgresChunkStore implements ChunkStore {
     try {
       await this.#options.ready();
       const chunks = queue.map((q) => q.chunk);
-      const outcomes = await this.#options.db
+      const { outcomes, added, totalBytes } = await this.#options.db
         .transaction()
         .execute((trx) => this.#commit(trx, chunks));
+      // Counted once committed (a batch rolled back adds nothing).
+      this.#bytes += added;
+      this.#options.counted(totalBytes);
       queue.forEach((q, i) => {
         q.resolve(outcomes[i] as PutOutcome);
       });
@@ -95,7 +98,10 @@ export class PostgresChunkStore implements ChunkStore {
     }
   }
 
-  async #commit(trx: Transaction<StoreTables>, chunks: readonly NewChunk[]): Promise<PutOutcome[]> {
+  async #commit(
+    trx: Transaction<StoreTables>,
+    chunks: readonly NewChunk[],
+  ): Promise<{ outcomes: PutOutcome[]; added: number; totalBytes: number }> {
     const { bounds, now } = this.#options;
     const at = now();
     const userBytes = await lockUsers(trx, [...new Set(chunks.map((c) => userOfRoom(c.room)))]);
@@ -124,13 +130,12 @@ export class PostgresChunkStore implements ChunkStore {
         userBytes.set(user, before + bytes);
         totalBytes += bytes;
         added.set(user, (added.get(user) ?? 0) + bytes);
-        this.#bytes += bytes;
         outcomes.push({ stored: true, already: false });
       }
     }
     await changeUsers(trx, added);
-    this.#options.counted(totalBytes);
-    return outcomes;
+    const sum = [...added.values()].reduce((all, bytes) => all + bytes, 0);
+    return { outcomes, added: sum, totalBytes };
   }
 
   async have(room: string, kc: string, ids: readonly string[]): Promise<string[]> {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -154,6 +155,29 @@ describe.skipIf(!hasBrowser)(title, () => {
       String(3000 + 64 + String(device.id).length),
     );
     expect(storedText).toContain('3.0 KiB of 1.0 GiB');
+    // The project's files: count and bytes as its device reported them, the chunks on the host,
+    // names only of a folder that is not encrypted.
+    const chunk = Buffer.alloc(2000, 2);
+    const chunkId = `s${createHash('sha256').update(chunk).digest('base64url')}`;
+    const put = { type: 'chunk-put', ref: 2, id: chunkId, data: chunk.toString('base64') };
+    relay.socket.send(JSON.stringify(put));
+    const report = { type: 'folder-report', files: 2, bytes: 2500 };
+    const names = ['notes/a.md', 'photos/cat.jpg'];
+    relay.socket.send(JSON.stringify({ ...report, doc: 'folder', encrypted: false, names }));
+    const secret = { doc: 'hsecret', encrypted: true, names: ['secret-plan.md'] };
+    relay.socket.send(JSON.stringify({ ...report, ...secret }));
+    const files = stored.locator('[data-files]');
+    await expect.poll(() => files.getAttribute('data-files'), { timeout: 8_000 }).toBe('4');
+    await expect
+      .poll(() => stored.locator('[data-chunk-bytes]').getAttribute('data-chunk-bytes'))
+      .toBe(String(2000 + 64 + 44));
+    const filesText = (await files.textContent()) ?? '';
+    expect(filesText).toContain('4 files, 4.9 KiB');
+    expect(filesText).toContain('in 1 chunk on the host');
+    expect(filesText).toContain('names not known to the host (encrypted)');
+    await stored.locator('details.file-names summary').click();
+    expect(await stored.locator('details.file-names li').allTextContents()).toEqual(names);
+    expect(await page.locator('#storage').textContent()).not.toContain('secret-plan');
     await page.locator('#projects tr[data-project]').first().waitFor();
     // At 1200 px every table fits its section: no button beyond a sideways scroll.
     const overflowing = await page

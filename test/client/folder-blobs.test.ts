@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/wait.ts';
-import { type DeviceCredential, FolderDevice } from './folder-devices.ts';
+import { type FolderDevice, putFile, twoDeviceFixture } from './folder-devices.ts';
 import { exposes, sqliteFilesText } from './plaintext.ts';
 
 /**
@@ -17,28 +15,8 @@ import { exposes, sqliteFilesText } from './plaintext.ts';
  * corrupted on the host is never written and is fetched again.
  */
 
-let th: TestHost;
-let root: string;
-const credentials: DeviceCredential[] = [];
-let projects = 0;
-
-beforeAll(async () => {
-  th = await startTestHost({ ui: false });
-  root = mkdtempSync(join(tmpdir(), 'folder-blobs-'));
-  for (const name of ['blobs-a', 'blobs-b']) {
-    credentials.push(await th.signIn('blobs@example.org', name));
-  }
-});
-
-afterAll(async () => {
-  await th?.close();
-  if (root !== undefined) rmSync(root, { recursive: true, force: true });
-});
-
-function put(dir: string, path: string, content: string | Uint8Array): void {
-  mkdirSync(dirname(join(dir, path)), { recursive: true });
-  writeFileSync(join(dir, path), content);
-}
+const { fixture, twoDevices: devicesOf } = twoDeviceFixture('blobs');
+const put = putFile;
 
 function read(dir: string, path: string): Buffer | undefined {
   try {
@@ -49,25 +27,8 @@ function read(dir: string, path: string): Buffer | undefined {
 }
 
 /** Two devices of a fresh project (not started). */
-async function twoDevices(passphrase?: string): Promise<[FolderDevice, FolderDevice]> {
-  projects += 1;
-  const { roomId } = await registerProject(
-    th.base,
-    credentials[0]!.deviceToken,
-    `blobs-${projects}`,
-  );
-  const base = join(root, `project-${projects}`);
-  return credentials.map(
-    (credential, i) =>
-      new FolderDevice(
-        th,
-        roomId,
-        credential,
-        join(base, `folder-${i}`),
-        join(base, `state-${i}.log`),
-        { passphrase, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } },
-      ),
-  ) as [FolderDevice, FolderDevice];
+function twoDevices(passphrase?: string): Promise<[FolderDevice, FolderDevice]> {
+  return devicesOf({ passphrase, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } });
 }
 
 /** Waits until `device` has sent every file it read (uploaded and in the document). */
@@ -81,6 +42,14 @@ async function allSent(device: FolderDevice, what: string): Promise<void> {
     what,
     60_000,
   );
+}
+
+/** The bytes the host's chunks count, from the relay's /metrics. */
+async function chunkBytes(): Promise<number> {
+  const metrics = await (await fetch(`${fixture.th.host.urls.status}/metrics`)).text();
+  const value = /^sync_host_store_chunk_bytes (\d+)$/m.exec(metrics)?.[1];
+  if (value === undefined) throw new Error('no sync_host_store_chunk_bytes in /metrics');
+  return Number(value);
 }
 
 /** Stops `device` once the relay took what it sent. */
@@ -114,7 +83,7 @@ describe('files kept as chunks', () => {
         );
         expect(read(b.dir, 'media/photo.bin')!.equals(binary)).toBe(true);
         expect(read(b.dir, 'long.txt')!.equals(text)).toBe(true);
-        const stored = sqliteFilesText(join(th.dir, 'data'), 'store.db');
+        const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
         // The host holds the chunks; sealed ones show nothing of the file.
         expect(exposes(stored, marker)).toBe(!passphrase);
       } finally {
@@ -122,6 +91,28 @@ describe('files kept as chunks', () => {
       }
     }, 120_000);
   }
+
+  it('does not read a file kept as chunks again at a restart when its stamp is unchanged', async () => {
+    const [a, b] = await twoDevices();
+    put(a.dir, 'archive.zip', randomBytes(2 * 1_048_576));
+    await a.start();
+    await b.start();
+    try {
+      await eventually(() => read(b.dir, 'archive.zip'), 'archive.zip at b', 30_000);
+      for (const device of [a, b]) {
+        await device.stop();
+        await device.start();
+        // The start's scan found nothing to hash or send.
+        expect(device.folder!.folderStatus().blobsUp).toEqual({ files: 0, bytes: 0 });
+      }
+      put(a.dir, 'archive.zip', randomBytes(1_048_576));
+      a.scan();
+      expect(a.folder!.folderStatus().blobsUp).toEqual({ files: 1, bytes: 1_048_576 });
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 60_000);
 
   it('keeps both versions of a binary file changed on two devices apart, under the conflict name on both', async () => {
     const [a, b] = await twoDevices();
@@ -157,7 +148,7 @@ describe('files kept as chunks', () => {
       // The most recent edit (b's) keeps the name; a's version is the copy, named by a.
       const [copy] = copies(a.dir);
       expect(copies(b.dir)).toEqual([copy]);
-      expect(copy).toContain(`-${credentials[0]!.deviceId}.bin`);
+      expect(copy).toContain(`-${fixture.credentials[0]!.deviceId}.bin`);
       expect(read(a.dir, copy!)!.equals(fromA)).toBe(true);
       expect(read(b.dir, copy!)!.equals(fromA)).toBe(true);
       expect(a.folder!.folderStatus().conflicts).toEqual([copy]);
@@ -198,7 +189,7 @@ describe('files kept as chunks', () => {
       ] as const) {
         for (const path of paths) expect(read(dir, path), path).toBeUndefined();
       }
-      const stored = sqliteFilesText(join(th.dir, 'data'), 'store.db');
+      const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
       expect(exposes(stored, marker)).toBe(false);
       expect(exposes(stored, 'obsidian')).toBe(true); // the check can see what the host holds
     } finally {
@@ -207,6 +198,35 @@ describe('files kept as chunks', () => {
     }
   }, 120_000);
 
+  it('sends about 1 MiB when 1 MiB changes in the middle of a 100 MiB file (bytes counted at the relay)', async () => {
+    const [a] = await twoDevices();
+    const file = join(a.dir, 'big.img');
+    const fd = openSync(file, 'w');
+    for (let i = 0; i < 100; i += 1) writeSync(fd, randomBytes(1_048_576));
+    closeSync(fd);
+    await a.start();
+    try {
+      await allSent(a, 'a sent big.img');
+      const before = await chunkBytes();
+      expect(before).toBeGreaterThan(100 * 1_048_576);
+      const middle = openSync(file, 'r+');
+      writeSync(middle, randomBytes(1_048_576), 0, 1_048_576, 50 * 1_048_576);
+      closeSync(middle);
+      a.scan();
+      await allSent(a, 'a sent the change');
+      await eventually(
+        () => a.lines.filter((line) => line === 'sent big.img').length === 1,
+        'the new version published',
+      );
+      const sent = (await chunkBytes()) - before;
+      console.log(`1 MiB changed in a 100 MiB file: ${sent} bytes of new chunks on the host`);
+      expect(sent).toBeGreaterThanOrEqual(1_048_576);
+      expect(sent).toBeLessThan(1.6 * 1_048_576);
+    } finally {
+      await a.stop();
+    }
+  }, 180_000);
+
   it('never writes a chunk the host corrupted, and fetches it again', async () => {
     const [a, b] = await twoDevices();
     const binary = randomBytes(600_000);
@@ -214,7 +234,7 @@ describe('files kept as chunks', () => {
     await a.start();
     await allSent(a, 'a sent data.bin');
     await stopWhenStored(a);
-    const db = new Database(join(th.dir, 'data', 'store.db'));
+    const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
     try {
       const rows = db.prepare('SELECT id, data FROM chunks').all() as {
         id: string;

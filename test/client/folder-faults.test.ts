@@ -81,17 +81,27 @@ describe('folder sync: a kill between the record and the files, a folder that di
       15_000,
     );
 
+  /** An edit of `path` on device one; device two is killed once it has recorded that batch. */
+  async function editAndKillTwo(
+    { one, two, trap }: Awaited<ReturnType<typeof pair>>,
+    path: string,
+    text: string,
+  ): Promise<void> {
+    trap.armed = true;
+    writeFileSync(join(one.dir, path), text);
+    one.scan();
+    await eventually(() => trap.fired, 'the kill of device two');
+    await two.kill();
+  }
+
   it('finishes the batch at the next start: the edit is there once, everywhere', async () => {
-    const { one, two, trap } = await pair();
+    const devices = await pair();
+    const { one, two } = devices;
     writeFileSync(join(one.dir, 'notes.md'), 'first line\n');
     one.scan();
     expect(await settled(one, two)).toEqual({ 'notes.md': 'first line\n' });
 
-    trap.armed = true;
-    writeFileSync(join(one.dir, 'notes.md'), 'first line\nsecond line\n');
-    one.scan();
-    await eventually(() => trap.fired, 'the kill of device two');
-    await two.kill();
+    await editAndKillTwo(devices, 'notes.md', 'first line\nsecond line\n');
     // Killed after the record: the temporary file is written, the file itself not yet.
     expect(readFileSync(join(two.dir, 'notes.md'), 'utf8')).toBe('first line\n');
     expect(readdirSync(two.dir).some((name) => name.endsWith('.sync-host-tmp'))).toBe(true);
@@ -107,16 +117,13 @@ describe('folder sync: a kill between the record and the files, a folder that di
   }, 40_000);
 
   it('keeps a version written by the user while the process was down as a conflict copy', async () => {
-    const { one, two, trap } = await pair();
+    const devices = await pair();
+    const { one, two } = devices;
     writeFileSync(join(one.dir, 'plan.md'), 'step one\n');
     one.scan();
     await settled(one, two);
 
-    trap.armed = true;
-    writeFileSync(join(one.dir, 'plan.md'), 'step one\nstep two\n');
-    one.scan();
-    await eventually(() => trap.fired, 'the kill of device two');
-    await two.kill();
+    await editAndKillTwo(devices, 'plan.md', 'step one\nstep two\n');
     writeFileSync(join(two.dir, 'plan.md'), 'step one\nwritten while sync was down\n');
 
     await two.start();
@@ -129,6 +136,41 @@ describe('folder sync: a kill between the record and the files, a folder that di
         'step one\nwritten while sync was down\n',
       ],
     ]);
+    await one.stop();
+    await two.stop();
+  }, 40_000);
+
+  it('keeps files named __proto__ and constructor once each across a kill in the middle of a batch', async () => {
+    const devices = await pair();
+    const { one, two } = devices;
+    for (const name of ['__proto__', 'constructor', 'notes/__proto__']) {
+      mkdirSync(join(one.dir, 'notes'), { recursive: true });
+      writeFileSync(join(one.dir, name), `${name}\n`);
+    }
+    one.scan();
+    await settled(one, two);
+
+    await editAndKillTwo(devices, '__proto__', '__proto__\nedited\n');
+    await two.start();
+    await settled(one, two);
+    const expected = [
+      ['__proto__', '__proto__\nedited\n'],
+      ['constructor', 'constructor\n'],
+      ['notes/__proto__', 'notes/__proto__\n'],
+    ];
+    for (const device of [one, two]) {
+      const read = expected.map(([name]) => [name, readFileSync(join(device.dir, name!), 'utf8')]);
+      expect(read).toEqual(expected);
+      expect(readdirSync(device.dir, { recursive: true }).sort()).toEqual([
+        '.sync-host-folder',
+        '__proto__',
+        'constructor',
+        'notes',
+        'notes/__proto__',
+      ]);
+    }
+    // The state log read back at the start knew every file: nothing was sent as new or edited.
+    expect(two.lines.filter((line) => line.startsWith('sent'))).toEqual([]);
     await one.stop();
     await two.stop();
   }, 40_000);

@@ -18,14 +18,26 @@ import { FolderDevice, textFiles } from './folder-devices.ts';
 /**
  * The folder sync's invariant under random use, on the real host: 3 devices create, edit,
  * append, overwrite, write in two steps, rename, delete, make a folder where another device has
- * a file, write binary files, stop, are killed and start again, at once and apart; scans of the
- * whole folder and of one path (as the watcher's events bring) come in between. After every
- * run, once all are back and quiet: every folder holds the same text files, and every line a
- * device wrote is in one of them unless a device removed it from a file it had on disk (an
- * overwrite, an edit, a delete, a rename over it). Each written line is a unique token.
+ * a file, write binary files (kept as chunks through the host: never merged, a version made
+ * apart kept as a conflict copy), stop, are killed (also in the middle of writing what other
+ * devices sent: the batch recorded, its files not yet changed) and start again, at once and
+ * apart; scans of the whole folder and of one path (as the watcher's events bring) come in
+ * between. After every run, once all are back and quiet: every folder holds the same files, and
+ * every line a device wrote is in one of them unless a device removed it from a file it had on
+ * disk (an overwrite, an edit, a delete, a rename over it). Each written line is a unique token.
  */
 
-const names = ['a.md', 'b.md', 'notes/c.md', 'notes/d.txt', 'a.md/x.md', 'notes', 'e.md'];
+/** The names the steps use: a file and a folder of one name, a name that is Object's prototype. */
+const names = [
+  'a.md',
+  'b.md',
+  'notes/c.md',
+  'notes/d.txt',
+  'a.md/x.md',
+  'notes',
+  'e.md',
+  '__proto__',
+];
 const runs = Number(process.env.FOLDER_MODEL_RUNS ?? 60);
 
 type Op =
@@ -39,7 +51,7 @@ type Op =
   | { kind: 'rename'; device: number; file: number; to: number }
   | { kind: 'delete'; device: number; file: number }
   | { kind: 'binary'; device: number; file: number }
-  | { kind: 'stop' | 'kill' | 'start' | 'scan'; device: number }
+  | { kind: 'stop' | 'kill' | 'crash' | 'start' | 'scan'; device: number }
   | { kind: 'notice'; device: number; file: number }
   | { kind: 'pause'; ms: number };
 
@@ -62,10 +74,11 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), device, file }) },
   {
-    weight: 1,
+    weight: 2,
     arbitrary: fc.record({ kind: fc.constant('binary' as const), device, file: fc.nat(2) }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('stop', 'kill', 'start'), device }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('crash' as const), device }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('scan' as const), device }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('notice' as const), device, file }) },
   {
@@ -190,14 +203,22 @@ async function perform(ops: Op[], devices: FolderDevice[], ledger: Ledger): Prom
       case 'delete':
         ledger.delete(path(step.file));
         break;
-      case 'binary':
-        writeFileSync(join(target.dir, `bin-${step.file}.dat`), Buffer.from([0, 1, 2, step.file]));
+      case 'binary': {
+        // A whole new version of a binary file (a NUL makes it one), overwriting what was here.
+        const token = ledger.token();
+        if (!ledger.write(join(target.dir, `bin-${step.file}.dat`), `\0${token}\n`)) {
+          ledger.written.delete(token);
+        }
         break;
+      }
       case 'stop':
         await target.stop();
         break;
       case 'kill':
         await target.kill();
+        break;
+      case 'crash':
+        target.crashAtNextBatch();
         break;
       case 'start':
         await target.start();
@@ -219,15 +240,16 @@ async function quiet(devices: FolderDevice[]): Promise<Record<string, string>> {
   for (;;) {
     for (const each of devices) each.scan();
     await new Promise((resolve) => setTimeout(resolve, 150));
-    const listings = devices.map((each) => textFiles(each.dir));
+    const listings = devices.map((each) => textFiles(each.dir, true));
     const first = JSON.stringify(listings[0]);
     const agree =
       devices.every((each) => each.joined) && listings.every((l) => JSON.stringify(l) === first);
     if (agree && first === last) return listings[0]!;
     last = agree ? first : '';
     if (Date.now() > until) {
+      const lines = devices.map((each, i) => `device ${i}:\n  ${each.lines.join('\n  ')}`);
       throw new Error(
-        `the folders did not agree within 30 s:\n${listings.map((l) => JSON.stringify(l)).join('\n')}`,
+        `the folders did not agree within 30 s:\n${listings.map((l) => JSON.stringify(l)).join('\n')}\n${lines.join('\n')}`,
       );
     }
   }
@@ -276,6 +298,8 @@ describe('folder sync: model-based run over the real host', () => {
     try {
       for (const each of devices) await each.start();
       await perform(ops, devices, ledger);
+      // Every device back for good: a crash still armed would leave one down.
+      for (const each of devices) each.crashAtNextBatch(false);
       for (const each of devices) await each.start();
       const files = await quiet(devices);
       const everything = new Set<string>();
@@ -320,7 +344,10 @@ describe('folder sync: model-based run over the real host', () => {
   }, 60_000);
 
   it('keeps every folder identical and every written line somewhere, whatever the order', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 80 }), run), {
+    // Lengths spread over the whole range (fast-check's default size keeps most near 10-20):
+    // 60 runs are about 2,500 steps.
+    const steps = fc.array(op, { minLength: 10, maxLength: 80, size: 'max' });
+    await fc.assert(fc.asyncProperty(steps, run), {
       numRuns: runs,
       seed:
         process.env.FOLDER_MODEL_SEED === undefined

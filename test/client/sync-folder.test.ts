@@ -11,6 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statePath } from '../../client/cli/sync-command.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 import { eventually } from '../helpers/wait.ts';
@@ -197,4 +198,30 @@ describe('sync-host sync: two processes keep two folders in step', () => {
     for (const run of runs) run.child.kill('SIGTERM');
     for (const run of runs) expect(await run.exited).toBe(0);
   }, 90_000);
+
+  it('refuses a folder or a state log it cannot use with one line, no stack trace, and writes nothing', async () => {
+    const base = tempDir();
+    writeFileSync(join(base, 'a-file'), 'not a folder\n');
+    const inFile = await cli(
+      ['sync', 'shared', join(base, 'a-file', 'notes'), '--relay', th.relayUrl],
+      config.one,
+    );
+    expect(inFile.code).toBe(1);
+    expect(inFile.stderr.trim().split('\n')).toEqual([
+      `sync-host sync: the folder ${join(base, 'a-file', 'notes')} cannot be used (ENOTDIR) (folder_unusable)`,
+    ]);
+
+    const notes = join(base, 'notes');
+    mkdirSync(notes);
+    const state = statePath(config.one, th.base, 'shared', notes);
+    mkdirSync(state, { recursive: true }); // a folder where the state log goes: it cannot be read
+    const badState = await cli(['sync', 'shared', notes, '--relay', th.relayUrl], config.one);
+    expect(badState.code).toBe(1);
+    expect(badState.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^sync-host sync: the state of this folder, .+, cannot be read or written \(EISDIR\); .+ \(folder_unusable\)$/,
+      ),
+    ]);
+    expect(readdirSync(notes)).toEqual([]);
+  }, 30_000);
 });

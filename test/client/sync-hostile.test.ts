@@ -92,6 +92,9 @@ const malformed: Record<string, (attacker: Attacker) => string> = {
   'a map with only a path': (a) => put(a, new Y.Map<unknown>([['path', 'only-path.md']])),
   'a map with no time or device': (a) => a.entry('untimed.md', 'x\n', { time: 'now', device: 3 }),
   undefined: (a) => put(a, undefined),
+  'an object whose toString is 1': (a) => put(a, { toString: 1 }),
+  'a map whose path is such an object': (a) => a.entry({ toString: 1 }),
+  'a text instead of a map': (a) => put(a, new Y.Text('not an entry\n')),
 };
 
 function put(attacker: Attacker, value: unknown): string {

@@ -172,6 +172,41 @@ describe('sync-host sync through the host alone (devices never online together)'
     }, 90_000);
   }
 
+  it('keeps running while the host is killed and started again, and then sends what changed meanwhile', async () => {
+    projects += 1;
+    const key = `nas-${projects}`;
+    await registerProject(host.authUrl, tokens.laptop, key);
+    const laptop = tempDir();
+    const desktop = tempDir();
+    writeFileSync(join(laptop, 'before.txt'), 'before\n');
+    const one = await sync('laptop', key, laptop, []);
+    const two = await sync('desktop', key, desktop, []);
+    await eventually(() => textFiles(desktop)?.['before.txt'] === 'before\n', 'before.txt', 10_000);
+
+    await host.process.stop('SIGKILL');
+    writeFileSync(join(laptop, 'during.txt'), 'written while the host was down\n');
+    writeFileSync(join(desktop, 'before.txt'), 'before\nedited while the host was down\n');
+    await eventually(() => one.out.stdout.includes('sent during.txt'), 'during.txt read', 10_000);
+    await eventually(() => two.out.stdout.includes('sent before.txt'), 'the edit read', 10_000);
+    host = await startHost(dir);
+
+    const expected = {
+      'before.txt': 'before\nedited while the host was down\n',
+      'during.txt': 'written while the host was down\n',
+    };
+    for (const folder of [laptop, desktop]) {
+      await eventually(
+        () => JSON.stringify(textFiles(folder)) === JSON.stringify(expected),
+        `both changes in ${folder}`,
+        40_000,
+      );
+    }
+    expect(one.child.exitCode, one.out.stderr).toBeNull();
+    expect(two.child.exitCode, two.out.stderr).toBeNull();
+    await stop(one);
+    await stop(two);
+  }, 90_000);
+
   it('lists when files changed and restores a deleted file and an earlier version, reaching every device (with --encrypt)', async () => {
     projects += 1;
     const key = `nas-${projects}`;

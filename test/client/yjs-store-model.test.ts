@@ -13,6 +13,8 @@ import { openYjsRoom, type YjsRoom } from './yjs-room.ts';
  */
 
 const devices = 3;
+/** Runs per `npm test`; `STORE_MODEL_RUNS` sets more (each run is a few sessions over the host). */
+const runs = Number(process.env.STORE_MODEL_RUNS ?? 40);
 
 /** One step: a device edits offline, or runs a session (join, catch up, edit, leave). */
 type Step =
@@ -67,47 +69,51 @@ describe('devices that are never online together converge through the host (mode
     await th?.close();
   });
 
-  it('converges whatever the order of sessions and offline edits', async () => {
-    let run = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 8 }), async (steps) => {
-        run += 1;
-        const name = `model-${run}`;
-        const docs = Array.from({ length: devices }, () => new Y.Doc());
-        const places = Array.from({ length: devices }, () => new StoreCursor());
-        /** One session of `device` alone: it catches up, edits, waits for the host, leaves. */
-        const session = async (device: number, edits: Edit[], keepPlace: boolean) => {
-          const { connection } = await room.connect(device);
-          const store = keepPlace ? places[device] : new StoreCursor();
-          const provider = await room.provider(device, {
-            connection,
-            name,
-            doc: docs[device],
-            store,
-          });
-          await provider.whenSynced();
-          for (const edit of edits) applyEdit(docs[device]!, edit);
-          await provider.flush();
-          provider.destroy();
-          await connection.close();
-        };
-        for (const step of steps) {
-          if (step.kind === 'offline') {
-            for (const edit of step.edits) applyEdit(docs[step.device]!, edit);
-          } else {
-            await session(step.device, step.edits, step.keepPlace);
+  it(
+    'converges whatever the order of sessions and offline edits',
+    async () => {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 8 }), async (steps) => {
+          run += 1;
+          const name = `model-${run}`;
+          const docs = Array.from({ length: devices }, () => new Y.Doc());
+          const places = Array.from({ length: devices }, () => new StoreCursor());
+          /** One session of `device` alone: it catches up, edits, waits for the host, leaves. */
+          const session = async (device: number, edits: Edit[], keepPlace: boolean) => {
+            const { connection } = await room.connect(device);
+            const store = keepPlace ? places[device] : new StoreCursor();
+            const provider = await room.provider(device, {
+              connection,
+              name,
+              doc: docs[device],
+              store,
+            });
+            await provider.whenSynced();
+            for (const edit of edits) applyEdit(docs[device]!, edit);
+            await provider.flush();
+            provider.destroy();
+            await connection.close();
+          };
+          for (const step of steps) {
+            if (step.kind === 'offline') {
+              for (const edit of step.edits) applyEdit(docs[step.device]!, edit);
+            } else {
+              await session(step.device, step.edits, step.keepPlace);
+            }
           }
-        }
-        // Each device once more, twice round, so the last one's edits reach the first.
-        for (let round = 0; round < 2; round += 1) {
-          for (let device = 0; device < devices; device += 1) await session(device, [], true);
-        }
-        const texts = docs.map((doc) => doc.getText('text').toString());
-        expect(new Set(texts).size).toBe(1);
-        const vectors = docs.map((doc) => Y.encodeStateVector(doc).join(','));
-        expect(new Set(vectors).size).toBe(1);
-      }),
-      { numRuns: 40 },
-    );
-  }, 120_000);
+          // Each device once more, twice round, so the last one's edits reach the first.
+          for (let round = 0; round < 2; round += 1) {
+            for (let device = 0; device < devices; device += 1) await session(device, [], true);
+          }
+          const texts = docs.map((doc) => doc.getText('text').toString());
+          expect(new Set(texts).size).toBe(1);
+          const vectors = docs.map((doc) => Y.encodeStateVector(doc).join(','));
+          expect(new Set(vectors).size).toBe(1);
+        }),
+        { numRuns: runs },
+      );
+    },
+    Math.max(120_000, runs * 3_000),
+  );
 });

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../server/config/load.ts';
-import { type Host, startHost } from '../../server/host.ts';
+import type { Host } from '../../server/host.ts';
 import { createRoomId } from '../../server/tokens.ts';
-import { captureLogger } from '../helpers/capture.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
+import { startSkewedRelay } from '../helpers/skewed-relay.ts';
 import { eventually } from '../helpers/wait.ts';
 import { ClusterProcesses, clusterSecret, deviceToken, type RelayNode } from './processes.ts';
 
@@ -49,14 +48,7 @@ describe.skipIf(skip !== undefined)(
         'cluster.nats': nats.url,
         'cluster.node': name,
       });
-      const { logger, lines } = captureLogger('info');
-      const host = await startHost({
-        mode: 'relay',
-        config: loadConfig(dir, {}),
-        logger,
-        print: () => undefined,
-        now: () => Date.now() + offsetMs,
-      });
+      const { host, lines } = await startSkewedRelay(dir, offsetMs);
       hosts.push(host);
       return { url: host.urls.relay ?? '', status: host.urls.status ?? '', lines };
     }

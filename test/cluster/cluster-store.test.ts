@@ -1,9 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomId } from '../../server/tokens.ts';
 import { dbTargets } from '../helpers/databases.ts';
 import { freePort, natsSkipReason } from '../helpers/nats-server.ts';
 import type { Frame } from '../helpers/relay-client.ts';
-import { append, b64, catchUp, entryText } from '../helpers/store-client.ts';
+import {
+  append,
+  b64,
+  catchUp,
+  chunkCall,
+  entryText,
+  plainId,
+  putChunk,
+  sealedId,
+  testKey,
+} from '../helpers/store-client.ts';
 import { eventually } from '../helpers/wait.ts';
 import { useCluster } from './fixture.ts';
 import { ClusterProcesses, clusterSecret, deviceToken } from './processes.ts';
@@ -65,6 +76,41 @@ describe.skipIf(skip !== undefined)(
       await desktop.close();
       const metrics = await fetch(`${nodeB.status}/metrics`).then((r) => r.text());
       expect(metrics).toMatch(/^sync_host_store_bytes [1-9]\d*$/m);
+    });
+
+    it('a device fetches on node B the chunks another put on node A; a sealed one only under its kc', async () => {
+      const [nodeA, nodeB] = cluster.nodes;
+      if (nodeA === undefined || nodeB === undefined) throw new Error('no nodes');
+      const laptop = cluster.client(nodeA);
+      await laptop.join(room, 1, deviceToken(userId, 1));
+      const data = randomBytes(100_000);
+      expect(await putChunk(laptop, 1, data)).toMatchObject({ type: 'chunk-stored', ref: 1 });
+      const key = testKey('cluster');
+      const sealed = randomBytes(500);
+      const id = sealedId('cluster chunk');
+      expect(await putChunk(laptop, 2, sealed, { id, ...key })).toMatchObject({
+        type: 'chunk-stored',
+      });
+      await laptop.close();
+
+      const desktop = cluster.client(nodeB);
+      await desktop.join(room, 2, deviceToken(userId, 2));
+      const held = await chunkCall(desktop, {
+        type: 'chunk-have',
+        ref: 3,
+        ids: [plainId(data), id],
+      });
+      expect(held).toEqual({ type: 'chunk-held', ref: 3, ids: [plainId(data)] });
+      const got = await chunkCall(desktop, { type: 'chunk-get', ref: 4, id: plainId(data) });
+      expect(Buffer.from(got.data as string, 'base64').equals(data)).toBe(true);
+      const back = await chunkCall(desktop, { type: 'chunk-get', ref: 5, id, kc: key.kc });
+      expect(Buffer.from(back.data as string, 'base64').equals(sealed)).toBe(true);
+      expect(await chunkCall(desktop, { type: 'chunk-get', ref: 6, id })).toMatchObject({
+        code: 'chunk_missing',
+      });
+      await desktop.close();
+      const metrics = await fetch(`${nodeB.status}/metrics`).then((r) => r.text());
+      expect(metrics).toMatch(/^sync_host_store_chunks_sent_total 2$/m);
     });
 
     it('a node killed with kill -9 loses no append it acknowledged', async () => {

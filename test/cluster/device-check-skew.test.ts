@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../server/config/load.ts';
-import { type Host, startHost } from '../../server/host.ts';
+import type { Host } from '../../server/host.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
-import { captureLogger } from '../helpers/capture.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
+import { startSkewedRelay } from '../helpers/skewed-relay.ts';
 import { type AuthProcess, ClusterProcesses, clusterSecret } from './processes.ts';
 
 const skip = natsSkipReason();
@@ -40,15 +39,9 @@ describe.skipIf(skip !== undefined)(
         'cluster.nats': nats.url,
         'cluster.node': 'late',
       });
-      const captured = captureLogger('info');
-      lines = captured.lines;
-      host = await startHost({
-        mode: 'relay',
-        config: loadConfig(dir, {}),
-        logger: captured.logger,
-        print: () => undefined,
-        now: () => Date.now() + skewMs,
-      });
+      const started = await startSkewedRelay(dir, skewMs);
+      host = started.host;
+      lines = started.lines;
       url = host.urls.relay ?? '';
     }, 120_000);
 

@@ -6,11 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NatsLink, openNatsLink } from '../../server/cluster/nats-link.ts';
 import { acceptsAnonymous } from '../../server/cluster/nats-options.ts';
 import { captureLogger } from '../helpers/capture.ts';
+import { natsOperatorSetup } from '../helpers/nats-creds.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const skip = natsSkipReason();
 const password = 'pw-0f1e2d3c4b5a';
+const token = 'tok-9a8b7c6d5e4f';
 
 describe.skipIf(skip !== undefined)(
   `signing in to NATS${skip ? ` (skipped: ${skip})` : ''}`,
@@ -18,6 +20,9 @@ describe.skipIf(skip !== undefined)(
     let dir: string;
     let secured: NatsServer;
     let defaultUser: NatsServer;
+    let tokenOnly: NatsServer;
+    let operatorMode: NatsServer;
+    let credsFile: string;
     let seedFile: string;
     const links: NatsLink[] = [];
 
@@ -32,9 +37,18 @@ describe.skipIf(skip !== undefined)(
       // authorization required, but a client without credentials becomes "relay"
       const defaultConf = join(dir, 'default-user.conf');
       writeFileSync(defaultConf, `authorization { ${users} }\nno_auth_user: relay\n`);
-      [secured, defaultUser] = await Promise.all([
+      const tokenConf = join(dir, 'token.conf');
+      writeFileSync(tokenConf, `authorization { token: "${token}" }\n`);
+      const operator = natsOperatorSetup();
+      const operatorConf = join(dir, 'operator.conf');
+      writeFileSync(operatorConf, `${operator.serverConfig}\n`);
+      credsFile = join(dir, 'relay.creds');
+      writeFileSync(credsFile, operator.creds);
+      [secured, defaultUser, tokenOnly, operatorMode] = await Promise.all([
         startNatsServer(securedConf),
         startNatsServer(defaultConf),
+        startNatsServer(tokenConf),
+        startNatsServer(operatorConf),
       ]);
     }, 60_000);
 
@@ -42,6 +56,8 @@ describe.skipIf(skip !== undefined)(
       for (const link of links) await link.close();
       await secured?.dispose();
       await defaultUser?.dispose();
+      await tokenOnly?.dispose();
+      await operatorMode?.dispose();
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     });
 
@@ -59,6 +75,21 @@ describe.skipIf(skip !== undefined)(
       if (nc === undefined) throw new Error('no connection');
       expect(await acceptsAnonymous(nc, {})).toBe(false);
       expect(lines.join('\n')).not.toContain('without credentials');
+    });
+
+    it('signs in with a token or a .creds file (a JWT account), and finds anonymous clients refused', async () => {
+      const ways = [
+        { server: tokenOnly, access: { clusterToken: token } },
+        { server: operatorMode, access: { clusterCredsFile: credsFile } },
+      ];
+      for (const { server, access } of ways) {
+        const { link: signed, lines } = link(server, access);
+        await eventually(() => signed.connected || undefined, Object.keys(access)[0] ?? '', 10_000);
+        const nc = signed.connection;
+        if (nc === undefined) throw new Error('no connection');
+        expect(await acceptsAnonymous(nc, {})).toBe(false);
+        expect(lines.join('\n')).not.toContain(token);
+      }
     });
 
     it('says once that NATS refused a wrong password, and never logs the password', async () => {

@@ -162,6 +162,9 @@ describe.skipIf(skip !== undefined)(
       });
       await impostor.flush();
       await refused(spare.device.id, forged);
+      const health = await fetch(`${node.status}/health`).then((r) => r.json());
+      // the forged answer counted with the records dropped for their seal
+      expect(health).toMatchObject({ cluster: { rejected: 1 } });
       expect(requests).toMatchObject([
         {
           deviceId: spare.device.id,

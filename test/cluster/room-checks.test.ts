@@ -6,6 +6,7 @@ import {
   createNatsRoomDirectory,
   roomCheckSubject,
 } from '../../server/cluster/nats-room-lookups.ts';
+import { recordSealFor } from '../../server/cluster/record-seal.ts';
 import { createLogger } from '../../server/log.ts';
 import type { RoomDirectory } from '../../server/store/room-directory.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
@@ -69,7 +70,11 @@ describe.skipIf(skip !== undefined)(
       await forger.flush();
       try {
         const node = createNatsRoomDirectory(() => link, options);
+        const seal = recordSealFor(secret);
+        const before = seal.rejected;
         await expect(node.existing(['kept-1'])).rejects.toThrow(/MAC/);
+        // counted with the records dropped for their seal (cluster.rejected on /health)
+        expect(seal.rejected).toBe(before + 1);
       } finally {
         await forger.close();
       }

@@ -1,6 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import {
+  chunkGetSchema,
+  chunkHaveSchema,
+  chunkPutSchema,
   isJsonObject,
   type JoinedFrame,
   joinSchema,
@@ -58,7 +61,14 @@ export function routed(
   return { from, to, room: 'fake-room', payload };
 }
 
-const controlSchemas = { join: joinSchema, leave: leaveSchema, ping: pingSchema } as const;
+const controlSchemas = {
+  join: joinSchema,
+  leave: leaveSchema,
+  ping: pingSchema,
+  'chunk-put': chunkPutSchema,
+  'chunk-have': chunkHaveSchema,
+  'chunk-get': chunkGetSchema,
+} as const;
 
 /** What the relay would make of a client's text frame. */
 function parseClientFrame(text: string): SentFrame {
@@ -176,6 +186,11 @@ export interface FakeRelayOptions {
    * refuse (`[{type:'error', code:'auth_failed'}, {close: 4001}]`) or to stay silent.
    */
   onJoin?: (join: SentFrame, connection: FakeRelayConnection) => void;
+  /**
+   * Answers every other frame (a chunk frame, a `ping`) in the test's stead; when set, the
+   * relay itself does not answer pings (`answerPings` is ignored).
+   */
+  onFrame?: (frame: SentFrame, connection: FakeRelayConnection) => void;
 }
 
 /** The fake relay: one `ws` server, every connection it accepted, in order. */
@@ -187,6 +202,7 @@ export class FakeRelay {
   /** Whether a `ping` gets a `pong` (turn off to play a dead connection). */
   answerPings = true;
   onJoin: (join: SentFrame, connection: FakeRelayConnection) => void;
+  onFrame: ((frame: SentFrame, connection: FakeRelayConnection) => void) | undefined;
   private readonly server: WebSocketServer;
   private arrivals: Array<() => void> = [];
 
@@ -194,6 +210,7 @@ export class FakeRelay {
     this.server = server;
     this.url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
     this.onJoin = options.onJoin ?? ((join, connection) => connection.send(joinedFor(join)));
+    this.onFrame = options.onFrame;
     server.on('connection', (socket) => {
       this.connections.push(
         new FakeRelayConnection(socket, (frame, from) => this.answer(frame, from)),
@@ -238,6 +255,7 @@ export class FakeRelay {
 
   private answer(frame: SentFrame, from: FakeRelayConnection): void {
     if (frame.type === 'join') this.onJoin(frame, from);
+    else if (this.onFrame !== undefined) this.onFrame(frame, from);
     else if (frame.type === 'ping' && this.answerPings) from.send({ type: 'pong' });
   }
 }

@@ -58,6 +58,8 @@ interface ServerPlan {
   clusterArgs: string[];
   /** A configuration file (`-c`): authorization, TLS. */
   config?: string;
+  /** Run with `-c config` alone: the file sets the address, port and JetStream itself. */
+  configOnly?: boolean;
 }
 
 const readyDeadlineMs = 10_000;
@@ -65,7 +67,8 @@ const readyDeadlineMs = 10_000;
 function startProcess(plan: ServerPlan): Promise<ChildProcess> {
   const args = ['-js', '-sd', plan.dir, '-a', '127.0.0.1', '-p', String(plan.port)];
   const config = plan.config === undefined ? [] : ['-c', plan.config];
-  const child = spawn('nats-server', [...config, ...args, ...plan.clusterArgs], {
+  const all = plan.configOnly ? config : [...config, ...args, ...plan.clusterArgs];
+  const child = spawn('nats-server', all, {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -133,6 +136,17 @@ export async function startNatsServer(config?: string): Promise<NatsServer> {
   const plan: ServerPlan = { port: await freePort(), dir, clusterArgs: [] };
   if (config !== undefined) plan.config = config;
   const server = serverOf(plan);
+  await server.start();
+  return server;
+}
+
+/**
+ * Starts `nats-server -c config` and nothing else, as an operator would: the file must listen on
+ * 127.0.0.1:`port` (a {@link freePort}) and enable JetStream with a store folder of its own.
+ */
+export async function startConfiguredNatsServer(config: string, port: number): Promise<NatsServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'sync-host-nats-'));
+  const server = serverOf({ port, dir, clusterArgs: [], config, configOnly: true });
   await server.start();
   return server;
 }

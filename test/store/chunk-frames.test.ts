@@ -34,6 +34,9 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
     expect(await putChunk(laptop, 2, data)).toEqual({ type: 'chunk-stored', ref: 2, id });
     expect(await metric(harness.statusUrl, 'sync_host_store_chunk_bytes')).toBe(counted(data));
     expect(await metric(harness.statusUrl, 'sync_host_store_bytes')).toBe(counted(data));
+    expect(await metric(harness.statusUrl, 'sync_host_store_chunk_received_bytes_total')).toBe(
+      2 * data.length,
+    );
 
     const dir = harness.dir;
     await harness.close({ keepDir: true });
@@ -48,6 +51,9 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
     const got = await chunkCall(desktop, { type: 'chunk-get', ref: 6, id });
     expect(got).toMatchObject({ type: 'chunk', ref: 6, id });
     expect(Buffer.from(got.data as string, 'base64').equals(data)).toBe(true);
+    expect(await metric(harness.statusUrl, 'sync_host_store_chunk_sent_bytes_total')).toBe(
+      data.length,
+    );
     expect(await chunkCall(desktop, { type: 'chunk-get', ref: 7, id: other })).toMatchObject({
       type: 'error',
       code: 'chunk_missing',
@@ -160,6 +166,21 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
       'chunk_missing',
       'pong',
     ]);
+  });
+
+  it('answers many chunk-get at once without closing a receiver that reads (relay.maxQueuedBytes)', async () => {
+    harness = await startRelayHarness();
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    const chunks = Array.from({ length: 30 }, () => randomBytes(200 * 1024));
+    for (const [i, data] of chunks.entries()) await putChunk(client, i + 1, data);
+    chunks.forEach((data, i) => {
+      client.send({ type: 'chunk-get', ref: 100 + i, id: plainId(data) });
+    });
+    for (const [i, data] of chunks.entries()) {
+      const got = await client.take((f) => f.ref === 100 + i);
+      expect(got.type).toBe('chunk');
+      expect(Buffer.from(got.data as string, 'base64').equals(data)).toBe(true);
+    }
   });
 
   it('drops chunks unused for longer than the history window at the sweep, keeps those asked about', async () => {
