@@ -122,64 +122,68 @@ function syncthingSystem(binary: string): FolderSystem {
   };
 }
 
-async function measure(system: FolderSystem, name: string, round: number): Promise<Measure> {
+/** Runs `work` on a new temp folder holding the empty folders `a` and `b`; removes it after. */
+async function withFolders<T>(work: (root: string, dirA: string, dirB: string) => Promise<T>) {
   const root = mkdtempSync(join(tmpdir(), 'bench-folders-'));
-  const dirA = join(root, 'a');
-  const dirB = join(root, 'b');
-  mkdirSync(dirA);
-  mkdirSync(dirB);
-  const pair = await system.pair(root, `${name}-${round}`, dirA, dirB);
   try {
-    // Settled: nothing left from the start-up on the sockets counted below.
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const before = socketBytes(pair.pids, pair.ports);
-    const expected = cases[name]!.write(dirA);
-    const started = performance.now();
-    await pair.written();
-    const ms = await waitForFiles(dirB, expected, started, deadlineMs);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const spent = bytesBetween(before, socketBytes(pair.pids, pair.ports));
-    const [a, b] = pair.pids.map((pid) => spent.get(pid) ?? { sent: 0, received: 0 }) as [
-      { sent: number; received: number },
-      { sent: number; received: number },
-    ];
-    return {
-      ms,
-      sentByA: a.sent,
-      receivedByB: b.received,
-      onTheWire: a.sent + a.received + (pair.direct ? 0 : b.sent + b.received),
-      ownCount: (await pair.ownCount?.()) ?? Number.NaN,
-    };
+    mkdirSync(join(root, 'a'));
+    mkdirSync(join(root, 'b'));
+    return await work(root, join(root, 'a'), join(root, 'b'));
   } finally {
-    await pair.close();
     rmSync(root, { recursive: true, force: true });
   }
 }
 
-async function rsyncFloor(name: string): Promise<Measure> {
-  const root = mkdtempSync(join(tmpdir(), 'bench-folders-'));
-  const dirA = join(root, 'a');
-  const dirB = join(root, 'b');
-  mkdirSync(dirA);
-  mkdirSync(dirB);
-  const daemon = await RsyncDaemon.start(root, dirB);
-  try {
-    const expected = cases[name]!.write(dirA);
-    const started = performance.now();
-    const counted = daemon.push(dirA);
-    const ms = await waitForFiles(dirB, expected, started, deadlineMs);
-    const both = counted.sent + counted.received;
-    return {
-      ms,
-      sentByA: counted.sent,
-      receivedByB: counted.sent,
-      onTheWire: both,
-      ownCount: both,
-    };
-  } finally {
-    await daemon.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
+function measure(system: FolderSystem, name: string, round: number): Promise<Measure> {
+  return withFolders(async (root, dirA, dirB) => {
+    const pair = await system.pair(root, `${name}-${round}`, dirA, dirB);
+    try {
+      // Settled: nothing left from the start-up on the sockets counted below.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const before = socketBytes(pair.pids, pair.ports);
+      const expected = cases[name]!.write(dirA);
+      const started = performance.now();
+      await pair.written();
+      const ms = await waitForFiles(dirB, expected, started, deadlineMs);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const spent = bytesBetween(before, socketBytes(pair.pids, pair.ports));
+      const [a, b] = pair.pids.map((pid) => spent.get(pid) ?? { sent: 0, received: 0 }) as [
+        { sent: number; received: number },
+        { sent: number; received: number },
+      ];
+      return {
+        ms,
+        sentByA: a.sent,
+        receivedByB: b.received,
+        onTheWire: a.sent + a.received + (pair.direct ? 0 : b.sent + b.received),
+        ownCount: (await pair.ownCount?.()) ?? Number.NaN,
+      };
+    } finally {
+      await pair.close();
+    }
+  });
+}
+
+function rsyncFloor(name: string): Promise<Measure> {
+  return withFolders(async (root, dirA, dirB) => {
+    const daemon = await RsyncDaemon.start(root, dirB);
+    try {
+      const expected = cases[name]!.write(dirA);
+      const started = performance.now();
+      const counted = daemon.push(dirA);
+      const ms = await waitForFiles(dirB, expected, started, deadlineMs);
+      const both = counted.sent + counted.received;
+      return {
+        ms,
+        sentByA: counted.sent,
+        receivedByB: counted.sent,
+        onTheWire: both,
+        ownCount: both,
+      };
+    } finally {
+      await daemon.stop();
+    }
+  });
 }
 
 const bytes = (n: number) => (Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
