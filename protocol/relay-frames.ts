@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isStandardBase64 } from './base64.ts';
 
 /**
  * The frames of the relay protocol, both directions. The relay validates what clients send with
@@ -50,11 +51,7 @@ export const keyCheckSchema = z.string().min(1).max(64);
 /** A position in a document: 1, 2, 3, ... (0 in `after`: before the first). */
 const positionSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 /** Standard base64 with padding: what an entry's bytes travel as. */
-export const base64Schema = z
-  .string()
-  .regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, {
-    error: 'must be base64',
-  });
+export const base64Schema = z.string().refine(isStandardBase64, { error: 'must be base64' });
 /** One piece of an update too large for one frame: message `m`, piece `i` of `n`. */
 export const pieceSchema = z.object({
   m: z.string().min(1).max(64),

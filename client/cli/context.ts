@@ -32,6 +32,7 @@ const options = {
   json: { type: 'boolean' },
   fingerprint: { type: 'string' },
   at: { type: 'string' },
+  'max-file-bytes': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -25,7 +25,7 @@ import { parentsOf, pathProblem } from './folder-names.ts';
  * write goes whole through a temporary file beside its target, created with `O_EXCL`.
  */
 
-/** Text files larger than this are not synced (skipped with a line). */
+/** Text files larger than this are blobs (kept as chunks, not merged). */
 export const maxTextBytes = 1_048_576;
 /** The suffix of temporary files; a dot file, so never synced; left ones are removed at start. */
 export const tempSuffix = '.sync-host-tmp';
@@ -76,9 +76,16 @@ export function parentProblem(root: string, path: string): string | 'missing' | 
   return undefined;
 }
 
-export type ReadResult = { text: string; stamp: Stamp } | { problem: string } | undefined;
+export type ReadResult =
+  | { text: string; stamp: Stamp }
+  | { binary: Stamp }
+  | { problem: string }
+  | undefined;
 
-/** A text file's content; undefined when it is not there; a problem when it is not synced. */
+/**
+ * A text file's content; `binary` (unread past the first NUL or bad byte) for any other regular
+ * file, a blob; undefined when it is not there; a problem when it cannot be read.
+ */
 export function readText(root: string, path: string): ReadResult {
   if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
   const parents = parentProblem(root, path);
@@ -96,8 +103,7 @@ export function readText(root: string, path: string): ReadResult {
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile()) return { problem: 'not a regular file' };
-    if (stats.size > maxTextBytes)
-      return { problem: `larger than ${maxTextBytes} bytes (${stats.size})` };
+    if (stats.size > maxTextBytes) return { binary: stampOf(stats) };
     const bytes = Buffer.alloc(stats.size);
     let offset = 0;
     while (offset < bytes.length) {
@@ -106,11 +112,11 @@ export function readText(root: string, path: string): ReadResult {
       offset += read;
     }
     const content = bytes.subarray(0, offset);
-    if (content.includes(0)) return { problem: 'binary' };
+    if (content.includes(0)) return { binary: stampOf(stats) };
     try {
       return { text: utf8.decode(content), stamp: stampOf(stats) };
     } catch {
-      return { problem: 'binary (not UTF-8)' };
+      return { binary: stampOf(stats) };
     }
   } catch (err: unknown) {
     return { problem: `cannot be read (${codeOf(err) ?? String(err)})` };

@@ -1,5 +1,13 @@
 import type * as Y from 'yjs';
-import { digestOf, entryOf, type FileEntry } from './folder-doc.ts';
+import {
+  addEntry,
+  type BlobVersion,
+  blobDigest,
+  blobSplitId,
+  digestOf,
+  entryOf,
+  type FileEntry,
+} from './folder-doc.ts';
 import { conflictName, parentsOf } from './folder-names.ts';
 
 /**
@@ -88,7 +96,8 @@ export class EntryIndex {
     const entry = this.get(id);
     if (typeof entry !== 'object') return undefined;
     const cached = this.cache.get(id)!;
-    cached.digest ??= digestOf(entry.text.toString());
+    cached.digest ??=
+      entry.text === undefined ? blobDigest(entry.blob!) : digestOf(entry.text.toString());
     return cached.digest;
   }
 
@@ -142,7 +151,8 @@ function newestFirst(a: FileEntry, b: FileEntry): number {
  */
 export type ClashFix =
   | { kind: 'merge'; entry: FileEntry; into: FileEntry }
-  | { kind: 'rename'; entry: FileEntry; to: string };
+  | { kind: 'rename'; entry: FileEntry; to: string }
+  | { kind: 'split'; entry: FileEntry; version: BlobVersion; to: string };
 
 /** The fixes for the clashes that the entries `ids` are part of. */
 export function clashFixes(index: EntryIndex, ids: Iterable<string>): ClashFix[] {
@@ -157,6 +167,13 @@ export function clashFixes(index: EntryIndex, ids: Iterable<string>): ClashFix[]
   for (const path of paths) {
     const entries = index.entriesAt(path);
     if (entries.length === 0) continue;
+    for (const entry of entries) {
+      // Versions of one file made apart: all but the most recent edit move to conflict copies.
+      for (const version of entry.heads.slice(1)) {
+        const to = conflictName(path, version.time, version.device);
+        fixes.push({ kind: 'split', entry, version, to });
+      }
+    }
     if (index.isFolder(path)) {
       for (const entry of entries) {
         fixes.push({ kind: 'rename', entry, to: conflictName(path, entry.time, entry.device) });
@@ -184,6 +201,18 @@ export function clashFixes(index: EntryIndex, ids: Iterable<string>): ClashFix[]
 export function applyClashFixes(index: EntryIndex, fixes: ClashFix[]): void {
   for (const fix of fixes) {
     if (fix.kind === 'merge') fix.entry.map.set('deleted', index.digest(fix.entry.id));
-    else fix.entry.map.set('path', fix.to);
+    else if (fix.kind === 'rename') fix.entry.map.set('path', fix.to);
+    else {
+      const { version, entry } = fix;
+      (entry.map.get('blob') as Y.Map<unknown>).delete(version.v);
+      // The same bytes made apart on two devices: one version is enough.
+      if (version.digest === entry.blob?.digest) continue;
+      const fields = { path: fix.to, device: version.device, time: version.time };
+      addEntry(
+        index.files,
+        { ...fields, content: { ...version, replaces: null } },
+        blobSplitId(entry.id, version.v),
+      );
+    }
   }
 }

@@ -1,8 +1,12 @@
-import type * as Y from 'yjs';
-import type { Stamp } from './folder-fs.ts';
-import { SyncIgnore } from './folder-ignore.ts';
+import * as Y from 'yjs';
+import type { BlobQueue } from './folder-blobs.ts';
+import { readText, type Stamp } from './folder-fs.ts';
+import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
 import type { EntryIndex } from './folder-index.ts';
 import type { DiskRecord } from './folder-state.ts';
+
+/** Lines about bad entries from other devices, at most (a device could send millions). */
+const maxBadEntryLines = 50;
 
 /** One call per line to print; `problem` lines go to stderr. */
 export type FolderLog = (line: { kind: 'out' | 'problem'; line: string }) => void;
@@ -23,6 +27,10 @@ export class FolderMirror {
   readonly readAgain = new Set<string>();
   /** The folder's `.syncignore` rules as last read. */
   rules = new SyncIgnore(undefined);
+  /** What moves the files kept as chunks; without it they are neither sent nor written. */
+  blobs: BlobQueue | undefined;
+  /** Files larger than this are not synced (skipped with a line). */
+  maxFileBytes = 1_073_741_824;
   /** How many lines about bad entries were printed. */
   reportedBadEntries = 0;
   private readonly pathsOfId = new Map<string, Set<string>>();
@@ -39,6 +47,24 @@ export class FolderMirror {
     readonly now: () => number,
   ) {
     for (const [path, record] of onDisk) this.link(record.id, path);
+  }
+
+  /**
+   * Reads `.syncignore` again; when its rules changed, every entry is looked at again (one the
+   * rules now let through is written) and true is returned: the caller reads the whole folder,
+   * for the files they now let through.
+   */
+  refreshRules(): boolean {
+    const read = readText(this.dir, syncIgnoreName);
+    const text = read !== undefined && 'text' in read ? read.text : undefined;
+    if (text === this.rules.text) return false;
+    this.rules = new SyncIgnore(text);
+    const { problem } = this.rules;
+    if (problem !== undefined) {
+      this.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
+    }
+    for (const path of this.index.paths()) this.retry.add(path);
+    return true;
   }
 
   /** Applies changes of the disk records. */
@@ -84,5 +110,27 @@ export class FolderMirror {
 
   unsay(key: string): void {
     this.reported.delete(key);
+  }
+
+  /** One line per entry another device sent that cannot be used (it is never written). */
+  reportBadEntry(id: string, problem: string): void {
+    if (this.reportedBadEntries >= maxBadEntryLines) {
+      this.sayOnce(
+        'bad entries',
+        `more entries from other devices cannot be used; not listed (the first ${maxBadEntryLines} were)`,
+      );
+      return;
+    }
+    const value = this.files.get(id);
+    const path = value instanceof Y.Map ? value.get('path') : undefined;
+    const name =
+      typeof path === 'string'
+        ? `"${path.length > 120 ? `${path.slice(0, 120)}…` : path}"`
+        : 'an entry';
+    if (
+      this.sayOnce(`entry ${id}`, `skipped ${name} from another device (entry ${id}): ${problem}`)
+    ) {
+      this.reportedBadEntries += 1;
+    }
   }
 }

@@ -1,5 +1,12 @@
-import { addEntry, digestOf, type FileEntry } from './folder-doc.ts';
-import { isWithin, readText, removeQuietly, sameStamp, walkFolder } from './folder-fs.ts';
+import { addEntry, addVersion, digestOf, type FileEntry, newVersion } from './folder-doc.ts';
+import {
+  isWithin,
+  readText,
+  removeQuietly,
+  type Stamp,
+  sameStamp,
+  walkFolder,
+} from './folder-fs.ts';
 import type { FolderMirror } from './folder-mirror.ts';
 import { conflictName } from './folder-names.ts';
 import type { DiskRecord } from './folder-state.ts';
@@ -19,7 +26,7 @@ export function readFolder(
 ): Map<string, DiskRecord | null> {
   const { dir, onDisk, stamps, skippedHere } = mirror;
   const walk = walkFolder(dir, scopes, (path, isFolder) => mirror.ignores(path, isFolder));
-  for (const temp of walk.temps) removeQuietly(dir, temp);
+  for (const temp of walk.temps) if (!mirror.blobs?.busyTemps.has(temp)) removeQuietly(dir, temp);
   for (const [path, why] of walk.skipped) {
     mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
   }
@@ -32,15 +39,29 @@ export function readFolder(
       const record = onDisk.get(path);
       const known = record !== undefined || skippedHere.has(path);
       if (known && sameStamp(stamps.get(path), stamp)) continue;
+      if (mirror.blobs?.uploading(path, stamp)) continue;
       const read = readText(dir, path);
       if (read === undefined) continue;
-      if ('problem' in read) {
+      const problem =
+        'binary' in read
+          ? blobProblem(mirror, read.binary)
+          : 'problem' in read
+            ? read.problem
+            : undefined;
+      if (problem !== undefined) {
         skippedHere.add(path);
         stamps.set(path, stamp);
-        mirror.sayOnce(`skip ${path} ${read.problem}`, `skipped ${path}: ${read.problem}`);
+        mirror.sayOnce(`skip ${path} ${problem}`, `skipped ${path}: ${problem}`);
         continue;
       }
       skippedHere.delete(path);
+      if ('binary' in read) {
+        // Sent as chunks; its version goes in the document once the host holds them all (its
+        // stamp is recorded then: until that, a write here from another device waits).
+        mirror.blobs!.upload(path, read.binary);
+        continue;
+      }
+      if (!('text' in read)) continue;
       stamps.set(path, read.stamp);
       const digest = digestOf(read.text);
       if (record === undefined) added.push({ path, text: read.text, digest });
@@ -99,6 +120,16 @@ export function readFolder(
   return changes;
 }
 
+/** Why a file that is not text does not sync here, or undefined when it does. */
+function blobProblem(mirror: FolderMirror, stamp: Stamp): string | undefined {
+  if (mirror.blobs === undefined)
+    return 'not a text file (files kept as chunks are not synced here)';
+  if (stamp.size > mirror.maxFileBytes) {
+    return `larger than --max-file-bytes (${stamp.size} > ${mirror.maxFileBytes} bytes)`;
+  }
+  return undefined;
+}
+
 /** The live entry that the file at `path` is, still with the content on disk; else undefined. */
 function entryAt(mirror: FolderMirror, path: string, record: DiskRecord): FileEntry | undefined {
   const { index } = mirror;
@@ -119,9 +150,17 @@ function editHere(
   now: number,
 ): void {
   const entry = entryAt(mirror, path, record);
-  if (entry !== undefined) {
+  if (entry?.text !== undefined) {
     replaceText(entry.text, text);
     changes.set(path, { id: entry.id, digest });
+    mirror.say('out', `sent ${path}`);
+    return;
+  }
+  if (entry !== undefined) {
+    // A file kept as chunks that is text now: its entry is deleted, a text entry takes its place.
+    entry.map.set('deleted', record.digest);
+    const id = addEntry(mirror.files, { path, content: text, device: mirror.device, time: now });
+    changes.set(path, { id, digest });
     mirror.say('out', `sent ${path}`);
     return;
   }
@@ -131,4 +170,48 @@ function editHere(
   addEntry(mirror.files, { path: to, content: text, device: mirror.device, time: now });
   mirror.retry.add(path);
   mirror.say('out', `sent ${to} (conflict copy of ${path}: edited here from an older version)`);
+}
+
+/**
+ * A file sent as chunks, still as it was read: its version goes in the document (inside one
+ * transaction of `origin`), as the next version of its entry, or of a new entry when the file is
+ * new here or was text. Resolves with the changed disk record.
+ */
+export function publishBlob(
+  mirror: FolderMirror,
+  origin: unknown,
+  path: string,
+  file: { size: number; digest: string; chunks: [string, number][] },
+  stamp: Stamp,
+): Map<string, DiskRecord | null> {
+  const { onDisk, index, device } = mirror;
+  const now = mirror.now();
+  const version = newVersion(file, device, now);
+  const digest = file.digest.slice(0, 32);
+  const changes = new Map<string, DiskRecord | null>();
+  mirror.doc.transact(() => {
+    const record = onDisk.get(path);
+    const current = record === undefined ? undefined : entryAt(mirror, path, record);
+    const known = record === undefined ? undefined : index.get(record.id);
+    // The entry moved on since this file was written here (a version not fetched yet): this
+    // one goes beside it, and the most recent edit keeps the name on every device.
+    const behind =
+      current === undefined &&
+      typeof known === 'object' &&
+      known.blob !== undefined &&
+      known.path === path &&
+      index.isLive(known.id);
+    if (current?.blob !== undefined || behind) {
+      const entry = current ?? (known as FileEntry);
+      addVersion(entry, version, !behind);
+      changes.set(path, { id: entry.id, digest, stamp });
+      mirror.say('out', `sent ${path}`);
+      return;
+    }
+    if (current !== undefined) current.map.set('deleted', record!.digest);
+    const id = addEntry(mirror.files, { path, content: version, device, time: now });
+    changes.set(path, { id, digest, stamp });
+    mirror.say('out', `sent ${path}${record === undefined ? ' (new)' : ''}`);
+  }, origin);
+  return changes;
 }

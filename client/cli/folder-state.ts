@@ -13,6 +13,7 @@ import { dirname } from 'node:path';
 import * as Y from 'yjs';
 import { fromBase64, toBase64 } from '../base64.ts';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
+import type { Stamp } from './folder-fs.ts';
 
 /**
  * What the folder sync keeps between runs, in one append-only file of JSON lines beside the
@@ -32,6 +33,11 @@ import type { StoreProgress } from '../yjs-store-cursor.ts';
 export interface DiskRecord {
   id: string;
   digest: string;
+  /**
+   * For a file kept as chunks, its stamp when last read or written: a restart does not read a
+   * file whose stamp is unchanged again (hashing a folder of large files at every start).
+   */
+  stamp?: Stamp;
 }
 
 /** One disk change of a recorded batch. */

@@ -1,3 +1,6 @@
+import type { EntryIndex } from './folder-index.ts';
+import type { FolderMirror } from './folder-mirror.ts';
+
 /** Files and bytes, as `sync-host status` shows what waits to go up or down. */
 export interface Waiting {
   files: number;
@@ -38,3 +41,52 @@ export class UnconfirmedFiles {
 
 /** The part of a name that marks a conflict copy (see `conflictName`). */
 export const conflictPattern = /\.sync-conflict-\d{8}-\d{6}-[A-Za-z0-9_-]+(\.[^/]*)?$/;
+
+/**
+ * What `sync-host status` shows of a folder: files waiting to be written here (held by the
+ * receive limits, blocked, or being fetched) and to go up as chunks, the conflict copies, the
+ * files here that do not sync, and whether the host's store refused chunks for being full.
+ */
+export function folderStatus(index: EntryIndex, mirror: FolderMirror) {
+  const down: Waiting = { files: 0, bytes: 0 };
+  const blobs = mirror.blobs?.waiting();
+  for (const path of mirror.retry) {
+    const winner = index.winnerAt(path);
+    if (winner === undefined || mirror.ignores(path)) continue;
+    down.files += 1;
+    down.bytes +=
+      winner.text === undefined ? winner.blob!.size : Buffer.byteLength(winner.text.toString());
+  }
+  if (blobs !== undefined) {
+    down.files += blobs.down.files;
+    down.bytes += blobs.down.bytes;
+  }
+  const conflicts: string[] = [];
+  for (const path of index.paths()) {
+    if (conflictPattern.test(path) && index.winnerAt(path) !== undefined) {
+      if (!mirror.ignores(path)) conflicts.push(path);
+    }
+  }
+  return {
+    waitingDown: down,
+    /** Files read here that wait to go up as chunks (besides those the relay has not confirmed). */
+    blobsUp: blobs?.up ?? { files: 0, bytes: 0 },
+    conflicts: conflicts.sort(),
+    skipped: mirror.skippedHere.size,
+    storeFull: mirror.blobs?.storeFull ?? false,
+  };
+}
+
+/** The live files of the folder document (those this device does not ignore), for a report. */
+export function liveFiles(index: EntryIndex, mirror: FolderMirror) {
+  const count = { files: 0, bytes: 0, names: [] as string[] };
+  for (const path of index.paths()) {
+    const winner = index.winnerAt(path);
+    if (winner === undefined || mirror.ignores(path)) continue;
+    count.files += 1;
+    count.bytes +=
+      winner.text === undefined ? winner.blob!.size : Buffer.byteLength(winner.text.toString());
+    if (count.names.length < 2000) count.names.push(path);
+  }
+  return count;
+}

@@ -1,14 +1,13 @@
-import { lstatSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
-import { readText } from './folder-fs.ts';
-import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
+import { BlobQueue, type BlobTransfer, type Transfer } from './folder-blobs.ts';
+import { syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
+import { folderThere, writeMarker } from './folder-marker.ts';
 import { type FolderLog, FolderMirror } from './folder-mirror.ts';
-import { readFolder } from './folder-read.ts';
+import { publishBlob, readFolder } from './folder-read.ts';
 import { type DiskRecord, FolderState, type PendingOp } from './folder-state.ts';
-import { conflictPattern, UnconfirmedFiles, type Waiting } from './folder-status.ts';
+import { folderStatus, liveFiles, UnconfirmedFiles } from './folder-status.ts';
 import { finishPending, writeFolder } from './folder-write.ts';
 import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
 
@@ -18,16 +17,10 @@ const remoteOrigin = 'remote';
 const stateOrigin = 'state';
 /** How long changes from other devices collect before they are written (a burst is one batch). */
 const remoteSettleMs = 20;
-/** Lines about bad entries from other devices, at most (a device could send millions). */
-const maxBadEntryLines = 50;
 /** How often files held back by the receive limits are tried again. */
 const heldRetryMs = 5_000;
-/** The file that tells a folder from an empty mount point (a dot file: never synced). */
-export const folderMarker = '.sync-host-folder';
-const markerText =
-  'This folder is kept in step by sync-host sync. Without this file, sync takes the folder for\n' +
-  'one that is not mounted and changes nothing.\n';
 
+export { folderMarker } from './folder-marker.ts';
 export type { FolderLog } from './folder-mirror.ts';
 
 export interface FolderSyncOptions {
@@ -43,6 +36,13 @@ export interface FolderSyncOptions {
   now?: () => number;
   /** Called after a batch of disk changes is recorded and before the files change (tests stop there). */
   onRecorded?: () => void;
+  /**
+   * What moves files that are not text (client/chunks on the current connection); without it,
+   * such files are skipped here and never written.
+   */
+  transfer?: () => BlobTransfer | undefined;
+  /** Files larger than this are not synced (1 GiB by default). */
+  maxFileBytes?: number;
 }
 
 /**
@@ -76,6 +76,8 @@ export class FolderSync {
   private closed = false;
   /** How long the last full scan took. */
   lastFullScanMs = 0;
+  /** Called when a file sent as chunks was published (the caller confirms it with the relay). */
+  onChange: (() => void) | undefined;
   /** Files read here whose change the relay has not confirmed (see `markSent`). */
   readonly unconfirmed = new UnconfirmedFiles();
 
@@ -111,17 +113,16 @@ export class FolderSync {
       options.log,
       now,
     );
+    if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
+    if (options.transfer !== undefined) this.mirror.blobs = this.blobQueue(options.transfer);
     this.refreshRules();
-    for (const path of opened.onDisk.keys()) this.mirror.retry.add(path);
+    for (const [path, record] of opened.onDisk) {
+      this.mirror.retry.add(path);
+      if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
+    }
     const lost = finishPending(options.dir, options.device, opened.pending, now());
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
-    if (opened.onDisk.size === 0) {
-      try {
-        writeFileSync(join(options.dir, folderMarker), markerText, { flag: 'wx' });
-      } catch {
-        // Already there (or the folder is not: the scan says so).
-      }
-    }
+    if (opened.onDisk.size === 0) writeMarker(options.dir);
     this.state.compact(this.disk, this.mirror.onDisk);
   }
 
@@ -185,43 +186,70 @@ export class FolderSync {
   halt(): void {
     this.state.close();
     this.closed = true;
+    this.mirror.blobs?.close();
     clearTimeout(this.remoteTimer);
     clearTimeout(this.heldTimer);
   }
 
-  /** The text of every file as the folder should have it; for status and tests. */
-  layout(): Map<string, string> {
-    const files = new Map<string, string>();
-    for (const path of this.index.paths()) {
-      const winner = this.index.winnerAt(path);
-      if (winner !== undefined) files.set(path, winner.text.toString());
-    }
-    return files;
+  /** The live files, for the host's folder report. */
+  liveFiles() {
+    return liveFiles(this.index, this.mirror);
+  }
+
+  /** Transfers of files kept as chunks that wait: tried now (the connection is back). */
+  resume(): void {
+    this.mirror.blobs?.resume();
+  }
+
+  /** The transfers running now, for the progress line. */
+  transfers(): Transfer[] {
+    return [...(this.mirror.blobs?.active.values() ?? [])];
+  }
+
+  private blobQueue(transfer: () => BlobTransfer | undefined): BlobQueue {
+    const { mirror } = this;
+    return new BlobQueue({
+      dir: this.options.dir,
+      transfer,
+      recordDigest: (path) => mirror.onDisk.get(path)?.digest,
+      publish: (path, stamp, file) =>
+        this.guarded(() => {
+          if (this.closed || !this.folderThere()) return;
+          const changes = publishBlob(mirror, localOrigin, path, file, stamp);
+          mirror.stamps.set(path, stamp);
+          mirror.setRecords(changes);
+          this.unconfirmed.changed(path, file.size);
+          this.persist({ disk: changes });
+          this.onChange?.();
+          this.settle();
+        }),
+      unchanged: (path, stamp) =>
+        this.guarded(() => {
+          mirror.stamps.set(path, stamp);
+          const record = mirror.onDisk.get(path);
+          if (record === undefined || this.closed) return;
+          const changes = new Map([[path, { ...record, stamp }]]);
+          mirror.setRecords(changes);
+          this.persist({ disk: changes });
+        }),
+      ignores: (path) => mirror.ignores(path),
+      wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
+      downloaded: (path) => {
+        mirror.retry.add(path);
+        this.guarded(() => this.flushRemote());
+      },
+      say: (kind, line) => mirror.say(kind, line),
+      sayOnce: (key, line) => mirror.sayOnce(key, line),
+      unsay: (key) => mirror.unsay(key),
+    });
   }
 
   /**
-   * What `sync-host status` shows of the folder: files waiting to be written here (held by the
-   * receive limits, or blocked), the conflict copies, the files here that do not sync.
+   * What `sync-host status` shows of the folder: files waiting to go up as chunks and to be
+   * written here, the conflict copies, the files here that do not sync, a full store.
    */
-  folderStatus(): { waitingDown: Waiting; conflicts: string[]; skipped: number } {
-    const down: Waiting = { files: 0, bytes: 0 };
-    for (const path of this.mirror.retry) {
-      const winner = this.index.winnerAt(path);
-      if (winner === undefined || this.mirror.ignores(path)) continue;
-      down.files += 1;
-      down.bytes += Buffer.byteLength(winner.text.toString());
-    }
-    const conflicts: string[] = [];
-    for (const path of this.index.paths()) {
-      if (conflictPattern.test(path) && this.index.winnerAt(path) !== undefined) {
-        if (!this.mirror.ignores(path)) conflicts.push(path);
-      }
-    }
-    return {
-      waitingDown: down,
-      conflicts: conflicts.sort(),
-      skipped: this.mirror.skippedHere.size,
-    };
+  folderStatus() {
+    return folderStatus(this.index, this.mirror);
   }
 
   /** Runs `work`; a failure is one line, never the end of the process. */
@@ -236,44 +264,12 @@ export class FolderSync {
     }
   }
 
-  /**
-   * Whether the folder itself is there: the folder, and in it the marker file written at the
-   * first start. A folder that was removed, or a mount point whose disk is not mounted, is not
-   * read as every file deleted: nothing is sent or written until it is back, one line says so.
-   */
   private folderThere(): boolean {
-    try {
-      const { dir } = this.options;
-      if (lstatSync(dir).isDirectory() && lstatSync(join(dir, folderMarker)).isFile()) {
-        this.mirror.unsay('folder gone');
-        return true;
-      }
-    } catch {
-      // Said below.
-    }
-    this.mirror.sayOnce(
-      'folder gone',
-      `the folder ${this.options.dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back (if it is, and only the file was deleted, create ${folderMarker} again; to start this folder afresh, stop sync and delete ${this.options.stateFile})`,
-    );
-    return false;
+    return folderThere(this.mirror, this.options.stateFile);
   }
 
-  /**
-   * Reads `.syncignore` again; when its rules changed, every entry is looked at again (one the
-   * rules now let through is written) and true is returned: the caller reads the whole folder,
-   * for the files they now let through.
-   */
   private refreshRules(): boolean {
-    const read = readText(this.options.dir, syncIgnoreName);
-    const text = read === undefined || 'problem' in read ? undefined : read.text;
-    if (text === this.mirror.rules.text) return false;
-    this.mirror.rules = new SyncIgnore(text);
-    const { problem } = this.mirror.rules;
-    if (problem !== undefined) {
-      this.mirror.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
-    }
-    for (const path of this.index.paths()) this.mirror.retry.add(path);
-    return true;
+    return this.mirror.refreshRules();
   }
 
   /** Changes from other devices, after the files the watcher named were read (edits there merge). */
@@ -333,7 +329,7 @@ export class FolderSync {
     this.mirror.retry.clear();
     for (const id of touched) {
       const entry = this.index.get(id);
-      if (typeof entry === 'string') this.reportBadEntry(id, entry);
+      if (typeof entry === 'string') this.mirror.reportBadEntry(id, entry);
       const path = this.index.pathOf(id);
       if (path !== undefined) paths.add(path);
       for (const diskPath of this.mirror.diskPathsOf(id)) paths.add(diskPath);
@@ -363,31 +359,6 @@ export class FolderSync {
     if (rulesWritten && this.refreshRules()) {
       this.read(['']);
       this.settle();
-    }
-  }
-
-  /** One line per entry another device sent that cannot be used (it is never written). */
-  private reportBadEntry(id: string, problem: string): void {
-    if (this.mirror.reportedBadEntries >= maxBadEntryLines) {
-      this.mirror.sayOnce(
-        'bad entries',
-        `more entries from other devices cannot be used; not listed (the first ${maxBadEntryLines} were)`,
-      );
-      return;
-    }
-    const value = this.files.get(id);
-    const path = value instanceof Y.Map ? value.get('path') : undefined;
-    const name =
-      typeof path === 'string'
-        ? `"${path.length > 120 ? `${path.slice(0, 120)}…` : path}"`
-        : 'an entry';
-    if (
-      this.mirror.sayOnce(
-        `entry ${id}`,
-        `skipped ${name} from another device (entry ${id}): ${problem}`,
-      )
-    ) {
-      this.mirror.reportedBadEntries += 1;
     }
   }
 

@@ -1,8 +1,8 @@
-import { digestOf } from './folder-doc.ts';
+import { fileDigestSync } from './folder-blobs.ts';
+import type { BlobVersion } from './folder-doc.ts';
 import {
   commitTemp,
   moveAside,
-  readText,
   removeEmptyFolder,
   removeFile,
   removeQuietly,
@@ -76,6 +76,11 @@ export function writeFolder(
       );
       continue;
     }
+    if (mirror.blobs?.sending(path)) {
+      // Changed here and being sent: its version goes in first, then the two are settled.
+      mirror.retry.add(path);
+      continue;
+    }
     let here = statFile(dir, path);
     // An empty folder of this device's own (left by a rename) holds nothing: it gives way.
     if (here !== undefined && 'problem' in here && removeEmptyFolder(dir, path)) {
@@ -86,13 +91,18 @@ export function writeFolder(
       mirror.sayOnce(`here ${path} ${here.problem}`, `not written ${path}: ${here.problem}`);
       continue;
     }
-    const content = entry.text.toString();
-    if (record === undefined && !budget.take(Buffer.byteLength(content))) {
+    const content = entry.text?.toString();
+    const version = entry.blob;
+    const size = content === undefined ? version!.size : Buffer.byteLength(content);
+    const fetching = version !== undefined && mirror.blobs?.wants(path, version.v) === true;
+    if (record === undefined && !fetching && !budget.take(size)) {
       held += 1;
       mirror.retry.add(path);
       continue;
     }
-    const temp = writeTemp(dir, path, content);
+    const temp =
+      content === undefined ? blobTemp(mirror, path, version!) : writeTemp(dir, path, content);
+    if (temp === undefined) continue;
     if ('problem' in temp) {
       mirror.retry.add(path);
       if (plan.some((op) => op.op === 'remove' && path.startsWith(`${op.path}/`))) blocked = true;
@@ -101,7 +111,10 @@ export function writeFolder(
     }
     const after = index.digest(entry.id)!;
     plan.push({ op: 'write', path, temp: temp.temp, before: record?.digest ?? null, after });
-    changes.set(path, { id: entry.id, digest: after });
+    // A downloaded file keeps its temporary file's stamp when it is put in place (a rename).
+    const stamp = content === undefined ? statFile(dir, temp.temp) : undefined;
+    const kept = stamp !== undefined && !('problem' in stamp) ? { stamp } : {};
+    changes.set(path, { id: entry.id, digest: after, ...kept });
   }
   if (plan.length === 0) {
     if (changes.size > 0) {
@@ -135,8 +148,27 @@ function unchangedHere(mirror: FolderMirror, path: string): boolean {
   if (stamp === undefined) return record === undefined;
   if ('problem' in stamp || record === undefined) return false;
   if (sameStamp(stamp, mirror.stamps.get(path))) return true;
-  const read = readText(mirror.dir, path);
-  return read !== undefined && 'text' in read && digestOf(read.text) === record.digest;
+  return fileDigestSync(mirror.dir, path) === record.digest;
+}
+
+/**
+ * The downloaded file of a blob version, ready to be put in place; undefined while it is
+ * fetched (the download's end brings the path back here), or when nothing fetches files.
+ */
+function blobTemp(
+  mirror: FolderMirror,
+  path: string,
+  version: BlobVersion,
+): { temp: string } | undefined {
+  const { blobs } = mirror;
+  if (blobs === undefined) {
+    mirror.sayOnce(`blob ${path}`, `not written ${path}: a file kept as chunks (not fetched here)`);
+    return undefined;
+  }
+  const temp = blobs.take(path, version.v);
+  if (temp !== undefined) return { temp };
+  blobs.want(path, version);
+  return undefined;
 }
 
 function commitWrite(
@@ -200,15 +232,15 @@ export function finishPending(
 ): string[] {
   const lost: string[] = [];
   for (const op of pending) {
-    const read = readText(dir, op.path);
-    const current = read !== undefined && 'text' in read ? digestOf(read.text) : null;
+    const here = statFile(dir, op.path);
+    const current = fileDigestSync(dir, op.path) ?? null;
     if (op.op === 'remove') {
       if (current === op.before) removeFile(dir, op.path);
       continue;
     }
     if (statFile(dir, op.temp) === undefined) continue; // put in place before the kill
-    if (current !== op.before && current !== op.after && read !== undefined) {
-      moveToConflictName(dir, op.path, now, device);
+    if (current !== op.before && current !== op.after) {
+      if (here !== undefined) moveToConflictName(dir, op.path, now, device);
     }
     if ('problem' in commitTemp(dir, op.temp, op.path)) lost.push(op.path);
   }

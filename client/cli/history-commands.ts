@@ -88,7 +88,9 @@ function pathStates(doc: Y.Doc): Map<string, string> {
       live.length === 0
         ? 'deleted'
         : live
-            .map((entry) => digestOf(entry.text.toString()))
+            .map((entry) =>
+              entry.text === undefined ? entry.blob!.digest : digestOf(entry.text.toString()),
+            )
             .sort()
             .join(','),
     );
@@ -159,7 +161,7 @@ function contentAt(
   const newest = (list: FileEntry[]) => list.sort((a, b) => b.time - a.time)[0];
   const chosen =
     newest(candidates.filter((entry) => entry.deleted === undefined)) ?? newest(candidates);
-  return chosen?.text.toString();
+  return chosen?.text?.toString();
 }
 
 /**
@@ -199,12 +201,18 @@ export async function restore(ctx: Context): Promise<number> {
         }
       }
       const current = live.sort((a, b) => b.time - a.time)[0];
-      if (current?.text.toString() === content) {
+      if (current !== undefined && current.text === undefined) {
+        throw new SyncError(
+          'not_found',
+          `${path} is now a file kept as chunks; only text files can be restored`,
+        );
+      }
+      if (current?.text?.toString() === content) {
         ctx.io.stdout.write(`${printable(path)} is already as it was\n`);
         return 0;
       }
       doc.transact(() => {
-        if (current !== undefined) replaceText(current.text, content);
+        if (current?.text !== undefined) replaceText(current.text, content);
         else
           addEntry(files, { path, content, device: String(connection.device), time: Date.now() });
       });

@@ -73,6 +73,7 @@ function describe(status: SyncStatus): string {
     waitingDown?: Waiting;
     conflicts?: string[];
     skipped?: number;
+    storeFull?: boolean;
   };
   const others = status.devices.filter((device) => device !== status.device);
   const lines = [
@@ -81,6 +82,9 @@ function describe(status: SyncStatus): string {
     `  ${fields.inSync ? 'in step with the other devices' : fields.lastInSync ? `last in step ${fields.lastInSync}` : 'not in step with another device yet'}`,
     `  waiting to go up: ${amount(fields.waitingUp)}; to be written here: ${amount(fields.waitingDown)}`,
   ];
+  if (fields.storeFull === true) {
+    lines.push("  the host's store is full: files wait to go up (tried again every 30 s)");
+  }
   if ((fields.skipped ?? 0) > 0) lines.push(`  files here that do not sync: ${fields.skipped}`);
   const conflicts = fields.conflicts ?? [];
   lines.push(`  conflict copies: ${conflicts.length === 0 ? 'none' : conflicts.length}`);

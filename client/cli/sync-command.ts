@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, mkdirSync, realpathSync, statSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { docKeyOf } from '../doc-key.ts';
+import { deriveE2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
+import { blobTransferOf } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
-import { type Context, expectArgs } from './context.ts';
+import { type Context, expectArgs, UsageError } from './context.ts';
 import { folderDocName } from './folder-doc.ts';
 import { FolderSync } from './folder-sync.ts';
 import type { CliIo } from './io.ts';
@@ -12,6 +15,7 @@ import { printable } from './printable.ts';
 import { roomOf, stopSignal } from './project-room.ts';
 import type { ReceiveLimits } from './receive-budget.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
+import { folderReports, progressAfterMsFrom, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
 
 /** Bounds of the time between two full scans (besides the watcher's events). */
@@ -43,22 +47,54 @@ export async function runFolderSync(options: {
   passphrase: string | undefined;
   stopped: Promise<unknown>;
   limits?: ReceiveLimits;
+  /** Files larger than this are not synced (1 GiB by default). */
+  maxFileBytes?: number;
+  /** How long a transfer runs before the progress line shows (3 s). */
+  progressAfterMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
   const { io, supervisor, state, passphrase } = options;
-  const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
-  const problem = (line: string) => io.stderr.write(`${printable(line)}\n`);
+  // A line printed while the progress line shows takes its place (it is drawn again after).
+  let clearProgress: () => void = () => undefined;
+  const out = (line: string) => {
+    clearProgress();
+    io.stdout.write(`${printable(line)}\n`);
+  };
+  const problem = (line: string) => {
+    clearProgress();
+    io.stderr.write(`${printable(line)}\n`);
+  };
   const dir = usableFolder(options.dir);
+  const key =
+    passphrase === undefined
+      ? undefined
+      : await deriveE2EKey(passphrase, supervisor.connection.room);
+  // Files that are not text move over the current connection, once it is joined.
+  let transfer = blobTransferOf(supervisor.connection, key);
+  const stopTransfers = supervisor.on('connection', (connection) => {
+    transfer.close();
+    transfer = blobTransferOf(connection, key);
+  });
   const folder = openFolder(() => {
     return new FolderSync({
       dir,
       stateFile: state,
       device: String(supervisor.connection.device),
       limits: options.limits,
+      maxFileBytes: options.maxFileBytes,
+      transfer: () => (supervisor.state === 'joined' ? transfer : undefined),
       log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
     });
   }, state);
+  const reports = folderReports({
+    connection: () => supervisor.connection,
+    doc: docKeyOf(folderDocName, key),
+    encrypted: key !== undefined,
+    count: () => folder.liveFiles(),
+  });
+  const progress = showProgress(io, () => folder.transfers(), options.progressAfterMs);
+  clearProgress = progress.clear;
   // What changed while sync was not running is read before anything from the room is applied.
   folder.guarded(() => folder.scan());
   const provider = await superviseYjsProvider({
@@ -80,20 +116,28 @@ export async function runFolderSync(options: {
       () => folder.unconfirmed.confirmed(mark),
       () => undefined, // the connection ended: confirmed after the next one synced
     );
+    reports.changed();
   };
+  folder.onChange = confirmSent;
   let inSync = false;
   provider.on('synced', (synced) => {
     out(synced ? 'in sync' : 'offline; reconnecting');
     if (inSync && !synced) lastInSync = new Date().toISOString();
     inSync = synced;
-    if (synced) confirmSent();
+    if (synced) {
+      confirmSent();
+      folder.resume();
+      reports.changed();
+    }
   });
   options.addStatus?.(() => {
+    const { blobsUp, ...fields } = folder.folderStatus();
+    const sent = folder.unconfirmed.summary;
     return {
       inSync,
       lastInSync: inSync ? new Date().toISOString() : lastInSync,
-      waitingUp: folder.unconfirmed.summary,
-      ...folder.folderStatus(),
+      waitingUp: { files: sent.files + blobsUp.files, bytes: sent.bytes + blobsUp.bytes },
+      ...fields,
     };
   });
 
@@ -149,6 +193,10 @@ export async function runFolderSync(options: {
     watcher?.close();
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
+    progress.stop();
+    reports.stop();
+    stopTransfers();
+    transfer.close();
     folder.close(provider.store.progress());
     provider.destroy();
     await supervisor.stop();
@@ -193,6 +241,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
   expectArgs(ctx, 2, '<projectKey> <dir>');
   const [projectKey, dir] = ctx.args as [string, string];
   const passphrase = passphraseSource(ctx);
+  const maxFileBytes = maxFileBytesOf(ctx.flags['max-file-bytes']);
   const { open, authUrl } = await roomOf(ctx, projectKey);
   const session = await startSyncSession({
     configDir: ctx.store.dir,
@@ -210,10 +259,22 @@ export async function syncFolder(ctx: Context): Promise<number> {
       dir,
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
       passphrase: await passphrase(),
+      maxFileBytes,
+      progressAfterMs: progressAfterMsFrom(ctx.env),
       stopped: stopSignal(),
       addStatus: session.addStatus,
     });
   } finally {
     await session.close();
   }
+}
+
+/** `--max-file-bytes N`: a whole number of bytes, at least 1 (1 GiB when absent). */
+function maxFileBytesOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const bytes = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new UsageError('--max-file-bytes takes a whole number of bytes, such as 1073741824');
+  }
+  return bytes;
 }

@@ -1,11 +1,23 @@
-import { mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { WebSocket } from 'ws';
+import { blobTransferOf } from '../../client/cli/blob-transfer.ts';
 import { folderDocName } from '../../client/cli/folder-doc.ts';
 import { FolderSync, type FolderSyncOptions } from '../../client/cli/folder-sync.ts';
+import { deriveE2EKey } from '../../client/e2e-key.ts';
 import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
 import { createYjsProvider, type YjsProvider } from '../../client/yjs-provider.ts';
-import type { TestHost } from '../helpers/host.ts';
+import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 
 /** A signed-in device of the test user. */
 export interface DeviceCredential {
@@ -22,6 +34,7 @@ export class FolderDevice {
   folder: FolderSync | undefined;
   private provider: YjsProvider | undefined;
   private connection: RelayConnection | undefined;
+  private transfer: { close(): void } | undefined;
   /** Set by `crashAtNextBatch`: the next batch recorded kills this device before its files change. */
   private crashArmed = false;
   readonly lines: string[] = [];
@@ -55,11 +68,17 @@ export class FolderDevice {
       WebSocket,
       backoff: { initialDelayMs: 20, maxDelayMs: 200 },
     });
+    const key =
+      this.options.passphrase === undefined
+        ? undefined
+        : await deriveE2EKey(this.options.passphrase, this.roomId);
+    const transfer = blobTransferOf(connection, key);
     const folder = new FolderSync({
       dir: realpathSync(this.dir),
       stateFile: this.stateFile,
       device: String(this.credential.deviceId),
       log: ({ line }) => this.lines.push(line),
+      transfer: () => (connection.state === 'joined' ? transfer : undefined),
       ...this.options,
       onRecorded: () => {
         this.options.onRecorded?.();
@@ -70,6 +89,8 @@ export class FolderDevice {
         throw new Error('killed after recording a batch');
       },
     });
+    connection.on('joined', () => folder.resume());
+    this.transfer = transfer;
     folder.guarded(() => folder.scan());
     this.folder = folder;
     this.connection = connection;
@@ -82,6 +103,11 @@ export class FolderDevice {
     connection.connect().catch(() => {
       // Closed by stop() or kill().
     });
+  }
+
+  /** Resolves once the relay confirmed what this device sent so far. */
+  async flush(): Promise<void> {
+    await this.provider?.flush();
   }
 
   /** A scan now (the CLI's watcher and rescan timer do this by themselves). */
@@ -118,6 +144,7 @@ export class FolderDevice {
 
   private async disconnect(): Promise<void> {
     this.provider?.destroy();
+    this.transfer?.close();
     const connection = this.connection;
     this.folder = undefined;
     this.provider = undefined;
@@ -129,10 +156,11 @@ export class FolderDevice {
 }
 
 /**
- * Every text file under `dir` by relative path (dot files and `.dat` files left out), or
- * undefined when a file vanished while reading (the sync is still writing).
+ * Every text file under `dir` by relative path (dot files left out, and `.dat` files unless
+ * `withBinary`: then read as latin1), or undefined when a file vanished while reading (the sync
+ * is still writing).
  */
-export function textFiles(dir: string): Record<string, string> | undefined {
+export function textFiles(dir: string, withBinary = false): Record<string, string> | undefined {
   // Pairs, not an object's keys: a file named __proto__ is listed like any other.
   const files: [string, string][] = [];
   let entries: import('node:fs').Dirent[];
@@ -142,14 +170,71 @@ export function textFiles(dir: string): Record<string, string> | undefined {
     return undefined;
   }
   for (const entry of entries) {
-    if (!entry.isFile() || entry.name.startsWith('.') || entry.name.endsWith('.dat')) continue;
+    if (!entry.isFile() || entry.name.startsWith('.')) continue;
+    const binary = entry.name.endsWith('.dat');
+    if (binary && !withBinary) continue;
     const path = relative(dir, join(entry.parentPath, entry.name));
     if (path.split('/').some((part) => part.startsWith('.'))) continue;
     try {
-      files.push([path, readFileSync(join(dir, path), 'utf8')]);
+      files.push([path, readFileSync(join(dir, path), binary ? 'latin1' : 'utf8')]);
     } catch {
       return undefined;
     }
   }
   return Object.fromEntries(files.sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+/**
+ * A test host with two signed-in devices of one user and a temporary root, started before the
+ * file's tests and closed after them; `twoDevices()` makes a fresh project and its two
+ * (unstarted) devices, each with a folder and a state log under the root.
+ */
+export function twoDeviceFixture(name: string) {
+  const fixture = {
+    th: undefined as unknown as TestHost,
+    credentials: [] as DeviceCredential[],
+    root: '',
+    projects: 0,
+  };
+  beforeAll(async () => {
+    fixture.th = await startTestHost({ ui: false });
+    fixture.root = mkdtempSync(join(tmpdir(), `${name}-`));
+    for (const device of [`${name}-a`, `${name}-b`]) {
+      fixture.credentials.push(await fixture.th.signIn(`${name}@example.org`, device));
+    }
+  });
+  afterAll(async () => {
+    await fixture.th?.close();
+    if (fixture.root !== '') rmSync(fixture.root, { recursive: true, force: true });
+  });
+  const twoDevices = async (
+    options: Partial<FolderSyncOptions> & { passphrase?: string } = {},
+  ): Promise<[FolderDevice, FolderDevice]> => {
+    fixture.projects += 1;
+    const { th, credentials, root, projects } = fixture;
+    const { roomId } = await registerProject(
+      th.base,
+      credentials[0]!.deviceToken,
+      `${name}-${projects}`,
+    );
+    const base = join(root, `project-${projects}`);
+    return credentials.map(
+      (credential, i) =>
+        new FolderDevice(
+          th,
+          roomId,
+          credential,
+          join(base, `folder-${i}`),
+          join(base, `state-${i}.log`),
+          options,
+        ),
+    ) as [FolderDevice, FolderDevice];
+  };
+  return { fixture, twoDevices };
+}
+
+/** Writes a file in a folder, making the folders above it. */
+export function putFile(dir: string, path: string, content: string | Uint8Array): void {
+  mkdirSync(dirname(join(dir, path)), { recursive: true });
+  writeFileSync(join(dir, path), content);
 }

@@ -18,13 +18,13 @@ import { FolderDevice, textFiles } from './folder-devices.ts';
 /**
  * The folder sync's invariant under random use, on the real host: 3 devices create, edit,
  * append, overwrite, write in two steps, rename, delete, make a folder where another device has
- * a file, write binary files, stop, are killed (also in the middle of writing what other
+ * a file, write binary files (kept as chunks through the host: never merged, a version made
+ * apart kept as a conflict copy), stop, are killed (also in the middle of writing what other
  * devices sent: the batch recorded, its files not yet changed) and start again, at once and
  * apart; scans of the whole folder and of one path (as the watcher's events bring) come in
- * between. After every
- * run, once all are back and quiet: every folder holds the same text files, and every line a
- * device wrote is in one of them unless a device removed it from a file it had on disk (an
- * overwrite, an edit, a delete, a rename over it). Each written line is a unique token.
+ * between. After every run, once all are back and quiet: every folder holds the same files, and
+ * every line a device wrote is in one of them unless a device removed it from a file it had on
+ * disk (an overwrite, an edit, a delete, a rename over it). Each written line is a unique token.
  */
 
 /** The names the steps use: a file and a folder of one name, a name that is Object's prototype. */
@@ -74,7 +74,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), device, file }) },
   {
-    weight: 1,
+    weight: 2,
     arbitrary: fc.record({ kind: fc.constant('binary' as const), device, file: fc.nat(2) }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('stop', 'kill', 'start'), device }) },
@@ -203,9 +203,14 @@ async function perform(ops: Op[], devices: FolderDevice[], ledger: Ledger): Prom
       case 'delete':
         ledger.delete(path(step.file));
         break;
-      case 'binary':
-        writeFileSync(join(target.dir, `bin-${step.file}.dat`), Buffer.from([0, 1, 2, step.file]));
+      case 'binary': {
+        // A whole new version of a binary file (a NUL makes it one), overwriting what was here.
+        const token = ledger.token();
+        if (!ledger.write(join(target.dir, `bin-${step.file}.dat`), `\0${token}\n`)) {
+          ledger.written.delete(token);
+        }
         break;
+      }
       case 'stop':
         await target.stop();
         break;
@@ -235,7 +240,7 @@ async function quiet(devices: FolderDevice[]): Promise<Record<string, string>> {
   for (;;) {
     for (const each of devices) each.scan();
     await new Promise((resolve) => setTimeout(resolve, 150));
-    const listings = devices.map((each) => textFiles(each.dir));
+    const listings = devices.map((each) => textFiles(each.dir, true));
     const first = JSON.stringify(listings[0]);
     const agree =
       devices.every((each) => each.joined) && listings.every((l) => JSON.stringify(l) === first);

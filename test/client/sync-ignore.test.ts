@@ -1,11 +1,9 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 import { eventually } from '../helpers/wait.ts';
-import { type DeviceCredential, FolderDevice } from './folder-devices.ts';
+import { type FolderDevice, putFile, twoDeviceFixture } from './folder-devices.ts';
 
 /**
  * `.syncignore` on two devices of one folder, through the real host: what it matches (and dot
@@ -13,28 +11,8 @@ import { type DeviceCredential, FolderDevice } from './folder-devices.ts';
  * sync; a file that becomes ignored stays as it is on every device; one let through again syncs.
  */
 
-let th: TestHost;
-let root: string;
-const credentials: DeviceCredential[] = [];
-let projects = 0;
-
-beforeAll(async () => {
-  th = await startTestHost({ ui: false });
-  root = mkdtempSync(join(tmpdir(), 'sync-ignore-'));
-  for (const name of ['ignore-a', 'ignore-b']) {
-    credentials.push(await th.signIn('ignore@example.org', name));
-  }
-});
-
-afterAll(async () => {
-  await th?.close();
-  if (root !== undefined) rmSync(root, { recursive: true, force: true });
-});
-
-function put(dir: string, path: string, text: string): void {
-  mkdirSync(dirname(join(dir, path)), { recursive: true });
-  writeFileSync(join(dir, path), text);
-}
+const { twoDevices: devicesOf } = twoDeviceFixture('ignore');
+const put = putFile;
 
 function read(dir: string, path: string): string | undefined {
   try {
@@ -53,23 +31,7 @@ function sent(device: FolderDevice, token: string): boolean {
 
 /** Two devices on a fresh project; their folders and what each wrote before starting. */
 async function twoDevices(before: { a?: Record<string, string>; b?: Record<string, string> }) {
-  projects += 1;
-  const { roomId } = await registerProject(
-    th.base,
-    credentials[0]!.deviceToken,
-    `ignore-${projects}`,
-  );
-  const base = join(root, `project-${projects}`);
-  const [a, b] = credentials.map(
-    (credential, i) =>
-      new FolderDevice(
-        th,
-        roomId,
-        credential,
-        join(base, `folder-${i}`),
-        join(base, `state-${i}.log`),
-      ),
-  ) as [FolderDevice, FolderDevice];
+  const [a, b] = await devicesOf();
   for (const [path, text] of Object.entries(before.a ?? {})) put(a.dir, path, text);
   for (const [path, text] of Object.entries(before.b ?? {})) put(b.dir, path, text);
   await a.start();

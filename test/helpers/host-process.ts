@@ -178,9 +178,15 @@ export interface RunningHost {
   magicToken(email: string): Promise<string>;
 }
 
-/** Starts `bin/sync-host --headless` on the config dir `dir` (see `hostDir`). */
-export async function startHost(dir: string): Promise<RunningHost> {
-  const process = await startHostProcess(['--headless'], dir);
+/**
+ * Starts `bin/sync-host --headless` on the config dir `dir` (see `hostDir`); `nodeArgs` as for
+ * `startHostProcess`.
+ */
+export async function startHost(
+  dir: string,
+  options: { nodeArgs?: string[] } = {},
+): Promise<RunningHost> {
+  const process = await startHostProcess(['--headless'], dir, options);
   const authUrl = await process.url('auth');
   const certificate = authUrl.startsWith('https:') ? await process.line('certificate:') : '';
   return {

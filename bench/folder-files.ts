@@ -1,0 +1,185 @@
+/**
+ * The files of the folder section of `npm run bench:sync` (bench/sync-folders.ts), the wait
+ * until another folder holds them, and the bytes on the TCP sockets of given processes.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
+import { join, relative } from 'node:path';
+
+/** What a folder must hold: relative path → size and SHA-256 (hex). */
+export type Expected = Map<string, { size: number; sha256: string }>;
+
+/**
+ * `count` text files of 1 to 8 KiB (random printable lines, different every call: nothing to
+ * deduplicate between rounds) in 20 subfolders of `dir`.
+ */
+export function writeSmallFiles(dir: string, count: number): Expected {
+  const expected: Expected = new Map();
+  for (let i = 0; i < count; i += 1) {
+    const path = `notes-${i % 20}/note-${i}.md`;
+    const lines = Math.ceil(((1 + (i % 8)) * 1024) / 77);
+    const text = Array.from({ length: lines }, () => randomBytes(57).toString('base64')).join('\n');
+    const data = Buffer.from(`${text}\n`);
+    mkdirSync(join(dir, `notes-${i % 20}`), { recursive: true });
+    writeWhole(join(dir, path), [data]);
+    expected.set(path, { size: data.length, sha256: sha256(data) });
+  }
+  return expected;
+}
+
+/** One file of `bytes` random bytes (incompressible), written in 1 MiB pieces. */
+export function writeLargeFile(dir: string, name: string, bytes: number): Expected {
+  const hash = createHash('sha256');
+  const pieces: Buffer[] = [];
+  for (let left = bytes; left > 0; left -= 1_048_576) {
+    const piece = randomBytes(Math.min(left, 1_048_576));
+    hash.update(piece);
+    pieces.push(piece);
+  }
+  writeWhole(join(dir, name), pieces);
+  return new Map([[name, { size: bytes, sha256: hash.digest('hex') }]]);
+}
+
+function writeWhole(path: string, pieces: Buffer[]): void {
+  const fd = openSync(path, 'w');
+  try {
+    for (const piece of pieces) writeSync(fd, piece);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function sha256(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** Sizes of the regular files under `dir` by relative path, dot files and dot folders left out. */
+function sizes(dir: string): Map<string, number> {
+  const found = new Map<string, number>();
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = relative(dir, join(entry.parentPath, entry.name));
+    if (path.split('/').some((part) => part.startsWith('.'))) continue;
+    try {
+      found.set(path, statSync(join(dir, path)).size);
+    } catch {
+      // Renamed or removed between the listing and the stat: the next poll sees it.
+    }
+  }
+  return found;
+}
+
+/** Whether `dir` holds every expected file at its size and with its content. */
+function holds(dir: string, expected: Expected, verified: Set<string>): boolean {
+  const found = sizes(dir);
+  for (const [path, { size }] of expected) if (found.get(path) !== size) return false;
+  for (const [path, { sha256: digest }] of expected) {
+    if (verified.has(path)) continue;
+    let data: Buffer;
+    try {
+      data = readFileSync(join(dir, path));
+    } catch {
+      return false;
+    }
+    if (sha256(data) !== digest) return false;
+    verified.add(path);
+  }
+  return true;
+}
+
+/**
+ * Waits until `dir` holds every expected file byte for byte (sizes polled every 20 ms, contents
+ * hashed once the sizes are all there); resolves with the milliseconds since `startedMs`.
+ */
+export async function waitForFiles(
+  dir: string,
+  expected: Expected,
+  startedMs: number,
+  deadlineMs: number,
+): Promise<number> {
+  const verified = new Set<string>();
+  for (;;) {
+    if (holds(dir, expected, verified)) return performance.now() - startedMs;
+    if (performance.now() - startedMs > deadlineMs) {
+      const found = sizes(dir);
+      const missing = [...expected.keys()].filter((path) => !verified.has(path));
+      throw new Error(
+        `${dir}: ${missing.length} of ${expected.size} files not there within ${deadlineMs} ms (${found.size} files present)`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Bytes sent and received on the TCP sockets of one process. */
+export interface SocketBytes {
+  sent: number;
+  received: number;
+}
+
+/** `pid`'s parent process, or undefined when it is gone. */
+function parentOf(pid: number): number | undefined {
+  try {
+    // /proc/<pid>/stat: "pid (name) state ppid …"; the name may hold spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The one of `roots` that is `pid` or one of its ancestors. */
+function rootOf(pid: number, roots: Set<number>): number | undefined {
+  for (let at: number | undefined = pid; at !== undefined && at > 1; at = parentOf(at)) {
+    if (roots.has(at)) return at;
+  }
+  return undefined;
+}
+
+/**
+ * The payload bytes (TCP, without headers) each process in `pids` (with its descendants: Syncthing
+ * runs its work in a child of the process started) sent and received on its established sockets
+ * from or to any of `ports`, as the kernel counts them (`ss -tinp`).
+ */
+export function socketBytes(pids: number[], ports: number[]): Map<number, SocketBytes> {
+  const filter = ports.map((port) => `sport = :${port} or dport = :${port}`).join(' or ');
+  const out = execFileSync('ss', ['-tinpH', 'state', 'established', `( ${filter} )`], {
+    encoding: 'utf8',
+  });
+  const totals = new Map<number, SocketBytes>(pids.map((pid) => [pid, { sent: 0, received: 0 }]));
+  const roots = new Set(pids);
+  let owner: SocketBytes | undefined;
+  for (const line of out.split('\n')) {
+    if (!/^\s/.test(line)) {
+      const pid = rootOf(Number(/pid=(\d+)/.exec(line)?.[1]), roots);
+      owner = pid === undefined ? undefined : totals.get(pid);
+      continue;
+    }
+    if (owner === undefined) continue;
+    owner.sent += Number(/bytes_sent:(\d+)/.exec(line)?.[1] ?? 0);
+    owner.received += Number(/bytes_received:(\d+)/.exec(line)?.[1] ?? 0);
+  }
+  return totals;
+}
+
+/** `after` minus `before`, per process. */
+export function bytesBetween(
+  before: Map<number, SocketBytes>,
+  after: Map<number, SocketBytes>,
+): Map<number, SocketBytes> {
+  const spent = new Map<number, SocketBytes>();
+  for (const [pid, end] of after) {
+    const start = before.get(pid) ?? { sent: 0, received: 0 };
+    spent.set(pid, { sent: end.sent - start.sent, received: end.received - start.received });
+  }
+  return spent;
+}

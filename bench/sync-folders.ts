@@ -1,0 +1,252 @@
+/**
+ * The folder section of `npm run bench:sync` (alone: `npm run bench:sync-folders`): files
+ * written into a folder on device A until device B holds them all, byte for byte, through
+ * sync-host (a host process and two `sync-host sync` processes) against Syncthing (two
+ * instances on loopback) and, as the floor, one `rsync -a` push to an rsync daemon on loopback.
+ *
+ * - small: 1,000 text files of 1 to 8 KiB (4.6 MB) in 20 folders;
+ * - large: one file of 100 MiB of random bytes.
+ *
+ * Every round starts a new pair (new homes, new project, empty folders), lets it settle, writes
+ * the files on A, then starts the clock; Syncthing is asked to scan at once (its watcher would
+ * wait 1 to 10 s first), sync-host's own watcher reacts. Done when B holds every file at its size
+ * and its SHA-256 (B's folder polled every 20 ms). Bytes: the TCP payload on every socket of A's
+ * and B's processes to the relay (sync-host) or to each other (Syncthing) from before the write
+ * until 1 s after the end, as the kernel counts them (`ss -tinp`); Syncthing's own count from
+ * its REST API (/rest/system/connections) besides. Rounds alternate the systems' order; medians.
+ *
+ * BENCH_ROUNDS (default 3), BENCH_FOLDER_CASES (default `small,large`), BENCH_PROFILE=<dir>
+ * (`--cpu-prof` of sync-host's processes). Without the `syncthing` binary (SYNCTHING names
+ * another) its rows are skipped with a line saying so.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  bytesBetween,
+  type Expected,
+  socketBytes,
+  waitForFiles,
+  writeLargeFile,
+  writeSmallFiles,
+} from './folder-files.ts';
+import { RsyncDaemon, rsyncBinary } from './rsync-floor.ts';
+import { median } from './stats.ts';
+import { SyncHostBench, type SyncProcess } from './sync-host-folder.ts';
+import { syncthingBinary, syncthingPair } from './syncthing.ts';
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const caseNames = (process.env.BENCH_FOLDER_CASES ?? 'small,large').split(',');
+const deadlineMs = 10 * 60_000;
+
+const cases: Record<string, { label: string; write(dir: string): Expected }> = {
+  small: { label: '1,000 small files', write: (dir) => writeSmallFiles(dir, 1_000) },
+  large: {
+    label: 'one 100 MiB file',
+    write: (dir) => writeLargeFile(dir, 'large.bin', 100 * 1_048_576),
+  },
+};
+
+/** A pair of devices ready to sync `dirA` to `dirB`. */
+interface Pair {
+  /** A's and B's processes, and the ports their sockets of the transfer use. */
+  pids: [number, number];
+  ports: number[];
+  /**
+   * A and B connect to each other: their sockets are the two ends of one connection (each byte
+   * counted once, at A), not each its own connection to a host.
+   */
+  direct: boolean;
+  /** Right after the files are written on A (inside the timed span). */
+  written(): Promise<void>;
+  /** The system's own count of bytes on the wire, when it has one. */
+  ownCount?(): Promise<number>;
+  close(): Promise<void>;
+}
+
+interface FolderSystem {
+  name: string;
+  pair(root: string, round: string, dirA: string, dirB: string): Promise<Pair>;
+}
+
+interface Measure {
+  ms: number;
+  sentByA: number;
+  receivedByB: number;
+  /** Every connection's bytes both ways, each byte once. */
+  onTheWire: number;
+  ownCount: number;
+}
+
+function syncHostSystem(bench: SyncHostBench): FolderSystem {
+  return {
+    name: 'sync-host',
+    async pair(root, round, dirA, dirB) {
+      const [a, b] = (await bench.pair(root, round, dirA, dirB)) as [SyncProcess, SyncProcess];
+      return {
+        pids: [a.child.pid ?? 0, b.child.pid ?? 0],
+        ports: [bench.relayPort],
+        direct: false,
+        written: async () => {},
+        close: async () => {
+          await a.stop();
+          await b.stop();
+        },
+      };
+    },
+  };
+}
+
+function syncthingSystem(binary: string): FolderSystem {
+  return {
+    name: 'Syncthing',
+    async pair(root, _round, dirA, dirB) {
+      const [a, b] = await syncthingPair(binary, root, 'bench', dirA, dirB);
+      const totals = async () => {
+        const counted = await a.totals();
+        return counted.in + counted.out;
+      };
+      const start = await totals();
+      return {
+        pids: [a.child.pid ?? 0, b.child.pid ?? 0],
+        ports: [a.listenPort, b.listenPort],
+        direct: true,
+        written: () => a.scan('bench'),
+        ownCount: async () => (await totals()) - start,
+        close: async () => {
+          await a.stop();
+          await b.stop();
+        },
+      };
+    },
+  };
+}
+
+/** Runs `work` on a new temp folder holding the empty folders `a` and `b`; removes it after. */
+async function withFolders<T>(work: (root: string, dirA: string, dirB: string) => Promise<T>) {
+  const root = mkdtempSync(join(tmpdir(), 'bench-folders-'));
+  try {
+    mkdirSync(join(root, 'a'));
+    mkdirSync(join(root, 'b'));
+    return await work(root, join(root, 'a'), join(root, 'b'));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+function measure(system: FolderSystem, name: string, round: number): Promise<Measure> {
+  return withFolders(async (root, dirA, dirB) => {
+    const pair = await system.pair(root, `${name}-${round}`, dirA, dirB);
+    try {
+      // Settled: nothing left from the start-up on the sockets counted below.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const before = socketBytes(pair.pids, pair.ports);
+      const expected = cases[name]!.write(dirA);
+      const started = performance.now();
+      await pair.written();
+      const ms = await waitForFiles(dirB, expected, started, deadlineMs);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const spent = bytesBetween(before, socketBytes(pair.pids, pair.ports));
+      const [a, b] = pair.pids.map((pid) => spent.get(pid) ?? { sent: 0, received: 0 }) as [
+        { sent: number; received: number },
+        { sent: number; received: number },
+      ];
+      return {
+        ms,
+        sentByA: a.sent,
+        receivedByB: b.received,
+        onTheWire: a.sent + a.received + (pair.direct ? 0 : b.sent + b.received),
+        ownCount: (await pair.ownCount?.()) ?? Number.NaN,
+      };
+    } finally {
+      await pair.close();
+    }
+  });
+}
+
+function rsyncFloor(name: string): Promise<Measure> {
+  return withFolders(async (root, dirA, dirB) => {
+    const daemon = await RsyncDaemon.start(root, dirB);
+    try {
+      const expected = cases[name]!.write(dirA);
+      const started = performance.now();
+      const counted = daemon.push(dirA);
+      const ms = await waitForFiles(dirB, expected, started, deadlineMs);
+      const both = counted.sent + counted.received;
+      return {
+        ms,
+        sentByA: counted.sent,
+        receivedByB: counted.sent,
+        onTheWire: both,
+        ownCount: both,
+      };
+    } finally {
+      await daemon.stop();
+    }
+  });
+}
+
+const bytes = (n: number) => (Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
+
+async function main(): Promise<void> {
+  const systems: FolderSystem[] = [];
+  const host = await SyncHostBench.start();
+  systems.push(syncHostSystem(host));
+  const syncthing = syncthingBinary();
+  if (syncthing === undefined) {
+    const named = process.env.SYNCTHING ?? 'syncthing';
+    console.log(
+      `Syncthing: skipped, \`${named} --version\` does not run (apt-get install syncthing, or SYNCTHING=<path>)`,
+    );
+  } else {
+    systems.push(syncthingSystem(syncthing));
+  }
+  const rsync = rsyncBinary();
+  if (rsync === undefined) console.log('rsync floor: skipped, no `rsync` binary on PATH');
+  console.log(
+    `folder sync, A to B through each system: medians of ${rounds} rounds; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} at the start`,
+  );
+  console.log(
+    '| case | system | time to B | sent by A | received by B | on the wire, both ways | own count | time ÷ Syncthing |',
+  );
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+  try {
+    for (const name of caseNames) {
+      const results = new Map<string, Measure[]>();
+      for (let round = 0; round < rounds; round += 1) {
+        const order = round % 2 === 0 ? systems : [...systems].reverse();
+        for (const system of order) {
+          const list = results.get(system.name) ?? [];
+          list.push(await measure(system, name, round));
+          results.set(system.name, list);
+        }
+        if (rsync !== undefined) {
+          const list = results.get('rsync (floor)') ?? [];
+          list.push(await rsyncFloor(name));
+          results.set('rsync (floor)', list);
+        }
+      }
+      const reference = results.get('Syncthing');
+      const referenceMs = reference === undefined ? Number.NaN : median(reference.map((m) => m.ms));
+      for (const [system, list] of results) {
+        const ms = median(list.map((m) => m.ms));
+        const pick = (key: keyof Measure) => bytes(median(list.map((m) => m[key])));
+        const ratio = Number.isNaN(referenceMs) ? '–' : `${(ms / referenceMs).toFixed(2)}×`;
+        console.log(
+          `| ${cases[name]!.label} | ${system} | ${ms.toFixed(0)} ms | ${pick('sentByA')} | ${pick('receivedByB')} | ${pick('onTheWire')} | ${pick('ownCount')} | ${ratio} |`,
+        );
+      }
+    }
+  } finally {
+    await host.close();
+  }
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} at the end`,
+  );
+}
+
+await main();

@@ -1,0 +1,34 @@
+import { ChunkTransfer, downloadFile, uploadFile } from '../chunks/index.ts';
+import type { E2EKey } from '../e2e-key.ts';
+import type { RelayConnection } from '../relay-connection.ts';
+import type { BlobTransfer } from './folder-blobs.ts';
+
+/**
+ * The folder sync's file transfers over one relay connection (client/chunks), sealed with the
+ * project's key when it has one. `close()` rejects what is under way (the queue tries again on
+ * the next connection).
+ */
+export function blobTransferOf(
+  connection: RelayConnection,
+  key: E2EKey | undefined,
+): BlobTransfer & { close(): void } {
+  const t = new ChunkTransfer({ connection, key });
+  return {
+    async upload(file, onBytes) {
+      const sent = await uploadFile(t, file, onBytes);
+      return {
+        chunks: sent.chunks.map((chunk) => [chunk.id, chunk.size]),
+        size: sent.size,
+        digest: sent.digest,
+      };
+    },
+    download: (chunks, temp, onBytes) =>
+      downloadFile(
+        t,
+        chunks.map(([id, size]) => ({ id, size })),
+        temp,
+        onBytes,
+      ),
+    close: () => t.close(),
+  };
+}

@@ -1,0 +1,264 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/wait.ts';
+import { type FolderDevice, putFile, twoDeviceFixture } from './folder-devices.ts';
+import { exposes, sqliteFilesText } from './plaintext.ts';
+
+/**
+ * Files that are not text (binary, or text over 1 MiB) through the host's chunk store, with two
+ * devices of one folder running the folder sync on real relay connections: a device that comes
+ * after the sender stopped gets them byte for byte; versions made apart are both kept, under
+ * the conflict name on every device; `.syncignore` keeps ignored ones off the host; a chunk
+ * corrupted on the host is never written and is fetched again.
+ */
+
+const { fixture, twoDevices: devicesOf } = twoDeviceFixture('blobs');
+const put = putFile;
+
+function read(dir: string, path: string): Buffer | undefined {
+  try {
+    return readFileSync(join(dir, path));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Two devices of a fresh project (not started). */
+function twoDevices(passphrase?: string): Promise<[FolderDevice, FolderDevice]> {
+  return devicesOf({ passphrase, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } });
+}
+
+/** Waits until `device` has sent every file it read (uploaded and in the document). */
+async function allSent(device: FolderDevice, what: string): Promise<void> {
+  await eventually(
+    () => {
+      device.scan();
+      const status = device.folder?.folderStatus();
+      return status !== undefined && status.blobsUp.files === 0;
+    },
+    what,
+    60_000,
+  );
+}
+
+/** The bytes the host's chunks count, from the relay's /metrics. */
+async function chunkBytes(): Promise<number> {
+  const metrics = await (await fetch(`${fixture.th.host.urls.status}/metrics`)).text();
+  const value = /^sync_host_store_chunk_bytes (\d+)$/m.exec(metrics)?.[1];
+  if (value === undefined) throw new Error('no sync_host_store_chunk_bytes in /metrics');
+  return Number(value);
+}
+
+/** Stops `device` once the relay took what it sent. */
+async function stopWhenStored(device: FolderDevice): Promise<void> {
+  await device.flush();
+  await device.stop();
+}
+
+describe('files kept as chunks', () => {
+  for (const passphrase of [undefined, 'blob passphrase']) {
+    it(`reach a device that starts after the sender stopped, byte for byte${passphrase ? ' (encrypted)' : ''}`, async () => {
+      const [a, b] = await twoDevices(passphrase);
+      const binary = randomBytes(3 * 1_048_576);
+      const marker = `long-text-${passphrase ? 'sealed' : 'plain'}`;
+      const text = Buffer.from(`${marker} line of a long text\n`.repeat(76_000)); // 2.0 MiB
+      put(a.dir, 'media/photo.bin', binary);
+      put(a.dir, 'long.txt', text);
+      await a.start();
+      await allSent(a, 'a sent its files');
+      await eventually(
+        () => a.lines.some((line) => line.startsWith('sent long.txt')),
+        'long.txt published',
+      );
+      await stopWhenStored(a);
+      await b.start();
+      try {
+        await eventually(
+          () => read(b.dir, 'media/photo.bin') !== undefined && read(b.dir, 'long.txt'),
+          'both files at b',
+          60_000,
+        );
+        expect(read(b.dir, 'media/photo.bin')!.equals(binary)).toBe(true);
+        expect(read(b.dir, 'long.txt')!.equals(text)).toBe(true);
+        const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
+        // The host holds the chunks; sealed ones show nothing of the file.
+        expect(exposes(stored, marker)).toBe(!passphrase);
+      } finally {
+        await b.stop();
+      }
+    }, 120_000);
+  }
+
+  it('does not read a file kept as chunks again at a restart when its stamp is unchanged', async () => {
+    const [a, b] = await twoDevices();
+    put(a.dir, 'archive.zip', randomBytes(2 * 1_048_576));
+    await a.start();
+    await b.start();
+    try {
+      await eventually(() => read(b.dir, 'archive.zip'), 'archive.zip at b', 30_000);
+      for (const device of [a, b]) {
+        await device.stop();
+        await device.start();
+        // The start's scan found nothing to hash or send.
+        expect(device.folder!.folderStatus().blobsUp).toEqual({ files: 0, bytes: 0 });
+      }
+      put(a.dir, 'archive.zip', randomBytes(1_048_576));
+      a.scan();
+      expect(a.folder!.folderStatus().blobsUp).toEqual({ files: 1, bytes: 1_048_576 });
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 60_000);
+
+  it('keeps both versions of a binary file changed on two devices apart, under the conflict name on both', async () => {
+    const [a, b] = await twoDevices();
+    put(a.dir, 'photo.bin', Buffer.concat([Buffer.from([0]), randomBytes(4096)]));
+    await a.start();
+    await b.start();
+    try {
+      await eventually(() => read(b.dir, 'photo.bin'), 'photo.bin at b', 30_000);
+      await b.flush();
+      await b.stop();
+      const fromA = Buffer.concat([Buffer.from([0, 0xa]), randomBytes(8192)]);
+      put(a.dir, 'photo.bin', fromA);
+      await allSent(a, 'a sent its version');
+      await stopWhenStored(a);
+      // b changes it later, without having seen a's version.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const fromB = Buffer.concat([Buffer.from([0, 0xb]), randomBytes(8192)]);
+      put(b.dir, 'photo.bin', fromB);
+      await b.start();
+      await a.start();
+      const copies = (dir: string) =>
+        readdirSync(dir).filter((name) => /^photo\.sync-conflict-\d{8}-\d{6}-.+\.bin$/.test(name));
+      for (const device of [a, b]) {
+        await eventually(
+          () => {
+            device.scan();
+            return copies(device.dir).length === 1 && read(device.dir, 'photo.bin')?.equals(fromB);
+          },
+          `both versions at ${device.dir}`,
+          30_000,
+        );
+      }
+      // The most recent edit (b's) keeps the name; a's version is the copy, named by a.
+      const [copy] = copies(a.dir);
+      expect(copies(b.dir)).toEqual([copy]);
+      expect(copy).toContain(`-${fixture.credentials[0]!.deviceId}.bin`);
+      expect(read(a.dir, copy!)!.equals(fromA)).toBe(true);
+      expect(read(b.dir, copy!)!.equals(fromA)).toBe(true);
+      expect(a.folder!.folderStatus().conflicts).toEqual([copy]);
+      expect(b.folder!.folderStatus().conflicts).toEqual([copy]);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 120_000);
+
+  it('keeps files .syncignore matches off the host, binary ones included, on both sides', async () => {
+    const [a, b] = await twoDevices();
+    const rules = '*.log\nbuild/\n!.obsidian/\n';
+    const marker = 'ignored-blob-marker-7f3a';
+    const ignored = () => Buffer.concat([Buffer.from(`${marker}\0`), randomBytes(1_100_000)]);
+    put(a.dir, '.syncignore', rules);
+    put(b.dir, '.syncignore', rules);
+    put(a.dir, 'trace.log', ignored());
+    put(a.dir, 'build/app.bin', ignored());
+    put(a.dir, '.cache/blob.bin', ignored());
+    const settings = Buffer.concat([Buffer.from('obsidian\0'), randomBytes(2048)]);
+    put(a.dir, '.obsidian/workspace.bin', settings);
+    await a.start();
+    await b.start();
+    try {
+      await eventually(() => read(b.dir, '.obsidian/workspace.bin'), '.obsidian at b', 30_000);
+      expect(read(b.dir, '.obsidian/workspace.bin')!.equals(settings)).toBe(true);
+      put(b.dir, 'b.log', ignored());
+      put(b.dir, 'build/b.bin', ignored());
+      put(b.dir, 'kept.bin', Buffer.from([0, 1, 2, 3]));
+      b.scan();
+      await eventually(() => read(a.dir, 'kept.bin'), 'kept.bin at a', 30_000);
+      await allSent(a, 'a idle');
+      await allSent(b, 'b idle');
+      for (const [dir, paths] of [
+        [b.dir, ['trace.log', 'build/app.bin', '.cache/blob.bin']],
+        [a.dir, ['b.log', 'build/b.bin']],
+      ] as const) {
+        for (const path of paths) expect(read(dir, path), path).toBeUndefined();
+      }
+      const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
+      expect(exposes(stored, marker)).toBe(false);
+      expect(exposes(stored, 'obsidian')).toBe(true); // the check can see what the host holds
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 120_000);
+
+  it('sends about 1 MiB when 1 MiB changes in the middle of a 100 MiB file (bytes counted at the relay)', async () => {
+    const [a] = await twoDevices();
+    const file = join(a.dir, 'big.img');
+    const fd = openSync(file, 'w');
+    for (let i = 0; i < 100; i += 1) writeSync(fd, randomBytes(1_048_576));
+    closeSync(fd);
+    await a.start();
+    try {
+      await allSent(a, 'a sent big.img');
+      const before = await chunkBytes();
+      expect(before).toBeGreaterThan(100 * 1_048_576);
+      const middle = openSync(file, 'r+');
+      writeSync(middle, randomBytes(1_048_576), 0, 1_048_576, 50 * 1_048_576);
+      closeSync(middle);
+      a.scan();
+      await allSent(a, 'a sent the change');
+      await eventually(
+        () => a.lines.filter((line) => line === 'sent big.img').length === 1,
+        'the new version published',
+      );
+      const sent = (await chunkBytes()) - before;
+      console.log(`1 MiB changed in a 100 MiB file: ${sent} bytes of new chunks on the host`);
+      expect(sent).toBeGreaterThanOrEqual(1_048_576);
+      expect(sent).toBeLessThan(1.6 * 1_048_576);
+    } finally {
+      await a.stop();
+    }
+  }, 180_000);
+
+  it('never writes a chunk the host corrupted, and fetches it again', async () => {
+    const [a, b] = await twoDevices();
+    const binary = randomBytes(600_000);
+    put(a.dir, 'data.bin', binary);
+    await a.start();
+    await allSent(a, 'a sent data.bin');
+    await stopWhenStored(a);
+    const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
+    try {
+      const rows = db.prepare('SELECT id, data FROM chunks').all() as {
+        id: string;
+        data: Buffer;
+      }[];
+      const victim = rows.find((row) => binary.includes(row.data.subarray(0, 64)))!;
+      const flipped = Buffer.from(victim.data);
+      flipped[100] = flipped[100]! ^ 0xff;
+      const set = db.prepare('UPDATE chunks SET data = ? WHERE id = ?');
+      set.run(flipped, victim.id);
+      await b.start();
+      await eventually(
+        () => b.lines.find((line) => line.startsWith('not received data.bin')),
+        'the corrupt chunk found',
+        30_000,
+      );
+      expect(read(b.dir, 'data.bin')).toBeUndefined();
+      expect(readdirSync(b.dir).filter((name) => name.includes('sync-host-tmp'))).toEqual([]);
+      set.run(victim.data, victim.id);
+      await eventually(() => read(b.dir, 'data.bin'), 'data.bin at b', 30_000);
+      expect(read(b.dir, 'data.bin')!.equals(binary)).toBe(true);
+    } finally {
+      db.close();
+      await b.stop();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { isStandardBase64 } from '../../protocol/base64.ts';
+
+/** The check as it was, a regular expression alone: the answer the fast path must keep. */
+const expression = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Short strings over characters that make base64 checks go wrong: padding, base64url's `-` and
+ * `_`, white space, and characters above 255 whose low byte is a base64 character (`Ł` is
+ * U+0141, `ī` U+012B: a decoder reading low bytes takes them for `A` and `+`).
+ */
+function strings(count: number): string[] {
+  const alphabet = [
+    'A',
+    'Q',
+    'g',
+    'w',
+    '+',
+    '/',
+    '=',
+    '-',
+    '_',
+    ' ',
+    '\n',
+    '!',
+    'é',
+    '\u0000',
+    'Ł',
+    'ī',
+    '😀',
+  ];
+  const picks = randomBytes(count * 13);
+  const list: string[] = [];
+  for (let n = 0; n < count; n += 1) {
+    let text = '';
+    const length = picks[n * 13]! % 13;
+    for (let i = 1; i <= length; i += 1) text += alphabet[picks[n * 13 + i]! % alphabet.length];
+    list.push(text);
+  }
+  return list;
+}
+
+describe('isStandardBase64', () => {
+  it('answers as the regular expression does, for canonical, non-canonical and broken text', () => {
+    const differing = strings(20_000).filter(
+      (text) => isStandardBase64(text) !== expression.test(text),
+    );
+    expect(differing).toEqual([]);
+  });
+
+  it('accepts padded base64 and refuses base64url, missing padding and characters past 255', () => {
+    expect(isStandardBase64('')).toBe(true);
+    expect(isStandardBase64('QUJD')).toBe(true);
+    expect(isStandardBase64('QQ==')).toBe(true);
+    expect(isStandardBase64('QR==')).toBe(true);
+    expect(isStandardBase64('-_-_')).toBe(false);
+    expect(isStandardBase64('QQ')).toBe(false);
+    expect(isStandardBase64('ŁŁŁŁ')).toBe(false);
+  });
+});
