@@ -86,3 +86,19 @@ export function sortControlFrame(value: object): SortedFrame | undefined {
   }
   return frame as Exclude<ControlFrame, StoreFrame | ChunkAnswer>;
 }
+
+/**
+ * Room in a frame for what surrounds an entry's data, as the host sends it back in a catch-up
+ * page (position, time, sender, `kc`, `covers`, `part`) and as it comes in an `append`.
+ */
+const entryOverheadBytes = 1024;
+const encoder = new TextEncoder();
+
+/**
+ * Largest number of (sealed) bytes one stored entry carries: its page back from the host must
+ * fit `message.maxBytes` with the base64 data and the entry's fields.
+ */
+export function storeChunkBytes(maxMessageBytes: number, docKey: string): number {
+  const room = maxMessageBytes - entryOverheadBytes - 2 * encoder.encode(docKey).length;
+  return Math.max(3, Math.floor(room / 4) * 3);
+}

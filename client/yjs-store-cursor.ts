@@ -52,8 +52,14 @@ export class StoreCursor {
 
   /** Whether the host keeps enough beyond the last snapshot for a new one to be worth it. */
   get wantsSnapshot(): boolean {
-    const { entries, bytes } = this.sinceSnapshot;
-    return entries > snapshotAfterEntries || bytes > snapshotAfterBytes;
+    return this.wouldWantSnapshot(0);
+  }
+
+  /** Whether one more entry of `bytes` bytes would make a snapshot worth it. */
+  wouldWantSnapshot(bytes: number): boolean {
+    const since = this.sinceSnapshot;
+    const entries = since.entries + (bytes > 0 ? 1 : 0);
+    return entries > snapshotAfterEntries || since.bytes + bytes > snapshotAfterBytes;
   }
 
   /** The host keeps one more entry of `bytes` bytes beyond the last snapshot. */

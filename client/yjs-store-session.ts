@@ -5,6 +5,7 @@ import { type E2EKey, seal } from './e2e-key.ts';
 import { SyncError, type SyncErrorCode } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
 import type { StoredEntry, StoreFrame } from './relay-frames.ts';
+import { storeChunkBytes } from './store-frames.ts';
 import { HostSummary } from './yjs-host-summary.ts';
 import { updateMessage } from './yjs-messages.ts';
 import { Reassembler } from './yjs-reassembler.ts';
@@ -255,21 +256,21 @@ export class StoreSession {
     }
     cursor.position = position;
     const first = this.state === 'catching';
-    if (first) {
-      this.state = 'ready';
-      const missing = cursor.host.missing(doc);
-      if (missing !== undefined) this.append(missing, false);
-      this.markReady();
-    }
+    const missing = first ? cursor.host.missing(doc) : undefined;
+    if (first) this.state = 'ready';
     this.snapshotDue = false;
     const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null;
-    if (cursor.wantsSnapshot && complete) {
+    if (complete && cursor.wouldWantSnapshot(missing?.length ?? 0)) {
+      // Also when only what the host lacks calls for it (a first sync of a full folder): the
+      // whole state goes as the snapshot, not the diff and then the same content again.
       this.append(Y.encodeStateAsUpdate(doc), true, cursor.position);
-    } else if (cursor.wantsSnapshot) {
+    } else {
+      if (missing !== undefined) this.append(missing, false);
       // The document waits for updates it lacks: no snapshot can cover the position yet. The
       // next try comes after as many entries again, not at the next acknowledgement.
-      cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+      if (cursor.wantsSnapshot) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
     }
+    if (first) this.markReady();
     this.options.changed();
   }
 
@@ -313,8 +314,15 @@ export class StoreSession {
     cursor.host.add(sent.update);
     if (sent.snapshot) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
     else cursor.counted(sent.bytes);
-    if (cursor.wantsSnapshot && !this.snapshotDue && this.state === 'ready') {
-      // Caught up first, so the snapshot covers everything up to the host's last position.
+    if (
+      cursor.wantsSnapshot &&
+      !this.snapshotDue &&
+      this.state === 'ready' &&
+      this.sent.size === 0
+    ) {
+      // Caught up first, so the snapshot covers everything up to the host's last position;
+      // only once every append is acknowledged, so the catch-up does not send this device's
+      // own appends back to it.
       this.snapshotDue = true;
       this.catchUp(true);
     }
@@ -377,20 +385,4 @@ export class StoreSession {
       throw err;
     }
   }
-}
-
-/**
- * Room in a frame for what surrounds an entry's data, as the host sends it back in a catch-up
- * page (position, time, sender, `kc`, `covers`, `part`) and as it comes in an `append`.
- */
-const entryOverheadBytes = 1024;
-const encoder = new TextEncoder();
-
-/**
- * Largest number of (sealed) bytes one stored entry carries: its page back from the host must
- * fit `message.maxBytes` with the base64 data and the entry's fields.
- */
-export function storeChunkBytes(maxMessageBytes: number, docKey: string): number {
-  const room = maxMessageBytes - entryOverheadBytes - 2 * encoder.encode(docKey).length;
-  return Math.max(3, Math.floor(room / 4) * 3);
 }

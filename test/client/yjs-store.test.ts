@@ -5,6 +5,7 @@ import { toBase64 } from '../../client/base64.ts';
 import type { SyncError } from '../../client/errors.ts';
 import type { RelayConnection } from '../../client/relay-connection.ts';
 import type { StoreFrame } from '../../client/relay-frames.ts';
+import { storeChunkBytes } from '../../client/store-frames.ts';
 import type { YjsProvider } from '../../client/yjs-provider.ts';
 import { StoreCursor } from '../../client/yjs-store-cursor.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
@@ -131,6 +132,34 @@ describe('the Yjs provider and the host’s document store', () => {
     await leave(writer.provider);
     const reader = await open(3, { name });
     expect(reader.textAtSync).toBe(text.toString());
+    await leave(reader.provider);
+  });
+
+  it('sends a large document the host lacks once, as a snapshot, and gets none of it back', async () => {
+    const name = 'large-first';
+    const doc = new Y.Doc();
+    // 1.5 MiB made before the first connection: past what calls for a snapshot at once.
+    doc.getText('text').insert(0, 'a line of text that is long enough\n'.repeat(45_000));
+    const provider = await room.provider(0, { name, doc });
+    const frames = storeFrames(provider.connection);
+    await provider.whenSynced();
+    await provider.flush();
+    await eventually(
+      () => provider.store.sinceSnapshot.bytes === 0,
+      'the snapshot counted',
+      15_000,
+    );
+    const pieces = Math.ceil(
+      (Y.encodeStateAsUpdate(doc).length + 16) / storeChunkBytes(1_048_576, provider.docKey),
+    );
+    // One message (its pieces), not the diff and then a snapshot of the same content.
+    expect(frames.filter((f) => f.type === 'appended')).toHaveLength(pieces);
+    // The catch-up before a snapshot waits for the appends: none of them comes back.
+    const returned = frames.flatMap((f) => (f.type === 'stored' ? f.entries : []));
+    expect(returned).toEqual([]);
+    await leave(provider);
+    const reader = await open(3, { name });
+    expect(reader.textAtSync).toBe(doc.getText('text').toString());
     await leave(reader.provider);
   });
 
