@@ -54,7 +54,7 @@ export async function runFolderSync(options: {
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
-  const { io, supervisor, state, passphrase } = options;
+  const { supervisor, passphrase } = options;
   const key =
     passphrase === undefined
       ? undefined
