@@ -14,19 +14,15 @@ import {
   updateMessage,
 } from './yjs-messages.ts';
 import { YjsOutbox } from './yjs-outbox.ts';
-import { Reassembler } from './yjs-reassembler.ts';
-
-export {
-  defaultMaxReceiveBytes,
-  type YjsProviderEvents,
-  type YjsProviderOptions,
-} from './yjs-provider-options.ts';
-
 import {
   defaultMaxReceiveBytes,
   type YjsProviderEvents,
   type YjsProviderOptions,
 } from './yjs-provider-options.ts';
+import { Reassembler } from './yjs-reassembler.ts';
+
+export { defaultMaxReceiveBytes, type YjsProviderEvents, type YjsProviderOptions };
+
 import { StoreCursor } from './yjs-store-cursor.ts';
 import { StoreSession } from './yjs-store-session.ts';
 import { isYjsPayload, keyRefusal, unseal } from './yjs-wire.ts';

@@ -1,13 +1,6 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
-import type {
-  DepartureReason,
-  Refusal,
-  Replay,
-  RoomLine,
-  RoomListener,
-  UnsentFrame,
-} from '../relay/broker.ts';
+import type { DepartureReason, RoomLine, RoomListener, UnsentFrame } from '../relay/broker.ts';
 import { type JoinAttempt, registerJoin, undoJoin } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
 import type { RoomLineParts } from './line-parts.ts';
@@ -43,6 +36,8 @@ export class ClusterRoomLine implements RoomLine {
   #broken: unknown;
   #stop: (() => void) | undefined;
   #released = false;
+  /** The host the room was last told of. */
+  #toldHost: string | undefined;
 
   readonly #parts: RoomLineParts;
 
@@ -54,6 +49,7 @@ export class ClusterRoomLine implements RoomLine {
   ) {
     this.#parts = parts;
     this.#subject = streamOf(roomId).subject;
+    this.#tell();
     this.ready = this.#start();
     this.ready.then(
       () => this.#opened(),
@@ -122,28 +118,25 @@ export class ClusterRoomLine implements RoomLine {
     return this.#parts.roster.roster;
   }
 
-  get size(): number {
-    let count = 0;
-    for (const stored of this.#roster.devices.values()) {
-      if (stored.entry.state === 'present') count++;
-    }
-    return count;
+  /** Tells the room who is present now (on `open`); `rosterChanged` tells it what changes. */
+  #tell(): void {
+    for (const [, stored] of this.#roster.present()) this.listener.joined(stored.entry.id);
+    this.#hostHeard(false);
   }
 
-  get hostKey(): string | undefined {
-    return this.#roster.hostKey();
+  /**
+   * The room hears of a new host: `announced` when the host left; otherwise (the first device,
+   * or a join order NATS settled differently from this node's first guess) it only notes it.
+   */
+  #hostHeard(announced: boolean): void {
+    const key = this.#roster.hostKey();
+    if (key === this.#toldHost) return;
+    this.#toldHost = key;
+    const id = key === undefined ? undefined : this.#roster.devices.get(key)?.entry.id;
+    if (id !== undefined) this.listener.hostChanged(id, announced);
   }
 
-  idOf(device: string): DeviceId | undefined {
-    const stored = this.#roster.devices.get(device);
-    return stored?.entry.state === 'present' ? stored.entry.id : undefined;
-  }
-
-  devices(): DeviceId[] {
-    return this.#roster.present().map(([, stored]) => stored.entry.id);
-  }
-
-  join(device: DeviceId, replay: Replay, refuse: Refusal): void {
+  join(device: DeviceId, ticket: number): void {
     const key = deviceKey(device);
     const ownFrom = this.#parts.publications.count;
     const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
@@ -157,14 +150,16 @@ export class ClusterRoomLine implements RoomLine {
         { err: String(why), room: this.roomId, device: key },
         'cluster: join not registered, refused (1013)',
       );
-      refuse();
+      this.listener.refused(ticket);
     };
     const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
     const place = { roomId: this.roomId, hash: this.hash, cursor: () => this.cursor };
     registerJoin(this.#parts, place, this.ready, { key, device, local, attempt })
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
-        replay(frames, gap);
+        const devices = this.#roster.present().map(([, stored]) => stored.entry.id);
+        const hostKey = this.#roster.hostKey() ?? key;
+        this.listener.admitted(ticket, { devices, hostKey, frames, gap });
         this.#parts.counters.replayed += frames.length;
         local.pending = false;
         for (const f of local.queue) {
@@ -210,7 +205,7 @@ export class ClusterRoomLine implements RoomLine {
     }
     if (change.joined !== undefined) listener.joined(change.joined);
     if (change.left !== undefined) listener.left(change.left.id, change.left.reason);
-    if (change.newHost !== undefined) listener.hostChanged(change.newHost);
+    this.#hostHeard(change.newHost !== undefined);
   }
 
   /**

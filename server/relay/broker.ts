@@ -20,7 +20,7 @@ export type { UnsentFrame };
  * (`test/relay/broker-contract.test.ts`).
  *
  * Every routing call is synchronous and returns at once (a cluster broker publishes without
- * awaiting the acknowledgement on this path); joins may complete later (`join`'s `replay`).
+ * awaiting the acknowledgement on this path); joins may complete later (`RoomListener.admitted`).
  */
 export interface Broker {
   /** Opens room `roomId`'s line; `listener` hears what happens in the room beyond this process. */
@@ -83,36 +83,29 @@ export interface BrokerReport {
 export type DepartureReason = 'leave' | 'disconnect' | 'revoked';
 
 /**
- * Receives what was kept for a joining device: the frames in order, and whether some were lost
- * (`gap`).
+ * A join of this process registered by the broker: the room's present devices at that moment (in
+ * join order, the joining one among them) and its host, then what was kept for the device, in
+ * order, and whether some was lost (`gap`).
  */
-export type Replay = (frames: readonly string[], gap: boolean) => void;
-
-/**
- * The broker could not register a join (a cluster node that lost JetStream during it): the
- * connection is closed with 1013, the client retries, and nothing of the join is kept.
- */
-export type Refusal = () => void;
+export interface Admission {
+  devices: readonly DeviceId[];
+  hostKey: string;
+  frames: readonly string[];
+  gap: boolean;
+}
 
 /** One room as the broker sees it; every device is named by its key (`deviceKey`). */
 export interface RoomLine {
-  /** Devices present in the room, on any node. */
-  readonly size: number;
-  /** The key of the room's host; undefined when nobody is present. */
-  readonly hostKey: string | undefined;
-  /** The device id of a device present, as it wrote it in its join. */
-  idOf(device: string): DeviceId | undefined;
-  /** Device ids present, in join order (the first is the longest connected). */
-  devices(): DeviceId[];
   /**
-   * A device of this process joins. A device already present (a reconnect replacing its older
-   * connection) keeps its place and role and nobody hears of it; a new one is put last (host if
-   * first) and the listener's `joined` follows `replay`. `replay` gets what was kept for it: at
-   * once in-process, later for a broker that must fetch it; until then the room sends the
-   * device nothing itself and hands messages for it to `sendTo`, so none overtakes the replay.
-   * Exactly one of `replay` and `refuse` is called (the in-process broker never refuses).
+   * A device of this process joins; `ticket` names this attempt in the answer, which is exactly
+   * one of the listener's `admitted` and `refused` (the in-process broker admits during the call
+   * and never refuses; a cluster broker answers once the join is registered and its replay read).
+   * A device already present (a reconnect replacing its older connection) keeps its place and
+   * role and nobody hears of it; a new one is put last (host if first) and heard as `joined`.
+   * Until the answer the room sends the device nothing itself and hands messages for it to
+   * `sendTo`, so none overtakes its replay.
    */
-  join(device: DeviceId, replay: Replay, refuse: Refusal): void;
+  join(device: DeviceId, ticket: number): void;
   /**
    * A device of this process is gone for `reason`; the listener hears `left` (and `host`).
    * `unsent`: the routed frames its connection had queued and never written, in order; for a
@@ -135,14 +128,31 @@ export interface RoomLine {
   release(): void;
 }
 
-/** What a room hears from its line (the in-process broker calls these during the room's own calls). */
+/**
+ * What a room hears from its line: one ordered stream of events, from which the room keeps its
+ * own record of the room (present devices in join order, the host). On `open` the line tells the
+ * devices already present (`joined`, then `hostChanged`); from then on every change, as it
+ * happens. The in-process broker calls these during the room's own calls, a cluster broker also
+ * when other nodes change the room.
+ */
 export interface RoomListener {
+  /** Join `ticket` of this process is registered (see `RoomLine.join`). */
+  admitted(ticket: number, admission: Admission): void;
+  /**
+   * Join `ticket` could not be registered (a cluster node that lost JetStream during it): the
+   * connection is closed with 1013, the client retries, and nothing of the join is kept.
+   */
+  refused(ticket: number): void;
   /** A device joined the room (not a replacement). */
   joined(device: DeviceId): void;
   /** A device left the room. */
   left(device: DeviceId, reason: DepartureReason): void;
-  /** The host left and `device` (the longest connected) is host now. */
-  hostChanged(device: DeviceId): void;
+  /**
+   * `device` (the longest connected) is host now. `announced`: the host left and the devices
+   * are told; otherwise the room only notes it (the room's first device, or a cluster's join
+   * order settled by NATS).
+   */
+  hostChanged(device: DeviceId, announced: boolean): void;
   /**
    * A routed frame from another node for this room's connections: one device (`to` its key) or
    * every connection here (`to` undefined), at `position` in the room's stream (handed back with

@@ -60,25 +60,48 @@ export function plainChunkId(data: Buffer): string {
   return `s${createHash('sha256').update(data).digest('base64url')}`;
 }
 
-/** Creates the handler of the chunk frames over `store`; see `ChunkFrames`. */
-export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
-  const { store, metrics, logger, now, maxQueuedBytes } = options;
-  const counts = {
+/** Why a put is refused before the store sees it, or undefined. */
+function refusal(frame: ChunkPutFrame, data: Buffer): string | undefined {
+  if (data.length > maxChunkBytes) return `a chunk holds at most ${maxChunkBytes} bytes`;
+  if (frame.kc !== undefined) {
+    if (!provesKeyCheck(frame.kc, frame.kp)) {
+      return 'kc without the proof of its key (kp): the chunk was not stored';
+    }
+    if (!frame.id.startsWith('h')) return 'an encrypted chunk has an id beginning with "h"';
+    return undefined;
+  }
+  if (frame.id !== plainChunkId(data)) {
+    return 'id is not "s" + the SHA-256 of the data (base64url): the chunk was not stored';
+  }
+  return undefined;
+}
+
+const send = (conn: Connection, frame: object) =>
+  conn.queue.send(Buffer.from(JSON.stringify(frame)));
+
+/** The chunk frames' handler; see `ChunkFrames`. */
+class RelayChunkFrames implements ChunkFrames {
+  readonly #options: ChunkFramesOptions;
+  readonly #counts = {
     ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0 },
     ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0 },
   };
-  let failing = false;
+  #failing = false;
   /** Per connection, its chunk frames not answered yet. */
-  const unanswered = new WeakMap<Connection, Set<Promise<void>>>();
+  readonly #unanswered = new WeakMap<Connection, Set<Promise<void>>>();
 
-  function sendError(
+  constructor(options: ChunkFramesOptions) {
+    this.#options = options;
+  }
+
+  #sendError(
     conn: Connection,
     code: RelayErrorCode,
     message: string,
     ref: number | undefined,
     id?: string,
   ): void {
-    countError(metrics, code);
+    countError(this.#options.metrics, code);
     const frame = {
       type: 'error',
       code,
@@ -89,85 +112,68 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
     conn.queue.send(Buffer.from(JSON.stringify(frame)));
   }
 
-  const send = (conn: Connection, frame: object) =>
-    conn.queue.send(Buffer.from(JSON.stringify(frame)));
-
   /**
    * Sends `frame` once it fits in half of the receiver's bound (or nothing is unsent): checked
    * and sent with no await between, so answers waking together do not all pass one check.
    */
-  async function sendWhenRoom(conn: Connection, frame: Buffer): Promise<void> {
+  async #sendWhenRoom(conn: Connection, frame: Buffer): Promise<void> {
     const queue = conn.queue;
-    const full = () =>
-      queue.unsentBytes > 0 && queue.unsentBytes + frame.length > maxQueuedBytes / 2;
+    const half = this.#options.maxQueuedBytes / 2;
+    const full = () => queue.unsentBytes > 0 && queue.unsentBytes + frame.length > half;
     const open = () => !queue.done && conn.socket.readyState === conn.socket.OPEN;
     while (open() && full()) await pause(10);
     queue.send(frame);
   }
 
   /** Tracks an answer so that a later `pong` waits for it. */
-  function track(conn: Connection, answer: Promise<void>): void {
-    let pending = unanswered.get(conn);
+  #track(conn: Connection, answer: Promise<void>): void {
+    let pending = this.#unanswered.get(conn);
     if (pending === undefined) {
       pending = new Set();
-      unanswered.set(conn, pending);
+      this.#unanswered.set(conn, pending);
     }
     pending.add(answer);
     void answer.then(() => pending.delete(answer));
   }
 
   /** Runs `work` against the store, or answers `store_unavailable` (no store, a failed read). */
-  function withStore(
+  #withStore(
     conn: Connection,
     frame: { ref: number; id?: string },
     work: (store: ChunkStore, room: string) => Promise<void>,
   ): void {
+    const { store, logger } = this.#options;
     if (store === undefined) {
-      sendError(conn, 'store_unavailable', 'this relay keeps no chunks', frame.ref, frame.id);
+      this.#sendError(conn, 'store_unavailable', 'this relay keeps no chunks', frame.ref, frame.id);
       return;
     }
     const answer = work(store, conn.room?.id as string).then(
       () => {
-        if (failing) logger.info('chunk store works again');
-        failing = false;
+        if (this.#failing) logger.info('chunk store works again');
+        this.#failing = false;
       },
       (err: unknown) => {
-        counts.failed++;
-        if (!failing) logger.error({ err }, 'chunk store failed: chunk frames refused');
-        failing = true;
+        this.#counts.failed++;
+        if (!this.#failing) logger.error({ err }, 'chunk store failed: chunk frames refused');
+        this.#failing = true;
         const message = 'the host could not use its chunk store: send it again later';
-        sendError(conn, 'store_unavailable', message, frame.ref, frame.id);
+        this.#sendError(conn, 'store_unavailable', message, frame.ref, frame.id);
       },
     );
-    track(conn, answer);
+    this.#track(conn, answer);
   }
 
-  /** Why a put is refused before the store sees it, or undefined. */
-  function refusal(frame: ChunkPutFrame, data: Buffer): string | undefined {
-    if (data.length > maxChunkBytes) return `a chunk holds at most ${maxChunkBytes} bytes`;
-    if (frame.kc !== undefined) {
-      if (!provesKeyCheck(frame.kc, frame.kp)) {
-        return 'kc without the proof of its key (kp): the chunk was not stored';
-      }
-      if (!frame.id.startsWith('h')) return 'an encrypted chunk has an id beginning with "h"';
-      return undefined;
-    }
-    if (frame.id !== plainChunkId(data)) {
-      return 'id is not "s" + the SHA-256 of the data (base64url): the chunk was not stored';
-    }
-    return undefined;
-  }
-
-  function put(conn: Connection, frame: ChunkPutFrame): void {
+  put(conn: Connection, frame: ChunkPutFrame): void {
     const data = Buffer.from(frame.data, 'base64');
+    const counts = this.#counts;
     counts.received++;
     counts.receivedBytes += data.length;
     const refused = refusal(frame, data);
     if (refused !== undefined) {
-      sendError(conn, 'invalid_message', refused, frame.ref, frame.id);
+      this.#sendError(conn, 'invalid_message', refused, frame.ref, frame.id);
       return;
     }
-    withStore(conn, frame, async (chunks, room) => {
+    this.#withStore(conn, frame, async (chunks, room) => {
       const outcome = await chunks.put({ room, kc: frame.kc ?? '', id: frame.id, data });
       if ('stored' in outcome) {
         if (outcome.already) counts.already++;
@@ -178,36 +184,38 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
       counts.full++;
       const bound = outcome.full === 'user' ? 'store.userMaxBytes' : 'store.maxBytes';
       const message = `the host's store is full (${bound}): the chunk was not stored`;
-      sendError(conn, 'store_full', message, frame.ref, frame.id);
+      this.#sendError(conn, 'store_full', message, frame.ref, frame.id);
     });
   }
 
-  function have(conn: Connection, frame: ChunkHaveFrame): void {
-    withStore(conn, frame, async (chunks, room) => {
+  have(conn: Connection, frame: ChunkHaveFrame): void {
+    this.#withStore(conn, frame, async (chunks, room) => {
       const ids = await chunks.have(room, frame.kc ?? '', frame.ids);
       send(conn, { type: 'chunk-held', ref: frame.ref, ids });
     });
   }
 
-  function get(conn: Connection, frame: ChunkGetFrame): void {
-    withStore(conn, frame, async (chunks, room) => {
+  get(conn: Connection, frame: ChunkGetFrame): void {
+    this.#withStore(conn, frame, async (chunks, room) => {
       const data = await chunks.get(room, frame.kc ?? '', frame.id);
       if (data === undefined) {
-        counts.missing++;
+        this.#counts.missing++;
         const message = 'the host holds no chunk with that id under that kc';
-        sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
+        this.#sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
         return;
       }
+      // The id is checked (base64url), so it needs no escaping.
       const answer = Buffer.from(
         `{"type":"chunk","ref":${frame.ref},"id":"${frame.id}","data":"${data.toString('base64')}"}`,
       );
-      counts.sent++;
-      counts.sentBytes += data.length;
-      await sendWhenRoom(conn, answer);
+      this.#counts.sent++;
+      this.#counts.sentBytes += data.length;
+      await this.#sendWhenRoom(conn, answer);
     });
   }
 
-  function report(conn: Connection, frame: FolderReportFrame): void {
+  report(conn: Connection, frame: FolderReportFrame): void {
+    const { store, logger, now } = this.#options;
     if (store === undefined) return;
     const kept = {
       room: conn.room?.id as string,
@@ -225,14 +233,20 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
     });
   }
 
-  function answered(conn: Connection): Promise<void> | undefined {
-    const pending = unanswered.get(conn);
+  answered(conn: Connection): Promise<void> | undefined {
+    const pending = this.#unanswered.get(conn);
     if (pending === undefined || pending.size === 0) return undefined;
     return Promise.all(pending).then(() => undefined);
   }
 
-  function renderMetrics(): string {
+  invalid(conn: Connection, message: string, ref?: number, id?: string): void {
+    this.#sendError(conn, 'invalid_message', message, ref, id);
+  }
+
+  metrics(): string {
+    const { store } = this.#options;
     if (store === undefined) return '';
+    const counts = this.#counts;
     const lines = [
       '# HELP sync_host_store_chunk_bytes Bytes the chunks count (within sync_host_store_bytes).',
       '# TYPE sync_host_store_chunk_bytes gauge',
@@ -263,14 +277,9 @@ export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
     ];
     return `${lines.join('\n')}\n`;
   }
+}
 
-  return {
-    put,
-    have,
-    get,
-    report,
-    answered,
-    invalid: (conn, message, ref, id) => sendError(conn, 'invalid_message', message, ref, id),
-    metrics: renderMetrics,
-  };
+/** Creates the handler of the chunk frames over `store`; see `ChunkFrames`. */
+export function createChunkFrames(options: ChunkFramesOptions): ChunkFrames {
+  return new RelayChunkFrames(options);
 }

@@ -4,7 +4,6 @@ import type {
   Broker,
   BrokerReport,
   DepartureReason,
-  Replay,
   RoomLine,
   RoomListener,
   UnsentFrame,
@@ -63,6 +62,7 @@ export class LocalBroker implements Broker {
   open(roomId: string, listener: RoomListener): RoomLine {
     const line = this.#lineOf(roomId);
     line.listener = listener;
+    line.tell(listener);
     return line;
   }
 
@@ -147,30 +147,33 @@ class LocalRoomLine implements RoomLine {
     this.#broker = broker;
   }
 
-  get size(): number {
-    return this.present.size;
+  /** Tells a room that opens the line who is present (in-process: nobody, unless shut down). */
+  tell(listener: RoomListener): void {
+    for (const device of this.present.values()) listener.joined(device);
+    const host = this.hostKey === undefined ? undefined : this.present.get(this.hostKey);
+    if (host !== undefined) listener.hostChanged(host, false);
   }
 
-  idOf(device: string): DeviceId | undefined {
-    return this.present.get(device);
-  }
-
-  devices(): DeviceId[] {
-    return [...this.present.values()];
-  }
-
-  join(device: DeviceId, replay: Replay): void {
+  join(device: DeviceId, ticket: number): void {
     const key = typeof device === 'number' ? String(device) : device;
     const isNew = !this.present.has(key);
     // a device already present keeps its place in the Map (and so its role)
     this.present.set(key, device);
     this.hostKey ??= key;
-    let replayed = false;
+    const { frames, gap } = this.#takeOver(key);
+    this.#broker.buffer.present(this.roomId, key);
+    const devices = [...this.present.values()];
+    this.listener?.admitted(ticket, { devices, hostKey: this.hostKey, frames, gap });
+    if (isNew) this.listener?.joined(device);
+  }
+
+  /** What the buffer kept for a joining device; its record of the device's absence ends. */
+  #takeOver(key: string): { frames: readonly string[]; gap: boolean } {
+    let taken: { frames: readonly string[]; gap: boolean } | undefined;
     try {
       this.#broker.buffer.takeOver(this.roomId, key, this.#broker.now(), (frames, gap) => {
-        replayed = true;
+        taken = { frames, gap };
         this.#broker.metrics.bufferDelivered += frames.length;
-        replay(frames, gap);
       });
     } catch (err: unknown) {
       // The join still succeeds; the client learns from gap that it must resync.
@@ -178,10 +181,8 @@ class LocalRoomLine implements RoomLine {
         { err, room: this.roomId, device: key },
         'buffer read failed on join',
       );
-      if (!replayed) replay([], true);
     }
-    this.#broker.buffer.present(this.roomId, key);
-    if (isNew) this.listener?.joined(device);
+    return taken ?? { frames: [], gap: true };
   }
 
   depart(device: string, reason: DepartureReason, unsent: readonly UnsentFrame[]): void {
@@ -201,7 +202,7 @@ class LocalRoomLine implements RoomLine {
     else this.#broker.buffer.forget(this.roomId, device);
     this.#keep(device, unsent);
     this.listener?.left(id, reason);
-    if (newHost !== undefined) this.listener?.hostChanged(newHost);
+    if (newHost !== undefined) this.listener?.hostChanged(newHost, true);
   }
 
   /** Keeps a departed device's unsent frames, in order, while it is kept for. */

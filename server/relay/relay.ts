@@ -1,187 +1,54 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { WebSocketServer } from 'ws';
+import type { Server } from 'node:http';
+import type { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
-import { capConnectionsPerAddress } from '../address-cap.ts';
-import type { RelayConfig } from '../config/relay-config.ts';
-import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
-import type { RoomDirectory } from '../store/room-directory.ts';
-import type { TlsContextSource } from '../tls/secure-port.ts';
-import { rawConnectionListener, serveTls } from '../tls/secure-port.ts';
 import type { Broker } from './broker.ts';
-import { RelaySocket } from './connection.ts';
+import type { ChunkFrames } from './chunk-frames.ts';
+import type { DocumentFrames } from './document-frames.ts';
 import { createLocalBroker } from './local-broker.ts';
 import { openLocalBuffer } from './local-buffer.ts';
-import { createMetrics, type RelayMetrics, renderMetrics } from './metrics.ts';
+import { createMetrics, type RelayMetrics } from './metrics.ts';
 import { closeWith } from './protocol-errors.ts';
+import {
+  defaultTuning,
+  type Relay,
+  type RelayOptions,
+  type RelayStatus,
+  type RelayTuning,
+  type Repeat,
+  repeatEvery,
+  secondMs,
+} from './relay-options.ts';
+import { closeServer, createStatusPort, createWebSocketPort, listenOn } from './relay-ports.ts';
 import type { Room } from './room.ts';
-import { createRooms, type RoomStatus } from './rooms.ts';
-import { createShards, defaultShardCount } from './shards.ts';
-import { createSocketHandler } from './socket-handler.ts';
-import { createStatusServer } from './status.ts';
-import { openStoreHandlers } from './store-handlers.ts';
-import { createDeviceCheck, type DeviceDirectory } from './stored-device-check.ts';
-import { createUnjoinedLimit } from './unjoined.ts';
+import { createRooms, type Rooms } from './rooms.ts';
+import { createShards } from './shards.ts';
+import { createSocketHandler, type SocketHandler } from './socket-handler.ts';
+import { openStoreHandlers, type StoreHandlers } from './store-handlers.ts';
+import { createDeviceCheck, type DeviceCheck } from './stored-device-check.ts';
+import { createUnjoinedLimit, type UnjoinedLimit } from './unjoined.ts';
 
-/**
- * Timings the protocol fixes and internal sizes that relay.conf does not expose; only tests and
- * the bench change them.
- */
-export interface RelayTuning {
-  /** A connection must join within this time or is closed with 4008. Default 10 s. */
-  joinTimeoutMs: number;
-  /** Server ping period; a connection that did not answer the previous ping is closed. Default 30 s. */
-  pingIntervalMs: number;
-  /** Period of the sweep that drops expired buffered messages. Default 10 s. */
-  purgeIntervalMs: number;
-  /** In-process room slots (djb2(roomId) modulo this). Default 16. */
-  shardCount: number;
-  /** close() waits this long for clients to acknowledge 1001 before cutting them. Default 2 s. */
-  closeTimeoutMs: number;
-  /** How long an expired device is remembered so that its next join reports `gap`. Default 24 h. */
-  expiredRetentionMs: number;
-  /**
-   * The upgrade request (and any request on the status port) must arrive whole within this time,
-   * as on the auth port, or the connection is cut. Default 10 s.
-   */
-  requestTimeoutMs: number;
-  /** Open connections per client address on the status port (past it: 429). Default 16. */
-  statusConnectionsPerAddress: number;
-  /**
-   * Period of the document store's sweep: documents of deleted projects removed, compaction.
-   * Default 30 s.
-   */
-  storeSweepIntervalMs: number;
-}
+export type {
+  Relay,
+  RelayOptions,
+  RelayStatus,
+  RelayTuning,
+  Repeat,
+  RepeatedTask,
+} from './relay-options.ts';
+export { defaultTuning } from './relay-options.ts';
 
-const secondMs = 1_000;
-const hourMs = 60 * 60 * secondMs;
-
-export const defaultTuning: RelayTuning = {
-  joinTimeoutMs: 10_000,
-  pingIntervalMs: 30_000,
-  purgeIntervalMs: 10_000,
-  shardCount: defaultShardCount,
-  closeTimeoutMs: 2_000,
-  expiredRetentionMs: 24 * hourMs,
-  requestTimeoutMs: 10 * secondMs,
-  statusConnectionsPerAddress: 16,
-  storeSweepIntervalMs: 30 * secondMs,
-};
-
-export interface RelayOptions {
-  config: RelayConfig;
-  /** Effective shared secret; '' disables token and room-id validation (warn loudly at start). */
-  secret: string;
-  logger: Logger;
-  /** Injectable clock (ms) for the buffer window and revocation times; default Date.now. */
-  now?: () => number;
-  /** Protocol timings and internal sizes; only tests and the bench change them. */
-  tuning?: Partial<RelayTuning>;
-  /** Injectable timer for the heartbeat and the sweep; default `setInterval` (unref'd). */
-  repeat?: Repeat;
-  /**
-   * The broker for what lies beyond this process (a cluster broker); default the in-process
-   * one on the SQLite buffer.
-   */
-  broker?: Broker;
-  /**
-   * The auth side's record of devices (co-hosted: the auth database; on its own: the auth
-   * service's relay feed). Set, a join's token must be the one stored for its device; unset,
-   * signatures alone decide.
-   */
-  devices?: DeviceDirectory;
-  /** Set, the WebSocket port speaks TLS (wss://) with this certificate. */
-  tls?: TlsContextSource;
-  /**
-   * The document store. Default: with the in-process broker, store.db beside relay.db; with a
-   * broker given (a cluster) or `null` (the bench, to measure the relay without it), none
-   * (`append` and `catchup` are answered `store_unavailable`): a cluster node is given the
-   * PostgreSQL store of `store.url` (`relay-switch.ts`).
-   */
-  store?: DocumentStore | null;
-  /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
-  rooms?: RoomDirectory;
-}
-
-/** The relay's periodic tasks. */
-export type RepeatedTask = 'heartbeat' | 'sweep' | 'store';
-
-/** Runs `run` every `periodMs` until the returned function is called. */
-export type Repeat = (task: RepeatedTask, periodMs: number, run: () => void) => () => void;
-
-const repeatEvery: Repeat = (_task, periodMs, run) => {
-  const timer = setInterval(run, periodMs).unref();
-  return () => clearInterval(timer);
-};
-
-export interface RelayStatus {
-  rooms: number;
-  connections: number;
-  buffered: number;
-  perRoom: RoomStatus[];
-}
-
-export interface Relay {
-  /** Starts the WebSocket port and the status port (port 0 = ephemeral); resolves with the real ports. */
-  listen(): Promise<{ wsPort: number; statusPort: number }>;
-  /** Graceful: stop accepting, close sockets with 1001, flush the buffer, close SQLite. */
-  close(): Promise<void>;
-  /**
-   * Revocation: close every connection of this device id with 4003 at once, and refuse its
-   * tokens issued up to `revokedAt` (Unix seconds; default now).
-   */
-  revokeDevice(deviceId: number, revokedAt?: number): void;
-  /**
-   * The auth side may have deleted devices that this relay was not told of (its feed was reset):
-   * forgets the devices looked up so far and looks the connected ones up again, revoking those
-   * that are gone. Rejects when the auth side cannot answer (the caller asks again later).
-   */
-  recheckDevices(): Promise<void>;
-  status(): RelayStatus;
-  /**
-   * The document store's sweep, run now (it also runs every 30 s): the documents of deleted
-   * projects are removed and the store compacted. Resolves at once without a store.
-   */
-  sweepStore(): Promise<void>;
-  /** The document store; undefined when this relay keeps no documents (a cluster node without `store.url`). */
-  readonly store: DocumentStore | undefined;
-  /** The counters rendered on `/metrics`, read in-process (the bench reads them with its CPU clock). */
-  readonly metrics: Readonly<RelayMetrics>;
-}
-
-async function listenOn(server: Server, port: number, host: string): Promise<number> {
-  server.listen(port, host);
-  await Promise.race([
-    once(server, 'listening'),
-    once(server, 'error').then(([err]) => Promise.reject(err)),
-  ]);
-  return (server.address() as AddressInfo).port;
-}
-
-async function closeServer(server: Server): Promise<void> {
-  if (!server.listening) return;
-  const closed = once(server, 'close');
-  server.close();
-  server.closeAllConnections();
-  await closed;
-}
-
-/**
- * The relay. Without a broker given, opens the single-node broker on the SQLite buffer at once
- * (throws when it cannot); devices that were absent, or present when a previous run was killed,
- * are buffered for again. A cluster broker keeps nothing in SQLite: no file is opened then.
- */
-export function createRelay(options: RelayOptions): Relay {
-  const { config, secret, logger } = options;
-  const now = options.now ?? Date.now;
-  const repeat = options.repeat ?? repeatEvery;
-  const tuning: RelayTuning = { ...defaultTuning, ...options.tuning };
-  const metrics = createMetrics();
-  const broker =
+/** The broker: the one given (a cluster's), or the in-process one on the SQLite buffer. */
+function openBroker(
+  options: RelayOptions,
+  tuning: RelayTuning,
+  metrics: RelayMetrics,
+  now: () => number,
+): Broker {
+  const { config, logger } = options;
+  return (
     options.broker ??
     createLocalBroker({
       buffer: openLocalBuffer(config, tuning.expiredRetentionMs, metrics, logger),
@@ -189,23 +56,121 @@ export function createRelay(options: RelayOptions): Relay {
       logger,
       now,
       bufferWindowMs: config.bufferSeconds * secondMs,
-    });
-  const { store: given, rooms: directory } = options;
-  const handlers = openStoreHandlers(
-    { config, store: given, clustered: options.broker !== undefined, rooms: directory },
-    { metrics, logger, now, failed: () => void broker.close() },
+    })
   );
-  const { store, sweep: sweepStore } = handlers;
-  const revoked = broker.revoked();
-  const devices = options.devices && createDeviceCheck(options.devices, logger);
+}
 
-  if (secret === '') {
-    logger.warn(
-      'RELAY AUTHENTICATION IS OFF: auth.secret is empty, so tokens and room ids are not checked ' +
-        'and anyone can join any room as any device. Development only: set auth.secret.',
-    );
+function warnIfOpen(secret: string, logger: Logger): void {
+  if (secret !== '') return;
+  logger.warn(
+    'RELAY AUTHENTICATION IS OFF: auth.secret is empty, so tokens and room ids are not checked ' +
+      'and anyone can join any room as any device. Development only: set auth.secret.',
+  );
+}
+
+/** What the relay's shutdown and timers act on. */
+interface Running {
+  tuning: RelayTuning;
+  logger: Logger;
+  broker: Broker;
+  store: DocumentStore | undefined;
+  sweepStore: () => Promise<void>;
+  rooms: Rooms;
+  sockets: SocketHandler;
+  wsServer: Server;
+  wss: WebSocketServer;
+  statusServer: Server;
+}
+
+/**
+ * Graceful shutdown: stop accepting, every joined device absent at once, sockets closed with
+ * 1001 (cut after `closeTimeoutMs`), then the broker, the store and the status port.
+ */
+async function shutdown(running: Running): Promise<void> {
+  const { tuning, rooms, sockets, broker, store } = running;
+  const stopAccepting = closeServer(running.wsServer);
+  rooms.dropAll();
+  const open = [...sockets.connections];
+  const gone = Promise.all(open.map((conn) => once(conn.socket, 'close')));
+  for (const conn of open) closeWith(conn, GoingAway);
+  const timeout = new Promise<'timeout'>((resolve) => {
+    setTimeout(resolve, tuning.closeTimeoutMs, 'timeout').unref();
+  });
+  if ((await Promise.race([gone, timeout])) === 'timeout') {
+    for (const conn of sockets.connections) conn.socket.terminate();
+    await gone;
   }
+  await stopAccepting;
+  running.wss.close();
+  await broker.close();
+  await running.sweepStore();
+  await store?.close();
+  await closeServer(running.statusServer);
+  running.logger.info('relay closed');
+}
 
+/** Both ports listening (port 0: ephemeral), with their real numbers. */
+async function listenBoth(
+  running: Running,
+  config: RelayOptions['config'],
+): Promise<{ wsPort: number; statusPort: number }> {
+  const wsPort = await listenOn(running.wsServer, config.wsPort, config.bind);
+  let statusPort: number;
+  try {
+    statusPort = await listenOn(running.statusServer, config.statusPort, config.bind);
+  } catch (err: unknown) {
+    await closeServer(running.wsServer);
+    throw err;
+  }
+  running.logger.info({ wsPort, statusPort, bind: config.bind }, 'relay listening');
+  return { wsPort, statusPort };
+}
+
+function statusOf({ rooms, broker, sockets }: Running): RelayStatus {
+  const perRoom = rooms.status();
+  const kept = broker.describe();
+  return {
+    rooms: perRoom.length,
+    connections: sockets.connections.size,
+    buffered: kept.stored + kept.pending,
+    perRoom,
+  };
+}
+
+/** The heartbeat, the sweep and the store's sweep; returns their stops. */
+function startTimers(running: Running, repeat: Repeat): Array<() => void> {
+  const { tuning, sockets, rooms, sweepStore } = running;
+  // The round is spread over the interval, a slice a second, so that 10,000 connections
+  // are not pinged in one event-loop turn (a stall of ~0.4 s on a small machine).
+  const slices = Math.max(1, Math.floor(tuning.pingIntervalMs / secondMs));
+  let slice = 0;
+  return [
+    repeat('heartbeat', tuning.pingIntervalMs / slices, () => {
+      sockets.heartbeat(slice, slices);
+      slice = (slice + 1) % slices;
+    }),
+    repeat('sweep', tuning.purgeIntervalMs, () => rooms.sweep()),
+    repeat('store', tuning.storeSweepIntervalMs, () => {
+      void sweepStore();
+    }),
+  ];
+}
+
+/** The rooms, the connections' handler and the unjoined connections' limit. */
+function openConnections(
+  options: RelayOptions,
+  tuning: RelayTuning,
+  parts: {
+    broker: Broker;
+    metrics: RelayMetrics;
+    documents: DocumentFrames;
+    chunks: ChunkFrames;
+    revoked: Map<string, number>;
+    devices: DeviceCheck | undefined;
+  },
+): { rooms: Rooms; unjoined: UnjoinedLimit; sockets: SocketHandler } {
+  const { config, secret, logger } = options;
+  const { broker, metrics, documents, chunks, revoked, devices } = parts;
   const rooms = createRooms(createShards<Room>(tuning.shardCount), {
     broker,
     metrics,
@@ -230,98 +195,50 @@ export function createRelay(options: RelayOptions): Relay {
     joined: (stream) => unjoined.joined(stream),
     settled: () => broker.settled(),
     stored: (room, device) => broker.stored(room, device),
-    documents: handlers.documents,
-    chunks: handlers.chunks,
+    documents,
+    chunks,
   });
-  const wss = new WebSocketServer({
-    noServer: true,
-    maxPayload: config.messageMaxBytes,
-    perMessageDeflate: false,
-    clientTracking: false,
-    WebSocket: RelaySocket,
-  });
-  const requestLimits = slowClientLimits(tuning.requestTimeoutMs, tuning.requestTimeoutMs);
-  const wsServer = createServer(requestLimits, (req, res) => {
-    if (unjoined.isRefused(req.socket)) {
-      req.socket.destroy();
-      return;
-    }
-    res.writeHead(426, { 'content-type': 'text/plain; charset=utf-8', upgrade: 'websocket' });
-    res.end('This is the sync-host relay: connect with a WebSocket client.\n');
+  return { rooms, unjoined, sockets };
+}
+
+/**
+ * The relay. Without a broker given, opens the single-node broker on the SQLite buffer at once
+ * (throws when it cannot); devices that were absent, or present when a previous run was killed,
+ * are buffered for again. A cluster broker keeps nothing in SQLite: no file is opened then.
+ */
+export function createRelay(options: RelayOptions): Relay {
+  const { config, secret, logger } = options;
+  const now = options.now ?? Date.now;
+  const tuning: RelayTuning = { ...defaultTuning, ...options.tuning };
+  const metrics = createMetrics();
+  const broker = openBroker(options, tuning, metrics, now);
+  const handlers: StoreHandlers = openStoreHandlers(
+    { config, store: options.store, clustered: options.broker !== undefined, rooms: options.rooms },
+    { metrics, logger, now, failed: () => void broker.close() },
+  );
+  const { store, documents, chunks, sweep: sweepStore } = handlers;
+  const revoked = broker.revoked();
+  const devices = options.devices && createDeviceCheck(options.devices, logger);
+  warnIfOpen(secret, logger);
+  const { rooms, unjoined, sockets } = openConnections(options, tuning, {
+    ...{ broker, metrics, documents, chunks, revoked, devices },
   });
   let closing = false;
-  // At accept, on the TCP socket, also when the port speaks TLS (see rawConnectionListener).
-  const admitUnjoined = (socket: Socket) => {
-    if (!unjoined.admit(socket)) {
-      logger.debug({ address: socket.remoteAddress }, 'connection refused: too many unjoined');
-    }
-  };
-  wsServer.on('connection', Object.assign(admitUnjoined, { [rawConnectionListener]: true }));
-  wsServer.on('upgrade', (req, socket, head) => {
-    if (closing || unjoined.isRefused(socket)) {
-      socket.destroy();
-      return;
-    }
-    if (!unjoined.admitRequest(req, socket)) {
-      logger.debug({ address: req.socket.remoteAddress }, 'connection refused: too many unjoined');
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => sockets.accept(ws, socket));
+  const port = createWebSocketPort({
+    ...{ config, tuning, logger, unjoined, sockets, tls: options.tls },
+    closing: () => closing,
   });
-  if (options.tls) serveTls(wsServer, options.tls);
-
-  const statusServer = createStatusServer(
-    {
-      healthy: () => broker.healthy(),
-      rooms: () => rooms.active(),
-      connections: () => sockets.connections.size,
-      metrics: () => {
-        const kept = broker.describe();
-        const gauges = {
-          connections: sockets.connections.size,
-          rooms: rooms.active(),
-          bufferedStored: kept.stored,
-          bufferedPending: kept.pending,
-          bufferBytes: kept.bytes,
-          bufferFileBytes: kept.fileBytes,
-          absentDevices: broker.absentDevices(),
-          unsentBytes: sockets.unsentBytes(),
-          unjoinedRefused: unjoined.refused,
-        };
-        return renderMetrics(metrics, gauges) + kept.metrics + handlers.metrics();
-      },
-      extra: () => broker.describe().health,
-    },
-    requestLimits,
-  );
-  capConnectionsPerAddress(statusServer, tuning.statusConnectionsPerAddress, config.trustProxy);
-
+  const statusServer = createStatusPort({
+    ...{ config, tuning, broker, rooms, sockets, unjoined, metrics },
+    storeMetrics: handlers.metrics,
+  });
+  const running: Running = {
+    ...{ tuning, logger, broker, store, sweepStore, rooms, sockets, statusServer },
+    wsServer: port.server,
+    wss: port.wss,
+  };
   const stops: Array<() => void> = [];
   let closed: Promise<void> | undefined;
-
-  async function shutdown(): Promise<void> {
-    closing = true;
-    for (const stop of stops) stop();
-    const stopAccepting = closeServer(wsServer);
-    rooms.dropAll();
-    const open = [...sockets.connections];
-    const gone = Promise.all(open.map((conn) => once(conn.socket, 'close')));
-    for (const conn of open) closeWith(conn, GoingAway);
-    const timeout = new Promise<'timeout'>((resolve) => {
-      setTimeout(resolve, tuning.closeTimeoutMs, 'timeout').unref();
-    });
-    if ((await Promise.race([gone, timeout])) === 'timeout') {
-      for (const conn of sockets.connections) conn.socket.terminate();
-      await gone;
-    }
-    await stopAccepting;
-    wss.close();
-    await broker.close();
-    await sweepStore();
-    await store?.close();
-    await closeServer(statusServer);
-    logger.info('relay closed');
-  }
 
   return {
     metrics,
@@ -329,36 +246,15 @@ export function createRelay(options: RelayOptions): Relay {
     sweepStore,
 
     async listen() {
-      const wsPort = await listenOn(wsServer, config.wsPort, config.bind);
-      let statusPort: number;
-      try {
-        statusPort = await listenOn(statusServer, config.statusPort, config.bind);
-      } catch (err: unknown) {
-        await closeServer(wsServer);
-        throw err;
-      }
-      // The round is spread over the interval, a slice a second, so that 10,000 connections
-      // are not pinged in one event-loop turn (a stall of ~0.4 s on a small machine).
-      const slices = Math.max(1, Math.floor(tuning.pingIntervalMs / secondMs));
-      let slice = 0;
-      stops.push(
-        repeat('heartbeat', tuning.pingIntervalMs / slices, () => {
-          sockets.heartbeat(slice, slices);
-          slice = (slice + 1) % slices;
-        }),
-        repeat('sweep', tuning.purgeIntervalMs, () => {
-          rooms.sweep();
-        }),
-        repeat('store', tuning.storeSweepIntervalMs, () => {
-          void sweepStore();
-        }),
-      );
-      logger.info({ wsPort, statusPort, bind: config.bind }, 'relay listening');
-      return { wsPort, statusPort };
+      const ports = await listenBoth(running, config);
+      stops.push(...startTimers(running, options.repeat ?? repeatEvery));
+      return ports;
     },
 
     close() {
-      closed ??= shutdown();
+      closing = true;
+      for (const stop of stops.splice(0)) stop();
+      closed ??= shutdown(running);
       return closed;
     },
 
@@ -382,15 +278,6 @@ export function createRelay(options: RelayOptions): Relay {
       for (const deviceId of gone) this.revokeDevice(deviceId);
     },
 
-    status() {
-      const perRoom = rooms.status();
-      const kept = broker.describe();
-      return {
-        rooms: perRoom.length,
-        connections: sockets.connections.size,
-        buffered: kept.stored + kept.pending,
-        perRoom,
-      };
-    },
+    status: () => statusOf(running),
   };
 }

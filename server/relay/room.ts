@@ -3,16 +3,17 @@ import {
   type DeviceId,
   deviceKey,
   type HostFrame,
-  type JoinedFrame,
   type JoinFrame,
   type PresenceFrame,
   type RouteTarget,
 } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
-import type { Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
+import type { Admission, Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
 import type { Connection, JoinedRoom } from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
+import { type PendingJoin, sendAdmission } from './room-admission.ts';
+import { MemberRecords } from './room-members.ts';
 import { composeParsedFrame, spliceRoutedFrame } from './routed-bytes.ts';
 import type { UnsentFrame } from './send-queue.ts';
 
@@ -68,8 +69,11 @@ export class Room implements RoomListener, JoinedRoom {
   readonly #line: RoomLine;
   readonly #context: RoomContext;
   #roomMember: Buffer | undefined;
-  /** Joins handed to the broker and not answered yet (replayed or refused). */
-  #joining = 0;
+  /** The room on every node (present devices, host), as its line's events told it. */
+  readonly #records = new MemberRecords();
+  /** Joins handed to the line and not answered yet, by ticket, with what they carry over. */
+  readonly #joining = new Map<number, PendingJoin>();
+  #tickets = 0;
 
   constructor(id: string, slot: number, context: RoomContext) {
     this.id = id;
@@ -89,7 +93,7 @@ export class Room implements RoomListener, JoinedRoom {
   get idle(): boolean {
     // a join the broker has not answered yet keeps the room (a cluster join takes seconds while
     // NATS elects leaders): forgotten meanwhile, its connection would join a room nobody holds
-    return this.members.size === 0 && this.#joining === 0;
+    return this.members.size === 0 && this.#joining.size === 0;
   }
 
   /**
@@ -101,7 +105,7 @@ export class Room implements RoomListener, JoinedRoom {
   join(conn: Connection, frame: JoinFrame): boolean {
     const { metrics, maxDevices } = this.#context;
     const key = deviceKey(frame.device);
-    if (this.#line.idOf(key) === undefined && this.#line.size >= maxDevices) {
+    if (this.#records.idOf(key) === undefined && this.#records.size >= maxDevices) {
       sendError(
         conn,
         metrics,
@@ -125,14 +129,11 @@ export class Room implements RoomListener, JoinedRoom {
       closeWith(older, Replaced);
     }
     metrics.joins++;
-    this.#joining++;
-    // Until the broker replays what was kept (at once in-process), the connection is in the
-    // room but not among the members: messages for it go to the broker, which keeps their order.
-    this.#line.join(
-      frame.device,
-      (frames, gap) => this.#replayed(conn, carried, frames, gap),
-      () => this.#refused(conn, carried),
-    );
+    const ticket = ++this.#tickets;
+    this.#joining.set(ticket, { conn, carried });
+    // Until the line admits it (during this call in-process), the connection is in the room but
+    // not among the members: messages for it go to the broker, which keeps their order.
+    this.#line.join(frame.device, ticket);
     return true;
   }
 
@@ -204,18 +205,40 @@ export class Room implements RoomListener, JoinedRoom {
 
   // ---- what the broker reports (RoomListener) ----
 
+  admitted(ticket: number, admission: Admission): void {
+    const pending = this.#joining.get(ticket);
+    if (pending === undefined) return;
+    this.#joining.delete(ticket);
+    this.#records.admitted(admission);
+    this.#findHost();
+    if (pending.conn.room === this) this.#admit(pending, admission);
+  }
+
+  refused(ticket: number): void {
+    const pending = this.#joining.get(ticket);
+    if (pending === undefined) return;
+    this.#joining.delete(ticket);
+    if (pending.conn.room === this) this.#refuse(pending);
+  }
+
   joined(device: DeviceId): void {
+    this.#records.joined(device);
+    this.#findHost();
     const frame: PresenceFrame = { type: 'presence', room: this.id, device, state: 'joined' };
     this.#toEveryone(frame, this.members.get(deviceKey(device)));
   }
 
   left(device: DeviceId, reason: DepartureReason): void {
+    this.#records.left(device);
+    this.#findHost();
     const frame: PresenceFrame = { type: 'presence', room: this.id, device, state: 'left', reason };
     this.#toEveryone(frame);
   }
 
-  hostChanged(device: DeviceId): void {
+  hostChanged(device: DeviceId, announced: boolean): void {
+    this.#records.host(device);
     this.#findHost();
+    if (!announced) return;
     const frame: HostFrame = { type: 'host', room: this.id, device };
     this.#toEveryone(frame);
   }
@@ -257,48 +280,21 @@ export class Room implements RoomListener, JoinedRoom {
 
   // ---- inside ----
 
-  /** The broker registered the join: `joined`, then what was kept for the device. */
-  #replayed(
-    conn: Connection,
-    carried: UnsentFrame[],
-    frames: readonly string[],
-    gap: boolean,
-  ): void {
-    this.#joining--;
-    if (conn.room !== this) return;
-    const key = conn.deviceKey;
+  /** The line registered the join: `joined`, then what was kept for the device. */
+  #admit(pending: PendingJoin, admission: Admission): void {
+    const { conn } = pending;
     // in the older connection's place, if any: same position, same role
-    this.members.set(key, conn);
+    this.members.set(conn.deviceKey, conn);
     this.#findHost();
-    const hostKey = this.#line.hostKey ?? key;
-    const joined: JoinedFrame = {
-      type: 'joined',
-      room: this.id,
-      device: conn.deviceId,
-      role: hostKey === key ? 'host' : 'member',
-      host: this.#line.idOf(hostKey) ?? conn.deviceId,
-      devices: this.#line.devices(),
-      buffered: carried.length + frames.length,
-      gap,
-    };
-    conn.queue.send(Buffer.from(JSON.stringify(joined)));
-    const replay = frames.map((text) => Buffer.from(text));
-    // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
-    for (const { frame } of carried) conn.queue.allowReplay(frame.length);
-    for (const frame of replay) conn.queue.allowReplay(frame.length);
-    // the older connection's frames first, with their positions in the room's stream
-    for (const { frame, position } of carried) conn.queue.send(frame, position);
-    for (const frame of replay) conn.queue.send(frame);
+    const joined = sendAdmission(this.id, this.#records, pending, admission);
     this.#context.logger.debug(
-      { room: this.id, device: key, role: joined.role, buffered: joined.buffered },
+      { room: this.id, device: conn.deviceKey, role: joined.role, buffered: joined.buffered },
       'joined',
     );
   }
 
-  /** The broker refused the join: closed with 1013; the older connection's queue is kept. */
-  #refused(conn: Connection, carried: UnsentFrame[]): void {
-    this.#joining--;
-    if (conn.room !== this) return;
+  /** The line refused the join: closed with 1013; the older connection's queue is kept. */
+  #refuse({ conn, carried }: PendingJoin): void {
     conn.room = undefined;
     // the older connection it was to replace is gone too
     if (this.members.get(conn.deviceKey)?.room !== this) this.members.delete(conn.deviceKey);
@@ -320,7 +316,7 @@ export class Room implements RoomListener, JoinedRoom {
 
   /** Points `host` at the host's connection, when it is here. */
   #findHost(): void {
-    const hostKey = this.#line.hostKey;
+    const hostKey = this.#records.hostKey;
     this.host = hostKey === undefined ? undefined : this.members.get(hostKey);
   }
 
@@ -350,7 +346,7 @@ export class Room implements RoomListener, JoinedRoom {
       }
       // the host on another node; with no host at all, nobody is present but the sender's
       // closing peers: nothing to deliver, only to keep
-      return host ?? this.#line.hostKey ?? everyone;
+      return host ?? this.#records.hostKey ?? everyone;
     }
     const key = deviceKey(to);
     const direct = this.members.get(key);
@@ -378,7 +374,8 @@ export class Room implements RoomListener, JoinedRoom {
     }
     metrics.messagesRouted++;
     if (target !== everyone) {
-      this.#deliver(target, frame);
+      // a receiver that stopped reading queues it, within the bounds of send-queue.ts
+      target.queue.send(frame);
       metrics.messagesDelivered++;
       return;
     }
@@ -390,18 +387,10 @@ export class Room implements RoomListener, JoinedRoom {
         closing.push(member);
         continue;
       }
-      this.#deliver(member, frame);
+      member.queue.send(frame);
       metrics.messagesDelivered++;
     }
     if (closing !== undefined) for (const member of closing) this.drop(member);
     this.#line.broadcast(frame);
-  }
-
-  /**
-   * Sends to a connection here; one that stopped reading queues it, within the bounds of
-   * `send-queue.ts` (past them it is closed with 1013 and kept for).
-   */
-  #deliver(receiver: Connection, data: Buffer): void {
-    receiver.queue.send(data);
   }
 }

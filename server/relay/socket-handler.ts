@@ -19,7 +19,7 @@ import type { ChunkFrames } from './chunk-frames.ts';
 import { type Connection, createConnection, type RelaySocket } from './connection.ts';
 import type { DocumentFrames } from './document-frames.ts';
 import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
-import { parseFrame } from './messages.ts';
+import { type InboundFrame, parseFrame } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { closeWith, sendError, terminate } from './protocol-errors.ts';
 import { createTokenBucket } from './rate-limit.ts';
@@ -305,16 +305,9 @@ class RelaySocketHandler implements SocketHandler {
         if (conn.room === undefined) this.#notJoined(conn);
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
-      case 'ping': {
-        // After the answers to the appends and chunk frames sent before it (see answered).
-        const answered = [
-          this.#options.documents.answered(conn),
-          this.#options.chunks.answered(conn),
-        ].filter((waiting) => waiting !== undefined);
-        if (answered.length === 0) this.#answerPing(conn);
-        else void Promise.all(answered).then(() => this.#answerPing(conn));
+      case 'ping':
+        this.#ping(conn);
         return;
-      }
       case 'join':
         this.#connectionOnJoin(conn, frame);
         return;
@@ -345,14 +338,29 @@ class RelaySocketHandler implements SocketHandler {
         this.#chunkFrame(conn, frame);
         return;
       case 'invalid_message':
-        if (frame.id !== undefined || (frame.ref !== undefined && frame.doc === undefined)) {
-          this.#options.chunks.invalid(conn, frame.message, frame.ref, frame.id);
-        } else if (frame.doc !== undefined || frame.ref !== undefined) {
-          this.#options.documents.invalid(conn, frame.message, frame.doc, frame.ref);
-        } else {
-          sendError(conn, this.#metrics, 'invalid_message', frame.message);
-        }
+        this.#invalid(conn, frame);
         return;
+    }
+  }
+
+  /** A `ping`: answered after the answers to the appends and chunk frames sent before it. */
+  #ping(conn: Connection): void {
+    const answered = [
+      this.#options.documents.answered(conn),
+      this.#options.chunks.answered(conn),
+    ].filter((waiting) => waiting !== undefined);
+    if (answered.length === 0) this.#answerPing(conn);
+    else void Promise.all(answered).then(() => this.#answerPing(conn));
+  }
+
+  /** A malformed frame: its error names the ref (and doc or chunk id) of a store frame. */
+  #invalid(conn: Connection, frame: Extract<InboundFrame, { type: 'invalid_message' }>): void {
+    if (frame.id !== undefined || (frame.ref !== undefined && frame.doc === undefined)) {
+      this.#options.chunks.invalid(conn, frame.message, frame.ref, frame.id);
+    } else if (frame.doc !== undefined || frame.ref !== undefined) {
+      this.#options.documents.invalid(conn, frame.message, frame.doc, frame.ref);
+    } else {
+      sendError(conn, this.#metrics, 'invalid_message', frame.message);
     }
   }
 }

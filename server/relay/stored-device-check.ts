@@ -44,6 +44,20 @@ const recheckConcurrency = 8;
 /** Devices remembered at most; the oldest entry goes first beyond it. */
 const defaultMaxEntries = 50_000;
 
+/** Caches a device's record; the oldest entry goes first beyond `maxEntries`. */
+function remember(
+  known: Map<number, DeviceRecord>,
+  deviceId: number,
+  record: DeviceRecord,
+  maxEntries: number,
+): void {
+  if (known.size >= maxEntries) {
+    const oldest = known.keys().next();
+    if (oldest.done !== true) known.delete(oldest.value);
+  }
+  known.set(deviceId, record);
+}
+
 /** A cache of `directory` in front of join checks. */
 export function createDeviceCheck(
   directory: DeviceDirectory,
@@ -69,11 +83,7 @@ export function createDeviceCheck(
         if (unreachable) logger.info('relay: device checks reach the auth side again');
         unreachable = false;
         if (record !== undefined && started === generation) {
-          if (known.size >= maxEntries) {
-            const oldest = known.keys().next();
-            if (oldest.done !== true) known.delete(oldest.value);
-          }
-          known.set(deviceId, record);
+          remember(known, deviceId, record, maxEntries);
         }
         return record;
       },

@@ -26,6 +26,8 @@ export interface UnjoinedLimit {
   joined(stream: Duplex): void;
   /** Connections refused since the start. */
   readonly refused: number;
+  /** Whether a socket was refused (its request, if it arrives, is not served). */
+  isRefused(socket: Duplex): boolean;
 }
 
 const refusal = (limit: number) => {
@@ -45,10 +47,7 @@ export function createUnjoinedLimit(
   trustProxy: readonly string[] = [],
   /** The port speaks TLS: a refused connection is closed without a plain-text answer. */
   tls = false,
-): UnjoinedLimit & {
-  /** Whether a socket was refused (its request, if it arrives, is not served). */
-  isRefused(socket: Duplex): boolean;
-} {
+): UnjoinedLimit {
   const response = tls ? undefined : refusal(limit);
   const cap = createAddressCap({
     limit,

@@ -1,17 +1,18 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { qrOptions } from '../../renderer/qr.ts';
+import { chromiumPath, hasBrowser, requireBrowser, screenshotsDir } from '../helpers/chromium.ts';
+import { joinRelay, registerProject, type TestHost } from '../helpers/host.ts';
 import {
-  chromiumPath,
-  hasBrowser,
-  launchChromium,
-  requireBrowser,
-  screenshotsDir,
-} from '../helpers/chromium.ts';
-import { joinRelay, registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+  type AdminPage,
+  inView,
+  openAdminPage,
+  pollPairing,
+  startPairing as startPairingAt,
+  waitForCard,
+} from './admin-page.ts';
 
 if (!hasBrowser && requireBrowser) {
   describe('admin UI pairing in Chromium', () => {
@@ -21,83 +22,32 @@ if (!hasBrowser && requireBrowser) {
   });
 }
 
-interface Started {
-  pairingId: string;
-  code: string;
-  approveUrl: string;
-}
-
 const json = { 'Content-Type': 'application/json' };
 
-/** Whether the element is entirely inside the window's visible area. */
-const inView = (locator: Locator) =>
-  locator.evaluate((el) => {
-    const r = el.getBoundingClientRect();
-    return r.top >= 0 && r.bottom <= innerHeight;
-  });
-
 describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
+  let admin: AdminPage;
   let th: TestHost;
   let browser: Browser;
   let page: Page;
-  const cspViolations: string[] = [];
   let ownerToken = '';
   let ownerDeviceId = 0;
 
-  const startPairing = async (deviceName: string, platform: string): Promise<Started> => {
-    const res = await fetch(`${th.base}/auth/pair`, {
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ deviceName, platform }),
-    });
-    expect(res.status).toBe(201);
-    return (await res.json()) as Started;
-  };
-  /** The device's poll, as a client makes it: every `interval` (2 s from the start), so 429s wait. */
-  const poll = async (pairingId: string) => {
-    let answer = { status: 0, body: {} as Record<string, unknown> };
-    await expect
-      .poll(
-        async () => {
-          const res = await fetch(`${th.base}/auth/pair/${pairingId}`);
-          answer = { status: res.status, body: (await res.json()) as Record<string, unknown> };
-          return answer.status;
-        },
-        { timeout: 10_000, interval: 500 },
-      )
-      .not.toBe(429);
-    return answer;
-  };
+  const startPairing = (deviceName: string, platform: string) =>
+    startPairingAt(th.base, deviceName, platform);
+  const poll = (pairingId: string) => pollPairing(th.base, pairingId);
   const card = (code: string) => page.locator(`#pairings .pair-card[data-code="${code}"]`);
   const pairingsStatus = () => page.locator('#pairings-status').textContent();
-  /** Starts a pairing as a device would and waits for its card in the page. */
-  const waitingCard = async (deviceName: string, platform: string) => {
-    const started = await startPairing(deviceName, platform);
-    const c = card(started.code);
-    await c.waitFor({ timeout: 8_000 });
-    return { started, c };
-  };
+  const waitingCard = (deviceName: string, platform: string) =>
+    waitForCard(page, th.base, deviceName, platform);
 
   beforeAll(async () => {
-    // No OWNER_EMAIL: the first user (approved below with a typed e-mail) is the owner.
-    th = await startTestHost({ auth: ['DEFAULT_TIER=free'] });
-    browser = await launchChromium();
-    const context = await browser.newContext({
-      viewport: { width: 1200, height: 860 },
-      colorScheme: 'light',
-    });
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
-    });
-    mkdirSync(screenshotsDir, { recursive: true });
-    await page.goto(th.host.urls.admin ?? '');
-    await page.locator('#live.ok').waitFor();
+    // The first user (approved below with a typed e-mail) is the owner.
+    admin = await openAdminPage();
+    ({ th, browser, page } = admin);
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await th?.close();
+    await admin?.close();
   });
 
   it('shows a new pairing as it arrives: code, device, platform, address and age', async () => {
@@ -201,18 +151,6 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
     expect(answer.body).toMatchObject({ user: { email: 'bob@example.com' } });
   });
 
-  it('denies: the device polls 403 pair_denied', async () => {
-    const { started, c } = await waitingCard('Unknown phone', 'android');
-    await c.getByRole('button', { name: 'Deny' }).click();
-    await expect
-      .poll(pairingsStatus)
-      .toBe(`Denied ${started.code}: “Unknown phone” was not added.`);
-    await c.waitFor({ state: 'detached' });
-    const answer = await poll(started.pairingId);
-    expect(answer.status).toBe(403);
-    expect(answer.body).toMatchObject({ error: { code: 'pair_denied' } });
-  });
-
   it('shows why an approval failed', async () => {
     const { started, c } = await waitingCard('Late laptop', 'linux');
     // Denied elsewhere (another admin, the tray) while this page still shows it.
@@ -220,61 +158,6 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
     await c.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(pairingsStatus).toMatch(new RegExp(`^Could not approve ${started.code}: .+`));
     expect(await page.locator('#pairings-status').getAttribute('class')).toContain('error-text');
-  });
-
-  it('opens the approve URL with that request highlighted and scrolled into view', async () => {
-    const others = [await startPairing('Desk PC', 'windows'), await startPairing('Mac', 'darwin')];
-    const wanted = await startPairing('Kitchen tablet', 'android');
-    const small = await page.context().newPage();
-    // Short enough that the cards do not all fit: the page has to scroll to the wanted one.
-    await small.setViewportSize({ width: 1200, height: 400 });
-    expect(wanted.approveUrl).toBe(`${th.base}/admin/#pair=${wanted.code}`);
-    // A fresh load with the token and the code (what the tray's "Pair a device" opens).
-    await small.goto(`${th.base}/admin/#token=${th.host.adminToken}&pair=${wanted.code}`);
-    const highlighted = (code: string) =>
-      small.locator(`.pair-card[data-code="${code}"]`).getAttribute('class');
-    await expect.poll(() => highlighted(wanted.code)).toContain('highlight');
-    const target = small.locator(`.pair-card[data-code="${wanted.code}"]`);
-    expect(await target.getAttribute('aria-current')).toBe('true');
-    for (const other of others) expect(await highlighted(other.code)).not.toContain('highlight');
-    await expect.poll(() => inView(target)).toBe(true);
-    expect(await small.evaluate(() => scrollY)).toBeGreaterThan(0);
-
-    // The approve URL of another pairing in the open tab moves the mark to that one.
-    const [desk] = others;
-    await small.goto(desk?.approveUrl ?? '');
-    await expect.poll(() => highlighted(desk?.code ?? '')).toContain('highlight');
-    expect(await highlighted(wanted.code)).not.toContain('highlight');
-
-    // A code that is not waiting says so instead of showing nothing.
-    await small.goto(`${th.base}/admin/#pair=bcdf-ghjk`);
-    await expect
-      .poll(() => small.locator('#pairings-status').textContent())
-      .toMatch(/^No device with the code BCDF-GHJK is waiting/);
-    await small.close();
-
-    // A browser without the admin token (a phone that scanned the approve URL's QR code) asks
-    // for it, then shows the request.
-    const stranger = await browser.newContext({ viewport: { width: 390, height: 844 } });
-    const tab = await stranger.newPage();
-    await tab.goto(wanted.approveUrl);
-    await tab.getByLabel('Admin token').fill(th.host.adminToken);
-    await tab.keyboard.press('Enter');
-    await expect
-      .poll(() => tab.locator(`.pair-card[data-code="${wanted.code}"]`).getAttribute('class'))
-      .toContain('highlight');
-    await stranger.close();
-    for (const p of [...others, wanted]) await th.admin('POST', '/pairings/deny', { code: p.code });
-  });
-
-  it('opens at the section the URL names (the tray opens #pairings), once the data is shown', async () => {
-    const context = await browser.newContext({ viewport: { width: 1200, height: 400 } });
-    const token = th.host.adminToken;
-    await context.addInitScript((t) => sessionStorage.setItem('sync-host.adminToken', t), token);
-    const tab = await context.newPage();
-    await tab.goto(`${th.base}/admin/#connection`);
-    await expect.poll(() => inView(tab.locator('#connection h2'))).toBe(true);
-    await context.close();
   });
 
   it('shows a QR code of the auth URL, drawn in the page under its CSP', async () => {
@@ -287,21 +170,7 @@ describe.skipIf(!hasBrowser)('admin UI pairing in Chromium', () => {
       `data:image/svg+xml;charset=utf-8,${encodeURIComponent(expected)}`,
     );
     expect(await img.getAttribute('alt')).toBe(`QR code of the auth URL ${th.base}`);
-    expect(cspViolations).toEqual([]);
-  });
-
-  it('leaves out the mDNS sentence when mDNS is off', async () => {
-    const text = (await page.locator('#connection').textContent()) ?? '';
-    expect(text).toContain('Enter these in a client.');
-    expect(text).not.toMatch(/mDNS|on the LAN/);
-  });
-
-  it('serves a favicon the page links to', async () => {
-    const href = await page.locator('link[rel="icon"]').getAttribute('href');
-    const res = await fetch(new URL(href ?? '', `${th.base}/admin/`));
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('image/svg+xml');
-    expect(await res.text()).toMatch(/^<svg [^>]*viewBox="0 0 64 64"/);
+    expect(admin.cspViolations).toEqual([]);
   });
 
   describe('at 390 px wide', () => {

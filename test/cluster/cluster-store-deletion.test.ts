@@ -4,7 +4,7 @@ import { createAuthClient } from '../../client/auth-client.ts';
 import { dbTargets } from '../helpers/databases.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
-import { append } from '../helpers/store-client.ts';
+import { append, putChunk } from '../helpers/store-client.ts';
 import { eventually } from '../helpers/wait.ts';
 import { ClusterProcesses } from './processes.ts';
 
@@ -30,7 +30,7 @@ describe.skipIf(skip !== undefined)(
       await drop?.();
     });
 
-    it('removes the documents of a deleted project within a sweep, and keeps the others', {
+    it('removes the documents, chunks and folder reports of a deleted project within a sweep, and keeps the others', {
       timeout: 120_000,
     }, async () => {
       const database = await postgres?.create('');
@@ -52,27 +52,42 @@ describe.skipIf(skip !== undefined)(
         clients.push(client);
         await client.join(project.roomId, device.device.id, device.deviceToken);
         expect(await append(client, 'notes.md', 1, 'text')).toMatchObject({ type: 'appended' });
+        const chunk = Buffer.from(`a file of ${project.name}`);
+        expect(await putChunk(client, 2, chunk)).toMatchObject({ type: 'chunk-stored' });
+        const report = { type: 'folder-report', doc: 'f', files: 1, bytes: chunk.length };
+        client.send({ ...report, encrypted: false, names: ['a.bin'] });
+        await client.sync();
       }
-      const rooms = async () => {
+      const query = async <R extends object>(text: string): Promise<R[]> => {
         const admin = new pg.Client({ connectionString: url });
         await admin.connect();
         try {
-          const found = await admin.query<{ room: string }>(
-            'SELECT room FROM store_documents ORDER BY room',
-          );
-          return found.rows.map((row) => row.room);
+          return (await admin.query<R>(text)).rows;
         } finally {
           await admin.end();
         }
       };
+      // Documents, chunks and folder reports: the rooms that have any, and how many rows in all.
+      const tables = ['store_documents', 'store_chunks', 'store_folder_reports'];
+      const rooms = async () => {
+        const union = tables.map((table) => `SELECT room FROM ${table}`).join(' UNION ');
+        const found = await query<{ room: string }>(`${union} ORDER BY room`);
+        return found.map((row) => row.room);
+      };
+      const counts = async () => {
+        const each = tables.map((table) => `(SELECT count(*)::int FROM ${table})`).join(' + ');
+        return (await query<{ n: number }>(`SELECT ${each} AS n`))[0]?.n;
+      };
       expect(await rooms()).toEqual([gone.roomId, kept.roomId].sort());
+      expect(await counts()).toBe(6);
       await owner.deleteProject(gone.id);
       await eventually(
         async () => ((await rooms()).length === 1 ? true : undefined),
-        'the deleted project’s documents removed',
+        'the deleted project’s documents, chunks and folder reports removed',
         70_000,
       );
       expect(await rooms()).toEqual([kept.roomId]);
+      expect(await counts()).toBe(3);
     });
   },
 );

@@ -43,8 +43,8 @@ export interface RelayHarnessOptions {
   repeat?: Repeat;
   /** Serves WSS with this certificate (`wsUrl` is then `wss://`). */
   tls?: TlsContextSource;
-  /** A document store instead of store.db (the cluster's PostgreSQL one); closed with the relay. */
-  store?: DocumentStore;
+  /** A document store instead of store.db (the cluster's PostgreSQL one; null: none); closed with the relay. */
+  store?: DocumentStore | null;
 }
 
 export interface RelayHarness {

@@ -7,10 +7,17 @@ import { createClusterBroker } from '../../server/cluster/cluster-broker.ts';
 import { parseConf } from '../../server/config/conf-file.ts';
 import { buildRelayConfig } from '../../server/config/relay-config.ts';
 import { createLogger } from '../../server/log.ts';
-import type { Broker, DepartureReason, RoomLine, RoomListener } from '../../server/relay/broker.ts';
+import type {
+  Admission,
+  Broker,
+  DepartureReason,
+  RoomLine,
+  RoomListener,
+} from '../../server/relay/broker.ts';
 import { createLocalBroker } from '../../server/relay/local-broker.ts';
 import { openLocalBuffer } from '../../server/relay/local-buffer.ts';
 import { createMetrics } from '../../server/relay/metrics.ts';
+import { MemberRecords } from '../../server/relay/room-members.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
 import { eventually } from '../helpers/wait.ts';
 
@@ -43,7 +50,7 @@ interface BrokerFactory {
   dispose(): Promise<void>;
 }
 
-/** What a room heard from its line, in order. */
+/** What a room heard from its line, in order (a host only noted, not announced, is not heard). */
 type Heard =
   | { event: 'joined'; device: DeviceId }
   | { event: 'left'; device: DeviceId; reason: DepartureReason }
@@ -51,13 +58,48 @@ type Heard =
   | { event: 'deliver'; frame: string; to: string | undefined }
   | { event: 'replaced'; device: string };
 
-function recorder(): RoomListener & { heard: Heard[] } {
+/** A join's answer: what was kept for the device, or the refusal. */
+type Answer = (admission: Admission | undefined) => void;
+
+/**
+ * A room as the test plays it: what it heard, the room's record of itself kept from those
+ * events (as `Room` keeps it), and the answers its joins wait for.
+ */
+interface TestRoom extends RoomListener {
+  heard: Heard[];
+  members: MemberRecords;
+  answers: Map<number, Answer>;
+}
+
+function recorder(): TestRoom {
   const heard: Heard[] = [];
+  const members = new MemberRecords();
+  const answers = new Map<number, Answer>();
+  const answer = (ticket: number, admission: Admission | undefined) => {
+    answers.get(ticket)?.(admission);
+    answers.delete(ticket);
+  };
   return {
     heard,
-    joined: (device) => heard.push({ event: 'joined', device }),
-    left: (device, reason) => heard.push({ event: 'left', device, reason }),
-    hostChanged: (device) => heard.push({ event: 'host', device }),
+    members,
+    answers,
+    admitted: (ticket, admission) => {
+      members.admitted(admission);
+      answer(ticket, admission);
+    },
+    refused: (ticket) => answer(ticket, undefined),
+    joined: (device) => {
+      members.joined(device);
+      heard.push({ event: 'joined', device });
+    },
+    left: (device, reason) => {
+      members.left(device);
+      heard.push({ event: 'left', device, reason });
+    },
+    hostChanged: (device, announced) => {
+      members.host(device);
+      if (announced) heard.push({ event: 'host', device });
+    },
     deliver: (frame, to) => heard.push({ event: 'deliver', frame: frame.toString('utf8'), to }),
     replaced: (device) => {
       heard.push({ event: 'replaced', device });
@@ -66,17 +108,21 @@ function recorder(): RoomListener & { heard: Heard[] } {
   };
 }
 
+let tickets = 0;
+
 /** A join answered: what was kept for the device, or the refusal. */
 function joinAs(
   line: RoomLine,
+  room: TestRoom,
   device: DeviceId,
 ): Promise<{ frames: readonly string[]; gap: boolean }> {
   return new Promise((resolve, reject) => {
-    line.join(
-      device,
-      (frames, gap) => resolve({ frames, gap }),
-      () => reject(new Error('refused')),
-    );
+    const ticket = ++tickets;
+    room.answers.set(ticket, (admission) => {
+      if (admission === undefined) reject(new Error('refused'));
+      else resolve({ frames: admission.frames, gap: admission.gap });
+    });
+    line.join(device, ticket);
   });
 }
 
@@ -120,47 +166,65 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       await start();
       const listener = recorder();
       const line = broker.open(freshRoom(), listener);
-      expect(await joinAs(line, 1)).toEqual({ frames: [], gap: false });
-      expect(await joinAs(line, 'two')).toEqual({ frames: [], gap: false });
-      await eventually(() => line.size === 2, 'both devices present');
-      expect(line.devices()).toEqual([1, 'two']);
-      expect(line.hostKey).toBe('1');
-      expect(line.idOf('two')).toBe('two');
-      expect(line.idOf('3')).toBeUndefined();
+      expect(await joinAs(line, listener, 1)).toEqual({ frames: [], gap: false });
+      expect(await joinAs(line, listener, 'two')).toEqual({ frames: [], gap: false });
+      await eventually(() => listener.members.size === 2, 'both devices present');
+      expect(listener.members.devices()).toEqual([1, 'two']);
+      expect(listener.members.hostKey).toBe('1');
+      expect(listener.members.idOf('two')).toBe('two');
+      expect(listener.members.idOf('3')).toBeUndefined();
       await eventually(
         () => listener.heard.some((h) => h.event === 'joined' && h.device === 'two'),
         'the second join heard',
       );
     });
 
+    it('tells a room that opens the line who is present and who is host, without asking', async () => {
+      await start();
+      const id = freshRoom();
+      const first = recorder();
+      const line = broker.open(id, first);
+      await joinAs(line, first, 1);
+      await joinAs(line, first, 'two');
+      await eventually(() => first.members.size === 2, 'both devices present');
+      await eventually(() => first.members.hostKey === '1', 'the first device is host');
+      line.release();
+      const again = recorder();
+      broker.open(id, again);
+      expect(again.members.devices()).toEqual([1, 'two']);
+      expect(again.members.hostKey).toBe('1');
+      expect(again.heard.filter((h) => h.event !== 'joined')).toEqual([]);
+    });
+
     it('a departure is heard, and the longest present becomes host', async () => {
       await start();
       const listener = recorder();
       const line = broker.open(freshRoom(), listener);
-      await joinAs(line, 1);
-      await joinAs(line, 2);
-      await joinAs(line, 3);
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, 2);
+      await joinAs(line, listener, 3);
       line.depart('1', 'leave', []);
-      await eventually(() => line.hostKey === '2', 'the second device is host');
+      await eventually(() => listener.members.hostKey === '2', 'the second device is host');
       await eventually(
         () => listener.heard.some((h) => h.event === 'host' && h.device === 2),
         'the new host heard',
       );
       expect(listener.heard).toContainEqual({ event: 'left', device: 1, reason: 'leave' });
-      expect(line.devices()).toEqual([2, 3]);
+      expect(listener.members.devices()).toEqual([2, 3]);
     });
 
     it('keeps what is sent to a device that dropped, in order, and replays it when it rejoins', async () => {
       await start();
-      const line = broker.open(freshRoom(), recorder());
-      await joinAs(line, 1);
-      await joinAs(line, 2);
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, 2);
       line.depart('2', 'disconnect', []);
       await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
       expect(line.sendTo('2', routed(1, 2, 'first'))).toBe(true);
       line.broadcast(routed(1, 'broadcast', 'second'));
       await broker.settled();
-      const replay = await joinAs(line, 2);
+      const replay = await joinAs(line, listener, 2);
       expect(replay.gap).toBe(false);
       expect(replay.frames.map((frame) => JSON.parse(frame).payload.text)).toEqual([
         'first',
@@ -171,22 +235,24 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
 
     it('keeps nothing for a device that left, and has no such device to send to', async () => {
       await start();
-      const line = broker.open(freshRoom(), recorder());
-      await joinAs(line, 1);
-      await joinAs(line, 2);
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, 2);
       line.depart('2', 'leave', []);
-      await eventually(() => line.idOf('2') === undefined, 'the device is gone');
+      await eventually(() => listener.members.idOf('2') === undefined, 'the device is gone');
       expect(line.sendTo('2', routed(1, 2, 'lost'))).toBe(false);
       expect(line.sendTo('9', routed(1, 9, 'nobody'))).toBe(false);
       expect(broker.absentDevices()).toBe(0);
-      expect(await joinAs(line, 2)).toEqual({ frames: [], gap: false });
+      expect(await joinAs(line, listener, 2)).toEqual({ frames: [], gap: false });
     });
 
     it('past the buffer window a dropped device is no longer kept for, and learns of a gap', async () => {
       await start();
-      const line = broker.open(freshRoom(), recorder());
-      await joinAs(line, 1);
-      await joinAs(line, 2);
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, 2);
       line.depart('2', 'disconnect', []);
       await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
       expect(line.sendTo('2', routed(1, 2, 'missed'))).toBe(true);
@@ -195,16 +261,17 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       expect(line.sendTo('2', routed(1, 2, 'too late'))).toBe(false);
       broker.sweep();
       await eventually(() => broker.absentDevices() === 0, 'the window passed');
-      const replay = await joinAs(line, 2);
+      const replay = await joinAs(line, listener, 2);
       expect(replay.frames).toEqual([]);
       expect(replay.gap).toBe(true);
     });
 
     it('a revoked device is kept for nowhere, and its revocation is remembered', async () => {
       await start();
-      const line = broker.open(freshRoom(), recorder());
-      await joinAs(line, 1);
-      await joinAs(line, 7);
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, 7);
       line.depart('7', 'disconnect', []);
       await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
       line.sendTo('7', routed(1, 7, 'secret'));
@@ -218,21 +285,22 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       await start();
       const listener = recorder();
       const line = broker.open(freshRoom(), listener);
-      await joinAs(line, 1);
-      await joinAs(line, 2);
-      await eventually(() => line.size === 2, 'both devices present');
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, 2);
+      await eventually(() => listener.members.size === 2, 'both devices present');
       const heard = listener.heard.length;
-      await joinAs(line, 1);
-      expect(line.devices()).toEqual([1, 2]);
-      expect(line.hostKey).toBe('1');
+      await joinAs(line, listener, 1);
+      expect(listener.members.devices()).toEqual([1, 2]);
+      expect(listener.members.hostKey).toBe('1');
       expect(listener.heard.slice(heard).filter((h) => h.event !== 'deliver')).toEqual([]);
     });
 
     it('settles, reports itself healthy, and describes what it keeps', async () => {
       await start();
-      const line = broker.open(freshRoom(), recorder());
-      await joinAs(line, 1);
-      await joinAs(line, 2);
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, 2);
       line.depart('2', 'disconnect', []);
       line.sendTo('2', routed(1, 2, 'kept'));
       await broker.settled();

@@ -201,6 +201,22 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
     expect(await metric(harness.statusUrl, 'sync_host_store_bytes')).toBe(counted(kept));
   });
 
+  it('answers chunk frames with store_unavailable on a relay that keeps no store (a cluster node without store.url)', async () => {
+    harness = await startRelayHarness({ store: null });
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    const data = Buffer.from('x');
+    expect(await putChunk(client, 1, data)).toMatchObject({
+      code: 'store_unavailable',
+      ref: 1,
+      id: plainId(data),
+    });
+    expect(await chunkCall(client, { type: 'chunk-have', ref: 2, ids: [] })).toMatchObject({
+      code: 'store_unavailable',
+    });
+    client.send({ type: 'folder-report', doc: 'd', files: 1, bytes: 1, encrypted: true });
+    await client.sync();
+  });
+
   it('keeps the latest folder report per folder, without names when encrypted; chunk frames need a join', async () => {
     harness = await startRelayHarness();
     const room = harness.room(1);
