@@ -1,6 +1,7 @@
 import { ChunkTransfer, downloadFile, uploadFile } from '../chunks/index.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import type { RelayConnection } from '../relay-connection.ts';
+import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import type { BlobTransfer } from './folder-blobs.ts';
 
 /**
@@ -30,5 +31,27 @@ export function blobTransferOf(
         onBytes,
       ),
     close: () => t.close(),
+  };
+}
+
+/**
+ * The transfers of a sync: one on each connection the supervisor opens (the one before closed);
+ * `current()` is undefined while the connection is not joined.
+ */
+export function connectionTransfers(
+  supervisor: ConnectionSupervisor,
+  key: E2EKey | undefined,
+): { current: () => BlobTransfer | undefined; close(): void } {
+  let transfer = blobTransferOf(supervisor.connection, key);
+  const stop = supervisor.on('connection', (connection) => {
+    transfer.close();
+    transfer = blobTransferOf(connection, key);
+  });
+  return {
+    current: () => (supervisor.state === 'joined' ? transfer : undefined),
+    close() {
+      stop();
+      transfer.close();
+    },
   };
 }

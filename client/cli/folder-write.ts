@@ -1,11 +1,12 @@
 import { fileDigestSync } from './folder-blobs.ts';
-import type { BlobVersion } from './folder-doc.ts';
+import type { BlobVersion, FileEntry } from './folder-doc.ts';
 import {
   commitTemp,
   moveAside,
   removeEmptyFolder,
   removeFile,
   removeQuietly,
+  type Stamp,
   sameStamp,
   statFile,
   writeTemp,
@@ -91,17 +92,12 @@ export function writeFolder(
       mirror.sayOnce(`here ${path} ${here.problem}`, `not written ${path}: ${here.problem}`);
       continue;
     }
-    const content = entry.text?.toString();
-    const version = entry.blob;
-    const size = content === undefined ? version!.size : Buffer.byteLength(content);
-    const fetching = version !== undefined && mirror.blobs?.wants(path, version.v) === true;
-    if (record === undefined && !fetching && !budget.take(size)) {
+    const temp = tempOf(mirror, path, entry, record === undefined ? budget : undefined);
+    if (temp === 'held') {
       held += 1;
       mirror.retry.add(path);
       continue;
     }
-    const temp =
-      content === undefined ? blobTemp(mirror, path, version!) : writeTemp(dir, path, content);
     if (temp === undefined) continue;
     if ('problem' in temp) {
       mirror.retry.add(path);
@@ -111,9 +107,7 @@ export function writeFolder(
     }
     const after = index.digest(entry.id)!;
     plan.push({ op: 'write', path, temp: temp.temp, before: record?.digest ?? null, after });
-    // A downloaded file keeps its temporary file's stamp when it is put in place (a rename).
-    const stamp = content === undefined ? statFile(dir, temp.temp) : undefined;
-    const kept = stamp !== undefined && !('problem' in stamp) ? { stamp } : {};
+    const kept = temp.stamp === undefined ? {} : { stamp: temp.stamp };
     changes.set(path, { id: entry.id, digest: after, ...kept });
   }
   if (plan.length === 0) {
@@ -149,6 +143,30 @@ function unchangedHere(mirror: FolderMirror, path: string): boolean {
   if ('problem' in stamp || record === undefined) return false;
   if (sameStamp(stamp, mirror.stamps.get(path))) return true;
   return fileDigestSync(mirror.dir, path) === record.digest;
+}
+
+/**
+ * The temporary file with the content `entry` gives `path`: written now for a text, downloaded
+ * for a blob (undefined while it is fetched). A new file first takes its size from `budget`
+ * ('held' when over it; a download under way has its share already). A downloaded file keeps
+ * its temporary file's stamp when it is put in place (a rename): it goes in the disk record.
+ */
+function tempOf(
+  mirror: FolderMirror,
+  path: string,
+  entry: FileEntry,
+  budget: ReceiveBudget | undefined,
+): { temp: string; stamp?: Stamp } | { problem: string } | 'held' | undefined {
+  const content = entry.text?.toString();
+  const version = entry.blob!;
+  const size = content === undefined ? version.size : Buffer.byteLength(content);
+  const fetching = content === undefined && mirror.blobs?.wants(path, version.v) === true;
+  if (budget !== undefined && !fetching && !budget.take(size)) return 'held';
+  if (content !== undefined) return writeTemp(mirror.dir, path, content);
+  const temp = blobTemp(mirror, path, version);
+  if (temp === undefined) return undefined;
+  const stamp = statFile(mirror.dir, temp.temp);
+  return stamp === undefined || 'problem' in stamp ? temp : { ...temp, stamp };
 }
 
 /**

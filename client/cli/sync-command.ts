@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { type FSWatcher, mkdirSync, realpathSync, statSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { docKeyOf } from '../doc-key.ts';
-import { deriveE2EKey } from '../e2e-key.ts';
+import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
-import { blobTransferOf } from './blob-transfer.ts';
+import { connectionTransfers } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
 import { folderDocName } from './folder-doc.ts';
@@ -54,47 +54,12 @@ export async function runFolderSync(options: {
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
-  const { io, supervisor, state, passphrase } = options;
-  // A line printed while the progress line shows takes its place (it is drawn again after).
-  let clearProgress: () => void = () => undefined;
-  const out = (line: string) => {
-    clearProgress();
-    io.stdout.write(`${printable(line)}\n`);
-  };
-  const problem = (line: string) => {
-    clearProgress();
-    io.stderr.write(`${printable(line)}\n`);
-  };
-  const dir = usableFolder(options.dir);
+  const { supervisor, passphrase } = options;
   const key =
     passphrase === undefined
       ? undefined
       : await deriveE2EKey(passphrase, supervisor.connection.room);
-  // Files that are not text move over the current connection, once it is joined.
-  let transfer = blobTransferOf(supervisor.connection, key);
-  const stopTransfers = supervisor.on('connection', (connection) => {
-    transfer.close();
-    transfer = blobTransferOf(connection, key);
-  });
-  const folder = openFolder(() => {
-    return new FolderSync({
-      dir,
-      stateFile: state,
-      device: String(supervisor.connection.device),
-      limits: options.limits,
-      maxFileBytes: options.maxFileBytes,
-      transfer: () => (supervisor.state === 'joined' ? transfer : undefined),
-      log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
-    });
-  }, state);
-  const reports = folderReports({
-    connection: () => supervisor.connection,
-    doc: docKeyOf(folderDocName, key),
-    encrypted: key !== undefined,
-    count: () => folder.liveFiles(),
-  });
-  const progress = showProgress(io, () => folder.transfers(), options.progressAfterMs);
-  clearProgress = progress.clear;
+  const { dir, folder, out, problem, files } = openSyncedFolder(options, key);
   // What changed while sync was not running is read before anything from the room is applied.
   folder.guarded(() => folder.scan());
   const provider = await superviseYjsProvider({
@@ -116,7 +81,7 @@ export async function runFolderSync(options: {
       () => folder.unconfirmed.confirmed(mark),
       () => undefined, // the connection ended: confirmed after the next one synced
     );
-    reports.changed();
+    files.reports.changed();
   };
   folder.onChange = confirmSent;
   let inSync = false;
@@ -127,7 +92,7 @@ export async function runFolderSync(options: {
     if (synced) {
       confirmSent();
       folder.resume();
-      reports.changed();
+      files.reports.changed();
     }
   });
   options.addStatus?.(() => {
@@ -193,10 +158,7 @@ export async function runFolderSync(options: {
     watcher?.close();
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
-    progress.stop();
-    reports.stop();
-    stopTransfers();
-    transfer.close();
+    files.stop();
     folder.close(provider.store.progress());
     provider.destroy();
     await supervisor.stop();
@@ -277,4 +239,49 @@ function maxFileBytesOf(value: string | undefined): number | undefined {
     throw new UsageError('--max-file-bytes takes a whole number of bytes, such as 1073741824');
   }
   return bytes;
+}
+
+/**
+ * The folder sync of `runFolderSync` with what goes around it: the lines it prints (a line
+ * printed while the progress line shows takes its place; it is drawn again after), the file
+ * transfers on the supervisor's current connection, the folder reports and the progress line.
+ */
+function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2EKey | undefined) {
+  const { io, supervisor, state } = options;
+  let clearProgress: () => void = () => undefined;
+  const out = (line: string) => {
+    clearProgress();
+    io.stdout.write(`${printable(line)}\n`);
+  };
+  const problem = (line: string) => {
+    clearProgress();
+    io.stderr.write(`${printable(line)}\n`);
+  };
+  const dir = usableFolder(options.dir);
+  const transfers = connectionTransfers(supervisor, key);
+  const folder = openFolder(() => {
+    return new FolderSync({
+      dir,
+      stateFile: state,
+      device: String(supervisor.connection.device),
+      limits: options.limits,
+      maxFileBytes: options.maxFileBytes,
+      transfer: transfers.current,
+      log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
+    });
+  }, state);
+  const reports = folderReports({
+    connection: () => supervisor.connection,
+    doc: docKeyOf(folderDocName, key),
+    encrypted: key !== undefined,
+    count: () => folder.liveFiles(),
+  });
+  const progress = showProgress(io, () => folder.transfers(), options.progressAfterMs);
+  clearProgress = progress.clear;
+  const stop = () => {
+    progress.stop();
+    reports.stop();
+    transfers.close();
+  };
+  return { dir, folder, out, problem, files: { reports, stop } };
 }
