@@ -69,6 +69,16 @@ export function blobDigest(version: BlobVersion): string {
   return version.digest.slice(0, 32);
 }
 
+/** The digest of an entry's current content (what a delete of it records). */
+export function entryDigest(entry: FileEntry): string {
+  return entry.text === undefined ? blobDigest(entry.blob!) : digestOf(entry.text.toString());
+}
+
+/** Whether the entry is a file that exists: not deleted, or edited since its delete. */
+export function entryLive(entry: FileEntry): boolean {
+  return entry.deleted === undefined || entry.deleted !== entryDigest(entry);
+}
+
 export function newEntryId(): string {
   return randomBytes(12).toString('hex');
 }

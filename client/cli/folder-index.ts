@@ -2,9 +2,8 @@ import type * as Y from 'yjs';
 import {
   addEntry,
   type BlobVersion,
-  blobDigest,
   blobSplitId,
-  digestOf,
+  entryDigest,
   entryOf,
   type FileEntry,
 } from './folder-doc.ts';
@@ -96,8 +95,7 @@ export class EntryIndex {
     const entry = this.get(id);
     if (typeof entry !== 'object') return undefined;
     const cached = this.cache.get(id)!;
-    cached.digest ??=
-      entry.text === undefined ? blobDigest(entry.blob!) : digestOf(entry.text.toString());
+    cached.digest ??= entryDigest(entry);
     return cached.digest;
   }
 

@@ -1,4 +1,5 @@
 import * as Y from 'yjs';
+import { ChunkTransfer } from '../chunks/index.ts';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
@@ -8,7 +9,17 @@ import { YjsProvider } from '../yjs-provider.ts';
 import { type Context, signedIn, UsageError } from './context.ts';
 import { requestControl } from './control-client.ts';
 import { controlSocketPath } from './control-path.ts';
-import { addEntry, digestOf, entryOf, type FileEntry, folderDocName } from './folder-doc.ts';
+import {
+  addEntry,
+  addVersion,
+  type BlobVersion,
+  entryDigest,
+  entryLive,
+  entryOf,
+  type FileEntry,
+  folderDocName,
+  newVersion,
+} from './folder-doc.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import { roomOf } from './project-room.ts';
@@ -82,18 +93,8 @@ function pathStates(doc: Y.Doc): Map<string, string> {
   }
   const states = new Map<string, string>();
   for (const [path, entries] of byPath) {
-    const live = entries.filter((entry) => entry.deleted === undefined);
-    states.set(
-      path,
-      live.length === 0
-        ? 'deleted'
-        : live
-            .map((entry) =>
-              entry.text === undefined ? entry.blob!.digest : digestOf(entry.text.toString()),
-            )
-            .sort()
-            .join(','),
-    );
+    const live = entries.filter(entryLive);
+    states.set(path, live.length === 0 ? 'deleted' : live.map(entryDigest).sort().join(','));
   }
   return states;
 }
@@ -147,27 +148,95 @@ export async function history(ctx: Context): Promise<number> {
   });
 }
 
-/** The text `path` had at `at` in the history: its live version, else the last before a delete. */
+/** What a file held at a moment of the history: its text, or its version kept as chunks. */
+type Content = { text: string } | { blob: BlobVersion };
+
+/** The newest of `entries` (of one path), the live ones first. */
+function newestLive(entries: FileEntry[]): FileEntry | undefined {
+  const newest = (list: FileEntry[]) => list.sort((a, b) => b.time - a.time)[0];
+  return newest(entries.filter(entryLive));
+}
+
+/** The entries of `doc`'s folder at `path`, deleted ones too. */
+function entriesAt(doc: Y.Doc, path: string): FileEntry[] {
+  const found: FileEntry[] = [];
+  for (const [id, value] of doc.getMap<unknown>('files')) {
+    const entry = entryOf(id, value);
+    if (typeof entry !== 'string' && entry.path === path) found.push(entry);
+  }
+  return found;
+}
+
+/** What `path` held at `at` in the history: its live version, else the last before a delete. */
 function contentAt(
   entries: HistoryEntry[],
   path: string,
   at: number | undefined,
-): string | undefined {
-  const candidates: FileEntry[] = [];
-  for (const [id, value] of documentAt(entries, at).getMap<unknown>('files')) {
-    const entry = entryOf(id, value);
-    if (typeof entry !== 'string' && entry.path === path) candidates.push(entry);
-  }
-  const newest = (list: FileEntry[]) => list.sort((a, b) => b.time - a.time)[0];
+): Content | undefined {
+  const candidates = entriesAt(documentAt(entries, at), path);
   const chosen =
-    newest(candidates.filter((entry) => entry.deleted === undefined)) ?? newest(candidates);
-  return chosen?.text?.toString();
+    newestLive(candidates) ?? candidates.sort((a, b) => b.time - a.time)[0] ?? undefined;
+  if (chosen === undefined) return undefined;
+  return chosen.text === undefined ? { blob: chosen.blob! } : { text: chosen.text.toString() };
+}
+
+/**
+ * Refuses (changing nothing) a version kept as chunks of which the host no longer holds some:
+ * the sweep dropped them, no device having asked about them for the whole history. Asking
+ * marks the held ones used, so they stay while the restored version is fetched.
+ */
+async function checkHeld(history: FolderHistory, version: BlobVersion, what: string) {
+  const transfer = new ChunkTransfer({ connection: history.connection, key: history.key });
+  try {
+    const ids = [...new Set(version.chunks.map(([id]) => id))];
+    const held = await transfer.held(ids);
+    const gone = ids.filter((id) => !held.has(id)).length;
+    if (gone > 0) {
+      throw new SyncError(
+        'chunk_missing',
+        `${what} cannot be restored: the host no longer holds ${gone} of its ${ids.length} chunks (nothing was changed)`,
+      );
+    }
+  } finally {
+    transfer.close();
+  }
+}
+
+/**
+ * Makes `content` the file at `path` of the folder document (one transaction), as an edit of
+ * this device: a text merged into the live text entry, a blob version replacing the live blob's
+ * current one (so a device that changed it meanwhile meets the usual conflict rule), else the
+ * live entry of the other kind deleted and a new entry made. False when it is so already.
+ */
+function putBack(doc: Y.Doc, path: string, content: Content, device: string): boolean {
+  const current = newestLive(entriesAt(doc, path));
+  const same =
+    'text' in content
+      ? current?.text?.toString() === content.text
+      : current?.blob?.digest === content.blob.digest;
+  if (current !== undefined && same) return false;
+  const time = Date.now();
+  doc.transact(() => {
+    if ('text' in content && current?.text !== undefined) {
+      replaceText(current.text, content.text);
+      return;
+    }
+    const fresh = 'blob' in content ? newVersion(content.blob, device, time) : content.text;
+    if (typeof fresh !== 'string' && current?.blob !== undefined) {
+      addVersion(current, fresh, true);
+      return;
+    }
+    if (current !== undefined) current.map.set('deleted', entryDigest(current));
+    addEntry(doc.getMap<unknown>('files'), { path, content: fresh, device, time });
+  });
+  return true;
 }
 
 /**
  * `restore <projectKey> <path> [--at <ISO time>] [--encrypt [--passphrase-file F]]`: brings the
  * file back as it was then (now by default: a deleted file as it was when deleted), as a new
- * edit that the host stores and every device receives.
+ * edit that the host stores and every device receives. A file kept as chunks comes back as a
+ * new version naming the same chunks, once the host says it still holds every one of them.
  */
 export async function restore(ctx: Context): Promise<number> {
   if (ctx.args.length < 2) throw new UsageError('missing arguments: expected <projectKey> <path>');
@@ -178,46 +247,28 @@ export async function restore(ctx: Context): Promise<number> {
   if (at !== undefined && !Number.isFinite(at)) {
     throw new UsageError('--at takes a time such as 2026-11-26T16:40:00Z');
   }
-  return withFolderHistory(ctx, projectKey, async ({ connection, key, entries, last }) => {
+  const when = at === undefined ? 'its last version' : new Date(at).toISOString();
+  return withFolderHistory(ctx, projectKey, async (history) => {
+    const { connection, key, entries, last } = history;
     const content = contentAt(entries, path, at);
     if (content === undefined) {
-      const when = at === undefined ? '' : ` at ${new Date(at).toISOString()}`;
+      const then = at === undefined ? '' : ` at ${when}`;
       throw new SyncError(
         'not_found',
-        `${path} is not in what the host keeps of ${projectKey}${when}`,
+        `${path} is not in what the host keeps of ${projectKey}${then}`,
       );
     }
+    if ('blob' in content) await checkHeld(history, content.blob, `${path} as of ${when}`);
     const doc = documentAt(entries);
     const store = cursorAfter(entries, last, docKeyOf(folderDocName, key));
     const provider = new YjsProvider({ connection, doc, name: folderDocName, store }, key);
     try {
       await provider.whenSynced();
-      const files = doc.getMap<unknown>('files');
-      const live: FileEntry[] = [];
-      for (const [id, value] of files) {
-        const entry = entryOf(id, value);
-        if (typeof entry !== 'string' && entry.path === path && entry.deleted === undefined) {
-          live.push(entry);
-        }
-      }
-      const current = live.sort((a, b) => b.time - a.time)[0];
-      if (current !== undefined && current.text === undefined) {
-        throw new SyncError(
-          'not_found',
-          `${path} is now a file kept as chunks; only text files can be restored`,
-        );
-      }
-      if (current?.text?.toString() === content) {
+      if (!putBack(doc, path, content, String(connection.device))) {
         ctx.io.stdout.write(`${printable(path)} is already as it was\n`);
         return 0;
       }
-      doc.transact(() => {
-        if (current?.text !== undefined) replaceText(current.text, content);
-        else
-          addEntry(files, { path, content, device: String(connection.device), time: Date.now() });
-      });
       await provider.flush();
-      const when = at === undefined ? 'its last version' : new Date(at).toISOString();
       ctx.io.stdout.write(`restored ${printable(path)} as of ${when}\n`);
       return 0;
     } finally {
