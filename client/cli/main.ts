@@ -59,7 +59,8 @@ export const clientUsage = `Client commands:
       keeps (30 days of history by default); stop the project's sync on this device first
   sync-host restore <projectKey> <path> [--at TIME] [--encrypt [--passphrase-file F]]
       bring <path> back as it was at TIME (ISO 8601; default: its last version, a deleted file
-      as it was when deleted) as a new edit that reaches every device
+      as it was when deleted) as a new edit that reaches every device; a binary file too, when
+      the host still holds its chunks
   sync-host status [<projectKey>] [--json]
       what the running syncs say: connected or not, when last in step, files waiting to go up
       and to be written here, conflict copies, the other devices present

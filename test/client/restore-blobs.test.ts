@@ -21,7 +21,8 @@ import { eventually } from '../helpers/wait.ts';
  * `sync-host restore` of files kept as chunks (binary files), with real `sync` processes and a
  * real host: an earlier version and a deleted file come back byte for byte on a device whose
  * sync runs meanwhile, in the clear and encrypted; a version whose chunks the host no longer
- * holds is refused in one line and the folder document is left as it was.
+ * holds is refused in one line and the folder document is left as it was; a file whose kind
+ * changed (text, then binary) comes back as the kind it was.
  */
 
 const { spawnCli, cli, killAll } = createCliRunner();
@@ -65,7 +66,24 @@ async function setUp(encrypted: boolean) {
   /** A one-shot command (history, restore) on device `which`. */
   const run = (which: 'one' | 'two', args: string[]) =>
     cli([...args, '--relay', th.relayUrl, ...extra], config[which]);
-  return { th, folder, start, run };
+  /** Waits until `sync` printed `line` and the host confirmed everything it sent. */
+  const sent = async (sync: CliRun, which: 'one' | 'two', line: string) => {
+    await eventually(() => sync.out.stdout.includes(`${line}\n`), line, 30_000);
+    await eventually(
+      async () => {
+        const status = await cli(['status', 'files', '--json'], config[which]);
+        if (status.code !== 0) return false;
+        const fields = JSON.parse(status.stdout) as {
+          inSync: boolean;
+          waitingUp: { files: number };
+        };
+        return fields.inSync && fields.waitingUp.files === 0;
+      },
+      `${line}: confirmed`,
+      30_000,
+    );
+  };
+  return { th, folder, start, run, sent };
 }
 
 async function stop(sync: CliRun): Promise<void> {
@@ -76,21 +94,20 @@ async function stop(sync: CliRun): Promise<void> {
 const binary = (size: number) => Buffer.concat([Buffer.from([0]), randomBytes(size - 1)]);
 const sameBytes = (file: string, expected: Buffer) =>
   existsSync(file) && readFileSync(file).equals(expected);
-const printed = (sync: CliRun, line: string) => () => sync.out.stdout.includes(`${line}\n`);
 
 /**
  * Device one sends photo.bin and old.bin, stops, and (started again) sends a second photo.bin
  * and the delete of old.bin; returns the contents and a time between the two runs.
  */
 async function twoVersions(setup: Awaited<ReturnType<typeof setUp>>, size: number) {
-  const { folder, start } = setup;
+  const { folder, start, sent } = setup;
   const first = binary(size);
   const old = binary(size);
   writeFileSync(join(folder.one, 'photo.bin'), first);
   writeFileSync(join(folder.one, 'old.bin'), old);
   let one = start('one');
-  await eventually(printed(one, 'sent photo.bin (new)'), 'photo.bin sent', 30_000);
-  await eventually(printed(one, 'sent old.bin (new)'), 'old.bin sent', 30_000);
+  await sent(one, 'one', 'sent photo.bin (new)');
+  await sent(one, 'one', 'sent old.bin (new)');
   await stop(one);
   const between = new Date().toISOString();
   await new Promise((resolve) => setTimeout(resolve, 50));
@@ -98,8 +115,8 @@ async function twoVersions(setup: Awaited<ReturnType<typeof setUp>>, size: numbe
   writeFileSync(join(folder.one, 'photo.bin'), second);
   unlinkSync(join(folder.one, 'old.bin'));
   one = start('one');
-  await eventually(printed(one, 'sent photo.bin'), 'second photo.bin sent', 30_000);
-  await eventually(printed(one, 'sent old.bin (deleted)'), 'old.bin deleted', 30_000);
+  await sent(one, 'one', 'sent photo.bin');
+  await sent(one, 'one', 'sent old.bin (deleted)');
   await stop(one);
   return { first, second, old, between };
 }
@@ -206,5 +223,40 @@ describe('sync-host restore of files kept as chunks', () => {
       30_000,
     );
     await stop(two);
+  }, 120_000);
+  it('brings back a file whose kind changed as the kind it was then: text over a binary file, and back', async () => {
+    const { folder, start, run, sent } = await setUp(false);
+    const text = 'first, as text\n';
+    writeFileSync(join(folder.one, 'kind.dat'), text);
+    let one = start('one');
+    await sent(one, 'one', 'sent kind.dat (new)');
+    await stop(one);
+    const asText = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const bytes = binary(5_000);
+    writeFileSync(join(folder.one, 'kind.dat'), bytes);
+    one = start('one');
+    await sent(one, 'one', 'sent kind.dat');
+    await stop(one);
+    const asBinary = new Date().toISOString();
+    const two = start('two');
+    await eventually(() => sameBytes(join(folder.two, 'kind.dat'), bytes), 'binary at two', 30_000);
+
+    const toText = await run('one', ['restore', 'files', 'kind.dat', '--at', asText]);
+    expect(toText.code, toText.stderr).toBe(0);
+    await eventually(
+      () => sameBytes(join(folder.two, 'kind.dat'), Buffer.from(text)),
+      'text back at two',
+      30_000,
+    );
+    const toBinary = await run('one', ['restore', 'files', 'kind.dat', '--at', asBinary]);
+    expect(toBinary.code, toBinary.stderr).toBe(0);
+    await eventually(
+      () => sameBytes(join(folder.two, 'kind.dat'), bytes),
+      'binary back at two',
+      30_000,
+    );
+    await stop(two);
+    expect(readdirSync(folder.two).filter((name) => name.includes('sync-conflict'))).toEqual([]);
   }, 120_000);
 });
