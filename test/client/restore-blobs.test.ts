@@ -1,21 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import {
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { plainChunkId } from '../../client/chunks/chunk-id.ts';
-import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import type { CliRun } from '../helpers/cli-process.ts';
 import { eventually } from '../helpers/wait.ts';
+import { cliDevices } from './cli-devices.ts';
 
 /**
  * `sync-host restore` of files kept as chunks (binary files), with real `sync` processes and a
@@ -25,53 +16,23 @@ import { eventually } from '../helpers/wait.ts';
  * changed (text, then binary) comes back as the kind it was.
  */
 
-const { spawnCli, cli, killAll } = createCliRunner();
-const temps: string[] = [];
-const hosts: TestHost[] = [];
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'restore-blobs-'));
-  temps.push(dir);
-  return dir;
-}
-
-afterEach(() => killAll());
-
-afterAll(async () => {
-  killAll();
-  for (const th of hosts) await th.close();
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const { cli, tempDir, setUp: devices } = cliDevices('restore-blobs');
 
 /** A host, a project and two signed-in devices with their own folders (and a passphrase). */
 async function setUp(encrypted: boolean) {
-  const th = await startTestHost({ ui: false });
-  hosts.push(th);
-  const config = { one: tempDir(), two: tempDir() };
-  const folder = { one: tempDir(), two: tempDir() };
-  const one = await th.signIn('restore-blobs@example.org', 'one');
-  const two = await th.signIn('restore-blobs@example.org', 'two');
-  await registerProject(th.base, one.deviceToken, 'files');
-  for (const [dir, t] of [
-    [config.one, one.deviceToken],
-    [config.two, two.deviceToken],
-  ] as const) {
-    expect((await cli(['login', '--auth', th.base, '--token', t], dir)).code).toBe(0);
-  }
   const passphrase = join(tempDir(), 'passphrase');
   writeFileSync(passphrase, 'restore these files\n', { mode: 0o600 });
   const extra = encrypted ? ['--encrypt', '--passphrase-file', passphrase] : [];
-  const start = (which: 'one' | 'two'): CliRun =>
-    spawnCli(['sync', 'files', folder[which], '--relay', th.relayUrl, ...extra], config[which]);
+  const { th, config, folder, start } = await devices({ syncArgs: extra });
   /** A one-shot command (history, restore) on device `which`. */
   const run = (which: 'one' | 'two', args: string[]) =>
     cli([...args, '--relay', th.relayUrl, ...extra], config[which]);
-  /** Waits until `sync` printed `line` and the host confirmed everything it sent. */
-  const sent = async (sync: CliRun, which: 'one' | 'two', line: string) => {
+  /** Waits until device one's `sync` printed `line` and the host confirmed all it sent. */
+  const sent = async (sync: CliRun, line: string) => {
     await eventually(() => sync.out.stdout.includes(`${line}\n`), line, 30_000);
     await eventually(
       async () => {
-        const status = await cli(['status', 'files', '--json'], config[which]);
+        const status = await cli(['status', 'files', '--json'], config.one);
         if (status.code !== 0) return false;
         const fields = JSON.parse(status.stdout) as {
           inSync: boolean;
@@ -106,8 +67,8 @@ async function twoVersions(setup: Awaited<ReturnType<typeof setUp>>, size: numbe
   writeFileSync(join(folder.one, 'photo.bin'), first);
   writeFileSync(join(folder.one, 'old.bin'), old);
   let one = start('one');
-  await sent(one, 'one', 'sent photo.bin (new)');
-  await sent(one, 'one', 'sent old.bin (new)');
+  await sent(one, 'sent photo.bin (new)');
+  await sent(one, 'sent old.bin (new)');
   await stop(one);
   const between = new Date().toISOString();
   await new Promise((resolve) => setTimeout(resolve, 50));
@@ -115,8 +76,8 @@ async function twoVersions(setup: Awaited<ReturnType<typeof setUp>>, size: numbe
   writeFileSync(join(folder.one, 'photo.bin'), second);
   unlinkSync(join(folder.one, 'old.bin'));
   one = start('one');
-  await sent(one, 'one', 'sent photo.bin');
-  await sent(one, 'one', 'sent old.bin (deleted)');
+  await sent(one, 'sent photo.bin');
+  await sent(one, 'sent old.bin (deleted)');
   await stop(one);
   return { first, second, old, between };
 }
@@ -229,14 +190,14 @@ describe('sync-host restore of files kept as chunks', () => {
     const text = 'first, as text\n';
     writeFileSync(join(folder.one, 'kind.dat'), text);
     let one = start('one');
-    await sent(one, 'one', 'sent kind.dat (new)');
+    await sent(one, 'sent kind.dat (new)');
     await stop(one);
     const asText = new Date().toISOString();
     await new Promise((resolve) => setTimeout(resolve, 50));
     const bytes = binary(5_000);
     writeFileSync(join(folder.one, 'kind.dat'), bytes);
     one = start('one');
-    await sent(one, 'one', 'sent kind.dat');
+    await sent(one, 'sent kind.dat');
     await stop(one);
     const asBinary = new Date().toISOString();
     const two = start('two');

@@ -2,23 +2,20 @@ import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   existsSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
   renameSync,
-  rmSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { progressDelayVariable } from '../../client/cli/sync-progress.ts';
-import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import type { CliRun } from '../helpers/cli-process.ts';
 import { spawnInTerminal } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
+import { cliDevices } from './cli-devices.ts';
 
 /**
  * `sync-host sync` processes with files that are not text: a conflict of a binary file listed by
@@ -26,41 +23,12 @@ import { eventually } from '../helpers/wait.ts';
  * file through the host with each process's memory sampled from /proc.
  */
 
-const { spawnCli, cli, killAll } = createCliRunner();
-const temps: string[] = [];
-const hosts: TestHost[] = [];
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-blobs-cli-'));
-  temps.push(dir);
-  return dir;
-}
-
-afterEach(() => killAll());
-
-afterAll(async () => {
-  killAll();
-  for (const th of hosts) await th.close();
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const { cli, setUp: devices } = cliDevices('blobs-cli');
 
 /** A host, a project and two signed-in devices with their own folders. */
 async function setUp(relay: string[] = []) {
-  const th = await startTestHost({ ui: false, relay });
-  hosts.push(th);
-  const config = { one: tempDir(), two: tempDir() };
-  const folder = { one: tempDir(), two: tempDir() };
-  const one = await th.signIn('blobs-cli@example.org', 'one');
-  const two = await th.signIn('blobs-cli@example.org', 'two');
-  await registerProject(th.base, one.deviceToken, 'files');
-  for (const [dir, t] of [
-    [config.one, one.deviceToken],
-    [config.two, two.deviceToken],
-  ] as const) {
-    expect((await cli(['login', '--auth', th.base, '--token', t], dir)).code).toBe(0);
-  }
-  const start = (which: 'one' | 'two'): CliRun =>
-    spawnCli(['sync', 'files', folder[which], '--relay', th.relayUrl], config[which]);
+  const setup = await devices({ relay });
+  const { config } = setup;
   /** What `status --json` says (a sync that does not answer yet: nothing waits, no conflict). */
   const status = async (which: 'one' | 'two') => {
     const run = await cli(['status', 'files', '--json'], config[which]);
@@ -70,7 +38,7 @@ async function setUp(relay: string[] = []) {
         : { waitingUp: { files: -1, bytes: 0 }, conflicts: [], storeFull: false }
     ) as { waitingUp: { files: number; bytes: number }; conflicts: string[]; storeFull: boolean };
   };
-  return { th, config, folder, one, two, start, status, deviceOne: one.deviceId };
+  return { ...setup, status };
 }
 
 function sameBytes(file: string, expected: Buffer): boolean {
