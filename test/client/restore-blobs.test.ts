@@ -13,7 +13,8 @@ import { cliDevices } from './cli-devices.ts';
  * real host: an earlier version and a deleted file come back byte for byte on a device whose
  * sync runs meanwhile, in the clear and encrypted; a version whose chunks the host no longer
  * holds is refused in one line and the folder document is left as it was; a file whose kind
- * changed (text, then binary) comes back as the kind it was.
+ * changed (text, then binary) comes back as the kind it was; a device that changed the file
+ * apart meanwhile gets a conflict copy, as for any edit.
  */
 
 const { cli, tempDir, setUp: devices } = cliDevices('restore-blobs');
@@ -219,5 +220,36 @@ describe('sync-host restore of files kept as chunks', () => {
     );
     await stop(two);
     expect(readdirSync(folder.two).filter((name) => name.includes('sync-conflict'))).toEqual([]);
+  }, 120_000);
+  it('meets the conflict rule like any edit: a device that changed the file apart keeps both versions', async () => {
+    const setup = await setUp(false);
+    const { folder, start, run } = setup;
+    const { first, second, between } = await twoVersions(setup, 5_000);
+    let two = start('two');
+    await eventually(
+      () => sameBytes(join(folder.two, 'photo.bin'), second),
+      'second at two',
+      30_000,
+    );
+    await stop(two);
+    const restored = await run('one', ['restore', 'files', 'photo.bin', '--at', between]);
+    expect(restored.code, restored.stderr).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // Changed at two from the version it saw, before it hears of the restore.
+    const third = binary(5_000);
+    writeFileSync(join(folder.two, 'photo.bin'), third);
+    two = start('two');
+    const copies = () =>
+      readdirSync(folder.two).filter((name) => name.startsWith('photo.sync-conflict'));
+    await eventually(() => copies().length === 1, 'a conflict copy at two', 30_000);
+    // The most recent edit (two's) keeps the name; the restored version is the copy.
+    expect(copies()[0]).toMatch(/^photo\.sync-conflict-\d{8}-\d{6}-\d+\.bin$/);
+    await eventually(
+      () => sameBytes(join(folder.two, copies()[0]!), first),
+      'restored copy',
+      30_000,
+    );
+    expect(sameBytes(join(folder.two, 'photo.bin'), third)).toBe(true);
+    await stop(two);
   }, 120_000);
 });
