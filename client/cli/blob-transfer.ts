@@ -30,6 +30,7 @@ export function blobTransferOf(
         temp,
         onBytes,
       ),
+    held: (ids) => t.held(ids),
     close: () => t.close(),
   };
 }

@@ -30,6 +30,8 @@ export interface BlobTransfer {
     temp: string,
     onBytes: (n: number) => void,
   ): Promise<{ size: number; digest: string }>;
+  /** Which of `ids` the host holds (and marks them used there). */
+  held(ids: string[]): Promise<Set<string>>;
 }
 
 /** What the queue needs of the folder sync. */

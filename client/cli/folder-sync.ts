@@ -1,6 +1,7 @@
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import { BlobQueue, type BlobTransfer, type Transfer } from './folder-blobs.ts';
+import { type ChunkKeeper, keeperOf } from './folder-chunk-keeper.ts';
 import { syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
 import { folderThere, writeMarker } from './folder-marker.ts';
@@ -74,6 +75,7 @@ export class FolderSync {
   private heldTimer: ReturnType<typeof setTimeout> | undefined;
   private holding = false;
   private closed = false;
+  private keeper: ChunkKeeper | undefined;
   /** How long the last full scan took. */
   lastFullScanMs = 0;
   /** Called when a file sent as chunks was published (the caller confirms it with the relay). */
@@ -114,7 +116,10 @@ export class FolderSync {
       now,
     );
     if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
-    if (options.transfer !== undefined) this.mirror.blobs = this.blobQueue(options.transfer);
+    if (options.transfer !== undefined) {
+      this.mirror.blobs = this.blobQueue(options.transfer);
+      this.keeper = keeperOf(options.dir, options.transfer, this.index, this.mirror);
+    }
     this.refreshRules();
     for (const [path, record] of opened.onDisk) {
       this.mirror.retry.add(path);
@@ -187,6 +192,7 @@ export class FolderSync {
     this.state.close();
     this.closed = true;
     this.mirror.blobs?.close();
+    this.keeper?.close();
     clearTimeout(this.remoteTimer);
     clearTimeout(this.heldTimer);
   }
@@ -199,6 +205,7 @@ export class FolderSync {
   /** Transfers of files kept as chunks that wait: tried now (the connection is back). */
   resume(): void {
     this.mirror.blobs?.resume();
+    this.keeper?.resume();
   }
 
   /** The transfers running now, for the progress line. */

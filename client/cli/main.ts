@@ -45,12 +45,12 @@ export const clientUsage = `Client commands:
       the relay has it; through the running sync of the project when there is one, else joining
   sync-host listen <projectKey>         print each message for this device as one JSON line
       (through the running sync of the project when there is one)
-  sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F]]
-      keep the text files of <dir> in step with the project's other devices (Yjs documents;
-      binary files, files over 1 MiB, links, what .syncignore matches and dot files it does not
-      let through are skipped; an edit wins over a
-      delete; versions that cannot merge are kept as <name>.sync-conflict-<time>-<device>.<ext>
-      copies); rejoins by itself when its connection is
+  sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F]] [--max-file-bytes N]
+      keep the files of <dir> in step with the project's other devices (text merged as Yjs
+      documents; binary files and files over 1 MiB, up to N bytes (1 GiB), as chunks the host
+      keeps; links, what .syncignore matches and dot files it does not let through are skipped;
+      an edit wins over a delete; versions that cannot merge are kept as
+      <name>.sync-conflict-<time>-<device>.<ext> copies); rejoins by itself when its connection is
       taken over; one sync per project and device (a second one is refused). --encrypt reads a
       passphrase from stdin, or from the first line of F (mode 0600 or 0400), and encrypts end
       to end (every device must use the same)

@@ -227,6 +227,33 @@ describe('files kept as chunks', () => {
     }
   }, 180_000);
 
+  it('puts the chunks of a file back at its next connection when the host no longer holds them', async () => {
+    const [a, b] = await twoDevices();
+    const binary = randomBytes(600_000);
+    put(a.dir, 'kept.bin', binary);
+    await a.start();
+    await allSent(a, 'a sent kept.bin');
+    await stopWhenStored(a);
+    // What the host's sweep does to chunks nobody asked about past the history window.
+    const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
+    try {
+      expect(db.prepare('DELETE FROM chunks').run().changes).toBeGreaterThan(0);
+    } finally {
+      db.close();
+    }
+    await a.start();
+    await eventually(
+      () => a.lines.find((line) => line.startsWith('put kept.bin back on the host')),
+      'a put kept.bin back',
+      30_000,
+    );
+    await b.start();
+    await eventually(() => read(b.dir, 'kept.bin'), 'kept.bin at b', 30_000);
+    expect(read(b.dir, 'kept.bin')!.equals(binary)).toBe(true);
+    await a.stop();
+    await b.stop();
+  }, 120_000);
+
   it('never writes a chunk the host corrupted, and fetches it again', async () => {
     const [a, b] = await twoDevices();
     const binary = randomBytes(600_000);
