@@ -27,6 +27,39 @@ const standardBase64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/
  * expression decides only what that did not accept, so the answer is the expression's.
  */
 export function isStandardBase64(text: string): boolean {
-  if (nodeBuffer?.from(text, 'base64').toString('base64') === text) return true;
+  const bytes = nodeBuffer?.from(text, 'base64');
+  if (bytes !== undefined && bytes.toString('base64') === text) {
+    if (text.length >= keptMinChars) keep(text, bytes);
+    return true;
+  }
   return standardBase64.test(text);
+}
+
+/**
+ * The large texts `isStandardBase64` accepted lately, with their bytes, newest last: a frame's
+ * check and the decode that follows it (a chunk's bytes on the host, a fetched chunk on a device)
+ * decode once. At most `keptMax`, so what is never taken is dropped soon.
+ */
+const kept: Array<{ text: string; bytes: Uint8Array }> = [];
+const keptMax = 8;
+const keptMinChars = 16_384;
+
+function keep(text: string, bytes: Uint8Array): void {
+  if (kept.length === keptMax) kept.shift();
+  kept.push({ text, bytes });
+}
+
+/**
+ * The bytes of `text` when `isStandardBase64` accepted it lately (its own buffer, no longer kept
+ * here); undefined otherwise, to be decoded as usual.
+ */
+export function takeCheckedBase64(text: string): Uint8Array | undefined {
+  for (let i = kept.length - 1; i >= 0; i -= 1) {
+    const found = kept[i] as { text: string; bytes: Uint8Array };
+    if (found.text.length === text.length && found.text === text) {
+      kept.splice(i, 1);
+      return found.bytes;
+    }
+  }
+  return undefined;
 }
