@@ -49,6 +49,18 @@ describe('isStandardBase64', () => {
     expect(differing).toEqual([]);
   });
 
+  it('answers as the expression for every character up to U+2FFF at each place of a quartet', () => {
+    const shapes = ['QUJ#', '#UJD', 'QU#=', 'Q#==', '#===', 'QUJDQU#D', 'QQ==#UJD', 'QUJD===#'];
+    const differing: string[] = [];
+    for (let code = 0; code < 0x3000; code += 1) {
+      for (const shape of shapes) {
+        const text = shape.replaceAll('#', String.fromCharCode(code));
+        if (isStandardBase64(text) !== expression.test(text)) differing.push(text);
+      }
+    }
+    expect(differing).toEqual([]);
+  });
+
   it('accepts padded base64 and refuses base64url, missing padding and characters past 255', () => {
     expect(isStandardBase64('')).toBe(true);
     expect(isStandardBase64('QUJD')).toBe(true);
