@@ -4,7 +4,7 @@
  * `Uint8Array.prototype.toBase64`, Node's Buffer at about 1 GB/s): the sync process encodes every
  * update it sends, appends and logs, and decodes every chunk of a large file it fetches.
  */
-import { nodeBuffer } from '../protocol/base64.ts';
+import { decodedIfStandard, nodeBuffer, takeCheckedBase64 } from '../protocol/base64.ts';
 
 const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 /** The character code of each of the 64 digits. */
@@ -54,18 +54,22 @@ export function portableToBase64(bytes: Uint8Array): string {
 }
 
 /**
- * Decodes standard base64; undefined when `text` is not base64. In Node, Buffer decodes what it
- * re-encodes to the same text (canonical base64); anything else goes the `atob` way, which
- * decides as before.
+ * Decodes standard base64; undefined when `text` is not base64. A text the frame schema checked
+ * just before is not decoded again (`takeCheckedBase64`). In Node, Buffer decodes what is surely
+ * standard base64 (`decodedIfStandard`); anything else goes the `atob` way, which decides as
+ * before.
  */
 export function fromBase64(text: string): Uint8Array<ArrayBuffer> | undefined {
-  const decoded = nodeBuffer?.from(text, 'base64');
-  if (decoded !== undefined && decoded.toString('base64') === text) {
-    // A small Buffer is a view into a shared pool: copied, so no one reads the pool through it.
-    const own = decoded.byteOffset === 0 && decoded.buffer.byteLength === decoded.length;
-    return own ? new Uint8Array(decoded.buffer as ArrayBuffer) : new Uint8Array(decoded);
-  }
-  return portableFromBase64(text);
+  const checked = takeCheckedBase64(text);
+  if (checked !== undefined) return ownBytes(checked);
+  const decoded = decodedIfStandard(text);
+  return decoded === undefined ? portableFromBase64(text) : ownBytes(decoded);
+}
+
+/** Bytes in an ArrayBuffer of their own: a small Buffer is a view into a shared pool. */
+function ownBytes(decoded: Uint8Array): Uint8Array<ArrayBuffer> {
+  const own = decoded.byteOffset === 0 && decoded.buffer.byteLength === decoded.length;
+  return own ? new Uint8Array(decoded.buffer as ArrayBuffer) : new Uint8Array(decoded);
 }
 
 /** `fromBase64` with `atob` alone (what a browser runs). */

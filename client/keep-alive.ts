@@ -22,6 +22,9 @@ export interface KeepAliveOptions {
   onDead: () => void;
 }
 
+/** While frames go at the rate, the least time between two pings (`confirmingPingInMs`). */
+const confirmingPingGapMs = 100;
+
 interface FlushWaiter {
   seq: number;
   resolve: () => void;
@@ -76,6 +79,17 @@ export class KeepAlive {
   /** A message went out on the socket. */
   written(message: Outgoing): void {
     this.unconfirmed.push(message);
+  }
+
+  /**
+   * Ms until a ping confirming what was written may go (0: now). While frames go at the rate
+   * (`atRate`: the connection's bucket below half its burst), at most one ping per
+   * `confirmingPingGapMs`: a ping costs a token like any frame, and one after every write took
+   * a third of the rate of a large file's chunk frames.
+   */
+  confirmingPingInMs(atRate: boolean): number {
+    if (!atRate) return 0;
+    return Math.max(0, this.lastPingAt + confirmingPingGapMs - this.options.clock.now());
   }
 
   /** Asks the relay to confirm what was written so far (no-op while the rate says wait). */

@@ -1,3 +1,4 @@
+import { nodeBuffer } from '../protocol/base64.ts';
 import type { DedupeEnvelope } from './dedupe-envelope.ts';
 import { SyncError } from './errors.ts';
 import type { Outgoing } from './keep-alive.ts';
@@ -73,7 +74,9 @@ export class Outbox {
   /** Throws `message_too_big` for a frame above `maxMessageBytes`. */
   private checkSize(text: string): void {
     const { maxMessageBytes } = this.options;
-    if (encoder.encode(text).length > maxMessageBytes) {
+    // Node counts the bytes without encoding them (a chunk-put frame is some 350 KB).
+    const bytes = nodeBuffer?.byteLength(text, 'utf8') ?? encoder.encode(text).length;
+    if (bytes > maxMessageBytes) {
       throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
     }
   }

@@ -326,7 +326,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.pump();
   }
 
-  /** Writes queued messages while the rate allows, then a ping to confirm them. */
+  /** Writes queued messages while the rate allows, then a ping to confirm them (see KeepAlive). */
   private pump(): void {
     const socket = this.socket;
     if (this.currentState !== 'joined' || socket === undefined) return;
@@ -337,9 +337,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
       socket.send(next.text);
       this.keepAlive.written(next);
     }
-    if (this.keepAlive.needsPing) this.keepAlive.ping();
+    const pingInMs = this.keepAlive.confirmingPingInMs(!pending.length && this.bucket.atRate());
+    if (this.keepAlive.needsPing && pingInMs === 0) this.keepAlive.ping();
     if (pending.length > 0 || this.keepAlive.needsPing) {
-      this.timers.set('pump', this.bucket.waitMs(), () => this.pump());
+      this.timers.set('pump', Math.max(this.bucket.waitMs(), pingInMs), () => this.pump());
     }
   }
 

@@ -27,6 +27,12 @@ export class TokenBucket {
     return true;
   }
 
+  /** Frames go at the rate: less than half the burst is left. */
+  atRate(): boolean {
+    this.refill();
+    return this.tokens < this.burst / 2;
+  }
+
   /** Milliseconds until the next token is there (at least 1, so a retry timer always waits). */
   waitMs(): number {
     this.refill();

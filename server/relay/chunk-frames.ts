@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { takeCheckedBase64 } from '../../protocol/base64.ts';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
 import type {
   ChunkGetFrame,
@@ -74,6 +75,26 @@ function refusal(frame: ChunkPutFrame, data: Buffer): string | undefined {
     return 'id is not "s" + the SHA-256 of the data (base64url): the chunk was not stored';
   }
   return undefined;
+}
+
+/** A put's bytes: those the frame schema decoded when it checked them, else decoded now. */
+function decoded(text: string): Buffer {
+  const checked = takeCheckedBase64(text);
+  if (checked === undefined) return Buffer.from(text, 'base64');
+  return Buffer.from(checked.buffer, checked.byteOffset, checked.byteLength);
+}
+
+/**
+ * The `chunk` answer, written straight into one buffer (all of it ASCII: the ref is a number,
+ * the id was checked as base64url): half the time of `Buffer.from` over a string of it all.
+ */
+export function chunkAnswer(ref: number, id: string, data: Buffer): Buffer {
+  const head = `{"type":"chunk","ref":${ref},"id":"${id}","data":"`;
+  const answer = Buffer.allocUnsafe(head.length + Math.ceil(data.length / 3) * 4 + 2);
+  let at = answer.write(head, 0, 'latin1');
+  at += answer.write(data.toString('base64'), at, 'latin1');
+  answer.write('"}', at, 'latin1');
+  return answer;
 }
 
 const send = (conn: Connection, frame: object) =>
@@ -164,7 +185,7 @@ class RelayChunkFrames implements ChunkFrames {
   }
 
   put(conn: Connection, frame: ChunkPutFrame): void {
-    const data = Buffer.from(frame.data, 'base64');
+    const data = decoded(frame.data);
     const counts = this.#counts;
     counts.received++;
     counts.receivedBytes += data.length;
@@ -204,10 +225,7 @@ class RelayChunkFrames implements ChunkFrames {
         this.#sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
         return;
       }
-      // The id is checked (base64url), so it needs no escaping.
-      const answer = Buffer.from(
-        `{"type":"chunk","ref":${frame.ref},"id":"${frame.id}","data":"${data.toString('base64')}"}`,
-      );
+      const answer = chunkAnswer(frame.ref, frame.id, data);
       this.#counts.sent++;
       this.#counts.sentBytes += data.length;
       await this.#sendWhenRoom(conn, answer);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { chunkAnswer } from '../../server/relay/chunk-frames.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { chunkCall, plainId, putChunk, sealedId, testKey } from '../helpers/store-client.ts';
 
@@ -256,5 +257,16 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
     const outside = await harness.client();
     outside.send({ type: 'chunk-have', ref: 1, ids: [] });
     expect(await outside.error('not_joined')).toBeDefined();
+  });
+});
+
+describe('chunkAnswer', () => {
+  it('writes the chunk frame JSON.stringify would, at every length modulo 3', () => {
+    for (const length of [0, 1, 2, 3, 4, 5, 262_143, 262_144]) {
+      const data = randomBytes(length);
+      const id = plainId(data);
+      const frame = { type: 'chunk', ref: length + 1, id, data: data.toString('base64') };
+      expect(chunkAnswer(length + 1, id, data).toString('latin1')).toBe(JSON.stringify(frame));
+    }
   });
 });
