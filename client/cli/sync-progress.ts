@@ -16,7 +16,10 @@ export function progressAfterMsFrom(env: NodeJS.ProcessEnv): number {
   const ms = Number(env[progressDelayVariable]);
   return env[progressDelayVariable] && Number.isFinite(ms) && ms >= 0 ? ms : progressAfterMs;
 }
-const progressEveryMs = 1_000;
+/** How often the line is drawn again: each second, sooner while its delay is shorter. */
+function progressEveryMs(afterMs: number): number {
+  return Math.min(1_000, Math.max(50, afterMs));
+}
 /** At most one folder report per this long. */
 const reportEveryMs = 30_000;
 
@@ -50,7 +53,7 @@ export function showProgress(
     });
     io.stdout.write(`\r\x1b[2K${printable(parts.join('; ')).slice(0, 200)}`);
     shown = true;
-  }, progressEveryMs);
+  }, progressEveryMs(afterMs));
   timer.unref();
   return {
     clear,

@@ -117,7 +117,7 @@ describe('sync-host sync with files kept as chunks', () => {
   it('shows one progress line on a terminal while a file goes up, and none in a log', async () => {
     const { th, folder, config, start } = await setUp();
     // Large enough to take more than the line's first second at the chunk path's speed.
-    writeFileSync(join(folder.one, 'movie.bin'), randomBytes(240 * 1_048_576));
+    writeFileSync(join(folder.one, 'movie.bin'), randomBytes(80 * 1_048_576));
     process.env[progressDelayVariable] = '0';
     const one = spawnInTerminal(['sync', 'files', folder.one, '--relay', th.relayUrl], config.one);
     delete process.env[progressDelayVariable];
@@ -129,7 +129,7 @@ describe('sync-host sync with files kept as chunks', () => {
       );
       const erase = '\r\u001b[2K';
       expect(one.out.text).toContain(`${erase}sending movie.bin `);
-      expect(one.out.text).toMatch(/sending movie\.bin \d+% of 240\.0 MiB/);
+      expect(one.out.text).toMatch(/sending movie\.bin \d+% of 80\.0 MiB/);
       // A line printed meanwhile starts on a cleared line, not after the progress text.
       expect(one.out.text).not.toMatch(/MiB(sent|in sync)/);
     } finally {
