@@ -345,12 +345,10 @@ class RelaySocketHandler implements SocketHandler {
 
   /** A `ping`: answered after the answers to the appends and chunk frames sent before it. */
   #ping(conn: Connection): void {
-    const answered = [
-      this.#options.documents.answered(conn),
-      this.#options.chunks.answered(conn),
-    ].filter((waiting) => waiting !== undefined);
-    if (answered.length === 0) this.#answerPing(conn);
-    else void Promise.all(answered).then(() => this.#answerPing(conn));
+    const documents = this.#options.documents.answered(conn);
+    const chunks = this.#options.chunks.answered(conn);
+    if (documents === undefined && chunks === undefined) this.#answerPing(conn);
+    else void Promise.all([documents, chunks]).then(() => this.#answerPing(conn));
   }
 
   /** A malformed frame: its error names the ref (and doc or chunk id) of a store frame. */

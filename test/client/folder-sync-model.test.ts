@@ -355,5 +355,5 @@ describe('folder sync: model-based run over the real host', () => {
           : Number(process.env.FOLDER_MODEL_SEED),
       endOnFailure: true,
     });
-  }, 600_000);
+  }, Math.max(600_000, runs * 2_000));
 });
