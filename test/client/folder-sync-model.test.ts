@@ -343,17 +343,21 @@ describe('folder sync: model-based run over the real host', () => {
     ]);
   }, 60_000);
 
-  it('keeps every folder identical and every written line somewhere, whatever the order', async () => {
-    // Lengths spread over the whole range (fast-check's default size keeps most near 10-20):
-    // 60 runs are about 2,500 steps.
-    const steps = fc.array(op, { minLength: 10, maxLength: 80, size: 'max' });
-    await fc.assert(fc.asyncProperty(steps, run), {
-      numRuns: runs,
-      seed:
-        process.env.FOLDER_MODEL_SEED === undefined
-          ? undefined
-          : Number(process.env.FOLDER_MODEL_SEED),
-      endOnFailure: true,
-    });
-  }, Math.max(600_000, runs * 2_000));
+  it(
+    'keeps every folder identical and every written line somewhere, whatever the order',
+    async () => {
+      // Lengths spread over the whole range (fast-check's default size keeps most near 10-20):
+      // 60 runs are about 2,500 steps.
+      const steps = fc.array(op, { minLength: 10, maxLength: 80, size: 'max' });
+      await fc.assert(fc.asyncProperty(steps, run), {
+        numRuns: runs,
+        seed:
+          process.env.FOLDER_MODEL_SEED === undefined
+            ? undefined
+            : Number(process.env.FOLDER_MODEL_SEED),
+        endOnFailure: true,
+      });
+    },
+    Math.max(600_000, runs * 2_000),
+  );
 });
