@@ -115,7 +115,7 @@ describe('sync-host sync with files kept as chunks', () => {
   }, 60_000);
 
   it('shows one progress line on a terminal while a file goes up, and none in a log', async () => {
-    const { th, folder, config, start } = await setUp();
+    const { th, folder, config, start, status } = await setUp();
     // Large enough to take more than the line's first second at the chunk path's speed.
     writeFileSync(join(folder.one, 'movie.bin'), randomBytes(80 * 1_048_576));
     process.env[progressDelayVariable] = '0';
@@ -132,6 +132,12 @@ describe('sync-host sync with files kept as chunks', () => {
       expect(one.out.text).toMatch(/sending movie\.bin \d+% of 80\.0 MiB/);
       // A line printed meanwhile starts on a cleared line, not after the progress text.
       expect(one.out.text).not.toMatch(/MiB(sent|in sync)/);
+      // Stopped once the host has taken it all: a stop gives the host only 2 s to take the rest.
+      await eventually(
+        async () => (await status('one')).waitingUp.files === 0,
+        'nothing waiting to go up',
+        60_000,
+      );
     } finally {
       one.child.kill('SIGTERM');
       await one.exited;
