@@ -11,7 +11,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { signIn } from '../test/client/host.ts';
 import { registerProject } from '../test/helpers/host.ts';
-import { hostDir, type RunningHost, startHost } from '../test/helpers/host-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../test/helpers/host-process.ts';
 import { eventually } from '../test/helpers/wait.ts';
 
 const launcher = resolve(import.meta.dirname, '../bin/sync-host');
@@ -62,7 +62,7 @@ export class SyncHostBench {
 
   static async start(): Promise<SyncHostBench> {
     const dir = hostDir();
-    const host = await startHost(dir, { nodeArgs: profileArgs('host') });
+    const host = await startHostProgram(dir, { nodeArgs: profileArgs('host') });
     try {
       const tokens = {
         a: (await signIn(host, 'bench@example.org', 'a')).deviceToken,

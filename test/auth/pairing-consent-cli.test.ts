@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCliRunner } from '../helpers/cli-process.ts';
-import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
 import { hasScript, spawnInTerminal, type TerminalRun } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 
@@ -47,7 +47,7 @@ async function loginInTerminal(deviceName: string): Promise<{ run: TerminalRun; 
 beforeAll(async () => {
   const dir = hostDir();
   dirs.push(dir);
-  host = await startHost(dir);
+  host = await startHostProgram(dir);
   adminToken = readFileSync(join(dir, 'data', 'admin-token'), 'utf8').trim();
   // the stranger's own device, approved by the administrator
   const login = spawnCli(['login', '--auth', host.authUrl, '--device-name', 'desk'], stranger);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
-import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const dirs: string[] = [];
@@ -24,7 +24,7 @@ const email = 'frank@example.org';
 beforeAll(async () => {
   const dir = hostDir();
   dirs.push(dir);
-  host = await startHost(dir);
+  host = await startHostProgram(dir);
 });
 
 afterAll(async () => {

@@ -7,7 +7,7 @@ import { pair } from '../../client/pairing.ts';
 import { chromiumFlags, chromiumPath, hasBrowser } from '../helpers/chromium.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { startTestHost } from '../helpers/host.ts';
-import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
 
 const dirs: string[] = [];
 const { spawnCli, cli, killAll } = createCliRunner();
@@ -26,7 +26,7 @@ const phone = tempDir();
 beforeAll(async () => {
   hostConfig = hostDir();
   dirs.push(hostConfig);
-  host = await startHost(hostConfig);
+  host = await startHostProgram(hostConfig);
   adminToken = readFileSync(join(hostConfig, 'data', 'admin-token'), 'utf8').trim();
 });
 

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAuthClient } from '../../client/auth-client.ts';
-import { hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { signIn } from './host.ts';
 
@@ -24,7 +24,7 @@ afterAll(async () => {
 describe('relay: a device whose connection is closing', () => {
   it('gets the messages sent meanwhile buffered, not dropped', async () => {
     dir = hostDir();
-    host = await startHost(dir);
+    host = await startHostProgram(dir);
     const a = await signIn(host, 'gina@example.org', 'a');
     const b = await signIn(host, 'gina@example.org', 'b');
     const { project } = await createAuthClient({

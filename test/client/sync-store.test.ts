@@ -17,7 +17,7 @@ import {
   type HostPorts,
   hostDir,
   type RunningHost,
-  startHost,
+  startHostProgram,
 } from '../helpers/host-process.ts';
 import { eventually } from '../helpers/wait.ts';
 import { textFiles } from './folder-devices.ts';
@@ -56,7 +56,7 @@ describe('sync-host sync through the host alone (devices never online together)'
     dir = hostDir(ports);
     temps.push(dir);
     appendFileSync(join(dir, 'relay.conf'), '\nbuffer.seconds=2\n');
-    host = await startHost(dir);
+    host = await startHostProgram(dir);
     for (const name of ['laptop', 'desktop'] as const) {
       const signed = await signIn(host, email, name);
       tokens[name] = signed.deviceToken;
@@ -78,7 +78,7 @@ describe('sync-host sync through the host alone (devices never online together)'
 
   async function restartHost(): Promise<void> {
     expect(await host.process.stop('SIGTERM')).toBe(0);
-    host = await startHost(dir);
+    host = await startHostProgram(dir);
   }
 
   /** `sync` of `device`, resolved once it is in sync with the host. */
@@ -188,7 +188,7 @@ describe('sync-host sync through the host alone (devices never online together)'
     writeFileSync(join(desktop, 'before.txt'), 'before\nedited while the host was down\n');
     await eventually(() => one.out.stdout.includes('sent during.txt'), 'during.txt read', 10_000);
     await eventually(() => two.out.stdout.includes('sent before.txt'), 'the edit read', 10_000);
-    host = await startHost(dir);
+    host = await startHostProgram(dir);
 
     const expected = {
       'before.txt': 'before\nedited while the host was down\n',

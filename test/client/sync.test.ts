@@ -5,7 +5,7 @@ import type { BackoffOptions } from '../../client/backoff.ts';
 import { AuthServiceError, RelayError } from '../../client/errors.ts';
 import type { RelayConnection } from '../../client/relay-connection.ts';
 import { SyncClient } from '../../client/sync-client.ts';
-import { freePort, hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { freePort, hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
 import { eventually } from '../helpers/wait.ts';
 import { inbox, signIn, trackedWebSocket } from './host.ts';
 
@@ -17,7 +17,7 @@ const open: RelayConnection[] = [];
 async function newHost(ports?: Parameters<typeof hostDir>[0]): Promise<RunningHost> {
   const dir = hostDir(ports);
   dirs.push(dir);
-  const host = await startHost(dir);
+  const host = await startHostProgram(dir);
   hosts.push(host);
   return host;
 }
@@ -243,7 +243,7 @@ describe('client library across a host restart', () => {
           'both reconnecting',
           5_000,
         );
-        const second = await startHost(dirs.at(-1)!);
+        const second = await startHostProgram(dirs.at(-1)!);
         hosts.push(second);
         expect(second.authUrl).toBe(first.authUrl);
         await eventually(() => joinsA.length === 1 && joinsB.length === 1, 'both rejoined', 10_000);

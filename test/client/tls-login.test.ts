@@ -7,7 +7,7 @@ import { approveQrText } from '../../client/cli/login.ts';
 import { pinnedFetch } from '../../client/pinning.ts';
 import { shortFingerprint } from '../../protocol/fingerprint.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
-import { freePort, hostDir, type RunningHost, startHost } from '../helpers/host-process.ts';
+import { freePort, hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
 import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 
@@ -32,7 +32,7 @@ beforeAll(async () => {
     'self-signed',
   );
   dirs.push(hostConfig);
-  host = await startHost(hostConfig);
+  host = await startHostProgram(hostConfig);
   fingerprint = host.fingerprint ?? '';
 }, 60_000);
 
@@ -190,7 +190,7 @@ describe('login to a host with a self-signed certificate', { timeout: 90_000 }, 
     // Reinstalled: a new key, the same addresses.
     expect(await host.process.stop('SIGTERM')).toBe(0);
     unlinkSync(join(hostConfig, 'data', 'tls-key.pem'));
-    host = await startHost(hostConfig);
+    host = await startHostProgram(hostConfig);
     const changed = host.fingerprint ?? '';
     expect(changed).not.toBe(fingerprint);
     for (const args of [['devices'], ['project', 'add', 'notes', 'Notes']]) {

@@ -182,7 +182,7 @@ export interface RunningHost {
  * Starts `bin/sync-host --headless` on the config dir `dir` (see `hostDir`); `nodeArgs` as for
  * `startHostProcess`.
  */
-export async function startHost(
+export async function startHostProgram(
   dir: string,
   options: { nodeArgs?: string[] } = {},
 ): Promise<RunningHost> {
