@@ -13,6 +13,8 @@ export interface SupervisedProviderOptions {
   name?: string;
   /** End-to-end encryption (see `YjsProviderOptions.passphrase`); the key is derived once. */
   passphrase?: string;
+  /** A key already derived from the passphrase for this room (taken instead of `passphrase`). */
+  key?: E2EKey;
   /** PBKDF2 rounds. Default 600,000. */
   iterations?: number;
   /** The relay's `message.maxBytes`. Default 1 MiB. */
@@ -111,19 +113,20 @@ export class SupervisedYjsProvider extends Emitter<YjsProviderEvents> {
 }
 
 /**
- * A provider of `options.doc` over the supervisor's connections. With `passphrase`, derives
- * the key first (rejects with `invalid_passphrase` for an empty one).
+ * A provider of `options.doc` over the supervisor's connections. With `passphrase` (and no
+ * `key`), derives the key first (rejects with `invalid_passphrase` for an empty one).
  */
 export async function superviseYjsProvider(
   options: SupervisedProviderOptions,
 ): Promise<SupervisedYjsProvider> {
   const key =
-    options.passphrase === undefined
+    options.key ??
+    (options.passphrase === undefined
       ? undefined
       : await deriveE2EKey(
           options.passphrase,
           options.supervisor.connection.room,
           options.iterations,
-        );
+        ));
   return new SupervisedYjsProvider(options, key);
 }

@@ -66,7 +66,7 @@ export async function runFolderSync(options: {
     supervisor,
     doc: folder.shared,
     name: folderDocName,
-    passphrase,
+    key,
     store: folder.storeProgress,
   });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
