@@ -214,7 +214,9 @@ describe('bounds on what the Yjs provider receives', () => {
       expect(await converged([sender, receiver])).toBe(text);
       // It came in pieces, held while they arrived and freed once whole.
       expect(watched.mostHeld).toBeGreaterThan(maxMessageBytes);
-      expect(receiver.pendingReceiveBytes).toBe(0);
+      // The text can be whole while a later message of the sender (with a passphrase, 160 to
+      // 180 kB of pieces were seen held at that moment) is still arriving: freed once whole.
+      await eventually(() => receiver.pendingReceiveBytes === 0, 'the pieces freed', 10_000);
       expect(watched.errors).toEqual([]);
     });
   }
