@@ -208,6 +208,11 @@ export class FolderSync {
     this.keeper?.resume();
   }
 
+  /** The host dropped these chunks as damaged: the files here that hold them put them back. */
+  chunksLost(ids: string[]): void {
+    void this.keeper?.lost(ids);
+  }
+
   /** The transfers running now, for the progress line. */
   transfers(): Transfer[] {
     return [...(this.mirror.blobs?.active.values() ?? [])];

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   appendSchema,
   catchupSchema,
+  chunkBadSchema,
   chunkGetSchema,
   chunkHaveSchema,
   chunkPutSchema,
@@ -25,6 +26,7 @@ const controlSchema = z.discriminatedUnion('type', [
   chunkPutSchema,
   chunkHaveSchema,
   chunkGetSchema,
+  chunkBadSchema,
   folderReportSchema,
 ]);
 
@@ -38,11 +40,19 @@ const controlTypes: readonly string[] = [
   'chunk-put',
   'chunk-have',
   'chunk-get',
+  'chunk-bad',
   'folder-report',
 ];
 
 /** The frames answered by the store whose error names the `ref` (and `doc` or `id`) they had. */
-const storeTypes: readonly string[] = ['append', 'catchup', 'chunk-put', 'chunk-have', 'chunk-get'];
+const storeTypes: readonly string[] = [
+  'append',
+  'catchup',
+  'chunk-put',
+  'chunk-have',
+  'chunk-get',
+  'chunk-bad',
+];
 
 /** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
 export type ParsedRoute = { type: 'route' } & RouteFrame;
