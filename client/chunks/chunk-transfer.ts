@@ -132,7 +132,7 @@ export class ChunkTransfer {
     await this.reportBad([id]).catch(() => undefined); // the chunk_corrupt below says enough
     throw new SyncError(
       'chunk_corrupt',
-      `chunk ${id} failed its check ${maxChunkFetches} times: the host's copy is damaged`,
+      `chunk ${id} failed its check ${maxChunkFetches} times: the host's copy is damaged (reported: a device that has it puts it back)`,
     );
   }
 
