@@ -149,16 +149,20 @@ export function keeperOf(
   transfer: () => BlobTransfer | undefined,
   index: EntryIndex,
   mirror: FolderMirror,
+  now: () => number,
 ): ChunkKeeper {
-  return new ChunkKeeper({
-    dir,
-    transfer,
-    versions: () =>
-      [...index.paths()].flatMap((path) => {
-        const version = index.winnerAt(path)?.blob;
-        return version === undefined ? [] : [{ path, version }];
-      }),
-    recordDigest: (path) => mirror.onDisk.get(path)?.digest,
-    say: (kind, line) => mirror.say(kind, line),
-  });
+  return new ChunkKeeper(
+    {
+      dir,
+      transfer,
+      versions: () =>
+        [...index.paths()].flatMap((path) => {
+          const version = index.winnerAt(path)?.blob;
+          return version === undefined ? [] : [{ path, version }];
+        }),
+      recordDigest: (path) => mirror.onDisk.get(path)?.digest,
+      say: (kind, line) => mirror.say(kind, line),
+    },
+    now,
+  );
 }

@@ -259,7 +259,7 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
   };
   const dir = usableFolder(options.dir);
   // Chunks the host dropped as damaged: this device puts back those its files hold, now.
-  const transfers = connectionTransfers(supervisor, key, (ids) => folder.chunksLost(ids));
+  const transfers = connectionTransfers(supervisor, key, (ids) => void folder.chunksLost(ids));
   const folder = openFolder(() => {
     return new FolderSync({
       dir,

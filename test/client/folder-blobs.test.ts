@@ -299,4 +299,43 @@ describe('files kept as chunks', () => {
       }
     }, 120_000);
   }
+  it('puts a chunk reported lost back at most once a minute', async () => {
+    let skewMs = 0;
+    const now = () => Date.now() + skewMs;
+    const [a] = await devicesOf({ now, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } });
+    const binary = randomBytes(300_000);
+    put(a.dir, 'lost.bin', binary);
+    await a.start();
+    await allSent(a, 'a sent lost.bin');
+    const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
+    const ids = () =>
+      db.prepare<[string], string>('SELECT id FROM chunks WHERE room = ?').pluck().all(a.roomId);
+    const putBack = () => a.lines.filter((line) => line.startsWith('put lost.bin back')).length;
+    try {
+      const [first, second] = ids();
+      // Gone from the host (as a chunk-bad drops it), told twice: put back once.
+      const remove = db.prepare('DELETE FROM chunks WHERE room = ? AND id = ?');
+      remove.run(a.roomId, first);
+      await a.folder!.chunksLost([first!]);
+      expect(ids()).toContain(first);
+      remove.run(a.roomId, first);
+      await a.folder!.chunksLost([first!, first!]);
+      expect(ids()).not.toContain(first);
+      expect(putBack()).toBe(1);
+      // Another id is taken up at once (the file's upload puts back every chunk the host lacks).
+      remove.run(a.roomId, second);
+      await a.folder!.chunksLost([first!, second!]);
+      expect(ids()).toEqual(expect.arrayContaining([first, second]));
+      expect(putBack()).toBe(2);
+      // A minute later the first is taken up again.
+      skewMs = 61_000;
+      remove.run(a.roomId, first);
+      await a.folder!.chunksLost([first!]);
+      expect(ids()).toContain(first);
+      expect(putBack()).toBe(3);
+    } finally {
+      db.close();
+      await a.stop();
+    }
+  }, 60_000);
 });

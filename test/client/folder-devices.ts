@@ -73,7 +73,7 @@ export class FolderDevice {
         ? undefined
         : await deriveE2EKey(this.options.passphrase, this.roomId);
     // As the CLI wires it: chunks the host dropped as damaged are put back from the files here.
-    const transfer = blobTransferOf(connection, key, (ids) => folder.chunksLost(ids));
+    const transfer = blobTransferOf(connection, key, (ids) => void folder.chunksLost(ids));
     const folder = new FolderSync({
       dir: realpathSync(this.dir),
       stateFile: this.stateFile,
