@@ -30,20 +30,6 @@ const controlSchema = z.discriminatedUnion('type', [
   folderReportSchema,
 ]);
 
-/** The `type`s a client may send. */
-const controlTypes: readonly string[] = [
-  'join',
-  'leave',
-  'ping',
-  'append',
-  'catchup',
-  'chunk-put',
-  'chunk-have',
-  'chunk-get',
-  'chunk-bad',
-  'folder-report',
-];
-
 /** The frames answered by the store whose error names the `ref` (and `doc` or `id`) they had. */
 const storeTypes: readonly string[] = [
   'append',
@@ -53,6 +39,9 @@ const storeTypes: readonly string[] = [
   'chunk-get',
   'chunk-bad',
 ];
+
+/** The `type`s a client may send. */
+const controlTypes: readonly string[] = ['join', 'leave', 'ping', ...storeTypes, 'folder-report'];
 
 /** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
 export type ParsedRoute = { type: 'route' } & RouteFrame;
