@@ -7,8 +7,8 @@ import type { FolderMirror } from './folder-mirror.ts';
 /** How often a sync that stays connected asks about its chunks again (the host's sweep counts days). */
 const keepEveryMs = 12 * 3_600_000;
 /**
- * A chunk the host reports lost is asked about (and put again) at most once in this time, so
- * that a host whose copy keeps going bad, or reports repeated, never start a storm of puts.
+ * A chunk the host reports lost is asked about (and put again) at most once in this time: a
+ * report repeated, or a host whose copy keeps going bad, causes no storm of puts.
  */
 const lostEveryMs = 60_000;
 

@@ -18,7 +18,8 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * The relay's side of the chunk store (docs/store.md, "Chunks"): `chunk-put` answered
  * `chunk-stored` once the chunk is durable, `chunk-have` with `chunk-held`, `chunk-get` with
  * `chunk` or `chunk_missing`, `chunk-bad` with `chunk-dropped` (and `chunks-lost` to the room's
- * devices here), `folder-report` kept without an answer. None is routed nor buffered. A relay without a store answers them with `store_unavailable`.
+ * devices here), `folder-report` kept without an answer. None is routed nor buffered. A relay
+ * without a store answers them with `store_unavailable`.
  */
 export interface ChunkFrames {
   put(conn: Connection, frame: ChunkPutFrame): void;
