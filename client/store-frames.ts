@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import {
   type AppendFrame,
   type CatchupFrame,
+  type ChunkBadFrame,
   type ChunkGetFrame,
   type ChunkHaveFrame,
   type ChunkPutFrame,
@@ -18,7 +19,7 @@ import {
 const frames = relayFrameSchemas(wireDeviceId.transform(String));
 const { error: errorSchema, control: controlSchema } = frames;
 const { appended: appendedSchema, stored: storedSchema, caughtup: caughtupSchema } = frames;
-const { chunkStored, chunkHeld, chunk } = frames;
+const { chunkStored, chunkHeld, chunk, chunkDropped, chunksLost } = frames;
 
 /** What a device sends to the host's store: documents (`append`, `catchup`) and chunks. */
 export type HostRequest =
@@ -27,6 +28,7 @@ export type HostRequest =
   | ChunkPutFrame
   | ChunkHaveFrame
   | ChunkGetFrame
+  | ChunkBadFrame
   | FolderReportFrame;
 
 export type ErrorFrame = z.infer<typeof errorSchema>;
@@ -46,14 +48,17 @@ export type StoreFrame =
   | (ErrorFrame & { doc: string });
 
 /**
- * The answers to chunk frames: `chunk-stored`, `chunk-held`, `chunk`, and the `error` frames that
- * name a `ref` but no document (`store_full`, `store_unavailable`, `invalid_message`,
- * `chunk_missing`).
+ * The answers to chunk frames: `chunk-stored`, `chunk-held`, `chunk`, `chunk-dropped`, and the
+ * `error` frames that name a `ref` but no document (`store_full`, `store_unavailable`,
+ * `invalid_message`, `chunk_missing`); and `chunks-lost`, which answers nothing of this device's
+ * (another device's `chunk-bad`) and has no `ref`.
  */
 export type ChunkAnswer =
   | z.infer<typeof chunkStored>
   | z.infer<typeof chunkHeld>
   | z.infer<typeof chunk>
+  | z.infer<typeof chunkDropped>
+  | z.infer<typeof chunksLost>
   | (ErrorFrame & { ref: number });
 
 type ControlFrame = z.infer<typeof controlSchema>;
@@ -75,8 +80,13 @@ export function sortControlFrame(value: object): SortedFrame | undefined {
   if (frame.type === 'appended' || frame.type === 'stored' || frame.type === 'caughtup') {
     return { type: 'store', frame };
   }
-  if (frame.type === 'chunk-stored' || frame.type === 'chunk-held' || frame.type === 'chunk') {
-    return { type: 'chunk', frame };
+  switch (frame.type) {
+    case 'chunk-stored':
+    case 'chunk-held':
+    case 'chunk':
+    case 'chunk-dropped':
+    case 'chunks-lost':
+      return { type: 'chunk', frame };
   }
   if (frame.type === 'error' && frame.doc !== undefined) {
     return { type: 'store', frame: { ...frame, doc: frame.doc } };

@@ -129,6 +129,23 @@ export const chunkGetSchema = z.object({
   kc: keyCheckSchema.optional(),
 });
 
+/** Ids one `chunk-bad` may name. */
+export const maxChunkIdsPerBad = 64;
+
+/**
+ * Chunks a device fetched that failed their check (docs/store.md, "A damaged chunk"): the host
+ * drops those it finds damaged (unencrypted: their bytes do not hash to their id; sealed, which
+ * it cannot check: on the key's proof `kp`, as for `append`), so they count as missing and a
+ * device that has them puts them again. Answered `chunk-dropped`.
+ */
+export const chunkBadSchema = z.object({
+  type: z.literal('chunk-bad'),
+  ref: refSchema,
+  ids: z.array(chunkIdSchema).min(1).max(maxChunkIdsPerBad),
+  kc: keyCheckSchema.optional(),
+  kp: z.string().max(64).optional(),
+});
+
 /** A device's count of the live files of a synced folder (shown in the admin UI); no answer. */
 export const folderReportSchema = z.object({
   type: z.literal('folder-report'),
@@ -143,6 +160,7 @@ export const folderReportSchema = z.object({
 export type ChunkPutFrame = z.infer<typeof chunkPutSchema>;
 export type ChunkHaveFrame = z.infer<typeof chunkHaveSchema>;
 export type ChunkGetFrame = z.infer<typeof chunkGetSchema>;
+export type ChunkBadFrame = z.infer<typeof chunkBadSchema>;
 export type FolderReportFrame = z.infer<typeof folderReportSchema>;
 export type AppendFrame = z.infer<typeof appendSchema>;
 export type CatchupFrame = z.infer<typeof catchupSchema>;
@@ -254,6 +272,21 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     id: z.string(),
     data: z.string(),
   });
+  /** The ids of a `chunk-bad` the host dropped (the others it holds intact, or not at all). */
+  const chunkDropped = z.object({
+    type: z.literal('chunk-dropped'),
+    ref: z.number(),
+    ids: z.array(z.string()),
+  });
+  /**
+   * To every device of the room connected to this host: it dropped these chunks (under `kc`)
+   * as damaged; a device whose files name them puts them again.
+   */
+  const chunksLost = z.object({
+    type: z.literal('chunks-lost'),
+    ids: z.array(z.string()),
+    kc: z.string().optional(),
+  });
   const pong = z.object({ type: z.literal('pong') });
   /** A routed message: `from` the sender, `to` as the sender wrote it. */
   const routed = z.object({
@@ -274,6 +307,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     chunkStored,
     chunkHeld,
     chunk,
+    chunkDropped,
+    chunksLost,
   ]);
   return {
     joined,
@@ -287,6 +322,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     chunkStored,
     chunkHeld,
     chunk,
+    chunkDropped,
+    chunksLost,
     routed,
     control,
   };
@@ -315,3 +352,7 @@ export type ChunkStoredFrame = z.input<typeof wire.chunkStored>;
 export type ChunkHeldFrame = z.input<typeof wire.chunkHeld>;
 /** `chunk`: one chunk's bytes. */
 export type ChunkFrame = z.input<typeof wire.chunk>;
+/** `chunk-dropped`: the ids of a `chunk-bad` the host dropped. */
+export type ChunkDroppedFrame = z.input<typeof wire.chunkDropped>;
+/** `chunks-lost`: chunks the host dropped as damaged, for the devices that hold them. */
+export type ChunksLostFrame = z.input<typeof wire.chunksLost>;

@@ -1,4 +1,9 @@
-import type { ChunkGetFrame, ChunkHaveFrame, ChunkPutFrame } from '../../protocol/relay-frames.ts';
+import type {
+  ChunkBadFrame,
+  ChunkGetFrame,
+  ChunkHaveFrame,
+  ChunkPutFrame,
+} from '../../protocol/relay-frames.ts';
 import { isSyncErrorCode, RelayError } from '../errors.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import type { ConnectionState } from '../relay-events.ts';
@@ -8,10 +13,16 @@ import type { ChunkAnswer } from '../store-frames.ts';
 export type ChunkRequest =
   | Omit<ChunkPutFrame, 'ref'>
   | Omit<ChunkHaveFrame, 'ref'>
-  | Omit<ChunkGetFrame, 'ref'>;
+  | Omit<ChunkGetFrame, 'ref'>
+  | Omit<ChunkBadFrame, 'ref'>;
 
 /** The answer a request waits for, by the request's type. */
-type AnswerOf = { 'chunk-put': 'chunk-stored'; 'chunk-have': 'chunk-held'; 'chunk-get': 'chunk' };
+type AnswerOf = {
+  'chunk-put': 'chunk-stored';
+  'chunk-have': 'chunk-held';
+  'chunk-get': 'chunk';
+  'chunk-bad': 'chunk-dropped';
+};
 type Answer<R extends ChunkRequest> = Extract<ChunkAnswer, { type: AnswerOf[R['type']] }>;
 
 /** Times a request the relay dropped unanswered (past its rate) is sent again. */
@@ -86,6 +97,7 @@ export class ChunkRequests {
   }
 
   private connectionOnChunk(answer: ChunkAnswer): void {
+    if (answer.type === 'chunks-lost') return; // news of another device's report, no answer
     const waiter = this.waiting.get(answer.ref);
     if (waiter === undefined) return;
     this.waiting.delete(answer.ref);
@@ -119,4 +131,5 @@ const expected: AnswerOf = {
   'chunk-put': 'chunk-stored',
   'chunk-have': 'chunk-held',
   'chunk-get': 'chunk',
+  'chunk-bad': 'chunk-dropped',
 };

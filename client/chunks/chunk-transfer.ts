@@ -24,6 +24,11 @@ export interface ChunkTransferOptions {
    * the relay having to hold its answers back.
    */
   maxInFlightBytes?: number;
+  /**
+   * The host dropped these chunks as damaged (a device's `chunk-bad`, this one's included): a
+   * device whose files name them puts them again. Only those under this transfer's key.
+   */
+  onLost?: (ids: string[]) => void;
 }
 
 /**
@@ -67,6 +72,7 @@ export class ChunkTransfer {
   private readonly key: E2EKey | undefined;
   private readonly hmacKey: Promise<CryptoKey> | undefined;
   private readonly requests: ChunkRequests;
+  private readonly stopLost: () => void;
 
   constructor(options: ChunkTransferOptions) {
     const maxInFlightBytes = options.maxInFlightBytes ?? defaultMaxInFlightBytes;
@@ -78,6 +84,11 @@ export class ChunkTransfer {
     this.key = options.key;
     this.hmacKey = options.key === undefined ? undefined : importChunkKey(options.key.chunkKey);
     this.requests = new ChunkRequests(options.connection);
+    const { onLost } = options;
+    const kc = this.key?.check;
+    this.stopLost = options.connection.on('chunk', (frame) => {
+      if (frame.type === 'chunks-lost' && frame.kc === kc) onLost?.(frame.ids);
+    });
   }
 
   /** The id `plain` is kept under. */
@@ -103,14 +114,14 @@ export class ChunkTransfer {
   /** Puts one chunk (`id` from `idOf(plain)`); resolves once the host has stored it. */
   async put(id: string, plain: Uint8Array): Promise<void> {
     const sent = this.key === undefined ? plain : await seal(this.key, plain);
-    const proof = this.key === undefined ? {} : { kc: this.key.check, kp: this.key.proof };
-    await this.requests.send({ type: 'chunk-put', id, data: toBase64(sent), ...proof });
+    await this.requests.send({ type: 'chunk-put', id, data: toBase64(sent), ...this.proof() });
   }
 
   /**
    * Fetches one chunk and returns its plaintext once it passed its check (hash, or tag and keyed
    * id). One that fails is fetched again, up to `maxChunkFetches` times, and never returned:
-   * then `chunk_corrupt`.
+   * then it is reported to the host (`chunk-bad`), which drops its damaged copy so that a device
+   * that has it puts it again, and the fetch fails with `chunk_corrupt` (ask again later).
    */
   async get(id: string): Promise<Uint8Array> {
     for (let fetch = 0; fetch < maxChunkFetches; fetch += 1) {
@@ -118,14 +129,25 @@ export class ChunkTransfer {
       const plain = await this.opened(id, answer.data);
       if (plain !== undefined) return plain;
     }
+    await this.reportBad([id]).catch(() => undefined); // the chunk_corrupt below says enough
     throw new SyncError(
       'chunk_corrupt',
-      `chunk ${id} failed its check ${maxChunkFetches} times: the host's copy is damaged`,
+      `chunk ${id} failed its check ${maxChunkFetches} times: the host's copy is damaged (reported: a device that has it puts it back)`,
     );
+  }
+
+  /**
+   * Tells the host these chunks failed their check here; resolves with those it dropped (an
+   * unencrypted chunk the host finds intact stays). A sealed one goes with the key's proof.
+   */
+  async reportBad(ids: string[]): Promise<string[]> {
+    const answer = await this.requests.send({ type: 'chunk-bad', ids, ...this.proof() });
+    return answer.ids;
   }
 
   /** Stops listening to the connection; what is waiting is rejected with `closed`. */
   close(): void {
+    this.stopLost();
     this.requests.close();
   }
 
@@ -137,6 +159,11 @@ export class ChunkTransfer {
     const plain = await open(this.key, bytes);
     if (plain === undefined) return undefined;
     return sameId(await this.idOf(plain), id) ? plain : undefined;
+  }
+
+  /** What lets the host file (or drop) a sealed chunk under the key's check value. */
+  private proof(): { kc?: string; kp?: string } {
+    return this.key === undefined ? {} : { kc: this.key.check, kp: this.key.proof };
   }
 
   private kc(): { kc?: string } {

@@ -7,13 +7,14 @@ import type { BlobTransfer } from './folder-blobs.ts';
 /**
  * The folder sync's file transfers over one relay connection (client/chunks), sealed with the
  * project's key when it has one. `close()` rejects what is under way (the queue tries again on
- * the next connection).
+ * the next connection). `onLost` hears of the chunks the host dropped as damaged.
  */
 export function blobTransferOf(
   connection: RelayConnection,
   key: E2EKey | undefined,
+  onLost?: (ids: string[]) => void,
 ): BlobTransfer & { close(): void } {
-  const t = new ChunkTransfer({ connection, key });
+  const t = new ChunkTransfer({ connection, key, ...(onLost === undefined ? {} : { onLost }) });
   return {
     async upload(file, onBytes) {
       const sent = await uploadFile(t, file, onBytes);
@@ -42,11 +43,12 @@ export function blobTransferOf(
 export function connectionTransfers(
   supervisor: ConnectionSupervisor,
   key: E2EKey | undefined,
+  onLost: (ids: string[]) => void,
 ): { current: () => BlobTransfer | undefined; close(): void } {
-  let transfer = blobTransferOf(supervisor.connection, key);
+  let transfer = blobTransferOf(supervisor.connection, key, onLost);
   const stop = supervisor.on('connection', (connection) => {
     transfer.close();
-    transfer = blobTransferOf(connection, key);
+    transfer = blobTransferOf(connection, key, onLost);
   });
   return {
     current: () => (supervisor.state === 'joined' ? transfer : undefined),

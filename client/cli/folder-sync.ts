@@ -118,7 +118,7 @@ export class FolderSync {
     if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
     if (options.transfer !== undefined) {
       this.mirror.blobs = this.blobQueue(options.transfer);
-      this.keeper = keeperOf(options.dir, options.transfer, this.index, this.mirror);
+      this.keeper = keeperOf(options.dir, options.transfer, this.index, this.mirror, now);
     }
     this.refreshRules();
     for (const [path, record] of opened.onDisk) {
@@ -206,6 +206,14 @@ export class FolderSync {
   resume(): void {
     this.mirror.blobs?.resume();
     this.keeper?.resume();
+  }
+
+  /**
+   * The host dropped these chunks as damaged: the files here that hold them put them back
+   * (resolves when done).
+   */
+  async chunksLost(ids: string[]): Promise<void> {
+    await this.keeper?.lost(ids);
   }
 
   /** The transfers running now, for the progress line. */

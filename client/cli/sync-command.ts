@@ -258,7 +258,8 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
     io.stderr.write(`${printable(line)}\n`);
   };
   const dir = usableFolder(options.dir);
-  const transfers = connectionTransfers(supervisor, key);
+  // Chunks the host dropped as damaged: this device puts back those its files hold, now.
+  const transfers = connectionTransfers(supervisor, key, (ids) => void folder.chunksLost(ids));
   const folder = openFolder(() => {
     return new FolderSync({
       dir,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { takeCheckedBase64 } from '../../protocol/base64.ts';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
 import type {
+  ChunkBadFrame,
   ChunkGetFrame,
   ChunkHaveFrame,
   ChunkPutFrame,
@@ -16,13 +17,15 @@ import { countError, type RelayMetrics } from './metrics.ts';
 /**
  * The relay's side of the chunk store (docs/store.md, "Chunks"): `chunk-put` answered
  * `chunk-stored` once the chunk is durable, `chunk-have` with `chunk-held`, `chunk-get` with
- * `chunk` or `chunk_missing`, `folder-report` kept without an answer. None is routed nor
- * buffered. A relay without a store answers them with `store_unavailable`.
+ * `chunk` or `chunk_missing`, `chunk-bad` with `chunk-dropped` (and `chunks-lost` to the room's
+ * devices here), `folder-report` kept without an answer. None is routed nor buffered. A relay
+ * without a store answers them with `store_unavailable`.
  */
 export interface ChunkFrames {
   put(conn: Connection, frame: ChunkPutFrame): void;
   have(conn: Connection, frame: ChunkHaveFrame): void;
   get(conn: Connection, frame: ChunkGetFrame): void;
+  bad(conn: Connection, frame: ChunkBadFrame): void;
   report(conn: Connection, frame: FolderReportFrame): void;
   /**
    * Resolves once every chunk frame this connection sent so far was answered; undefined when
@@ -77,6 +80,23 @@ function refusal(frame: ChunkPutFrame, data: Buffer): string | undefined {
   return undefined;
 }
 
+/**
+ * Drops a chunk a device found damaged. Unencrypted, only when its bytes do not hash to its id
+ * (a report about a good chunk changes nothing), and only that damaged copy; sealed, the host
+ * cannot check it: the caller checked the key's proof.
+ */
+async function dropIfDamaged(
+  chunks: ChunkStore,
+  room: string,
+  kc: string,
+  id: string,
+): Promise<boolean> {
+  if (kc !== '') return chunks.drop(room, kc, id);
+  const data = await chunks.get(room, kc, id);
+  if (data === undefined || plainChunkId(data) === id) return false;
+  return chunks.drop(room, kc, id, data);
+}
+
 /** A put's bytes: those the frame schema decoded when it checked them, else decoded now. */
 function decoded(text: string): Buffer {
   const checked = takeCheckedBase64(text);
@@ -104,7 +124,7 @@ const send = (conn: Connection, frame: object) =>
 class RelayChunkFrames implements ChunkFrames {
   readonly #options: ChunkFramesOptions;
   readonly #counts = {
-    ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0 },
+    ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0, dropped: 0 },
     ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0 },
   };
   #failing = false;
@@ -232,6 +252,29 @@ class RelayChunkFrames implements ChunkFrames {
     });
   }
 
+  bad(conn: Connection, frame: ChunkBadFrame): void {
+    // The host cannot check a sealed chunk: only a holder of its key may have it dropped.
+    if (frame.kc !== undefined && !provesKeyCheck(frame.kc, frame.kp)) {
+      const message = 'kc without the proof of its key (kp): no chunk was dropped';
+      this.#sendError(conn, 'invalid_message', message, frame.ref);
+      return;
+    }
+    const here = conn.room;
+    this.#withStore(conn, frame, async (chunks, room) => {
+      const kc = frame.kc ?? '';
+      const dropped: string[] = [];
+      for (const id of new Set(frame.ids)) {
+        if (await dropIfDamaged(chunks, room, kc, id)) dropped.push(id);
+      }
+      send(conn, { type: 'chunk-dropped', ref: frame.ref, ids: dropped });
+      if (dropped.length === 0) return;
+      this.#counts.dropped += dropped.length;
+      this.#options.logger.warn({ room, kc, ids: dropped }, 'damaged chunks dropped');
+      // The devices here whose files name them put them again now, not at their next pass.
+      here?.tellHere({ type: 'chunks-lost', ids: dropped, ...(kc === '' ? {} : { kc }) });
+    });
+  }
+
   report(conn: Connection, frame: FolderReportFrame): void {
     const { store, logger, now } = this.#options;
     if (store === undefined) return;
@@ -292,6 +335,9 @@ class RelayChunkFrames implements ChunkFrames {
       '# HELP sync_host_store_chunks_missing_total chunk-get of a chunk the host does not hold.',
       '# TYPE sync_host_store_chunks_missing_total counter',
       `sync_host_store_chunks_missing_total ${counts.missing}`,
+      '# HELP sync_host_store_chunks_dropped_total Chunks dropped as damaged (chunk-bad).',
+      '# TYPE sync_host_store_chunks_dropped_total counter',
+      `sync_host_store_chunks_dropped_total ${counts.dropped}`,
     ];
     return `${lines.join('\n')}\n`;
   }

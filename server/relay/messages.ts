@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   appendSchema,
   catchupSchema,
+  chunkBadSchema,
   chunkGetSchema,
   chunkHaveSchema,
   chunkPutSchema,
@@ -25,24 +26,22 @@ const controlSchema = z.discriminatedUnion('type', [
   chunkPutSchema,
   chunkHaveSchema,
   chunkGetSchema,
+  chunkBadSchema,
   folderReportSchema,
 ]);
 
-/** The `type`s a client may send. */
-const controlTypes: readonly string[] = [
-  'join',
-  'leave',
-  'ping',
+/** The frames answered by the store whose error names the `ref` (and `doc` or `id`) they had. */
+const storeTypes: readonly string[] = [
   'append',
   'catchup',
   'chunk-put',
   'chunk-have',
   'chunk-get',
-  'folder-report',
+  'chunk-bad',
 ];
 
-/** The frames answered by the store whose error names the `ref` (and `doc` or `id`) they had. */
-const storeTypes: readonly string[] = ['append', 'catchup', 'chunk-put', 'chunk-have', 'chunk-get'];
+/** The `type`s a client may send. */
+const controlTypes: readonly string[] = ['join', 'leave', 'ping', ...storeTypes, 'folder-report'];
 
 /** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
 export type ParsedRoute = { type: 'route' } & RouteFrame;

@@ -203,6 +203,10 @@ export class Room implements RoomListener, JoinedRoom {
     this.#forward(conn, target, composeParsedFrame(head, to, payload, data, this.roomMember));
   }
 
+  tellHere(frame: object): void {
+    this.#toEveryone(frame);
+  }
+
   // ---- what the broker reports (RoomListener) ----
 
   admitted(ticket: number, admission: Admission): void {

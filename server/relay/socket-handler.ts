@@ -8,6 +8,7 @@ import {
   UnsupportedData,
 } from '../../protocol/relay-codes.ts';
 import type {
+  ChunkBadFrame,
   ChunkGetFrame,
   ChunkHaveFrame,
   ChunkPutFrame,
@@ -48,7 +49,7 @@ export interface SocketHandlerOptions {
   stored?: (room: string, device: string) => Promise<boolean> | undefined;
   /** Answers `append` and `catchup` (the document store). */
   documents: DocumentFrames;
-  /** Answers `chunk-put`, `chunk-have`, `chunk-get`, and keeps `folder-report`. */
+  /** Answers `chunk-put`, `chunk-have`, `chunk-get`, `chunk-bad`, and keeps `folder-report`. */
   chunks: ChunkFrames;
 }
 
@@ -256,7 +257,7 @@ class RelaySocketHandler implements SocketHandler {
 
   #chunkFrame(
     conn: Connection,
-    frame: ChunkPutFrame | ChunkHaveFrame | ChunkGetFrame | FolderReportFrame,
+    frame: ChunkPutFrame | ChunkHaveFrame | ChunkGetFrame | ChunkBadFrame | FolderReportFrame,
   ): void {
     if (conn.room === undefined) {
       this.#notJoined(conn);
@@ -266,6 +267,7 @@ class RelaySocketHandler implements SocketHandler {
     if (frame.type === 'chunk-put') chunks.put(conn, frame);
     else if (frame.type === 'chunk-have') chunks.have(conn, frame);
     else if (frame.type === 'chunk-get') chunks.get(conn, frame);
+    else if (frame.type === 'chunk-bad') chunks.bad(conn, frame);
     else chunks.report(conn, frame);
   }
 
@@ -334,6 +336,7 @@ class RelaySocketHandler implements SocketHandler {
       case 'chunk-put':
       case 'chunk-have':
       case 'chunk-get':
+      case 'chunk-bad':
       case 'folder-report':
         this.#chunkFrame(conn, frame);
         return;

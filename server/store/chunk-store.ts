@@ -20,6 +20,13 @@ export interface ChunkStore {
   have(room: string, kc: string, ids: readonly string[]): Promise<string[]>;
   /** A chunk's bytes as they were put; undefined when it is not held. */
   get(room: string, kc: string, id: string): Promise<Buffer | undefined>;
+  /**
+   * Drops one chunk found damaged (`chunk-bad`), so it counts as missing and its device puts it
+   * again; with `only`, just when its bytes are still exactly those (the damaged copy that was
+   * checked, never one put again since). Its bytes no longer count against the bounds. True when
+   * a row was dropped.
+   */
+  drop(room: string, kc: string, id: string, only?: Buffer): Promise<boolean>;
   /** Keeps a device's latest count of a folder's files (one per room and folder document). */
   report(report: FolderReport): Promise<void>;
   /** Bytes the chunks count against the bounds, as last counted (for `/metrics`). */

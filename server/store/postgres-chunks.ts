@@ -157,6 +157,31 @@ export class PostgresChunkStore implements ChunkStore {
     return found.rows[0]?.data;
   }
 
+  /**
+   * Drops a chunk found damaged under its user's lock (taken before the chunk's row, as a put
+   * takes them); with `only`, the row goes only while its bytes are still those.
+   */
+  async drop(room: string, kc: string, id: string, only?: Buffer): Promise<boolean> {
+    await this.settled();
+    await this.#options.ready();
+    const freed = await this.#options.db.transaction().execute(async (trx) => {
+      await lockUsers(trx, [userOfRoom(room)]);
+      const same = only === undefined ? sql`true` : sql`data = ${only}`;
+      const gone = await sql<{ user_id: string; bytes: string }>`DELETE FROM store_chunks
+        WHERE room = ${room} AND kc = ${kc} AND id = ${id} AND ${same}
+        RETURNING user_id, bytes`.execute(trx);
+      if (gone.rows.length === 0) return undefined;
+      await changeUsers(trx, freedPerUser(gone.rows));
+      const total = await sql<{ total: string }>`
+        SELECT coalesce(sum(bytes), 0) AS total FROM store_users`.execute(trx);
+      return { bytes: Number(gone.rows[0]?.bytes ?? 0), total: Number(total.rows[0]?.total ?? 0) };
+    });
+    if (freed === undefined) return false;
+    this.#bytes -= freed.bytes;
+    this.#options.counted(freed.total);
+    return true;
+  }
+
   async report(report: FolderReport): Promise<void> {
     await this.#options.ready();
     const names =

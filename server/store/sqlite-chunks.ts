@@ -138,6 +138,12 @@ export class SqliteChunkStore implements ChunkStore {
       get: db.prepare<[string, string, string], { data: Buffer | Uint8Array }>(
         'SELECT data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
       ),
+      row: db.prepare<[string, string, string], ChunkRow>(
+        'SELECT user, bytes, data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+      ),
+      delete: db.prepare<[string, string, string]>(
+        'DELETE FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+      ),
       report: db.prepare(
         'INSERT OR REPLACE INTO folderReports (room, doc, user, device, files, bytes, encrypted, names, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
@@ -219,6 +225,25 @@ export class SqliteChunkStore implements ChunkStore {
     return Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data);
   }
 
+  async drop(room: string, kc: string, id: string, only?: Buffer): Promise<boolean> {
+    this.flush();
+    const { row, delete: remove } = this.#statements;
+    // Read and deleted in one transaction: a copy put again meanwhile is never the one dropped.
+    const dropped = this.#db.transaction(() => {
+      const found = row.get(room, kc, id);
+      if (found === undefined) return undefined;
+      if (only !== undefined && !only.equals(found.data)) return undefined;
+      remove.run(room, kc, id);
+      return found;
+    })();
+    if (dropped === undefined) return false;
+    const users = this.#counts.users;
+    users.set(dropped.user, (users.get(dropped.user) ?? 0) - dropped.bytes);
+    this.#counts.total -= dropped.bytes;
+    this.#bytes -= dropped.bytes;
+    return true;
+  }
+
   async report(report: FolderReport): Promise<void> {
     const names = report.encrypted || report.names === undefined ? null : report.names;
     this.#statements.report.run(
@@ -276,6 +301,12 @@ export class SqliteChunkStore implements ChunkStore {
     const reports = this.#db.prepare<[], ReportRow>('SELECT * FROM folderReports').all();
     return roomChunksOf(counts, reports.map(reportOfRow));
   }
+}
+
+interface ChunkRow {
+  user: string;
+  bytes: number;
+  data: Buffer | Uint8Array;
 }
 
 interface ReportRow {

@@ -67,6 +67,8 @@ export class ChunkHostFake {
       const ids = (frame.ids as string[]).filter((asked) => this.chunks.has(asked));
       return { type: 'chunk-held', ref, ids };
     }
+    // Its copies are intact (`damageGets` damages what it sends): it drops none.
+    if (frame.type === 'chunk-bad') return { type: 'chunk-dropped', ref, ids: [] };
     const data = this.chunks.get(id);
     if (data === undefined) {
       return { type: 'error', code: 'chunk_missing', message: 'no such chunk', ref, id };

@@ -130,7 +130,7 @@ describe('the chunk transfer against a scripted host', () => {
     expect(host.maxPutsInFlight).toBeLessThanOrEqual(3);
   });
 
-  it('fetches a chunk that fails its check again, and never returns it', async () => {
+  it('fetches a chunk that fails its check again, never returns it, and reports it to the host', async () => {
     const key = await deriveE2EKey('correct horse', 'room-1', 1000);
     for (const options of [{}, { key }]) {
       const { t } = await transfer(options);
@@ -139,10 +139,18 @@ describe('the chunk transfer against a scripted host', () => {
       await t.put(id, plain);
       host.damageGets = 2;
       const gets = host.sent('chunk-get').length;
+      const reports = host.sent('chunk-bad').length;
       expect(Buffer.from(await t.get(id)).equals(plain)).toBe(true);
       expect(host.sent('chunk-get').length - gets).toBe(3);
+      // Good at the third fetch: nothing to report.
+      expect(host.sent('chunk-bad')).toHaveLength(reports);
       host.damageGets = 3;
       expect((await rejection(t.get(id))).code).toBe('chunk_corrupt');
+      // Reported once, sealed with the key's proof (only a holder of the key has it dropped).
+      const proof = 'key' in options ? { kc: key.check, kp: key.proof } : {};
+      expect(host.sent('chunk-bad').slice(reports)).toEqual([
+        { type: 'chunk-bad', ref: expect.any(Number), ids: [id], ...proof },
+      ]);
       const up = { id, size: plain.length };
       host.damageGets = 3;
       const temp = join(dir, 'damaged.tmp');

@@ -127,7 +127,7 @@ describe('file chunks through the real host', () => {
     expect(await metric(th, storedHeld)).toBe(before.held);
   });
 
-  it('detects a chunk damaged in store.db, fetches it again and never returns it', async () => {
+  it('detects a chunk damaged in store.db, never returns it, and has the host drop it so it is put again', async () => {
     for (const sealed of [false, true]) {
       const options = sealed ? { key } : {};
       const [laptop, desktop] = [await device(0, options), await device(1, options)];
@@ -154,7 +154,15 @@ describe('file chunks through the real host', () => {
       expect(await metric(th, 'sync_host_store_chunks_sent_total')).toBeGreaterThanOrEqual(
         sent + 4,
       );
-      expect((await rejection(desktop.get(victim))).code).toBe('chunk_corrupt');
+      // Reported: the host dropped its damaged copy, which counts as missing now.
+      expect((await rejection(desktop.get(victim))).code).toBe('chunk_missing');
+      expect(await laptop.held([victim])).toEqual(new Set());
+      await uploadFile(laptop, write('damaged.bin', bytes));
+      expect(
+        Buffer.from(await desktop.get(victim)).equals(
+          bytes.subarray(laptop.chunkBytes, 2 * laptop.chunkBytes),
+        ),
+      ).toBe(true);
       expect(
         Buffer.from(await desktop.get(up.chunks[0]!.id)).equals(
           bytes.subarray(0, laptop.chunkBytes),

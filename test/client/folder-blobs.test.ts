@@ -12,7 +12,7 @@ import { exposes, sqliteFilesText } from './plaintext.ts';
  * devices of one folder running the folder sync on real relay connections: a device that comes
  * after the sender stopped gets them byte for byte; versions made apart are both kept, under
  * the conflict name on every device; `.syncignore` keeps ignored ones off the host; a chunk
- * corrupted on the host is never written and is fetched again.
+ * damaged on the host is never written, and the device that holds it puts it back unasked.
  */
 
 const { fixture, twoDevices: devicesOf } = twoDeviceFixture('blobs');
@@ -254,38 +254,88 @@ describe('files kept as chunks', () => {
     await b.stop();
   }, 120_000);
 
-  it('never writes a chunk the host corrupted, and fetches it again', async () => {
-    const [a, b] = await twoDevices();
-    const binary = randomBytes(600_000);
-    put(a.dir, 'data.bin', binary);
-    await a.start();
-    await allSent(a, 'a sent data.bin');
-    await stopWhenStored(a);
-    const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
-    try {
-      const rows = db.prepare('SELECT id, data FROM chunks').all() as {
-        id: string;
-        data: Buffer;
-      }[];
-      const victim = rows.find((row) => binary.includes(row.data.subarray(0, 64)))!;
-      const flipped = Buffer.from(victim.data);
-      flipped[100] = flipped[100]! ^ 0xff;
-      const set = db.prepare('UPDATE chunks SET data = ? WHERE id = ?');
-      set.run(flipped, victim.id);
-      await b.start();
-      await eventually(
-        () => b.lines.find((line) => line.startsWith('not received data.bin')),
-        'the corrupt chunk found',
-        30_000,
+  for (const passphrase of [undefined, 'blob passphrase']) {
+    it(`never writes a chunk damaged on the host, and has it put back by the device that holds it${passphrase ? ' (encrypted)' : ''}`, async () => {
+      const [a, b] = await twoDevices(passphrase);
+      const binary = randomBytes(600_000);
+      put(a.dir, 'data.bin', binary);
+      await a.start();
+      await allSent(a, 'a sent data.bin');
+      await a.flush();
+      const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
+      const row = db.prepare<[string, string], { data: Buffer }>(
+        'SELECT data FROM chunks WHERE room = ? AND id = ?',
       );
-      expect(read(b.dir, 'data.bin')).toBeUndefined();
-      expect(readdirSync(b.dir).filter((name) => name.includes('sync-host-tmp'))).toEqual([]);
-      set.run(victim.data, victim.id);
-      await eventually(() => read(b.dir, 'data.bin'), 'data.bin at b', 30_000);
-      expect(read(b.dir, 'data.bin')!.equals(binary)).toBe(true);
+      try {
+        // Damaged on the host's disk while a stays online: nobody repairs it by hand.
+        // This project's: the host keeps the chunks of the file's earlier tests too.
+        const victim = db.prepare('SELECT id, data FROM chunks WHERE room = ?').get(a.roomId) as {
+          id: string;
+          data: Buffer;
+        };
+        const flipped = Buffer.from(victim.data);
+        flipped[100] = flipped[100]! ^ 0xff;
+        const set = db.prepare('UPDATE chunks SET data = ? WHERE room = ? AND id = ?');
+        set.run(flipped, a.roomId, victim.id);
+        await b.start();
+        await eventually(
+          () => b.lines.find((line) => line.startsWith('not received data.bin')),
+          `the damaged chunk found: ${JSON.stringify([a.lines, b.lines])}`,
+          30_000,
+        );
+        expect(read(b.dir, 'data.bin')).toBeUndefined();
+        await eventually(() => read(b.dir, 'data.bin'), 'data.bin at b', 30_000);
+        expect(read(b.dir, 'data.bin')!.equals(binary)).toBe(true);
+        expect(readdirSync(b.dir).filter((name) => name.includes('sync-host-tmp'))).toEqual([]);
+        expect(a.lines).toContain('put data.bin back on the host (1 chunk(s) it no longer held)');
+        const repaired = row.get(a.roomId, victim.id)!.data;
+        expect(repaired.equals(flipped)).toBe(false);
+        // Unencrypted, the same bytes again; sealed, sealed again (another nonce).
+        if (passphrase === undefined) expect(repaired.equals(victim.data)).toBe(true);
+      } finally {
+        db.close();
+        await a.stop();
+        await b.stop();
+      }
+    }, 120_000);
+  }
+  it('puts a chunk reported lost back at most once a minute', async () => {
+    let skewMs = 0;
+    const now = () => Date.now() + skewMs;
+    const [a] = await devicesOf({ now, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } });
+    const binary = randomBytes(300_000);
+    put(a.dir, 'lost.bin', binary);
+    await a.start();
+    await allSent(a, 'a sent lost.bin');
+    const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
+    const ids = () =>
+      db.prepare<[string], string>('SELECT id FROM chunks WHERE room = ?').pluck().all(a.roomId);
+    const putBack = () => a.lines.filter((line) => line.startsWith('put lost.bin back')).length;
+    try {
+      const [first, second] = ids();
+      // Gone from the host (as a chunk-bad drops it), told twice: put back once.
+      const remove = db.prepare('DELETE FROM chunks WHERE room = ? AND id = ?');
+      remove.run(a.roomId, first);
+      await a.folder!.chunksLost([first!]);
+      expect(ids()).toContain(first);
+      remove.run(a.roomId, first);
+      await a.folder!.chunksLost([first!, first!]);
+      expect(ids()).not.toContain(first);
+      expect(putBack()).toBe(1);
+      // Another id is taken up at once (the file's upload puts back every chunk the host lacks).
+      remove.run(a.roomId, second);
+      await a.folder!.chunksLost([first!, second!]);
+      expect(ids()).toEqual(expect.arrayContaining([first, second]));
+      expect(putBack()).toBe(2);
+      // A minute later the first is taken up again.
+      skewMs = 61_000;
+      remove.run(a.roomId, first);
+      await a.folder!.chunksLost([first!]);
+      expect(ids()).toContain(first);
+      expect(putBack()).toBe(3);
     } finally {
       db.close();
-      await b.stop();
+      await a.stop();
     }
-  }, 120_000);
+  }, 60_000);
 });

@@ -72,7 +72,8 @@ export class FolderDevice {
       this.options.passphrase === undefined
         ? undefined
         : await deriveE2EKey(this.options.passphrase, this.roomId);
-    const transfer = blobTransferOf(connection, key);
+    // As the CLI wires it: chunks the host dropped as damaged are put back from the files here.
+    const transfer = blobTransferOf(connection, key, (ids) => void folder.chunksLost(ids));
     const folder = new FolderSync({
       dir: realpathSync(this.dir),
       stateFile: this.stateFile,

@@ -10,6 +10,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { progressDelayVariable } from '../../client/cli/sync-progress.ts';
 import type { CliRun } from '../helpers/cli-process.ts';
@@ -19,8 +20,9 @@ import { cliDevices } from './cli-devices.ts';
 
 /**
  * `sync-host sync` processes with files that are not text: a conflict of a binary file listed by
- * `status --json`, a full store leaving the file waiting (and `status` saying so), and a 200 MiB
- * file through the host with each process's memory sampled from /proc.
+ * `status --json`, a full store leaving the file waiting (and `status` saying so), a chunk
+ * damaged on the host put back by the process that has the file, and a 200 MiB file through the
+ * host with each process's memory sampled from /proc.
  */
 
 const { cli, setUp: devices } = cliDevices('blobs-cli');
@@ -145,6 +147,43 @@ describe('sync-host sync with files kept as chunks', () => {
     const two = start('two');
     await eventually(() => existsSync(join(folder.two, 'movie.bin')), 'movie.bin at two', 60_000);
     expect(two.out.stdout).not.toContain('receiving');
+  }, 120_000);
+
+  it('puts back a chunk damaged on the host from the running sync that has the file, unasked', async () => {
+    const { th, folder, start } = await setUp();
+    const binary = randomBytes(600_000);
+    writeFileSync(join(folder.one, 'data.bin'), binary);
+    const one = start('one');
+    await eventually(() => one.out.stdout.includes('sent data.bin (new)\n'), 'one sent', 30_000);
+    const db = new Database(join(th.dir, 'data', 'store.db'));
+    try {
+      const rows = db.prepare('SELECT id, data FROM chunks').all() as {
+        id: string;
+        data: Buffer;
+      }[];
+      const victim = rows.find((row) => binary.includes(row.data.subarray(0, 64)))!;
+      const flipped = Buffer.from(victim.data);
+      flipped[100] = flipped[100]! ^ 0xff;
+      db.prepare('UPDATE chunks SET data = ? WHERE id = ?').run(flipped, victim.id);
+      const two = start('two');
+      await eventually(
+        () => sameBytes(join(folder.two, 'data.bin'), binary),
+        'data.bin at two, byte for byte',
+        60_000,
+      );
+      expect(two.out.stderr).toContain("failed its check 3 times: the host's copy is damaged");
+      expect(one.out.stdout).toContain(
+        'put data.bin back on the host (1 chunk(s) it no longer held)',
+      );
+      const row = db.prepare('SELECT data FROM chunks WHERE id = ?').get(victim.id) as {
+        data: Buffer;
+      };
+      expect(row.data.equals(victim.data)).toBe(true);
+      await stop(two);
+    } finally {
+      db.close();
+    }
+    await stop(one);
   }, 120_000);
 
   it('leaves a file waiting while the host store is full, and status says so', async () => {

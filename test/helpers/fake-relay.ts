@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import {
+  chunkBadSchema,
   chunkGetSchema,
   chunkHaveSchema,
   chunkPutSchema,
@@ -68,6 +69,7 @@ const controlSchemas = {
   'chunk-put': chunkPutSchema,
   'chunk-have': chunkHaveSchema,
   'chunk-get': chunkGetSchema,
+  'chunk-bad': chunkBadSchema,
 } as const;
 
 /** What the relay would make of a client's text frame. */

@@ -76,6 +76,7 @@ export async function chunkCall(
       (f.type === 'chunk-stored' ||
         f.type === 'chunk-held' ||
         f.type === 'chunk' ||
+        f.type === 'chunk-dropped' ||
         f.type === 'error') &&
       f.ref === frame.ref,
   );

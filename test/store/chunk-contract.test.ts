@@ -147,6 +147,35 @@ for (const [name, factoryOf, prepare, skip] of implementations) {
       expect((await store.usage()).rooms.map((r) => r.room)).toEqual([room2]);
     });
 
+    it('drops a damaged chunk only while it holds the bytes found damaged, and counts its bytes no more', async () => {
+      let store = await fresh();
+      const kept = chunk(randomBytes(300));
+      const damaged = chunk(randomBytes(400));
+      const sealed = chunk(randomBytes(500), { kc: 'kc1', id: damaged.id });
+      for (const one of [kept, damaged, sealed]) await store.chunks.put(one);
+      await store.append({ room: room1, doc: 'd', device: '1', data: Buffer.from('x') });
+      const documentBytes = 1 + 64 + 1;
+      // Other bytes than the row holds: nothing is dropped.
+      expect(await store.chunks.drop(room1, '', damaged.id, randomBytes(400))).toBe(false);
+      expect(await store.chunks.drop(room1, '', damaged.id, damaged.data)).toBe(true);
+      expect(await store.chunks.drop(room1, '', damaged.id, damaged.data)).toBe(false);
+      expect(await store.chunks.drop(room2, '', kept.id)).toBe(false);
+      expect(await store.chunks.have(room1, '', [kept.id, damaged.id])).toEqual([kept.id]);
+      // The same id under another key check value is another chunk.
+      expect(await store.chunks.have(room1, 'kc1', [damaged.id])).toEqual([damaged.id]);
+      const left = chunkBytes(kept) + chunkBytes(sealed);
+      expect(store.chunks.bytes()).toBe(left);
+      expect(store.bytes()).toBe(left + documentBytes);
+      expect((await store.usage()).rooms[0]).toMatchObject({ chunks: 2, chunkBytes: left });
+      expect(await store.chunks.drop(room1, 'kc1', sealed.id)).toBe(true);
+      expect(store.bytes()).toBe(chunkBytes(kept) + documentBytes);
+      // Put again: stored anew and counted once more.
+      expect(await store.chunks.put(damaged)).toEqual({ stored: true, already: false });
+      store = await factory.reopen({ now });
+      expect(store.bytes()).toBe(chunkBytes(kept) + chunkBytes(damaged) + documentBytes);
+      expect((await store.chunks.get(room1, '', damaged.id))?.equals(damaged.data)).toBe(true);
+    });
+
     it('drops the chunks unused for longer than the history window and a day, keeps those asked about', async () => {
       const store = await fresh();
       const old = chunk(randomBytes(100));

@@ -77,4 +77,27 @@ describe.skipIf(skip !== undefined)(title, () => {
     const back = await chunkCall(client, { type: 'chunk-get', ref: 32, id, kc: testKey('a').kc });
     expect(Buffer.from(back.data as string, 'base64').equals(sealed)).toBe(true);
   });
+  it('drops a chunk reported damaged only when it is (unencrypted) or on its key proof (sealed)', async () => {
+    harness = await startOnPostgres();
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    const good = randomBytes(1000);
+    await putChunk(client, 1, good);
+    const report = { type: 'chunk-bad', ref: 2, ids: [plainId(good)] };
+    expect(await chunkCall(client, report)).toMatchObject({ type: 'chunk-dropped', ids: [] });
+    const id = sealedId('bad');
+    const key = testKey('a');
+    await putChunk(client, 3, randomBytes(500), { id, ...key });
+    const forged = { type: 'chunk-bad', ref: 4, ids: [id], kc: key.kc, kp: testKey('b').kp };
+    expect(await chunkCall(client, forged)).toMatchObject({ code: 'invalid_message', ref: 4 });
+    const proven = { type: 'chunk-bad', ref: 5, ids: [id], ...key };
+    expect(await chunkCall(client, proven)).toMatchObject({ type: 'chunk-dropped', ids: [id] });
+    const ids = [plainId(good), id];
+    expect(await chunkCall(client, { type: 'chunk-have', ref: 6, ids, kc: key.kc })).toMatchObject({
+      ids: [],
+    });
+    expect(await chunkCall(client, { type: 'chunk-have', ref: 7, ids })).toMatchObject({
+      ids: [plainId(good)],
+    });
+    expect(harness.relay.store?.bytes()).toBe(1000 + 64 + 44);
+  });
 });
