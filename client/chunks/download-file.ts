@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { open, rm } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { type FileHandle, open, rm } from 'node:fs/promises';
 import { chunkIdSchema } from '../../protocol/relay-frames.ts';
 import { SyncError } from '../errors.ts';
 import { ByteWindow } from './byte-window.ts';
@@ -11,8 +12,16 @@ export interface DownloadedFile {
   digest: string;
 }
 
+/** A chunk and where its bytes go in the file. */
+export interface PlacedChunk extends ChunkRef {
+  offset: number;
+}
+
+/** An existing file, opened for writing in place; never through a symbolic link. */
+const inPlaceFlags = constants.O_RDWR | constants.O_NOFOLLOW;
+
 /** Checks a chunk list that came from another device before anything is fetched. */
-function checkRefs(chunks: ChunkRef[]): void {
+export function checkRefs(chunks: ChunkRef[]): void {
   for (const ref of chunks) {
     const sizeOk = Number.isSafeInteger(ref.size) && ref.size > 0 && ref.size <= maxChunkBytes;
     if (!sizeOk || !chunkIdSchema.safeParse(ref.id).success) {
@@ -28,20 +37,73 @@ function checkRefs(chunks: ChunkRef[]): void {
  * Fetches `chunks` from the host and writes them, in order, to `tempPath` (created or
  * truncated), fetching ahead at most `t.maxInFlightBytes`. Only chunks that passed their check
  * are written (see `ChunkTransfer.get`); a chunk of another size than its ref is `chunk_corrupt`.
- * On any failure the temp file is removed and the error thrown; the caller checks the digest
- * against the one it expects before moving the file into place.
+ * With `present` (indexes of chunks that a prefetch wrote into `tempPath` already, at their
+ * place), the file is kept and only the others are fetched; its digest is then read back from
+ * the disk. On any failure the temp file is removed and the error thrown; the caller checks the
+ * digest against the one it expects before moving the file into place.
  */
 export async function downloadFile(
   t: ChunkTransfer,
   chunks: ChunkRef[],
   tempPath: string,
   onBytes?: (n: number) => void,
+  present?: ReadonlySet<number>,
 ): Promise<DownloadedFile> {
   checkRefs(chunks);
+  const resumed = present !== undefined && present.size > 0;
   const hash = createHash('sha256');
-  const handle = await open(tempPath, 'w');
+  let size = 0;
+  const placed: PlacedChunk[] = [];
+  for (const [index, ref] of chunks.entries()) {
+    if (!resumed || !present.has(index)) placed.push({ ...ref, offset: size });
+    size += ref.size;
+  }
+  try {
+    const handle = await open(tempPath, resumed ? inPlaceFlags : 'w');
+    try {
+      await writeChunks(t, placed, handle, (plain) => {
+        if (!resumed) hash.update(plain);
+        onBytes?.(plain.length);
+      });
+      if (resumed) await handle.truncate(size);
+    } finally {
+      await handle.close();
+    }
+    if (resumed) return { size, digest: await hashFile(tempPath) };
+  } catch (err: unknown) {
+    await rm(tempPath, { force: true });
+    throw err;
+  }
+  return { size, digest: hash.digest('hex') };
+}
+
+/**
+ * Fetches `chunks` into the existing file `tempPath`, each at its offset (a prefetch: the file
+ * is not created, truncated nor removed here). Throws as `downloadFile` does.
+ */
+export async function fetchChunksInto(
+  t: ChunkTransfer,
+  chunks: PlacedChunk[],
+  tempPath: string,
+): Promise<void> {
+  checkRefs(chunks);
+  const handle = await open(tempPath, inPlaceFlags);
+  try {
+    await writeChunks(t, chunks, handle, () => undefined);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Fetches `chunks` ahead within the transfer's window and writes each at its offset, in order. */
+async function writeChunks(
+  t: ChunkTransfer,
+  chunks: PlacedChunk[],
+  handle: FileHandle,
+  onChunk: (plain: Uint8Array) => void,
+): Promise<void> {
   const window = new ByteWindow(t.maxInFlightBytes);
-  const ahead: Array<{ ref: ChunkRef; plain: Promise<Uint8Array> }> = [];
+  const ahead: Array<{ ref: PlacedChunk; plain: Promise<Uint8Array> }> = [];
   let next = 0;
   const fetchAhead = () => {
     while (next < chunks.length && window.tryAcquire(chunks[next]!.size)) {
@@ -51,26 +113,24 @@ export async function downloadFile(
       ahead.push({ ref, plain });
     }
   };
-  let size = 0;
-  try {
-    fetchAhead();
-    for (let fetched = ahead.shift(); fetched !== undefined; fetched = ahead.shift()) {
-      const plain = await fetched.plain;
-      if (plain.length !== fetched.ref.size) {
-        throw new SyncError('chunk_corrupt', `chunk ${fetched.ref.id} is not of its listed size`);
-      }
-      await handle.write(plain);
-      hash.update(plain);
-      size += plain.length;
-      onBytes?.(plain.length);
-      window.release(fetched.ref.size);
-      fetchAhead();
+  fetchAhead();
+  for (let fetched = ahead.shift(); fetched !== undefined; fetched = ahead.shift()) {
+    const plain = await fetched.plain;
+    if (plain.length !== fetched.ref.size) {
+      throw new SyncError('chunk_corrupt', `chunk ${fetched.ref.id} is not of its listed size`);
     }
-    await handle.close();
-  } catch (err: unknown) {
-    await handle.close();
-    await rm(tempPath, { force: true });
-    throw err;
+    await handle.write(plain, 0, plain.length, fetched.ref.offset);
+    onChunk(plain);
+    window.release(fetched.ref.size);
+    fetchAhead();
   }
-  return { size, digest: hash.digest('hex') };
+}
+
+/** SHA-256 of a file, hex, read in a stream (never whole in memory). */
+export async function hashFile(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const block of createReadStream(file, { highWaterMark: 1_048_576 })) {
+    hash.update(block as Buffer);
+  }
+  return hash.digest('hex');
 }

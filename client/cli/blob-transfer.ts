@@ -1,13 +1,15 @@
-import { ChunkTransfer, downloadFile, uploadFile } from '../chunks/index.ts';
+import { ChunkTransfer, downloadFile, fetchChunksInto, uploadFile } from '../chunks/index.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import type { RelayConnection } from '../relay-connection.ts';
+import { noticeSender } from './blob-notices.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import type { BlobTransfer } from './folder-blobs.ts';
 
 /**
  * The folder sync's file transfers over one relay connection (client/chunks), sealed with the
- * project's key when it has one. `close()` rejects what is under way (the queue tries again on
- * the next connection).
+ * project's key when it has one; an upload tells the devices online which chunks the host
+ * holds as it goes (blob-notices.ts). `close()` rejects what is under way (the queue tries
+ * again on the next connection).
  */
 export function blobTransferOf(
   connection: RelayConnection,
@@ -15,21 +17,25 @@ export function blobTransferOf(
 ): BlobTransfer & { close(): void } {
   const t = new ChunkTransfer({ connection, key });
   return {
-    async upload(file, onBytes) {
-      const sent = await uploadFile(t, file, onBytes);
+    async upload(file, onBytes, announce) {
+      const notices = announce === undefined ? undefined : noticeSender(connection, key, announce);
+      const sent = await uploadFile(t, file, onBytes, notices?.held);
+      await notices?.end();
       return {
         chunks: sent.chunks.map((chunk) => [chunk.id, chunk.size]),
         size: sent.size,
         digest: sent.digest,
       };
     },
-    download: (chunks, temp, onBytes) =>
+    download: (chunks, temp, onBytes, present) =>
       downloadFile(
         t,
         chunks.map(([id, size]) => ({ id, size })),
         temp,
         onBytes,
+        present,
       ),
+    fetchInto: (chunks, temp) => fetchChunksInto(t, chunks, temp),
     held: (ids) => t.held(ids),
     close: () => t.close(),
   };

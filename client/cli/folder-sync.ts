@@ -1,5 +1,6 @@
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
+import type { BlobNotice } from './blob-notices.ts';
 import { BlobQueue, type BlobTransfer, type Transfer } from './folder-blobs.ts';
 import { type ChunkKeeper, keeperOf } from './folder-chunk-keeper.ts';
 import { syncIgnoreName } from './folder-ignore.ts';
@@ -44,6 +45,8 @@ export interface FolderSyncOptions {
   transfer?: () => BlobTransfer | undefined;
   /** Files larger than this are not synced (1 GiB by default). */
   maxFileBytes?: number;
+  /** How long a prefetch no notice touched is kept (5 minutes; folder-prefetch.ts). */
+  prefetchIdleMs?: number;
 }
 
 /**
@@ -208,6 +211,11 @@ export class FolderSync {
     this.keeper?.resume();
   }
 
+  /** A notice of another device's upload under way: its chunks may be fetched ahead. */
+  prefetch(from: string, notice: BlobNotice): void {
+    if (!this.closed) this.mirror.blobs?.prefetches.notice(from, notice);
+  }
+
   /** The transfers running now, for the progress line. */
   transfers(): Transfer[] {
     return [...(this.mirror.blobs?.active.values() ?? [])];
@@ -240,6 +248,8 @@ export class FolderSync {
           this.persist({ disk: changes });
         }),
       ignores: (path) => mirror.ignores(path),
+      maxFileBytes: () => mirror.maxFileBytes,
+      prefetchIdleMs: this.options.prefetchIdleMs,
       wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
       downloaded: (path) => {
         mirror.retry.add(path);

@@ -1,0 +1,199 @@
+import { join } from 'node:path';
+import type { PlacedChunk } from '../chunks/index.ts';
+import type { BlobNotice } from './blob-notices.ts';
+import type { BlobTransfer, ChunkList } from './folder-blobs.ts';
+import { removeQuietly, writeTemp } from './folder-fs.ts';
+import { pathProblem } from './folder-names.ts';
+
+/**
+ * Chunks of files another device is still sending, fetched ahead into temporary files (see
+ * blob-notices.ts). A prefetch only ever writes its own temporary file beside the file's path,
+ * named and made as a download's (in the folder, `O_EXCL`, never through a link), and only in
+ * folders that exist already (a notice makes none); the download of the published version takes
+ * it over when its chunks agree (`claim`), and is what puts the file in place, with its checks.
+ * A prefetch no notice touched for `idleMs` (5 minutes: the sender stopped, or the file went
+ * elsewhere) is dropped with its file, as are all of them when the sync stops.
+ */
+
+/** Versions one device may have prefetched here at once; notices for more wait their turn. */
+export const maxPrefetchesPerSender = 3;
+export const defaultPrefetchIdleMs = 5 * 60_000;
+/** Uploads recently claimed or dropped: their late notices start nothing. */
+const maxForgotten = 64;
+
+export interface PrefetchHost {
+  readonly dir: string;
+  transfer(): BlobTransfer | undefined;
+  /** Whether `.syncignore` keeps `path` on this device now (then nothing is fetched). */
+  ignores(path: string): boolean;
+  maxFileBytes(): number;
+  /** Temporary files in use: the folder scan leaves them alone. */
+  readonly busyTemps: Set<string>;
+}
+
+interface Prefetch {
+  from: string;
+  upload: string;
+  path: string;
+  size: number;
+  temp: string;
+  /** Chunks written to the temporary file, by offset. */
+  written: Map<number, PlacedChunk>;
+  queued: PlacedChunk[];
+  running: Promise<void> | undefined;
+  idle: ReturnType<typeof setTimeout>;
+}
+
+/** A prefetch the download takes over: its file and which of the version's chunks it holds. */
+export interface Claimed {
+  temp: string;
+  present: Set<number>;
+  bytes: number;
+}
+
+export class Prefetches {
+  private readonly all = new Map<string, Prefetch>();
+  private readonly forgotten = new Set<string>();
+
+  constructor(
+    private readonly host: PrefetchHost,
+    private readonly idleMs = defaultPrefetchIdleMs,
+  ) {}
+
+  /** Temporary files of prefetches now (for tests and status). */
+  get temps(): string[] {
+    return [...this.all.values()].map((p) => p.temp);
+  }
+
+  /** A notice from device `from`: its chunks are fetched when its name and size may sync here. */
+  notice(from: string, notice: BlobNotice): void {
+    const key = `${from}\n${notice.upload}`;
+    if (this.forgotten.has(key) || !this.allowed(notice)) return;
+    let prefetch = this.all.get(key);
+    if (
+      prefetch !== undefined &&
+      (prefetch.path !== notice.path || prefetch.size !== notice.size)
+    ) {
+      return;
+    }
+    prefetch ??= this.start(key, from, notice);
+    if (prefetch === undefined) return;
+    prefetch.idle.refresh();
+    for (const chunk of notice.chunks) {
+      if (chunk.offset + chunk.size > notice.size || prefetch.written.has(chunk.offset)) continue;
+      prefetch.queued.push(chunk);
+    }
+    this.pump(key, prefetch);
+  }
+
+  /**
+   * The prefetch of `path` that holds most of `version`'s chunks, once its fetches settled: the
+   * caller owns its temporary file from now on. Undefined when none holds any.
+   */
+  async claim(
+    path: string,
+    version: { chunks: ChunkList; size: number },
+  ): Promise<Claimed | undefined> {
+    let best: { key: string; prefetch: Prefetch; matches: number } | undefined;
+    for (const [key, prefetch] of this.all) {
+      if (prefetch.path !== path || prefetch.size !== version.size) continue;
+      const matches = presentOf(prefetch, version.chunks).present.size;
+      if (matches > (best?.matches ?? 0)) best = { key, prefetch, matches };
+    }
+    if (best === undefined) return undefined;
+    const { key, prefetch } = best;
+    this.forget(key, prefetch);
+    prefetch.queued = [];
+    await prefetch.running?.catch(() => undefined);
+    return { temp: prefetch.temp, ...presentOf(prefetch, version.chunks) };
+  }
+
+  /** Drops every prefetch and its file (the sync stops). */
+  close(): void {
+    for (const [key, prefetch] of this.all) this.drop(key, prefetch);
+  }
+
+  private allowed(notice: BlobNotice): boolean {
+    return (
+      pathProblem(notice.path) === undefined &&
+      !this.host.ignores(notice.path) &&
+      notice.size <= this.host.maxFileBytes()
+    );
+  }
+
+  private start(key: string, from: string, notice: BlobNotice): Prefetch | undefined {
+    let count = 0;
+    for (const prefetch of this.all.values()) if (prefetch.from === from) count += 1;
+    if (count >= maxPrefetchesPerSender) return undefined;
+    const made = writeTemp(this.host.dir, notice.path, '', { makeFolders: false });
+    if ('problem' in made) return undefined;
+    this.host.busyTemps.add(made.temp);
+    const idle = setTimeout(() => this.drop(key, prefetch), this.idleMs);
+    idle.unref();
+    const prefetch: Prefetch = {
+      from,
+      upload: notice.upload,
+      path: notice.path,
+      size: notice.size,
+      temp: made.temp,
+      written: new Map(),
+      queued: [],
+      running: undefined,
+      idle,
+    };
+    this.all.set(key, prefetch);
+    return prefetch;
+  }
+
+  /** Fetches what is queued, all of it at each turn (one transfer window for the lot). */
+  private pump(key: string, prefetch: Prefetch): void {
+    if (prefetch.running !== undefined) return;
+    prefetch.running = (async () => {
+      while (prefetch.queued.length > 0 && this.all.get(key) === prefetch) {
+        const batch = prefetch.queued.splice(0);
+        const transfer = this.host.transfer();
+        if (transfer === undefined) throw new Error('not connected');
+        await transfer.fetchInto(batch, join(this.host.dir, prefetch.temp));
+        for (const chunk of batch) prefetch.written.set(chunk.offset, chunk);
+      }
+    })()
+      .catch(() => {
+        if (this.all.get(key) === prefetch) this.drop(key, prefetch);
+      })
+      .finally(() => {
+        prefetch.running = undefined;
+      });
+  }
+
+  private drop(key: string, prefetch: Prefetch): void {
+    this.forget(key, prefetch);
+    // Removed now even while a fetch writes to it: that fetch opened it by name and ends on it.
+    removeQuietly(this.host.dir, prefetch.temp);
+    this.host.busyTemps.delete(prefetch.temp);
+  }
+
+  private forget(key: string, prefetch: Prefetch): void {
+    clearTimeout(prefetch.idle);
+    this.all.delete(key);
+    this.forgotten.add(key);
+    if (this.forgotten.size > maxForgotten) {
+      this.forgotten.delete(this.forgotten.values().next().value!);
+    }
+  }
+}
+
+/** Which of `chunks` (by index) a prefetch wrote at their place, and their bytes. */
+function presentOf(prefetch: Prefetch, chunks: ChunkList): { present: Set<number>; bytes: number } {
+  const present = new Set<number>();
+  let offset = 0;
+  let bytes = 0;
+  for (const [index, [id, size]] of chunks.entries()) {
+    const written = prefetch.written.get(offset);
+    if (written?.id === id && written.size === size) {
+      present.add(index);
+      bytes += size;
+    }
+    offset += size;
+  }
+  return { present, bytes };
+}
