@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
 import { type FileHandle, open, rm } from 'node:fs/promises';
 import { chunkIdSchema } from '../../protocol/relay-frames.ts';
@@ -15,6 +15,16 @@ export interface DownloadedFile {
 /** A chunk and where its bytes go in the file. */
 export interface PlacedChunk extends ChunkRef {
   offset: number;
+}
+
+/**
+ * What a prefetch left in a temporary file: the indexes of the chunks it wrote at their place,
+ * and the SHA-256 state of the file's first `hashedBytes` bytes (chunks it wrote in order).
+ */
+export interface Resume {
+  present: ReadonlySet<number>;
+  hash: Hash;
+  hashedBytes: number;
 }
 
 /** An existing file, opened for writing in place; never through a symbolic link. */
@@ -37,9 +47,9 @@ export function checkRefs(chunks: ChunkRef[]): void {
  * Fetches `chunks` from the host and writes them, in order, to `tempPath` (created or
  * truncated), fetching ahead at most `t.maxInFlightBytes`. Only chunks that passed their check
  * are written (see `ChunkTransfer.get`); a chunk of another size than its ref is `chunk_corrupt`.
- * With `present` (indexes of chunks that a prefetch wrote into `tempPath` already, at their
- * place), the file is kept and only the others are fetched; its digest is then read back from
- * the disk. On any failure the temp file is removed and the error thrown; the caller checks the
+ * With `resume` (what a prefetch wrote into `tempPath` already), the file is kept and only the
+ * other chunks are fetched; the part of the file the prefetch's hash does not cover and the
+ * fetched chunks do not continue is read back from the disk for the digest. On any failure the temp file is removed and the error thrown; the caller checks the
  * digest against the one it expects before moving the file into place.
  */
 export async function downloadFile(
@@ -47,29 +57,32 @@ export async function downloadFile(
   chunks: ChunkRef[],
   tempPath: string,
   onBytes?: (n: number) => void,
-  present?: ReadonlySet<number>,
+  resume?: Resume,
 ): Promise<DownloadedFile> {
   checkRefs(chunks);
-  const resumed = present !== undefined && present.size > 0;
-  const hash = createHash('sha256');
+  const hash = resume?.hash ?? createHash('sha256');
+  let hashed = resume?.hashedBytes ?? 0;
   let size = 0;
   const placed: PlacedChunk[] = [];
   for (const [index, ref] of chunks.entries()) {
-    if (!resumed || !present.has(index)) placed.push({ ...ref, offset: size });
+    if (resume?.present.has(index) !== true) placed.push({ ...ref, offset: size });
     size += ref.size;
   }
   try {
-    const handle = await open(tempPath, resumed ? inPlaceFlags : 'w');
+    const handle = await open(tempPath, resume === undefined ? 'w' : inPlaceFlags);
     try {
-      await writeChunks(t, placed, handle, (plain) => {
-        if (!resumed) hash.update(plain);
+      await writeChunks(t, placed, handle, (ref, plain) => {
+        if (ref.offset === hashed) {
+          hash.update(plain);
+          hashed += plain.length;
+        }
         onBytes?.(plain.length);
       });
-      if (resumed) await handle.truncate(size);
+      if (resume !== undefined) await handle.truncate(size);
     } finally {
       await handle.close();
     }
-    if (resumed) return { size, digest: await hashFile(tempPath) };
+    if (hashed < size) await hashInto(hash, tempPath, hashed);
   } catch (err: unknown) {
     await rm(tempPath, { force: true });
     throw err;
@@ -85,11 +98,12 @@ export async function fetchChunksInto(
   t: ChunkTransfer,
   chunks: PlacedChunk[],
   tempPath: string,
+  onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
 ): Promise<void> {
   checkRefs(chunks);
   const handle = await open(tempPath, inPlaceFlags);
   try {
-    await writeChunks(t, chunks, handle, () => undefined);
+    await writeChunks(t, chunks, handle, onChunk);
   } finally {
     await handle.close();
   }
@@ -100,7 +114,7 @@ async function writeChunks(
   t: ChunkTransfer,
   chunks: PlacedChunk[],
   handle: FileHandle,
-  onChunk: (plain: Uint8Array) => void,
+  onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
 ): Promise<void> {
   const window = new ByteWindow(t.maxInFlightBytes);
   const ahead: Array<{ ref: PlacedChunk; plain: Promise<Uint8Array> }> = [];
@@ -120,7 +134,7 @@ async function writeChunks(
       throw new SyncError('chunk_corrupt', `chunk ${fetched.ref.id} is not of its listed size`);
     }
     await handle.write(plain, 0, plain.length, fetched.ref.offset);
-    onChunk(plain);
+    onChunk(fetched.ref, plain);
     window.release(fetched.ref.size);
     fetchAhead();
   }
@@ -129,8 +143,13 @@ async function writeChunks(
 /** SHA-256 of a file, hex, read in a stream (never whole in memory). */
 export async function hashFile(file: string): Promise<string> {
   const hash = createHash('sha256');
-  for await (const block of createReadStream(file, { highWaterMark: 1_048_576 })) {
+  await hashInto(hash, file, 0);
+  return hash.digest('hex');
+}
+
+/** Adds the bytes of `file` from `start` on to `hash`, read in a stream. */
+async function hashInto(hash: Hash, file: string, start: number): Promise<void> {
+  for await (const block of createReadStream(file, { start, highWaterMark: 1_048_576 })) {
     hash.update(block as Buffer);
   }
-  return hash.digest('hex');
 }

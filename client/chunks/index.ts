@@ -6,6 +6,7 @@ export {
   fetchChunksInto,
   hashFile,
   type PlacedChunk,
+  type Resume,
 } from './download-file.ts';
 export { fileChunks } from './file-chunks.ts';
 export { type UploadedFile, uploadFile } from './upload-file.ts';

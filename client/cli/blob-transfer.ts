@@ -27,15 +27,15 @@ export function blobTransferOf(
         digest: sent.digest,
       };
     },
-    download: (chunks, temp, onBytes, present) =>
+    download: (chunks, temp, onBytes, resume) =>
       downloadFile(
         t,
         chunks.map(([id, size]) => ({ id, size })),
         temp,
         onBytes,
-        present,
+        resume,
       ),
-    fetchInto: (chunks, temp) => fetchChunksInto(t, chunks, temp),
+    fetchInto: (chunks, temp, onChunk) => fetchChunksInto(t, chunks, temp, onChunk),
     held: (ids) => t.held(ids),
     close: () => t.close(),
   };

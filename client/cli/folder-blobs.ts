@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashFile, type PlacedChunk } from '../chunks/index.ts';
+import { hashFile, type PlacedChunk, type Resume } from '../chunks/index.ts';
 import { SyncError } from '../errors.ts';
 import type { BlobVersion } from './folder-doc.ts';
 import { removeQuietly, type Stamp, sameStamp, statFile, writeTemp } from './folder-fs.ts';
@@ -29,15 +29,19 @@ export interface BlobTransfer {
     onBytes: (n: number) => void,
     announce?: { path: string; size: number },
   ): Promise<{ chunks: ChunkList; size: number; digest: string }>;
-  /** `present`: indexes of the chunks a prefetch wrote into `temp` already. */
+  /** `resume`: what a prefetch wrote into `temp` already. */
   download(
     chunks: ChunkList,
     temp: string,
     onBytes: (n: number) => void,
-    present?: ReadonlySet<number>,
+    resume?: Resume,
   ): Promise<{ size: number; digest: string }>;
   /** Fetches `chunks` into the existing file `temp`, each at its offset (a prefetch). */
-  fetchInto(chunks: PlacedChunk[], temp: string): Promise<void>;
+  fetchInto(
+    chunks: PlacedChunk[],
+    temp: string,
+    onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
+  ): Promise<void>;
   /** Which of `ids` the host holds (and marks them used there). */
   held(ids: string[]): Promise<Set<string>>;
 }
@@ -300,7 +304,7 @@ export class BlobQueue {
         job.version.chunks,
         join(this.host.dir, temp.temp),
         progress,
-        claimed?.present,
+        claimed?.resume,
       );
       if (got.digest !== job.version.digest || got.size !== job.version.size) {
         throw new Error(`${path} did not come out as its version says (fetched again)`);

@@ -1,5 +1,6 @@
+import { createHash, type Hash } from 'node:crypto';
 import { join } from 'node:path';
-import type { PlacedChunk } from '../chunks/index.ts';
+import type { PlacedChunk, Resume } from '../chunks/index.ts';
 import type { BlobNotice } from './blob-notices.ts';
 import type { BlobTransfer, ChunkList } from './folder-blobs.ts';
 import { removeQuietly, writeTemp } from './folder-fs.ts';
@@ -39,15 +40,20 @@ interface Prefetch {
   temp: string;
   /** Chunks written to the temporary file, by offset. */
   written: Map<number, PlacedChunk>;
+  /** Offsets written or queued: a notice never names one twice (a repeated notice, or a hostile one). */
+  offsets: Set<number>;
+  /** SHA-256 of the file's first `hashedBytes` (chunks written in order: the download goes on). */
+  hash: Hash;
+  hashedBytes: number;
   queued: PlacedChunk[];
   running: Promise<void> | undefined;
   idle: ReturnType<typeof setTimeout>;
 }
 
-/** A prefetch the download takes over: its file and which of the version's chunks it holds. */
+/** A prefetch the download takes over: its file, what it holds of the version, its bytes. */
 export interface Claimed {
   temp: string;
-  present: Set<number>;
+  resume: Resume;
   bytes: number;
 }
 
@@ -80,7 +86,8 @@ export class Prefetches {
     if (prefetch === undefined) return;
     prefetch.idle.refresh();
     for (const chunk of notice.chunks) {
-      if (chunk.offset + chunk.size > notice.size || prefetch.written.has(chunk.offset)) continue;
+      if (chunk.offset + chunk.size > notice.size || prefetch.offsets.has(chunk.offset)) continue;
+      prefetch.offsets.add(chunk.offset);
       prefetch.queued.push(chunk);
     }
     this.pump(key, prefetch);
@@ -97,7 +104,7 @@ export class Prefetches {
     let best: { key: string; prefetch: Prefetch; matches: number } | undefined;
     for (const [key, prefetch] of this.all) {
       if (prefetch.path !== path || prefetch.size !== version.size) continue;
-      const matches = presentOf(prefetch, version.chunks).present.size;
+      const matches = resumeOf(prefetch, version.chunks).resume.present.size;
       if (matches > (best?.matches ?? 0)) best = { key, prefetch, matches };
     }
     if (best === undefined) return undefined;
@@ -105,7 +112,7 @@ export class Prefetches {
     this.forget(key, prefetch);
     prefetch.queued = [];
     await prefetch.running?.catch(() => undefined);
-    return { temp: prefetch.temp, ...presentOf(prefetch, version.chunks) };
+    return { temp: prefetch.temp, ...resumeOf(prefetch, version.chunks) };
   }
 
   /** Drops every prefetch and its file (the sync stops). */
@@ -137,6 +144,9 @@ export class Prefetches {
       size: notice.size,
       temp: made.temp,
       written: new Map(),
+      offsets: new Set(),
+      hash: createHash('sha256'),
+      hashedBytes: 0,
       queued: [],
       running: undefined,
       idle,
@@ -153,8 +163,12 @@ export class Prefetches {
         const batch = prefetch.queued.splice(0);
         const transfer = this.host.transfer();
         if (transfer === undefined) throw new Error('not connected');
-        await transfer.fetchInto(batch, join(this.host.dir, prefetch.temp));
-        for (const chunk of batch) prefetch.written.set(chunk.offset, chunk);
+        await transfer.fetchInto(batch, join(this.host.dir, prefetch.temp), (chunk, plain) => {
+          prefetch.written.set(chunk.offset, chunk);
+          if (chunk.offset !== prefetch.hashedBytes) return;
+          prefetch.hash.update(plain);
+          prefetch.hashedBytes += plain.length;
+        });
       }
     })()
       .catch(() => {
@@ -182,18 +196,25 @@ export class Prefetches {
   }
 }
 
-/** Which of `chunks` (by index) a prefetch wrote at their place, and their bytes. */
-function presentOf(prefetch: Prefetch, chunks: ChunkList): { present: Set<number>; bytes: number } {
+/**
+ * Which of `chunks` (by index) a prefetch wrote at their place, and their bytes; its hash goes
+ * with them while every chunk it covers is one of those (else the download hashes from 0).
+ */
+function resumeOf(prefetch: Prefetch, chunks: ChunkList): Omit<Claimed, 'temp'> {
   const present = new Set<number>();
   let offset = 0;
   let bytes = 0;
+  let prefixHolds = true;
   for (const [index, [id, size]] of chunks.entries()) {
     const written = prefetch.written.get(offset);
     if (written?.id === id && written.size === size) {
       present.add(index);
       bytes += size;
-    }
+    } else if (offset < prefetch.hashedBytes) prefixHolds = false;
     offset += size;
   }
-  return { present, bytes };
+  const hashed = prefixHolds
+    ? { hash: prefetch.hash, hashedBytes: prefetch.hashedBytes }
+    : { hash: createHash('sha256'), hashedBytes: 0 };
+  return { resume: { present, ...hashed }, bytes };
 }
