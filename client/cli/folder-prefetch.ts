@@ -16,7 +16,7 @@ import { pathProblem } from './folder-names.ts';
  * elsewhere) is dropped with its file, as are all of them when the sync stops.
  */
 
-/** Versions one device may have prefetched here at once; notices for more wait their turn. */
+/** Versions one device may have prefetched here at once (its newest uploads). */
 export const maxPrefetchesPerSender = 3;
 export const defaultPrefetchIdleMs = 5 * 60_000;
 /** Uploads recently claimed or dropped: their late notices start nothing. */
@@ -128,10 +128,18 @@ export class Prefetches {
     );
   }
 
+  /**
+   * A new upload of `from`: its earlier uploads of the same path are over (a device sends one
+   * file at a time; a file read while it was still being written goes again), so their
+   * prefetches go, and so does its oldest one when it has `maxPrefetchesPerSender` already.
+   */
   private start(key: string, from: string, notice: BlobNotice): Prefetch | undefined {
-    let count = 0;
-    for (const prefetch of this.all.values()) if (prefetch.from === from) count += 1;
-    if (count >= maxPrefetchesPerSender) return undefined;
+    const senders = [...this.all].filter(([, prefetch]) => prefetch.from === from);
+    for (const [other, prefetch] of senders) {
+      if (prefetch.path === notice.path) this.drop(other, prefetch);
+    }
+    const left = [...this.all].filter(([, prefetch]) => prefetch.from === from);
+    if (left.length >= maxPrefetchesPerSender) this.drop(...left[0]!);
     const made = writeTemp(this.host.dir, notice.path, '', { makeFolders: false });
     if ('problem' in made) return undefined;
     this.host.busyTemps.add(made.temp);
