@@ -67,50 +67,62 @@ async function rawDevice(setup: Awaited<ReturnType<typeof setUp>>) {
   };
 }
 
+/** Device two syncing, and device one sending notices by hand. */
+async function receiverAndSender() {
+  const setup = await setUp();
+  const two = setup.start('two');
+  await eventually(() => two.out.stdout.includes('in sync'), 'two in sync', 30_000);
+  return { folder: setup.folder, two, device: await rawDevice(setup) };
+}
+
 describe('sync-host sync fetching a file while it goes up', () => {
-  it("receives most of a file's bytes before the sender has published it, then the file byte for byte", async () => {
-    const setup = await setUp();
-    const { folder, start } = setup;
-    const one = start('one');
-    const two = start('two');
-    for (const run of [one, two]) {
-      await eventually(() => run.out.stdout.includes('peers: '), 'both in the room', 30_000);
-    }
-    const bytes = randomBytes(48 * 1_048_576);
-    // Written beside the folder, then moved in: device one reads it whole.
-    const outside = join(tempDir(), 'movie.bin');
-    writeFileSync(outside, bytes);
-    renameSync(outside, join(folder.one, 'movie.bin'));
-    let earlyBytes = 0;
-    await eventually(
-      () => {
-        if (!one.out.stdout.includes('sent movie.bin')) {
-          for (const temp of temps(folder.two)) {
-            earlyBytes = Math.max(earlyBytes, statSync(join(folder.two, temp)).size);
+  it.each([{ sealed: false }, { sealed: true }])(
+    "receives most of a file's bytes before the sender has published it, then the file byte for byte (sealed: $sealed)",
+    async ({ sealed }) => {
+      const passphrase = join(tempDir(), 'passphrase');
+      writeFileSync(passphrase, 'the passphrase\n', { mode: 0o600 });
+      const setup = await setUp({
+        syncArgs: sealed ? ['--encrypt', '--passphrase-file', passphrase] : [],
+      });
+      const { folder, start } = setup;
+      const one = start('one');
+      const two = start('two');
+      for (const run of [one, two]) {
+        await eventually(() => run.out.stdout.includes('peers: '), 'both in the room', 30_000);
+      }
+      const bytes = randomBytes(48 * 1_048_576);
+      // Written beside the folder, then moved in: device one reads it whole.
+      const outside = join(tempDir(), 'movie.bin');
+      writeFileSync(outside, bytes);
+      renameSync(outside, join(folder.one, 'movie.bin'));
+      let earlyBytes = 0;
+      await eventually(
+        () => {
+          if (!one.out.stdout.includes('sent movie.bin')) {
+            for (const temp of temps(folder.two)) {
+              earlyBytes = Math.max(earlyBytes, statSync(join(folder.two, temp)).size);
+            }
           }
-        }
-        const file = join(folder.two, 'movie.bin');
-        return existsSync(file) && statSync(file).size === bytes.length;
-      },
-      'the file at two',
-      60_000,
-    );
-    expect(readFileSync(join(folder.two, 'movie.bin')).equals(bytes)).toBe(true);
-    // Before device one published the version, device two had a quarter of it at least.
-    expect(earlyBytes).toBeGreaterThanOrEqual(bytes.length / 4);
-    expect(temps(folder.two)).toEqual([]);
-    // Taken over by the download, not fetched again after a failed check.
-    expect(two.out.stderr).not.toContain('movie.bin');
-    await stop(one);
-    await stop(two);
-  }, 120_000);
+          const file = join(folder.two, 'movie.bin');
+          return existsSync(file) && statSync(file).size === bytes.length;
+        },
+        'the file at two',
+        60_000,
+      );
+      expect(readFileSync(join(folder.two, 'movie.bin')).equals(bytes)).toBe(true);
+      // Before device one published the version, device two had a quarter of it at least.
+      expect(earlyBytes).toBeGreaterThanOrEqual(bytes.length / 4);
+      expect(temps(folder.two)).toEqual([]);
+      // Taken over by the download, not fetched again after a failed check.
+      expect(two.out.stderr).not.toContain('movie.bin');
+      await stop(one);
+      await stop(two);
+    },
+    120_000,
+  );
 
   it('writes nothing for a notice whose name never syncs here', async () => {
-    const setup = await setUp();
-    const { folder, start } = setup;
-    const two = start('two');
-    await eventually(() => two.out.stdout.includes('in sync'), 'two in sync', 30_000);
-    const device = await rawDevice(setup);
+    const { folder, two, device } = await receiverAndSender();
     const chunk = randomBytes(10_000);
     for (const hostile of ['../x', '.git/config', '.sync-host-folder', 'a/../../y']) {
       await device.announce(hostile, chunk);
@@ -130,11 +142,7 @@ describe('sync-host sync fetching a file while it goes up', () => {
   }, 60_000);
 
   it('removes the temporary file of a prefetch whose sender stopped, and at exit', async () => {
-    const setup = await setUp();
-    const { folder, start } = setup;
-    const two = start('two');
-    await eventually(() => two.out.stdout.includes('in sync'), 'two in sync', 30_000);
-    const device = await rawDevice(setup);
+    const { folder, two, device } = await receiverAndSender();
     await device.announce('abandoned.bin', randomBytes(20_000));
     await eventually(() => temps(folder.two).length === 1, 'the prefetch', 20_000);
     // No publish, no further notice: dropped after the idle bound.
