@@ -40,8 +40,11 @@ interface Prefetch {
   temp: string;
   /** Chunks written to the temporary file, by offset. */
   written: Map<number, PlacedChunk>;
-  /** Offsets written or queued: a notice never names one twice (a repeated notice, or a hostile one). */
-  offsets: Set<number>;
+  /**
+   * Chunks written or queued, by offset: an offset is fetched once (a repeated notice, or a
+   * hostile one naming it again).
+   */
+  named: Map<number, PlacedChunk>;
   /** SHA-256 of the file's first `hashedBytes` (chunks written in order: the download goes on). */
   hash: Hash;
   hashedBytes: number;
@@ -66,11 +69,6 @@ export class Prefetches {
     private readonly idleMs = defaultPrefetchIdleMs,
   ) {}
 
-  /** Temporary files of prefetches now (for tests and status). */
-  get temps(): string[] {
-    return [...this.all.values()].map((p) => p.temp);
-  }
-
   /** A notice from device `from`: its chunks are fetched when its name and size may sync here. */
   notice(from: string, notice: BlobNotice): void {
     const key = `${from}\n${notice.upload}`;
@@ -86,16 +84,16 @@ export class Prefetches {
     if (prefetch === undefined) return;
     prefetch.idle.refresh();
     for (const chunk of notice.chunks) {
-      if (chunk.offset + chunk.size > notice.size || prefetch.offsets.has(chunk.offset)) continue;
-      prefetch.offsets.add(chunk.offset);
+      if (chunk.offset + chunk.size > notice.size || prefetch.named.has(chunk.offset)) continue;
+      prefetch.named.set(chunk.offset, chunk);
       prefetch.queued.push(chunk);
     }
     this.pump(key, prefetch);
   }
 
   /**
-   * The prefetch of `path` that holds most of `version`'s chunks, once its fetches settled: the
-   * caller owns its temporary file from now on. Undefined when none holds any.
+   * The prefetch of `path` that was told of most of `version`'s chunks, once its fetches
+   * settled: the caller owns its temporary file from now on. Undefined when none was.
    */
   async claim(
     path: string,
@@ -104,7 +102,7 @@ export class Prefetches {
     let best: { key: string; prefetch: Prefetch; matches: number } | undefined;
     for (const [key, prefetch] of this.all) {
       if (prefetch.path !== path || prefetch.size !== version.size) continue;
-      const matches = resumeOf(prefetch, version.chunks).resume.present.size;
+      const matches = resumeOf(prefetch.named, prefetch, version.chunks).resume.present.size;
       if (matches > (best?.matches ?? 0)) best = { key, prefetch, matches };
     }
     if (best === undefined) return undefined;
@@ -112,7 +110,7 @@ export class Prefetches {
     this.forget(key, prefetch);
     prefetch.queued = [];
     await prefetch.running?.catch(() => undefined);
-    return { temp: prefetch.temp, ...resumeOf(prefetch, version.chunks) };
+    return { temp: prefetch.temp, ...resumeOf(prefetch.written, prefetch, version.chunks) };
   }
 
   /** Drops every prefetch and its file (the sync stops). */
@@ -152,7 +150,7 @@ export class Prefetches {
       size: notice.size,
       temp: made.temp,
       written: new Map(),
-      offsets: new Set(),
+      named: new Map(),
       hash: createHash('sha256'),
       hashedBytes: 0,
       queued: [],
@@ -205,17 +203,22 @@ export class Prefetches {
 }
 
 /**
- * Which of `chunks` (by index) a prefetch wrote at their place, and their bytes; its hash goes
- * with them while every chunk it covers is one of those (else the download hashes from 0).
+ * Which of `chunks` (by index) `held` has at their place (a prefetch's chunks written, or also
+ * queued), and their bytes; the prefetch's hash goes with them while every chunk it covers is
+ * one of those (else the download hashes from 0).
  */
-function resumeOf(prefetch: Prefetch, chunks: ChunkList): Omit<Claimed, 'temp'> {
+function resumeOf(
+  held: Map<number, PlacedChunk>,
+  prefetch: Prefetch,
+  chunks: ChunkList,
+): Omit<Claimed, 'temp'> {
   const present = new Set<number>();
   let offset = 0;
   let bytes = 0;
   let prefixHolds = true;
   for (const [index, [id, size]] of chunks.entries()) {
-    const written = prefetch.written.get(offset);
-    if (written?.id === id && written.size === size) {
+    const chunk = held.get(offset);
+    if (chunk?.id === id && chunk.size === size) {
       present.add(index);
       bytes += size;
     } else if (offset < prefetch.hashedBytes) prefixHolds = false;
