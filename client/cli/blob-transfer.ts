@@ -1,13 +1,15 @@
-import { ChunkTransfer, downloadFile, uploadFile } from '../chunks/index.ts';
+import { ChunkTransfer, downloadFile, fetchChunksInto, uploadFile } from '../chunks/index.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import type { RelayConnection } from '../relay-connection.ts';
+import { noticeSender } from './blob-notices.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import type { BlobTransfer } from './folder-blobs.ts';
 
 /**
  * The folder sync's file transfers over one relay connection (client/chunks), sealed with the
- * project's key when it has one. `close()` rejects what is under way (the queue tries again on
- * the next connection). `onLost` hears of the chunks the host dropped as damaged.
+ * project's key when it has one; an upload tells the devices online which chunks the host
+ * holds as it goes (blob-notices.ts). `close()` rejects what is under way (the queue tries
+ * again on the next connection). `onLost` hears of the chunks the host dropped as damaged.
  */
 export function blobTransferOf(
   connection: RelayConnection,
@@ -16,21 +18,25 @@ export function blobTransferOf(
 ): BlobTransfer & { close(): void } {
   const t = new ChunkTransfer({ connection, key, ...(onLost === undefined ? {} : { onLost }) });
   return {
-    async upload(file, onBytes) {
-      const sent = await uploadFile(t, file, onBytes);
+    async upload(file, onBytes, announce) {
+      const notices = announce === undefined ? undefined : noticeSender(connection, key, announce);
+      const sent = await uploadFile(t, file, onBytes, notices?.held);
+      await notices?.end();
       return {
         chunks: sent.chunks.map((chunk) => [chunk.id, chunk.size]),
         size: sent.size,
         digest: sent.digest,
       };
     },
-    download: (chunks, temp, onBytes) =>
+    download: (chunks, temp, onBytes, resume) =>
       downloadFile(
         t,
         chunks.map(([id, size]) => ({ id, size })),
         temp,
         onBytes,
+        resume,
       ),
+    fetchInto: (chunks, temp, onChunk) => fetchChunksInto(t, chunks, temp, onChunk),
     held: (ids) => t.held(ids),
     close: () => t.close(),
   };

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { closeSync, constants, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { hashFile, type PlacedChunk, type Resume } from '../chunks/index.ts';
 import { SyncError } from '../errors.ts';
 import type { BlobVersion } from './folder-doc.ts';
 import { removeQuietly, type Stamp, sameStamp, statFile, writeTemp } from './folder-fs.ts';
+import { Prefetches } from './folder-prefetch.ts';
 
 /**
  * Files that are not text (binary, or text over 1 MiB) travel as chunks the host keeps: this
@@ -21,15 +23,25 @@ export type ChunkList = [string, number][];
 
 /** What moves a file's bytes to and from the host (client/chunks on the current connection). */
 export interface BlobTransfer {
+  /** With `announce`, the devices online hear of the chunks as the host gets them. */
   upload(
     file: string,
     onBytes: (n: number) => void,
+    announce?: { path: string; size: number },
   ): Promise<{ chunks: ChunkList; size: number; digest: string }>;
+  /** `resume`: what a prefetch wrote into `temp` already. */
   download(
     chunks: ChunkList,
     temp: string,
     onBytes: (n: number) => void,
+    resume?: Resume,
   ): Promise<{ size: number; digest: string }>;
+  /** Fetches `chunks` into the existing file `temp`, each at its offset (a prefetch). */
+  fetchInto(
+    chunks: PlacedChunk[],
+    temp: string,
+    onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
+  ): Promise<void>;
   /** Which of `ids` the host holds (and marks them used there). */
   held(ids: string[]): Promise<Set<string>>;
 }
@@ -55,6 +67,10 @@ export interface BlobHost {
   wanted(path: string, version: string): boolean;
   /** A download is ready (or gave up for now): the writer looks at `path` again. */
   downloaded(path: string): void;
+  /** Files larger than this are not synced. */
+  maxFileBytes(): number;
+  /** How long a prefetch no notice touched is kept (folder-prefetch.ts; 5 minutes). */
+  prefetchIdleMs?: number;
   say(kind: 'out' | 'problem', line: string): void;
   sayOnce(key: string, line: string): boolean;
   unsay(key: string): void;
@@ -94,8 +110,21 @@ export class BlobQueue {
   private pumping = { up: false, down: false };
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /** Chunks of files other devices are still sending, fetched ahead (the downloads take them). */
+  readonly prefetches: Prefetches;
 
-  constructor(private readonly host: BlobHost) {}
+  constructor(private readonly host: BlobHost) {
+    this.prefetches = new Prefetches(
+      {
+        dir: host.dir,
+        transfer: () => host.transfer(),
+        ignores: (path) => host.ignores(path),
+        maxFileBytes: () => host.maxFileBytes(),
+        busyTemps: this.busyTemps,
+      },
+      host.prefetchIdleMs,
+    );
+  }
 
   /** A file read here that is a blob: sent when its turn comes (again, if it changed since). */
   upload(path: string, stamp: Stamp): void {
@@ -157,6 +186,7 @@ export class BlobQueue {
     this.closed = true;
     clearTimeout(this.timer);
     for (const [path, job] of this.downloads) this.drop(path, job);
+    this.prefetches.close();
   }
 
   private drop(path: string, job: Download): void {
@@ -226,7 +256,7 @@ export class BlobQueue {
     const progress = this.track('up', path, job.stamp.size);
     let file: Awaited<ReturnType<BlobTransfer['upload']>>;
     try {
-      file = await transfer.upload(join(dir, path), progress);
+      file = await transfer.upload(join(dir, path), progress, { path, size: job.stamp.size });
     } catch (err: unknown) {
       return this.failed(path, 'up', err);
     } finally {
@@ -256,7 +286,8 @@ export class BlobQueue {
       this.drop(path, job);
       return true;
     }
-    const temp = writeTemp(this.host.dir, path, '');
+    const claimed = await this.prefetches.claim(path, job.version);
+    const temp = claimed ?? writeTemp(this.host.dir, path, '');
     if ('problem' in temp) {
       // The writer says why when it tries the path; the download waits for the next try.
       this.downloads.delete(path);
@@ -266,12 +297,14 @@ export class BlobQueue {
     job.temp = temp.temp;
     this.busyTemps.add(temp.temp);
     const progress = this.track('down', path, job.version.size);
+    progress(claimed?.bytes ?? 0);
     const keep = () => this.downloads.get(path) === job;
     try {
       const got = await transfer.download(
         job.version.chunks,
         join(this.host.dir, temp.temp),
         progress,
+        claimed?.resume,
       );
       if (got.digest !== job.version.digest || got.size !== job.version.size) {
         throw new Error(`${path} did not come out as its version says (fetched again)`);
@@ -328,15 +361,6 @@ export class BlobQueue {
     this.retryLater(retryMs);
     return false;
   }
-}
-
-/** SHA-256 of a file, hex, read in a stream (never whole in memory). */
-export async function hashFile(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const block of createReadStream(file, { highWaterMark: 1_048_576 })) {
-    hash.update(block as Buffer);
-  }
-  return hash.digest('hex');
 }
 
 const readFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;

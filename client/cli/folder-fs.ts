@@ -141,8 +141,11 @@ export function statFile(root: string, path: string): Stamp | { problem: string 
   }
 }
 
-/** Creates the folders above `path` one by one; a problem when one is a link or a file. */
-function makeParents(root: string, path: string): string | undefined {
+/**
+ * Creates the folders above `path` one by one (only checks them without `make`); a problem when
+ * one is a link or a file, or missing and not to be made.
+ */
+function makeParents(root: string, path: string, make = true): string | undefined {
   for (const parent of parentsOf(path)) {
     const full = join(root, parent);
     try {
@@ -151,11 +154,12 @@ function makeParents(root: string, path: string): string | undefined {
       if (!stats.isDirectory()) return `${parent} is a file here, not a folder`;
     } catch (err: unknown) {
       if (codeOf(err) !== 'ENOENT') return `${parent} cannot be read (${codeOf(err)})`;
+      if (!make) return `${parent} is not there`;
       try {
         mkdirSync(full);
       } catch (mkdirErr: unknown) {
         if (codeOf(mkdirErr) !== 'EEXIST') return `${parent} cannot be made (${codeOf(mkdirErr)})`;
-        return makeParents(root, path); // made meanwhile: check it again
+        return makeParents(root, path, make); // made meanwhile: check it again
       }
     }
   }
@@ -164,15 +168,17 @@ function makeParents(root: string, path: string): string | undefined {
 
 /**
  * Writes `content` whole into a new temporary file beside `path` (the folders above made as
- * needed); resolves with its relative path, or why it cannot be written.
+ * needed, or, with `makeFolders: false`, required to be there); resolves with its relative
+ * path, or why it cannot be written.
  */
 export function writeTemp(
   root: string,
   path: string,
   content: string,
+  options: { makeFolders?: boolean } = {},
 ): { temp: string } | { problem: string } {
   if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
-  const parents = makeParents(root, path);
+  const parents = makeParents(root, path, options.makeFolders ?? true);
   if (parents !== undefined) return { problem: parents };
   const slash = path.lastIndexOf('/');
   const base = path.slice(slash + 1).slice(0, 60);

@@ -1,5 +1,6 @@
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
+import type { BlobNotice } from './blob-notices.ts';
 import { BlobQueue, type BlobTransfer, type Transfer } from './folder-blobs.ts';
 import { type ChunkKeeper, keeperOf } from './folder-chunk-keeper.ts';
 import { syncIgnoreName } from './folder-ignore.ts';
@@ -37,13 +38,12 @@ export interface FolderSyncOptions {
   now?: () => number;
   /** Called after a batch of disk changes is recorded and before the files change (tests stop there). */
   onRecorded?: () => void;
-  /**
-   * What moves files that are not text (client/chunks on the current connection); without it,
-   * such files are skipped here and never written.
-   */
+  /** What moves files that are not text (client/chunks); without it, they are skipped here. */
   transfer?: () => BlobTransfer | undefined;
   /** Files larger than this are not synced (1 GiB by default). */
   maxFileBytes?: number;
+  /** How long a prefetch no notice touched is kept (5 minutes; folder-prefetch.ts). */
+  prefetchIdleMs?: number;
 }
 
 /**
@@ -208,12 +208,14 @@ export class FolderSync {
     this.keeper?.resume();
   }
 
-  /**
-   * The host dropped these chunks as damaged: the files here that hold them put them back
-   * (resolves when done).
-   */
+  /** The host dropped these chunks as damaged: the files here that hold them put them back. */
   async chunksLost(ids: string[]): Promise<void> {
     await this.keeper?.lost(ids);
+  }
+
+  /** A notice of another device's upload under way: its chunks may be fetched ahead. */
+  prefetch(from: string, notice: BlobNotice): void {
+    if (!this.closed) this.mirror.blobs?.prefetches.notice(from, notice);
   }
 
   /** The transfers running now, for the progress line. */
@@ -248,6 +250,8 @@ export class FolderSync {
           this.persist({ disk: changes });
         }),
       ignores: (path) => mirror.ignores(path),
+      maxFileBytes: () => mirror.maxFileBytes,
+      prefetchIdleMs: this.options.prefetchIdleMs,
       wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
       downloaded: (path) => {
         mirror.retry.add(path);
@@ -259,10 +263,7 @@ export class FolderSync {
     });
   }
 
-  /**
-   * What `sync-host status` shows of the folder: files waiting to go up as chunks and to be
-   * written here, the conflict copies, the files here that do not sync, a full store.
-   */
+  /** What `status` shows: files waiting up and down, conflict copies, files not synced. */
   folderStatus() {
     return folderStatus(this.index, this.mirror);
   }

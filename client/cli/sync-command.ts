@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
+import { listenNotices } from './blob-notices.ts';
 import { connectionTransfers } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
@@ -51,6 +52,8 @@ export async function runFolderSync(options: {
   maxFileBytes?: number;
   /** How long a transfer runs before the progress line shows (3 s). */
   progressAfterMs?: number;
+  /** How long a prefetch no notice touched is kept (5 minutes). */
+  prefetchIdleMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
 }): Promise<number> {
@@ -223,12 +226,24 @@ export async function syncFolder(ctx: Context): Promise<number> {
       passphrase: await passphrase(),
       maxFileBytes,
       progressAfterMs: progressAfterMsFrom(ctx.env),
+      prefetchIdleMs: prefetchIdleMsFrom(ctx.env),
       stopped: stopSignal(),
       addStatus: session.addStatus,
     });
   } finally {
     await session.close();
   }
+}
+
+/**
+ * Test-only: how long a prefetch no notice touched is kept, in ms (not documented for users:
+ * 5 minutes).
+ */
+export const prefetchIdleVariable = 'SYNC_HOST_TEST_PREFETCH_IDLE_MS';
+
+function prefetchIdleMsFrom(env: NodeJS.ProcessEnv): number | undefined {
+  const ms = Number(env[prefetchIdleVariable]);
+  return env[prefetchIdleVariable] && Number.isFinite(ms) && ms > 0 ? ms : undefined;
 }
 
 /** `--max-file-bytes N`: a whole number of bytes, at least 1 (1 GiB when absent). */
@@ -267,6 +282,7 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
       device: String(supervisor.connection.device),
       limits: options.limits,
       maxFileBytes: options.maxFileBytes,
+      prefetchIdleMs: options.prefetchIdleMs,
       transfer: transfers.current,
       log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
     });
@@ -279,7 +295,11 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
   });
   const progress = showProgress(io, () => folder.transfers(), options.progressAfterMs);
   clearProgress = progress.clear;
+  const stopNotices = listenNotices(supervisor, key, (from, notice) =>
+    folder.prefetch(from, notice),
+  );
   const stop = () => {
+    stopNotices();
     progress.stop();
     reports.stop();
     transfers.close();

@@ -10,8 +10,8 @@ import { registerProject, startTestHost, type TestHost } from '../helpers/host.t
  * devices of one user (`one`, `two`), each logged in with the CLI in its own config folder and
  * with its own folder to sync. Processes, hosts and temporary folders end with the tests.
  */
-export function cliDevices(name: string) {
-  const runner = createCliRunner();
+export function cliDevices(name: string, env?: Record<string, string>) {
+  const runner = createCliRunner({ env });
   const temps: string[] = [];
   const hosts: TestHost[] = [];
   const tempDir = (): string => {
@@ -34,7 +34,7 @@ export function cliDevices(name: string) {
     const folder = { one: tempDir(), two: tempDir() };
     const one = await th.signIn(`${name}@example.org`, 'one');
     const two = await th.signIn(`${name}@example.org`, 'two');
-    await registerProject(th.base, one.deviceToken, 'files');
+    const { roomId } = await registerProject(th.base, one.deviceToken, 'files');
     for (const [dir, t] of [
       [config.one, one.deviceToken],
       [config.two, two.deviceToken],
@@ -46,7 +46,7 @@ export function cliDevices(name: string) {
         ['sync', 'files', folder[which], '--relay', th.relayUrl, ...(options.syncArgs ?? [])],
         config[which],
       );
-    return { th, config, folder, one, two, start, deviceOne: one.deviceId };
+    return { th, config, folder, one, two, start, deviceOne: one.deviceId, roomId };
   }
 
   return { ...runner, tempDir, setUp };

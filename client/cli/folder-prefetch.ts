@@ -1,0 +1,231 @@
+import { createHash, type Hash } from 'node:crypto';
+import { join } from 'node:path';
+import type { PlacedChunk, Resume } from '../chunks/index.ts';
+import type { BlobNotice } from './blob-notices.ts';
+import type { BlobTransfer, ChunkList } from './folder-blobs.ts';
+import { removeQuietly, writeTemp } from './folder-fs.ts';
+import { pathProblem } from './folder-names.ts';
+
+/**
+ * Chunks of files another device is still sending, fetched ahead into temporary files (see
+ * blob-notices.ts). A prefetch only ever writes its own temporary file beside the file's path,
+ * named and made as a download's (in the folder, `O_EXCL`, never through a link), and only in
+ * folders that exist already (a notice makes none); the download of the published version takes
+ * it over when its chunks agree (`claim`), and is what puts the file in place, with its checks.
+ * A prefetch no notice touched for `idleMs` (5 minutes: the sender stopped, or the file went
+ * elsewhere) is dropped with its file, as are all of them when the sync stops.
+ */
+
+/** Versions one device may have prefetched here at once (its newest uploads). */
+export const maxPrefetchesPerSender = 3;
+export const defaultPrefetchIdleMs = 5 * 60_000;
+/** Uploads recently claimed or dropped: their late notices start nothing. */
+const maxForgotten = 64;
+
+export interface PrefetchHost {
+  readonly dir: string;
+  transfer(): BlobTransfer | undefined;
+  /** Whether `.syncignore` keeps `path` on this device now (then nothing is fetched). */
+  ignores(path: string): boolean;
+  maxFileBytes(): number;
+  /** Temporary files in use: the folder scan leaves them alone. */
+  readonly busyTemps: Set<string>;
+}
+
+interface Prefetch {
+  from: string;
+  upload: string;
+  path: string;
+  size: number;
+  temp: string;
+  /** Chunks written to the temporary file, by offset. */
+  written: Map<number, PlacedChunk>;
+  /**
+   * Chunks written or queued, by offset: an offset is fetched once (a repeated notice, or a
+   * hostile one naming it again).
+   */
+  named: Map<number, PlacedChunk>;
+  /** SHA-256 of the file's first `hashedBytes` (chunks written in order: the download goes on). */
+  hash: Hash;
+  hashedBytes: number;
+  queued: PlacedChunk[];
+  running: Promise<void> | undefined;
+  idle: ReturnType<typeof setTimeout>;
+}
+
+/** A prefetch the download takes over: its file, what it holds of the version, its bytes. */
+export interface Claimed {
+  temp: string;
+  resume: Resume;
+  bytes: number;
+}
+
+export class Prefetches {
+  private readonly all = new Map<string, Prefetch>();
+  private readonly forgotten = new Set<string>();
+
+  constructor(
+    private readonly host: PrefetchHost,
+    private readonly idleMs = defaultPrefetchIdleMs,
+  ) {}
+
+  /** A notice from device `from`: its chunks are fetched when its name and size may sync here. */
+  notice(from: string, notice: BlobNotice): void {
+    const key = `${from}\n${notice.upload}`;
+    if (this.forgotten.has(key) || !this.allowed(notice)) return;
+    let prefetch = this.all.get(key);
+    if (
+      prefetch !== undefined &&
+      (prefetch.path !== notice.path || prefetch.size !== notice.size)
+    ) {
+      return;
+    }
+    prefetch ??= this.start(key, from, notice);
+    if (prefetch === undefined) return;
+    prefetch.idle.refresh();
+    for (const chunk of notice.chunks) {
+      if (chunk.offset + chunk.size > notice.size || prefetch.named.has(chunk.offset)) continue;
+      prefetch.named.set(chunk.offset, chunk);
+      prefetch.queued.push(chunk);
+    }
+    this.pump(key, prefetch);
+  }
+
+  /**
+   * The prefetch of `path` that was told of most of `version`'s chunks, once its fetches
+   * settled: the caller owns its temporary file from now on. Undefined when none was.
+   */
+  async claim(
+    path: string,
+    version: { chunks: ChunkList; size: number },
+  ): Promise<Claimed | undefined> {
+    let best: { key: string; prefetch: Prefetch; matches: number } | undefined;
+    for (const [key, prefetch] of this.all) {
+      if (prefetch.path !== path || prefetch.size !== version.size) continue;
+      const matches = resumeOf(prefetch.named, prefetch, version.chunks).resume.present.size;
+      if (matches > (best?.matches ?? 0)) best = { key, prefetch, matches };
+    }
+    if (best === undefined) return undefined;
+    const { key, prefetch } = best;
+    this.forget(key, prefetch);
+    prefetch.queued = [];
+    await prefetch.running?.catch(() => undefined);
+    return { temp: prefetch.temp, ...resumeOf(prefetch.written, prefetch, version.chunks) };
+  }
+
+  /** Drops every prefetch and its file (the sync stops). */
+  close(): void {
+    for (const [key, prefetch] of this.all) this.drop(key, prefetch);
+  }
+
+  private allowed(notice: BlobNotice): boolean {
+    return (
+      pathProblem(notice.path) === undefined &&
+      !this.host.ignores(notice.path) &&
+      notice.size <= this.host.maxFileBytes()
+    );
+  }
+
+  /**
+   * A new upload of `from`: its earlier uploads of the same path are over (a device sends one
+   * file at a time; a file read while it was still being written goes again), so their
+   * prefetches go, and so does its oldest one when it has `maxPrefetchesPerSender` already.
+   */
+  private start(key: string, from: string, notice: BlobNotice): Prefetch | undefined {
+    const senders = [...this.all].filter(([, prefetch]) => prefetch.from === from);
+    for (const [other, prefetch] of senders) {
+      if (prefetch.path === notice.path) this.drop(other, prefetch);
+    }
+    const left = [...this.all].filter(([, prefetch]) => prefetch.from === from);
+    if (left.length >= maxPrefetchesPerSender) this.drop(...left[0]!);
+    const made = writeTemp(this.host.dir, notice.path, '', { makeFolders: false });
+    if ('problem' in made) return undefined;
+    this.host.busyTemps.add(made.temp);
+    const idle = setTimeout(() => this.drop(key, prefetch), this.idleMs);
+    idle.unref();
+    const prefetch: Prefetch = {
+      from,
+      upload: notice.upload,
+      path: notice.path,
+      size: notice.size,
+      temp: made.temp,
+      written: new Map(),
+      named: new Map(),
+      hash: createHash('sha256'),
+      hashedBytes: 0,
+      queued: [],
+      running: undefined,
+      idle,
+    };
+    this.all.set(key, prefetch);
+    return prefetch;
+  }
+
+  /** Fetches what is queued, all of it at each turn (one transfer window for the lot). */
+  private pump(key: string, prefetch: Prefetch): void {
+    if (prefetch.running !== undefined) return;
+    prefetch.running = (async () => {
+      while (prefetch.queued.length > 0 && this.all.get(key) === prefetch) {
+        const batch = prefetch.queued.splice(0);
+        const transfer = this.host.transfer();
+        if (transfer === undefined) throw new Error('not connected');
+        await transfer.fetchInto(batch, join(this.host.dir, prefetch.temp), (chunk, plain) => {
+          prefetch.written.set(chunk.offset, chunk);
+          if (chunk.offset !== prefetch.hashedBytes) return;
+          prefetch.hash.update(plain);
+          prefetch.hashedBytes += plain.length;
+        });
+      }
+    })()
+      .catch(() => {
+        if (this.all.get(key) === prefetch) this.drop(key, prefetch);
+      })
+      .finally(() => {
+        prefetch.running = undefined;
+      });
+  }
+
+  private drop(key: string, prefetch: Prefetch): void {
+    this.forget(key, prefetch);
+    // Removed now even while a fetch writes to it: that fetch opened it by name and ends on it.
+    removeQuietly(this.host.dir, prefetch.temp);
+    this.host.busyTemps.delete(prefetch.temp);
+  }
+
+  private forget(key: string, prefetch: Prefetch): void {
+    clearTimeout(prefetch.idle);
+    this.all.delete(key);
+    this.forgotten.add(key);
+    if (this.forgotten.size > maxForgotten) {
+      this.forgotten.delete(this.forgotten.values().next().value!);
+    }
+  }
+}
+
+/**
+ * Which of `chunks` (by index) `held` has at their place (a prefetch's chunks written, or also
+ * queued), and their bytes; the prefetch's hash goes with them while every chunk it covers is
+ * one of those (else the download hashes from 0).
+ */
+function resumeOf(
+  held: Map<number, PlacedChunk>,
+  prefetch: Prefetch,
+  chunks: ChunkList,
+): Omit<Claimed, 'temp'> {
+  const present = new Set<number>();
+  let offset = 0;
+  let bytes = 0;
+  let prefixHolds = true;
+  for (const [index, [id, size]] of chunks.entries()) {
+    const chunk = held.get(offset);
+    if (chunk?.id === id && chunk.size === size) {
+      present.add(index);
+      bytes += size;
+    } else if (offset < prefetch.hashedBytes) prefixHolds = false;
+    offset += size;
+  }
+  const hashed = prefixHolds
+    ? { hash: prefetch.hash, hashedBytes: prefetch.hashedBytes }
+    : { hash: createHash('sha256'), hashedBytes: 0 };
+  return { resume: { present, ...hashed }, bytes };
+}
