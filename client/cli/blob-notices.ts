@@ -5,7 +5,7 @@ import { fromBase64, toBase64 } from '../base64.ts';
 import type { PlacedChunk } from '../chunks/index.ts';
 import { type E2EKey, open, seal } from '../e2e-key.ts';
 import type { RelayConnection } from '../relay-connection.ts';
-import type { ConnectionSupervisor } from './connection-supervisor.ts';
+import type { RelayEvents } from '../relay-events.ts';
 
 /**
  * Notices of files going up as chunks: while a device uploads a version, it tells the devices
@@ -120,14 +120,17 @@ export function noticeSender(
   };
 }
 
-/** Calls `onNotice` with each notice another device sends; returns the unsubscribe. */
+/**
+ * Calls `onNotice` with each notice another device sends on `source` (the CLI's supervisor, or
+ * one relay connection); returns the unsubscribe.
+ */
 export function listenNotices(
-  supervisor: ConnectionSupervisor,
+  source: { on(event: 'message', listener: RelayEvents['message']): () => void },
   key: E2EKey | undefined,
   onNotice: (from: string, notice: BlobNotice) => void,
 ): () => void {
   let order: Promise<void> = Promise.resolve();
-  return supervisor.on('message', ({ from, payload }) => {
+  return source.on('message', ({ from, payload }) => {
     if (payload[noticeMark] !== 1) return;
     // Opened in the order they came: a notice's chunks before the next one's.
     order = order

@@ -1,9 +1,43 @@
-import { ChunkTransfer, downloadFile, fetchChunksInto, uploadFile } from '../chunks/index.ts';
+import {
+  ChunkTransfer,
+  downloadFile,
+  fetchChunksInto,
+  type PlacedChunk,
+  type Resume,
+  uploadFile,
+} from '../chunks/index.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import { noticeSender } from './blob-notices.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
-import type { BlobTransfer } from './folder-blobs.ts';
+
+/** A file's chunk list as the folder document keeps it: chunk id and plaintext size. */
+export type ChunkList = [string, number][];
+
+/** What moves a file's bytes to and from the host (client/chunks on the current connection). */
+export interface BlobTransfer {
+  /** With `announce`, the devices online hear of the chunks as the host gets them. */
+  upload(
+    file: string,
+    onBytes: (n: number) => void,
+    announce?: { path: string; size: number },
+  ): Promise<{ chunks: ChunkList; size: number; digest: string }>;
+  /** `resume`: what a prefetch wrote into `temp` already. */
+  download(
+    chunks: ChunkList,
+    temp: string,
+    onBytes: (n: number) => void,
+    resume?: Resume,
+  ): Promise<{ size: number; digest: string }>;
+  /** Fetches `chunks` into the existing file `temp`, each at its offset (a prefetch). */
+  fetchInto(
+    chunks: PlacedChunk[],
+    temp: string,
+    onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
+  ): Promise<void>;
+  /** Which of `ids` the host holds (and marks them used there). */
+  held(ids: string[]): Promise<Set<string>>;
+}
 
 /**
  * The folder sync's file transfers over one relay connection (client/chunks), sealed with the

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashFile, type PlacedChunk, type Resume } from '../chunks/index.ts';
+import { hashFile } from '../chunks/index.ts';
 import { SyncError } from '../errors.ts';
+import type { BlobTransfer, ChunkList } from './blob-transfer.ts';
 import type { BlobVersion } from './folder-doc.ts';
 import { removeQuietly, type Stamp, sameStamp, statFile, writeTemp } from './folder-fs.ts';
 import { Prefetches } from './folder-prefetch.ts';
@@ -17,34 +18,6 @@ import { Prefetches } from './folder-prefetch.ts';
  * place like any write. A `store_full` host leaves the file waiting (said once, in `status`
  * too) and tried again later; so does a connection that is down.
  */
-
-/** A file's chunk list as the folder document keeps it: chunk id and plaintext size. */
-export type ChunkList = [string, number][];
-
-/** What moves a file's bytes to and from the host (client/chunks on the current connection). */
-export interface BlobTransfer {
-  /** With `announce`, the devices online hear of the chunks as the host gets them. */
-  upload(
-    file: string,
-    onBytes: (n: number) => void,
-    announce?: { path: string; size: number },
-  ): Promise<{ chunks: ChunkList; size: number; digest: string }>;
-  /** `resume`: what a prefetch wrote into `temp` already. */
-  download(
-    chunks: ChunkList,
-    temp: string,
-    onBytes: (n: number) => void,
-    resume?: Resume,
-  ): Promise<{ size: number; digest: string }>;
-  /** Fetches `chunks` into the existing file `temp`, each at its offset (a prefetch). */
-  fetchInto(
-    chunks: PlacedChunk[],
-    temp: string,
-    onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
-  ): Promise<void>;
-  /** Which of `ids` the host holds (and marks them used there). */
-  held(ids: string[]): Promise<Set<string>>;
-}
 
 /** What the queue needs of the folder sync. */
 export interface BlobHost {

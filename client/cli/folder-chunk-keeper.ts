@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { BlobTransfer } from './folder-blobs.ts';
+import type { BlobTransfer } from './blob-transfer.ts';
 import { type BlobVersion, blobDigest } from './folder-doc.ts';
 import type { EntryIndex } from './folder-index.ts';
 import type { FolderMirror } from './folder-mirror.ts';

@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { join } from 'node:path';
 import type { PlacedChunk, Resume } from '../chunks/index.ts';
 import type { BlobNotice } from './blob-notices.ts';
-import type { BlobTransfer, ChunkList } from './folder-blobs.ts';
+import type { BlobTransfer, ChunkList } from './blob-transfer.ts';
 import { removeQuietly, writeTemp } from './folder-fs.ts';
 import { pathProblem } from './folder-names.ts';
 

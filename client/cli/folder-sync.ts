@@ -1,7 +1,8 @@
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import type { BlobNotice } from './blob-notices.ts';
-import { BlobQueue, type BlobTransfer, type Transfer } from './folder-blobs.ts';
+import type { BlobTransfer } from './blob-transfer.ts';
+import { BlobQueue, type Transfer } from './folder-blobs.ts';
 import { type ChunkKeeper, keeperOf } from './folder-chunk-keeper.ts';
 import { syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
