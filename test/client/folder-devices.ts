@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { WebSocket } from 'ws';
+import { listenNotices } from '../../client/cli/blob-notices.ts';
 import { blobTransferOf } from '../../client/cli/blob-transfer.ts';
 import { folderDocName } from '../../client/cli/folder-doc.ts';
 import { FolderSync, type FolderSyncOptions } from '../../client/cli/folder-sync.ts';
@@ -91,7 +92,16 @@ export class FolderDevice {
       },
     });
     connection.on('joined', () => folder.resume());
-    this.transfer = transfer;
+    // Notices of other devices' uploads under way: their chunks fetched ahead, as the CLI does.
+    const stopNotices = listenNotices(connection, key, (from, notice) =>
+      folder.prefetch(from, notice),
+    );
+    this.transfer = {
+      close() {
+        stopNotices();
+        transfer.close();
+      },
+    };
     folder.guarded(() => folder.scan());
     this.folder = folder;
     this.connection = connection;
