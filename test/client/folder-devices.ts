@@ -27,6 +27,15 @@ export interface DeviceCredential {
 }
 
 /**
+ * A device's folder options, its passphrase, and whether it fetches other devices' uploads
+ * under way ahead (`prefetch`, on unless false, as in the CLI).
+ */
+export type DeviceOptions = Partial<FolderSyncOptions> & {
+  passphrase?: string;
+  prefetch?: boolean;
+};
+
+/**
  * One device running the folder sync in this process, as `sync-host sync` runs it: a FolderSync
  * on its folder and state log, a provider of the folder document on a real relay connection.
  * `stop()` is a clean stop, `kill()` what `kill -9` leaves (nothing saved beyond what was).
@@ -46,7 +55,7 @@ export class FolderDevice {
     readonly credential: DeviceCredential,
     readonly dir: string,
     readonly stateFile: string,
-    private readonly options: Partial<FolderSyncOptions> & { passphrase?: string } = {},
+    private readonly options: DeviceOptions = {},
   ) {
     mkdirSync(dir, { recursive: true });
   }
@@ -93,9 +102,10 @@ export class FolderDevice {
     });
     connection.on('joined', () => folder.resume());
     // Notices of other devices' uploads under way: their chunks fetched ahead, as the CLI does.
-    const stopNotices = listenNotices(connection, key, (from, notice) =>
-      folder.prefetch(from, notice),
-    );
+    const stopNotices =
+      this.options.prefetch === false
+        ? () => undefined
+        : listenNotices(connection, key, (from, notice) => folder.prefetch(from, notice));
     this.transfer = {
       close() {
         stopNotices();
@@ -218,9 +228,7 @@ export function twoDeviceFixture(name: string) {
     await fixture.th?.close();
     if (fixture.root !== '') rmSync(fixture.root, { recursive: true, force: true });
   });
-  const twoDevices = async (
-    options: Partial<FolderSyncOptions> & { passphrase?: string } = {},
-  ): Promise<[FolderDevice, FolderDevice]> => {
+  const twoDevices = async (options: DeviceOptions = {}): Promise<[FolderDevice, FolderDevice]> => {
     fixture.projects += 1;
     const { th, credentials, root, projects } = fixture;
     const { roomId } = await registerProject(
