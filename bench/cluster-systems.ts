@@ -16,7 +16,8 @@ import { io as ioClient, type Socket } from 'socket.io-client';
 import { WebSocket } from 'ws';
 import { createRoomId } from '../server/tokens.ts';
 import { ClusterProcesses, clusterSecret, deviceToken } from '../test/cluster/processes.ts';
-import { freePort, startNatsServer } from '../test/helpers/nats-server.ts';
+import { startNatsServer } from '../test/helpers/nats-server.ts';
+import { freePort } from '../test/helpers/ports.ts';
 
 export const nodeCount = 3;
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,7 +7,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_pr
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../test/helpers/host-process.ts';
+import { freePort } from '../test/helpers/ports.ts';
 import { eventually } from '../test/helpers/wait.ts';
 
 export function rsyncBinary(): string | undefined {

@@ -10,7 +10,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../test/helpers/host-process.ts';
+import { freePort } from '../test/helpers/ports.ts';
 import { eventually } from '../test/helpers/wait.ts';
 
 /** The `syncthing` binary (SYNCTHING to name another), or undefined when it is not installed. */

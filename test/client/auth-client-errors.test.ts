@@ -7,7 +7,7 @@ import {
   WrongServiceError,
 } from '../../client/errors.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { freePort } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 
 let host: TestHost;
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { freePort } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const dirs: string[] = [];
 const { spawnCli, cli, killAll } = createCliRunner();

@@ -13,12 +13,12 @@ import { statePath } from '../../client/cli/sync-command.ts';
 import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
 import { registerProject } from '../helpers/host.ts';
 import {
-  freePort,
   type HostPorts,
   hostDir,
   type RunningHost,
   startHostProgram,
 } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { eventually } from '../helpers/wait.ts';
 import { textFiles } from './folder-devices.ts';
 import { signIn } from './host.ts';

@@ -5,7 +5,8 @@ import type { BackoffOptions } from '../../client/backoff.ts';
 import { AuthServiceError, RelayError } from '../../client/errors.ts';
 import type { RelayConnection } from '../../client/relay-connection.ts';
 import { SyncClient } from '../../client/sync-client.ts';
-import { freePort, hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { eventually } from '../helpers/wait.ts';
 import { inbox, signIn, trackedWebSocket } from './host.ts';
 

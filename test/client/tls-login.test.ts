@@ -7,7 +7,8 @@ import { approveQrText } from '../../client/cli/login.ts';
 import { pinnedFetch } from '../../client/pinning.ts';
 import { shortFingerprint } from '../../protocol/fingerprint.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
-import { freePort, hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomId } from '../../server/tokens.ts';
 import { dbTargets } from '../helpers/databases.ts';
-import { freePort, natsSkipReason } from '../helpers/nats-server.ts';
+import { natsSkipReason } from '../helpers/nats-server.ts';
+import { freePort } from '../helpers/ports.ts';
 import type { Frame } from '../helpers/relay-client.ts';
 import {
   append,

@@ -13,11 +13,11 @@ import {
   type RelayNode,
 } from '../cluster/processes.ts';
 import {
-  freePort,
   type NatsServer,
   natsSkipReason,
   startConfiguredNatsServer,
 } from '../helpers/nats-server.ts';
+import { freePort } from '../helpers/ports.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { makeCertificates, type TestCertificates } from '../helpers/test-ca.ts';
 import { docBlock } from './nas-doc.ts';

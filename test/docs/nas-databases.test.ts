@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { writeConf } from '../helpers/configs.ts';
 import { dbTargets } from '../helpers/databases.ts';
-import { freePort } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { processScope } from '../helpers/process-scope.ts';
 import { nasBlock } from './nas-doc.ts';
 

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminPairing } from '../../server/admin/types.ts';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
-import { freePort } from '../helpers/host-process.ts';
 import {
   type NginxProcess,
   nginxConf,
@@ -15,6 +14,7 @@ import {
   selfSignedCertificate,
   startNginx,
 } from '../helpers/nginx.ts';
+import { freePort } from '../helpers/ports.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { nasBlock } from './nas-doc.ts';
 

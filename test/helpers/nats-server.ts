@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { freePort } from './ports.ts';
 
 /**
  * Why the cluster suites cannot run here: no `nats-server` on the PATH. Undefined when it is
@@ -17,18 +17,6 @@ export function natsSkipReason(): string | undefined {
   const why = `nats-server not found on the PATH (${probe.error?.message ?? probe.stderr.trim()}); install Debian's nats-server`;
   if (process.env.REQUIRE_NATS === '1') throw new Error(`REQUIRE_NATS=1 but ${why}`);
   return why;
-}
-
-/** A free TCP port on the loopback interface (the OS picks it; the listener is closed again). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 /** One `nats-server -js` process of a test, on a free loopback port with its own store folder. */

@@ -6,7 +6,7 @@ import type { TokenSignature } from '../../server/config/common.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { type DbTarget, dbTargets } from '../helpers/databases.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { freePort } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { eventually } from '../helpers/wait.ts';

@@ -5,7 +5,8 @@ import type { TokenSignature } from '../../server/config/common.ts';
 import { createRoomId, signDeviceToken, signRelayCredential } from '../../server/tokens.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { writeConf } from '../helpers/configs.ts';
-import { freePort, type HostProcess } from '../helpers/host-process.ts';
+import type { HostProcess } from '../helpers/host-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { processScope } from '../helpers/process-scope.ts';
 
 const secret = 'split-revocation-secret-0123456789abcdef';
