@@ -11,6 +11,7 @@ import type { Logger } from './log.ts';
 import {
   AuthServiceClock,
   createAuthDirectory,
+  createAuthRoomDirectory,
   type FeedTarget,
   followAuthFeed,
 } from './relay/auth-feed.ts';
@@ -99,12 +100,9 @@ export function revocationPaths(options: RevocationPathOptions): RevocationPaths
   }
   return {
     devices,
-    // A cluster node (relay alone) asks the auth processes, over the same link, which rooms of
-    // its document store still have a project.
-    rooms:
-      mode === 'relay' && relay.clusterNats.length > 0
-        ? createNatsRoomDirectory(() => natsLink, common)
-        : undefined,
+    // A relay of its own process asks the auth side which rooms of its document store still
+    // have a project: the auth service at auth.url, else the auth processes over the NATS link.
+    rooms: mode !== 'relay' ? undefined : roomsOf(relay, common, () => natsLink),
     follow(target) {
       const stops: Array<() => Promise<void>> = [];
       if (relay.clusterNats.length > 0) {
@@ -139,4 +137,15 @@ export function revocationPaths(options: RevocationPathOptions): RevocationPaths
       return stops;
     },
   };
+}
+
+/** A relay of its own process: where its document store learns which rooms lost their project. */
+function roomsOf(
+  relay: RelayConfig,
+  common: { secret: string; logger: Logger; now: () => number; clock: AuthServiceClock },
+  link: () => NatsLink | undefined,
+): RoomDirectory | undefined {
+  if (relay.authUrl !== undefined)
+    return createAuthRoomDirectory({ ...common, url: relay.authUrl });
+  return relay.clusterNats.length > 0 ? createNatsRoomDirectory(link, common) : undefined;
 }

@@ -1,6 +1,8 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { RevocationEvent } from '../db/revocations.ts';
+import { roomIds } from '../store/room-check.ts';
+import { jsonBody } from './body.ts';
 import { notFound, unauthorized } from './errors.ts';
 import { bearer } from './request.ts';
 import { idSchema, parseInput } from './schemas.ts';
@@ -28,6 +30,11 @@ const feedQuery = z.object({
     .min(0, { error: 'must be a number of milliseconds' })
     .max(feedMaxWaitMs, { error: `must be at most ${feedMaxWaitMs}` })
     .default(0),
+});
+
+const roomCheckBody = z.object({
+  rooms: roomIds,
+  nonce: z.string().regex(/^[0-9a-f]{32}$/, { error: 'must be 32 hex digits' }),
 });
 
 /** Resolves after `ms`, at the next local revocation, or when the client went away. */
@@ -74,6 +81,10 @@ async function revocationsAfter(
  *   checks its connected and cached devices again.
  * - `GET /relay/devices/:id`: `{"device":{"id","userId","tokenDigest"}}` of a device that exists,
  *   404 for one that was deleted or never issued: what the relay checks a join against.
+ * - `POST /relay/rooms/check` with `{"rooms":[...],"nonce"}` (at most 500 rooms, a nonce of 32
+ *   hex digits): `{"existing":[...]|null,"mac"}`, the rooms asked that still have a project (null
+ *   when the database has no user at all and so cannot be trusted to delete), with a MAC of the
+ *   shared secret over the nonce and both lists. The relay's document store forgets the others.
  */
 export function addRelayFeedRoutes(
   app: Express,
@@ -100,6 +111,13 @@ export function addRelayFeedRoutes(
     if (res.closed) return;
     res.set('Cache-Control', 'no-store');
     res.json({ revocations: events, next: events.at(-1)?.seq ?? (replaced ? 0 : since), reset });
+  });
+
+  app.post('/relay/rooms/check', relayOnly, ready, jsonBody, async (req, res) => {
+    const { rooms, nonce } = parseInput(roomCheckBody, req.body, 'body');
+    const answer = await service.roomCheck(nonce, rooms);
+    res.set('Cache-Control', 'no-store');
+    res.json(answer);
   });
 
   app.get('/relay/devices/:id', relayOnly, ready, async (req, res) => {

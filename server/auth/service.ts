@@ -4,6 +4,8 @@ import { consumeMagicLink, releaseMagicLink } from '../db/magic-links.ts';
 import { type RevocationEvent, revocationBounds, revocationsSince } from '../db/revocations.ts';
 import { deleteUser, findOrCreateUser, type User } from '../db/users.ts';
 import type { Logger } from '../log.ts';
+import { answerRoomCheck } from '../store/room-check.ts';
+import { authDatabaseRooms } from '../store/room-directory.ts';
 import { verifyRelayCredential } from '../tokens.ts';
 import { createDeviceService, type DeviceInput } from './device-service.ts';
 import { AppError, unavailable } from './errors.ts';
@@ -45,6 +47,7 @@ export function createAuthService(options: AuthServiceOptions) {
   const { db, settings, mailer, logger } = options;
   const now = options.now ?? Date.now;
   const limits = { ...defaultAuthLimits, ...options.limits };
+  const projectRooms = authDatabaseRooms(() => db);
   const links = createLoginLinks({ db, settings, mailer, logger, now, limits });
   const { addDevice, notifyRevoked, ...devices } = createDeviceService({
     db,
@@ -185,6 +188,14 @@ export function createAuthService(options: AuthServiceOptions) {
     /** The owner and stored token digest of a device, for a relay's join check; undefined when deleted or never issued. */
     relayDevice(deviceId: number): Promise<{ userId: number; tokenDigest: string } | undefined> {
       return deviceDigest(db, deviceId);
+    },
+
+    /**
+     * Which of `rooms` still have a project, for a relay of its own process whose document store
+     * forgets the others: the answer with the shared secret's MAC over `nonce` (store/room-check.ts).
+     */
+    roomCheck(nonce: string, rooms: readonly string[]) {
+      return answerRoomCheck(projectRooms, settings.secret, nonce, rooms);
     },
 
     /** Up to `limit` device deletions after sequence number `since` (the relays' feed). */

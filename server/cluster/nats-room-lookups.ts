@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { hmacHex, randomHex, safeEqual, sha256Hex } from '../hashing.ts';
+import { randomHex, safeEqual } from '../hashing.ts';
+import {
+  answerRoomCheck,
+  roomCheckAnswer,
+  roomCheckMac,
+  roomDirectoryAsking,
+  roomIds,
+} from '../store/room-check.ts';
 import type { RoomDirectory } from '../store/room-directory.ts';
 import { signRelayCredential, verifyRelayCredential } from '../tokens.ts';
 import type { DeviceCheckOptions } from './nats-device-lookups.ts';
@@ -13,38 +20,16 @@ import { recordSealFor } from './record-seal.ts';
  *
  * An answer decides what is deleted, so both ways carry an HMAC of the shared secret: the
  * request the relay credential, the answer a MAC over the request's nonce, the rooms asked and
- * the rooms said to exist. A request whose credential does not verify (another NATS client, or a
- * clock too far off) gets no answer, and the node then deletes nothing.
+ * the rooms said to exist (store/room-check.ts). A request whose credential does not verify
+ * (another NATS client, or a clock too far off) gets no answer, and the node then deletes nothing.
  */
 export const roomCheckSubject = 'sync-host.rooms.check';
 
-const macPurpose = 'sync-host room check';
-
-/** Rooms per request: a request stays far below NATS's 1 MiB payload bound. */
-const roomsPerRequest = 500;
-
-const roomIds = z.array(z.string().max(200)).max(roomsPerRequest);
 const requestSchema = z.object({
   rooms: roomIds,
   nonce: z.string().regex(/^[0-9a-f]{32}$/),
   credential: z.string(),
 });
-const answerSchema = z.object({
-  /** The rooms among those asked that have a project; null: the database cannot be trusted to delete. */
-  existing: roomIds.nullable(),
-  mac: z.string(),
-});
-
-function answerMac(
-  secret: string,
-  nonce: string,
-  rooms: readonly string[],
-  existing: readonly string[] | null,
-) {
-  const asked = sha256Hex(JSON.stringify(rooms));
-  const said = existing === null ? 'unknown' : sha256Hex(JSON.stringify([...existing].sort()));
-  return hmacHex(secret, `${macPurpose}:${nonce}:${asked}:${said}`);
-}
 
 function parseJson(text: string): unknown {
   try {
@@ -67,16 +52,12 @@ export function answerRoomChecks(
     if (!request.success) return;
     const { rooms: asked, nonce, credential } = request.data;
     if (!verifyRelayCredential(credential, secret, Math.floor(options.now() / 1000))) return;
-    let found: Set<string> | undefined;
     try {
-      found = await rooms.existing(asked);
+      respond(JSON.stringify(await answerRoomCheck(rooms, secret, nonce, asked)));
     } catch (err: unknown) {
       // No answer: the node deletes nothing and asks again at its next sweep.
       logger.warn({ err: String(err) }, 'cluster: a room check found the database unavailable');
-      return;
     }
-    const existing = found === undefined ? null : asked.filter((room) => found.has(room));
-    respond(JSON.stringify({ existing, mac: answerMac(secret, nonce, asked, existing) }));
   }
 
   return answerRequests(link, roomCheckSubject, answer);
@@ -92,7 +73,7 @@ export function createNatsRoomDirectory(
 ): RoomDirectory {
   const { secret } = options;
   const timeoutMs = options.timeoutMs ?? 5_000;
-  async function ask(rooms: string[]): Promise<string[] | null> {
+  return roomDirectoryAsking(async (rooms) => {
     const nc = link()?.connection;
     if (nc === undefined || link()?.connected !== true) throw new Error('NATS is not connected');
     const nonce = randomHex(16);
@@ -100,26 +81,15 @@ export function createNatsRoomDirectory(
     const msg = await nc.request(roomCheckSubject, JSON.stringify({ rooms, nonce, credential }), {
       timeout: timeoutMs,
     });
-    const answer = answerSchema.safeParse(parseJson(msg.string()));
+    const answer = roomCheckAnswer.safeParse(parseJson(msg.string()));
     if (
       !answer.success ||
-      !safeEqual(answer.data.mac, answerMac(secret, nonce, rooms, answer.data.existing))
+      !safeEqual(answer.data.mac, roomCheckMac(secret, nonce, rooms, answer.data.existing))
     ) {
       // counted with the records dropped for their seal (cluster.rejected on /health)
       recordSealFor(secret, options.logger).reject('check', true);
       throw new Error('a room check was answered without the shared secret’s MAC');
     }
     return answer.data.existing;
-  }
-  return {
-    async existing(rooms) {
-      const found = new Set<string>();
-      for (let i = 0; i < rooms.length; i += roomsPerRequest) {
-        const existing = await ask(rooms.slice(i, i + roomsPerRequest));
-        if (existing === null) return undefined;
-        for (const room of existing) found.add(room);
-      }
-      return found;
-    },
-  };
+  });
 }

@@ -1,6 +1,9 @@
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { randomHex, safeEqual } from '../hashing.ts';
 import type { Logger } from '../log.ts';
+import { roomCheckAnswer, roomCheckMac, roomDirectoryAsking } from '../store/room-check.ts';
+import type { RoomDirectory } from '../store/room-directory.ts';
 import { relayCredentialSkewSeconds, signRelayCredential } from '../tokens.ts';
 import type { DeviceDirectory } from './stored-device-check.ts';
 
@@ -88,23 +91,28 @@ export class AuthServiceClock {
   }
 }
 
-/** A GET of the auth service with a fresh relay credential, asked once again on its clock. */
-async function authGet(
+/** A request to the auth service with a fresh relay credential, asked once again on its clock. */
+async function authRequest(
   options: AuthFeedOptions,
   clock: AuthServiceClock,
   path: string,
   signal: () => AbortSignal,
+  body?: object,
 ): Promise<Response> {
-  const get = () =>
+  const send = () =>
     fetch(`${options.url}${path}`, {
-      headers: { authorization: `Bearer ${signRelayCredential(options.secret, clock.seconds())}` },
+      headers: {
+        authorization: `Bearer ${signRelayCredential(options.secret, clock.seconds())}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) }),
       signal: signal(),
     });
   const signedOffset = clock.offsetSeconds;
-  const res = await get();
+  const res = await send();
   if (res.status !== 401 || !clock.refused(res, signedOffset)) return res;
   await res.body?.cancel();
-  return get();
+  return send();
 }
 
 const clockOf = (options: AuthFeedOptions): AuthServiceClock =>
@@ -125,7 +133,7 @@ export function createAuthDirectory(options: AuthFeedOptions): DeviceDirectory {
   const clock = clockOf(options);
   return {
     async lookup(deviceId) {
-      const res = await authGet(options, clock, `/relay/devices/${deviceId}`, () =>
+      const res = await authRequest(options, clock, `/relay/devices/${deviceId}`, () =>
         AbortSignal.timeout(timeoutMs),
       );
       if (res.status === 404) {
@@ -139,6 +147,45 @@ export function createAuthDirectory(options: AuthFeedOptions): DeviceDirectory {
       return deviceAnswer.parse(await res.json()).device;
     },
   };
+}
+
+/**
+ * Rooms per room check over HTTP: 100 room ids (about 75 bytes each in JSON) stay well below the
+ * auth service's 16 KiB bound on a request body.
+ */
+const roomsPerHttpCheck = 100;
+
+/**
+ * Which rooms of the relay's document store still have a project, asked at the auth service
+ * (`POST /relay/rooms/check`). Rejects when it cannot answer, or when an answer's MAC is wrong
+ * (an answer not made with the shared secret): the sweep then deletes nothing.
+ */
+export function createAuthRoomDirectory(options: AuthFeedOptions): RoomDirectory {
+  const timeoutMs = options.lookupTimeoutMs ?? 3_000;
+  const clock = clockOf(options);
+  return roomDirectoryAsking(async (rooms) => {
+    const nonce = randomHex(16);
+    const res = await authRequest(
+      options,
+      clock,
+      '/relay/rooms/check',
+      () => AbortSignal.timeout(timeoutMs),
+      { rooms, nonce },
+    );
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw refusal(res.status);
+    }
+    const answer = roomCheckAnswer.safeParse(await res.json().catch(() => undefined));
+    const { secret } = options;
+    if (
+      !answer.success ||
+      !safeEqual(answer.data.mac, roomCheckMac(secret, nonce, rooms, answer.data.existing))
+    ) {
+      throw new Error('a room check was answered without the shared secret’s MAC');
+    }
+    return answer.data.existing;
+  }, roomsPerHttpCheck);
 }
 
 /** What the feed does to the relay. */
@@ -182,7 +229,7 @@ export function followAuthFeed(
   let caughtUp = false;
 
   async function once(): Promise<void> {
-    const res = await authGet(
+    const res = await authRequest(
       options,
       clock,
       `/relay/revocations?since=${since}&waitMs=${waitMs}`,
