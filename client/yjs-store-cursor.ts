@@ -15,6 +15,8 @@ export interface StoreProgress {
 /** Entries (or bytes of them) since the last snapshot past which the device writes one. */
 export const snapshotAfterEntries = 200;
 export const snapshotAfterBytes = 1_048_576;
+/** Entries after which the state is measured again (see `wouldWantSnapshot`). */
+const remeasureAfterEntries = 16;
 
 /**
  * One document's place on the host, shared by the providers a device opens on it one after
@@ -29,6 +31,8 @@ export class StoreCursor {
   doc: string | undefined;
   /** Entries and their bytes the host keeps beyond the last snapshot (as far as seen here). */
   sinceSnapshot = { entries: 0, bytes: 0 };
+  /** Where the entries since the last snapshot are weighed against the state again. */
+  #weighAt: { bytes: number; entries: number } | undefined;
 
   constructor(progress?: StoreProgress) {
     this.doc = progress?.doc;
@@ -45,21 +49,45 @@ export class StoreCursor {
     if (this.doc !== undefined) {
       this.position = 0;
       this.host = new HostSummary();
-      this.sinceSnapshot = { entries: 0, bytes: 0 };
+      this.restartSnapshotCount();
     }
     this.doc = doc;
   }
 
-  /** Whether the host keeps enough beyond the last snapshot for a new one to be worth it. */
-  get wantsSnapshot(): boolean {
-    return this.wouldWantSnapshot(0);
+  /**
+   * Whether the host keeps enough beyond the last snapshot for a new one to be worth it;
+   * `stateBytes` measures the document's whole state (asked only past 1 MiB, see below).
+   */
+  wantsSnapshot(stateBytes: () => number): boolean {
+    return this.wouldWantSnapshot(0, stateBytes);
   }
 
-  /** Whether one more entry of `bytes` bytes would make a snapshot worth it. */
-  wouldWantSnapshot(bytes: number): boolean {
+  /**
+   * Whether one more entry of `bytes` bytes would make a snapshot worth it: past 200 entries,
+   * or past 1 MiB once the entries weigh twice the document's whole state (a snapshot is that
+   * state: one written right after a large edit would cost as much again as the edit and stand
+   * for nothing more). When they weigh less, the state is measured again only once they pass
+   * twice the state measured or 16 more entries came (an edit that deletes much is small), so it
+   * is not encoded at every entry of a large document.
+   */
+  wouldWantSnapshot(bytes: number, stateBytes: () => number): boolean {
     const since = this.sinceSnapshot;
     const entries = since.entries + (bytes > 0 ? 1 : 0);
-    return entries > snapshotAfterEntries || since.bytes + bytes > snapshotAfterBytes;
+    if (entries > snapshotAfterEntries) return true;
+    const total = since.bytes + bytes;
+    if (total <= snapshotAfterBytes) return false;
+    const weighAt = this.#weighAt;
+    if (weighAt !== undefined && total < weighAt.bytes && entries < weighAt.entries) return false;
+    const twice = 2 * stateBytes();
+    if (total >= twice) return true;
+    this.#weighAt = { bytes: twice, entries: entries + remeasureAfterEntries };
+    return false;
+  }
+
+  /** A snapshot was written (or seen, or put off): the count starts again. */
+  restartSnapshotCount(): void {
+    this.sinceSnapshot = { entries: 0, bytes: 0 };
+    this.#weighAt = undefined;
   }
 
   /** The host keeps one more entry of `bytes` bytes beyond the last snapshot. */

@@ -9,7 +9,7 @@ import { storeChunkBytes } from './store-frames.ts';
 import { HostSummary } from './yjs-host-summary.ts';
 import { updateMessage } from './yjs-messages.ts';
 import { Reassembler } from './yjs-reassembler.ts';
-import { type StoreCursor, storedUpdate } from './yjs-store-cursor.ts';
+import { type StoreCursor, snapshotAfterBytes, storedUpdate } from './yjs-store-cursor.ts';
 import { unseal } from './yjs-wire.ts';
 
 export interface StoreSessionOptions {
@@ -236,7 +236,7 @@ export class StoreSession {
       return;
     }
     cursor.host.add(update);
-    if (entry.covers !== undefined) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+    if (entry.covers !== undefined) cursor.restartSnapshotCount();
     else cursor.counted(assembled.bytes.length);
   }
 
@@ -260,15 +260,26 @@ export class StoreSession {
     if (first) this.state = 'ready';
     this.snapshotDue = false;
     const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null;
-    if (complete && cursor.wouldWantSnapshot(missing?.length ?? 0)) {
-      // Also when only what the host lacks calls for it (a first sync of a full folder): the
-      // whole state goes as the snapshot, not the diff and then the same content again.
-      this.append(Y.encodeStateAsUpdate(doc), true, cursor.position);
+    let state: Uint8Array | undefined;
+    const whole = () => {
+      state ??= Y.encodeStateAsUpdate(doc);
+      return state;
+    };
+    const lacking = missing?.length ?? 0;
+    if (
+      complete &&
+      (cursor.wouldWantSnapshot(lacking, () => whole().length) ||
+        // The host lacks most of the document (a first sync of a full folder): the whole state,
+        // about as many bytes as the diff, goes as the snapshot, not the diff and then the same
+        // content again.
+        (lacking > snapshotAfterBytes && 2 * lacking >= whole().length))
+    ) {
+      this.append(whole(), true, cursor.position);
     } else {
       if (missing !== undefined) this.append(missing, false);
       // The document waits for updates it lacks: no snapshot can cover the position yet. The
       // next try comes after as many entries again, not at the next acknowledgement.
-      if (cursor.wantsSnapshot) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+      if (!complete && cursor.wantsSnapshot(() => whole().length)) cursor.restartSnapshotCount();
     }
     if (first) this.markReady();
     this.options.changed();
@@ -312,13 +323,13 @@ export class StoreSession {
     this.settleWaiters();
     if (!sent.last) return;
     cursor.host.add(sent.update);
-    if (sent.snapshot) cursor.sinceSnapshot = { entries: 0, bytes: 0 };
+    if (sent.snapshot) cursor.restartSnapshotCount();
     else cursor.counted(sent.bytes);
     if (
-      cursor.wantsSnapshot &&
       !this.snapshotDue &&
       this.state === 'ready' &&
-      this.sent.size === 0
+      this.sent.size === 0 &&
+      cursor.wantsSnapshot(() => Y.encodeStateAsUpdate(this.options.doc).length)
     ) {
       // Caught up first, so the snapshot covers everything up to the host's last position;
       // only once every append is acknowledged, so the catch-up does not send this device's

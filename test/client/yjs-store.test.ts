@@ -163,6 +163,44 @@ describe('the Yjs provider and the host’s document store', () => {
     await leave(reader.provider);
   });
 
+  it('appends a large edit once, with no snapshot of the same bytes after it; one follows once the entries weigh twice the document', async () => {
+    const name = 'large-edit';
+    const writer = await open(0, { name });
+    const frames = storeFrames(writer.provider.connection);
+    const text = writer.provider.doc.getText('text');
+    // 1.5 MiB in one edit: past 1 MiB, but a snapshot now would be these bytes again.
+    text.insert(0, 'a line of text that is long enough\n'.repeat(45_000));
+    await writer.provider.flush();
+    const acknowledged = frames.filter((f) => f.type === 'appended').length;
+    const reader = await open(3, { name });
+    expect(reader.textAtSync).toBe(text.toString());
+    await leave(reader.provider);
+    await writer.provider.flush();
+    expect(frames.filter((f) => f.type === 'appended')).toHaveLength(acknowledged);
+    expect(writer.provider.store.sinceSnapshot.entries).toBe(1);
+    // The text replaced by a short one and edited a little: the entries now weigh far more
+    // than the document (measured again after 16 entries), and the snapshot is written.
+    writer.provider.doc.transact(() => {
+      text.delete(0, text.length);
+      text.insert(0, 'short now');
+    });
+    await writer.provider.flush();
+    for (let i = 0; i < 16; i += 1) {
+      text.insert(text.length, '.');
+      await writer.provider.flush();
+    }
+    // Counted since the snapshot: at most the last few one-character edits, not 1.5 MiB.
+    await eventually(
+      () => writer.provider.store.sinceSnapshot.bytes < 1_024,
+      'a snapshot acknowledged',
+      15_000,
+    );
+    await leave(writer.provider);
+    const later = await open(4, { name });
+    expect(later.textAtSync).toBe(`short now${'.'.repeat(16)}`);
+    await leave(later.provider);
+  });
+
   it('writes snapshots after many edits, and a new device rebuilds the document from them', async () => {
     const name = 'many-edits';
     const writer = await open(0, { name });
