@@ -6,6 +6,7 @@ import type { LocalDevice } from './joining-devices.ts';
 import type { LineNode, RoomLineParts, RoomRosterAccess } from './line-parts.ts';
 import { readRange, streamBounds } from './room-stream.ts';
 import type { RosterEntry, Stored } from './roster.ts';
+import { relaySender } from './stream-record.ts';
 
 /**
  * Where the replay of a device joining on this node starts; undefined for nothing to replay (new,
@@ -51,6 +52,8 @@ export async function replayOf(
   const frames: string[] = [];
   for (const f of range) {
     if (f.to !== key && (f.to !== '*' || f.from === key)) continue;
+    // a notice of the relay's is for the devices present when it was sent, as on a single node
+    if (f.from === relaySender) continue;
     // a broadcast of its old node reached it there directly
     if (f.node === origin.node && f.to === '*' && f.nodeSeq <= origin.nodeSeq) continue;
     // routed on the joining node while it joined: queued for it there (joining-devices.ts)

@@ -6,7 +6,7 @@ import { joiningBesides, type LocalDevice, queueForJoining } from './joining-dev
 import type { RoomLineParts } from './line-parts.ts';
 import { ensureStream, followStream, streamOf } from './room-stream.ts';
 import type { RoomRoster, RosterChange, RosterEntry } from './roster.ts';
-import { encodeRecord, type StreamFrame, senderOf } from './stream-record.ts';
+import { encodeRecord, relaySender, type StreamFrame, senderOf } from './stream-record.ts';
 
 /** Tries to open a room's stream (about 30 s in all) before its joins fail. */
 const openAttempts = 20;
@@ -297,14 +297,25 @@ export class ClusterRoomLine implements RoomLine {
     }
   }
 
+  notice(frame: Buffer): void {
+    for (const [device, stored] of this.#roster.devices) {
+      if (stored.entry.state === 'present' && !this.local.has(device)) {
+        this.#publish('*', frame, relaySender);
+        return;
+      }
+    }
+    // a device joining here is not a member yet: it gets the notice through the stream
+    if (joiningBesides(this.local, relaySender)) this.#publish('*', frame, relaySender);
+  }
+
   /**
    * Publishes a frame to the room's stream without waiting for NATS's answer (the node's
-   * publications track it); in order after the ones made before the stream was open.
+   * publications track it); in order after the ones made before the stream was open. A failed
+   * publication is held against its sender's next `ping`; a notice's against nobody.
    */
-  #publish(to: string, frame: Buffer): void {
-    const from = senderOf(frame);
+  #publish(to: string, frame: Buffer, from = senderOf(frame)): void {
     const { node, publications } = this.#parts;
-    const n = publications.begin(this.roomId, from);
+    const n = publications.begin(this.roomId, from === relaySender ? undefined : from);
     // after every frame of the stream its replay covers, whatever its sequence turns out to be
     if (this.local.size > 0 && (to === '*' || this.local.has(to))) {
       const seq = Number.POSITIVE_INFINITY;

@@ -12,7 +12,7 @@ export interface StreamFrame {
   seq: number;
   /** The receiver's device key, or `*` for a broadcast. */
   to: string;
-  /** The sender's device key. */
+  /** The sender's device key; `relaySender` for a frame of the relay's own. */
   from: string;
   /** The node that published it, and that node's publication counter. */
   node: string;
@@ -33,6 +33,12 @@ const recordVersion = 1;
 const sealedVersion = 2;
 const lengthBytes = 2;
 const nodeSeqBytes = 8;
+
+/**
+ * The `from` of a frame the relay itself sends to the room's devices (`RoomLine.notice`): no
+ * device id is empty. The replay of a device's join skips such a frame.
+ */
+export const relaySender = '';
 
 /** The sender's device key from a routed frame (`{"from":<id>,...`). */
 export function senderOf(frame: Buffer): string {

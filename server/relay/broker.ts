@@ -120,6 +120,14 @@ export interface RoomLine {
   /** The part of a broadcast for the devices with no connection here. */
   broadcast(frame: Buffer): void;
   /**
+   * A frame of the relay's own (`{"type"…`, never routed: `chunks-lost`) for the devices present
+   * with no connection here; kept for nobody (a device absent now does not get it when it
+   * rejoins). The in-process broker has no such device: it does nothing. A cluster line
+   * publishes it to the room's stream, and every other node holding the room hands it to its
+   * devices through `RoomListener.deliver` (`to` undefined).
+   */
+  notice(frame: Buffer): void;
+  /**
    * Shutdown: every device of this process becomes absent at once, and nobody hears of it;
    * `unsent` holds, by device key, the routed frames each connection had not written (as `depart`).
    */

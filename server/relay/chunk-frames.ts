@@ -18,7 +18,7 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * The relay's side of the chunk store (docs/store.md, "Chunks"): `chunk-put` answered
  * `chunk-stored` once the chunk is durable, `chunk-have` with `chunk-held`, `chunk-get` with
  * `chunk` or `chunk_missing`, `chunk-bad` with `chunk-dropped` (and `chunks-lost` to the room's
- * devices here), `folder-report` kept without an answer. None is routed nor buffered. A relay
+ * devices present, on every node), `folder-report` kept without an answer. None is routed nor buffered. A relay
  * without a store answers them with `store_unavailable`.
  */
 export interface ChunkFrames {
@@ -270,8 +270,8 @@ class RelayChunkFrames implements ChunkFrames {
       if (dropped.length === 0) return;
       this.#counts.dropped += dropped.length;
       this.#options.logger.warn({ room, kc, ids: dropped }, 'damaged chunks dropped');
-      // The devices here whose files name them put them again now, not at their next pass.
-      here?.tellHere({ type: 'chunks-lost', ids: dropped, ...(kc === '' ? {} : { kc }) });
+      // The room's devices whose files name them put them again now, not at their next pass.
+      here?.tellPresent({ type: 'chunks-lost', ids: dropped, ...(kc === '' ? {} : { kc }) });
     });
   }
 

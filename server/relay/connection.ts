@@ -14,8 +14,11 @@ export interface JoinedRoom {
   readonly idle: boolean;
   routeBytes(conn: Connection, to: RouteTarget, data: Buffer, toEnd: number): void;
   route(conn: Connection, to: RouteTarget, payload: Record<string, unknown>, data: Buffer): void;
-  /** Sends a frame of the relay's own to every device of the room connected here. */
-  tellHere(frame: object): void;
+  /**
+   * Sends a frame of the relay's own to every device present in the room, connected here or (in
+   * a cluster) to another node; nothing is kept for an absent device.
+   */
+  tellPresent(frame: object): void;
   leave(conn: Connection): void;
   drop(conn: Connection): void;
   close(): void;

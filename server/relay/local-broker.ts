@@ -253,6 +253,10 @@ class LocalRoomLine implements RoomLine {
     this.#broker.metrics.messagesBuffered += kept.length;
   }
 
+  notice(_frame: Buffer): void {
+    // every present device is connected to this process, and an absent one is told nothing
+  }
+
   dropAll(unsent: ReadonlyMap<string, readonly UnsentFrame[]>): void {
     const at = this.#broker.now();
     for (const device of this.present.keys()) this.keepFor(device, at);

@@ -203,8 +203,8 @@ export class Room implements RoomListener, JoinedRoom {
     this.#forward(conn, target, composeParsedFrame(head, to, payload, data, this.roomMember));
   }
 
-  tellHere(frame: object): void {
-    this.#toEveryone(frame);
+  tellPresent(frame: object): void {
+    this.#line.notice(this.#toEveryone(frame));
   }
 
   // ---- what the broker reports (RoomListener) ----
@@ -324,12 +324,12 @@ export class Room implements RoomListener, JoinedRoom {
     this.host = hostKey === undefined ? undefined : this.members.get(hostKey);
   }
 
-  #toEveryone(frame: object, except?: Connection): void {
-    if (this.members.size === 0) return;
+  #toEveryone(frame: object, except?: Connection): Buffer {
     const data = Buffer.from(JSON.stringify(frame));
     for (const member of this.members.values()) {
       if (member !== except) member.queue.send(data);
     }
+    return data;
   }
 
   /**

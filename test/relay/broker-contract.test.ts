@@ -162,6 +162,18 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
       await broker?.close();
     });
 
+    /** A new broker's room of device 1 and `dropped`, which dropped and is kept for. */
+    async function roomWithDropped(dropped = 2): Promise<{ listener: TestRoom; line: RoomLine }> {
+      await start();
+      const listener = recorder();
+      const line = broker.open(freshRoom(), listener);
+      await joinAs(line, listener, 1);
+      await joinAs(line, listener, dropped);
+      line.depart(String(dropped), 'disconnect', []);
+      await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
+      return { listener, line };
+    }
+
     it('accepts joins once ready; the first device is host, the others follow in join order', async () => {
       await start();
       const listener = recorder();
@@ -214,13 +226,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
     });
 
     it('keeps what is sent to a device that dropped, in order, and replays it when it rejoins', async () => {
-      await start();
-      const listener = recorder();
-      const line = broker.open(freshRoom(), listener);
-      await joinAs(line, listener, 1);
-      await joinAs(line, listener, 2);
-      line.depart('2', 'disconnect', []);
-      await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
+      const { listener, line } = await roomWithDropped();
       expect(line.sendTo('2', routed(1, 2, 'first'))).toBe(true);
       line.broadcast(routed(1, 'broadcast', 'second'));
       await broker.settled();
@@ -231,6 +237,17 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
         'second',
       ]);
       await eventually(() => broker.absentDevices() === 0, 'nobody is kept for');
+    });
+
+    it('keeps no notice of the relay for a device that dropped, only the routed frames', async () => {
+      const { listener, line } = await roomWithDropped();
+      line.notice(Buffer.from('{"type":"chunks-lost","ids":["sLost"]}'));
+      expect(line.sendTo('2', routed(1, 2, 'kept'))).toBe(true);
+      await broker.settled();
+      const replay = await joinAs(line, listener, 2);
+      expect(replay.frames.map((frame) => JSON.parse(frame).payload.text)).toEqual(['kept']);
+      // the devices connected here are the room's to tell: the line hands nothing back
+      expect(listener.heard.filter((h) => h.event === 'deliver')).toEqual([]);
     });
 
     it('keeps nothing for a device that left, and has no such device to send to', async () => {
@@ -248,13 +265,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
     });
 
     it('past the buffer window a dropped device is no longer kept for, and learns of a gap', async () => {
-      await start();
-      const listener = recorder();
-      const line = broker.open(freshRoom(), listener);
-      await joinAs(line, listener, 1);
-      await joinAs(line, listener, 2);
-      line.depart('2', 'disconnect', []);
-      await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
+      const { listener, line } = await roomWithDropped();
       expect(line.sendTo('2', routed(1, 2, 'missed'))).toBe(true);
       await broker.settled();
       clock.advance(windowMs + 1_000);
@@ -267,13 +278,7 @@ function brokerContract(name: string, factory: () => BrokerFactory, skip?: strin
     });
 
     it('a revoked device is kept for nowhere, and its revocation is remembered', async () => {
-      await start();
-      const listener = recorder();
-      const line = broker.open(freshRoom(), listener);
-      await joinAs(line, listener, 1);
-      await joinAs(line, listener, 7);
-      line.depart('7', 'disconnect', []);
-      await eventually(() => broker.absentDevices() === 1, 'the device is kept for');
+      const { line } = await roomWithDropped(7);
       line.sendTo('7', routed(1, 7, 'secret'));
       broker.revoke('7', 1_700_000_000);
       expect(broker.revoked().get('7')).toBe(1_700_000_000);
