@@ -211,6 +211,17 @@ export function textFiles(dir: string, withBinary = false): Record<string, strin
  * (unstarted) devices, each with a folder and a state log under the root.
  */
 export function twoDeviceFixture(name: string) {
+  const { fixture, devices } = deviceFixture(name, 2);
+  const twoDevices = async (options: DeviceOptions = {}) =>
+    (await devices(options)) as [FolderDevice, FolderDevice];
+  return { fixture, twoDevices };
+}
+
+/**
+ * A test host and `count` devices of one user (signed in once for the file); `devices` makes a
+ * fresh project and one `FolderDevice` per credential on it, not started.
+ */
+export function deviceFixture(name: string, count: number) {
   const fixture = {
     th: undefined as unknown as TestHost,
     credentials: [] as DeviceCredential[],
@@ -220,7 +231,8 @@ export function twoDeviceFixture(name: string) {
   beforeAll(async () => {
     fixture.th = await startTestHost({ ui: false });
     fixture.root = mkdtempSync(join(tmpdir(), `${name}-`));
-    for (const device of [`${name}-a`, `${name}-b`]) {
+    for (let i = 0; i < count; i += 1) {
+      const device = `${name}-${String.fromCharCode(97 + i)}`;
       fixture.credentials.push(await fixture.th.signIn(`${name}@example.org`, device));
     }
   });
@@ -228,7 +240,7 @@ export function twoDeviceFixture(name: string) {
     await fixture.th?.close();
     if (fixture.root !== '') rmSync(fixture.root, { recursive: true, force: true });
   });
-  const twoDevices = async (options: DeviceOptions = {}): Promise<[FolderDevice, FolderDevice]> => {
+  const devices = async (options: DeviceOptions = {}): Promise<FolderDevice[]> => {
     fixture.projects += 1;
     const { th, credentials, root, projects } = fixture;
     const { roomId } = await registerProject(
@@ -247,9 +259,9 @@ export function twoDeviceFixture(name: string) {
           join(base, `state-${i}.log`),
           options,
         ),
-    ) as [FolderDevice, FolderDevice];
+    );
   };
-  return { fixture, twoDevices };
+  return { fixture, devices };
 }
 
 /** Writes a file in a folder, making the folders above it. */
