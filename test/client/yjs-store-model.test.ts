@@ -21,17 +21,40 @@ type Step =
   | { kind: 'offline'; device: number; edits: Edit[] }
   | { kind: 'session'; device: number; edits: Edit[]; keepPlace: boolean };
 
-type Edit = { at: number; insert: string } | { at: number; length: number };
+/**
+ * A keystroke-sized insert or delete; now and then a bulk insert of 200 to 600 KiB or the whole
+ * text cleared, so the entries since a snapshot pass 1 MiB and weigh more or less than the state
+ * (the two sides of when a device writes a snapshot).
+ */
+type Edit =
+  | { at: number; insert: string }
+  | { at: number; length: number }
+  | { at: number; bulk: number }
+  | { clear: true };
 
 const editArbitrary: fc.Arbitrary<Edit> = fc.oneof(
-  fc.record({
-    at: fc.double({ min: 0, max: 1, noNaN: true }),
-    insert: fc.stringMatching(/^[a-z]{1,6} $/),
-  }),
-  fc.record({
-    at: fc.double({ min: 0, max: 1, noNaN: true }),
-    length: fc.integer({ min: 1, max: 4 }),
-  }),
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      insert: fc.stringMatching(/^[a-z]{1,6} $/),
+    }),
+  },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      length: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      bulk: fc.integer({ min: 1, max: 3 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ clear: true as const }) },
 );
 
 const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
@@ -48,10 +71,18 @@ const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   }),
 );
 
+/** 200 KiB of lines; a bulk insert is 1 to 3 of them. */
+const bulkLines = 'a line of a pasted document\n'.repeat(7_500);
+
 function applyEdit(doc: Y.Doc, edit: Edit): void {
   const text = doc.getText('text');
+  if ('clear' in edit) {
+    text.delete(0, text.length);
+    return;
+  }
   const index = Math.floor(edit.at * text.length);
   if ('insert' in edit) text.insert(index, edit.insert);
+  else if ('bulk' in edit) text.insert(index, bulkLines.repeat(edit.bulk));
   else text.delete(index, Math.min(edit.length, text.length - index));
 }
 
