@@ -71,7 +71,9 @@ export class ChunkRequests {
   private write(waiter: Waiter): void {
     const ref = this.nextRef++;
     try {
-      this.connection.sendStoreFrame({ ...waiter.request, ref } as ChunkPutFrame);
+      // `ref` before the request's members, so a chunk-put's `data` stays last
+      const { type, ...members } = waiter.request;
+      this.connection.sendStoreFrame({ type, ref, ...members } as ChunkPutFrame);
     } catch (err: unknown) {
       waiter.reject(err instanceof Error ? err : new Error(String(err)));
       return;

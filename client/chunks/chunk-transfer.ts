@@ -114,7 +114,8 @@ export class ChunkTransfer {
   /** Puts one chunk (`id` from `idOf(plain)`); resolves once the host has stored it. */
   async put(id: string, plain: Uint8Array): Promise<void> {
     const sent = this.key === undefined ? plain : await seal(this.key, plain);
-    await this.requests.send({ type: 'chunk-put', id, data: toBase64(sent), ...this.proof() });
+    // `data` last: the host parses the rest of the frame without it (see the relay's messages.ts)
+    await this.requests.send({ type: 'chunk-put', id, ...this.proof(), data: toBase64(sent) });
   }
 
   /**

@@ -20,7 +20,7 @@ import type { ChunkFrames } from './chunk-frames.ts';
 import { type Connection, createConnection, type RelaySocket } from './connection.ts';
 import type { DocumentFrames } from './document-frames.ts';
 import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
-import { type InboundFrame, parseFrame } from './messages.ts';
+import { type InboundFrame, parseFrameBytes } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { closeWith, sendError, terminate } from './protocol-errors.ts';
 import { createTokenBucket } from './rate-limit.ts';
@@ -301,7 +301,7 @@ class RelaySocketHandler implements SocketHandler {
       else conn.room.routeBytes(conn, routed.to, bytes, routed.toEnd);
       return;
     }
-    const frame = parseFrame(bytes.toString('utf8'));
+    const frame = parseFrameBytes(bytes);
     switch (frame.type) {
       case 'route':
         if (conn.room === undefined) this.#notJoined(conn);

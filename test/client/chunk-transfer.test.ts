@@ -95,6 +95,8 @@ describe('the chunk transfer against a scripted host', () => {
     expect(puts.slice(4).every((p) => (p.id as string).startsWith('h') && p.kc === key.check)).toBe(
       true,
     );
+    // `data` last in both: the host parses the frame without it (server/relay/messages.ts).
+    expect(puts.map((p) => Object.keys(p).at(-1))).toEqual(puts.map(() => 'data'));
   });
 
   it('sends a chunk the host holds, or one repeated in the file, only once', async () => {
