@@ -304,10 +304,11 @@ export class StoreSession {
           type: 'append',
           doc: docKey,
           ref,
-          data: toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
           ...(key === undefined ? {} : { kc: key.check, kp: key.proof }),
           ...(covers === undefined ? {} : { covers }),
           ...(n === 1 ? {} : { part: { m: id, i, n } }),
+          // last: the host parses the rest of a large frame without it
+          data: toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
         });
       }
     });

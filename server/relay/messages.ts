@@ -133,8 +133,8 @@ const dataMember = Buffer.from('"data":"');
 const minSplitBytes = 16_384;
 
 /**
- * Parses one text frame from its bytes, as `parseFrame` does. A `chunk-put` whose `data` is its
- * last member (`…,"data":"<base64>"}`, as the client writes it) is parsed without its data, which
+ * Parses one text frame from its bytes, as `parseFrame` does. A `chunk-put` or `append` whose
+ * `data` is its last member (`…,"data":"<base64>"}`, as the client writes it) is parsed without its data, which
  * is checked and decoded on its own (a chunk's base64 is most of the frame, and JSON.parse of it
  * and the UTF-8 decode of the frame were a fifth of the host's time while a device uploaded a
  * large file). The answer is the same: the data is taken only when it is base64 digits alone, so
@@ -145,7 +145,9 @@ export function parseFrameBytes(bytes: Buffer): InboundFrame {
   const split = splitTrailingData(bytes);
   if (split !== undefined) {
     const frame = parseFrame(split.head);
-    if (frame.type === 'chunk-put' && frame.data === '') return { ...frame, data: split.data };
+    if ((frame.type === 'chunk-put' || frame.type === 'append') && frame.data === '') {
+      return { ...frame, data: split.data };
+    }
   }
   return parseFrame(bytes.toString('utf8'));
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseFrame, parseFrameBytes, splitTrailingData } from '../../server/relay/messages.ts';
 
 /**
- * A `chunk-put` whose `data` is its last member is parsed without its data (its base64 checked
+ * A `chunk-put` or `append` whose `data` is its last member is parsed without its data (its base64 checked
  * on its own): the answer must be parseFrame's for every text, valid or not.
  */
 
@@ -29,6 +29,7 @@ const headMembers = fc
       fc.constant('"ref":"1"'),
     ),
     chunkId.map((id) => `"id":${JSON.stringify(id)}`),
+    fc.option(fc.constantFrom('"doc":"notes.md"', '"covers":3', '"part":{"m":"a1","i":0,"n":2}')),
     fc.option(fc.constantFrom('"kc":"0123456789abcdef"', '"kc":"x"', '"kp":"a\\"b"')),
     fc.option(fc.string({ maxLength: 20 }).map((v) => `"note":${JSON.stringify(v)}`)),
     fc.option(base64.map((d) => `"data":"${d.slice(0, 8)}"`)),
@@ -69,7 +70,7 @@ describe('parsing a chunk-put without its trailing data', () => {
     expect(split).toBeGreaterThan(100);
   });
 
-  it('splits the client’s spelling and leaves small frames whole', () => {
+  it('splits the client’s spellings of chunk-put and append, and leaves small frames whole', () => {
     const data = randomBytes(16_384).toString('base64');
     const frame = { type: 'chunk-put', ref: 7, id: `s${'A'.repeat(43)}`, data };
     const text = JSON.stringify(frame);
@@ -78,5 +79,8 @@ describe('parsing a chunk-put without its trailing data', () => {
     expect(parseFrameBytes(Buffer.from(text))).toEqual(frame);
     const small = JSON.stringify({ ...frame, data: data.slice(0, 4_000) });
     expect(splitTrailingData(Buffer.from(small))).toBeUndefined();
+    const append = { type: 'append', doc: 'notes.md', ref: 8, part: { m: 'a1', i: 0, n: 2 }, data };
+    expect(splitTrailingData(Buffer.from(JSON.stringify(append)))?.data).toBe(data);
+    expect(parseFrameBytes(Buffer.from(JSON.stringify(append)))).toEqual(append);
   });
 });
