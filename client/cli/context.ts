@@ -31,6 +31,7 @@ const options = {
   'passphrase-file': { type: 'string' },
   json: { type: 'boolean' },
   fingerprint: { type: 'string' },
+  account: { type: 'string' },
   at: { type: 'string' },
   'max-file-bytes': { type: 'string' },
   help: { type: 'boolean', short: 'h' },

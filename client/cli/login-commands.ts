@@ -42,7 +42,13 @@ export async function login(ctx: Context): Promise<number> {
         `This host sends no e-mail (no SMTP): pairing instead. The host prints a sign-in link for ${email}; open it, paste it here, or approve the code below.\n`,
       );
     }
-    signed = await loginByPairing(ctx.io, auth, { ...(await describe()), email, fingerprint });
+    const account = ctx.flags.account;
+    signed = await loginByPairing(ctx.io, auth, {
+      ...(await describe()),
+      email,
+      fingerprint,
+      account,
+    });
   } else {
     const variant = ctx.flags.jwt ? 'jwt' : 'device';
     await auth.requestLogin(email, variant);

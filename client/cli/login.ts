@@ -27,17 +27,30 @@ export function approvedByLine(by: ApprovedBy): string {
 }
 
 /**
- * A signed-in device approved this one into its account: says which account, and on a terminal
- * asks before joining it (someone else may have typed this code). Without a terminal (a
- * script) the account is said and joined.
+ * A signed-in device approved this one into its account: says which account and asks before
+ * joining it (someone else may have typed this code). `expected` is the account the person
+ * named (`--account`, or the e-mail of `login <email>`): another one is declined without asking,
+ * and that one is joined. Without a terminal (a script) and without `expected`, nobody can agree:
+ * declined, with the flag that would join it.
  */
-export async function acceptOffer(io: CliIo, offer: PairingOffer): Promise<boolean> {
+export async function acceptOffer(
+  io: CliIo,
+  offer: PairingOffer,
+  expected?: string,
+): Promise<boolean> {
   io.stderr.write(
     `The device "${offer.approvedBy.name ?? '?'}" approved this device into the account ${offer.email}.\n`,
   );
+  if (expected !== undefined) {
+    if (expected.trim().toLowerCase() === offer.email.toLowerCase()) return true;
+    io.stderr.write(`That is not the account ${expected.trim()} this login was for.\n`);
+    return false;
+  }
   if (io.stdin.isTTY !== true || io.stderr.isTTY !== true) {
-    io.stderr.write(`Joining ${offer.email} (no terminal to ask).\n`);
-    return true;
+    io.stderr.write(
+      `No terminal to ask whether to join it: to join it from a script, run login again with --account ${offer.email}.\n`,
+    );
+    return false;
   }
   const answer = await ask(io, `Join the account ${offer.email}? (y/n)`, 'n');
   return /^y(es)?$/i.test(answer);
@@ -132,7 +145,14 @@ function nextLine(io: CliIo): { line: Promise<string | undefined>; cancel(): voi
 export async function loginByPairing(
   io: CliIo,
   auth: AuthClient,
-  options: { deviceName?: string; platform?: string; email?: string; fingerprint?: string },
+  options: {
+    deviceName?: string;
+    platform?: string;
+    email?: string;
+    fingerprint?: string;
+    /** The account the person means to join (`--account`); else the e-mail, if any. */
+    account?: string;
+  },
 ): Promise<Paired> {
   const platform = options.platform ?? process.platform;
   const controller = new AbortController();
@@ -163,7 +183,7 @@ export async function loginByPairing(
         onOffer: (offer) => {
           // the answer is read from standard input: a pasted link is not waited for any more
           pasted?.cancel();
-          return acceptOffer(io, offer);
+          return acceptOffer(io, offer, options.account ?? options.email);
         },
         onCode: (started) => {
           const pin = { authUrl: auth.authUrl, fingerprint: options.fingerprint };

@@ -17,11 +17,13 @@ import { statusCommand } from './status-command.ts';
 import { syncFolder } from './sync-command.ts';
 
 export const clientUsage = `Client commands:
-  sync-host login --auth URL [--device-name N] [--platform P] [--fingerprint F]
+  sync-host login --auth URL [--device-name N] [--platform P] [--fingerprint F] [--account E]
       pair this device: shows a code (and a QR code of where to approve it) and waits until it
       is approved in the admin UI, on a signed-in device (pair approve) or by its e-mail link;
       the device is named "<host name> (<platform>)" unless --device-name is given (on a
       terminal, asked with that as the default)
+      approved on a device, it joins that device's account only once you agree: asked on a
+      terminal; a script passes --account E (the account's e-mail) and any other is declined
       an https:// host with a self-signed certificate is trusted by its fingerprint: shown and
       asked on a terminal, else given with --fingerprint (the certificate line the host prints);
       kept with the credentials, and a host showing another certificate later is refused

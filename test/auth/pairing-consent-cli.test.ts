@@ -121,3 +121,40 @@ describe.skipIf(!hasScript)(
     });
   },
 );
+
+describe('a scripted login approved on a device (no terminal to ask)', { timeout: 90_000 }, () => {
+  /** A scripted `login` with `extra` flags, approved by the stranger's device; how it ended. */
+  async function approvedScript(deviceName: string, extra: string[]) {
+    const args = ['login', '--auth', host.authUrl, '--device-name', deviceName, ...extra];
+    const login = spawnCli(args, tempDir());
+    const code = await login.code();
+    expect((await cli(['pair', 'approve', code, '--device-name', deviceName], stranger)).code).toBe(
+      0,
+    );
+    return { exit: await login.exited, stderr: login.out.stderr, stdout: login.out.stdout };
+  }
+
+  it('declines without --account, and says the flag that would join it', async () => {
+    const run = await approvedScript('script box', []);
+    expect(run.exit).toBe(1);
+    expect(run.stderr).toContain(
+      'No terminal to ask whether to join it: to join it from a script, run login again with --account stranger@example.org.',
+    );
+    expect(run.stdout).toBe('');
+    expect(await deviceNames()).not.toContain('script box');
+  });
+
+  it('declines when --account names another account', async () => {
+    const run = await approvedScript('wrong box', ['--account', 'me@example.org']);
+    expect(run.exit).toBe(1);
+    expect(run.stderr).toContain('That is not the account me@example.org this login was for.');
+    expect(await deviceNames()).not.toContain('wrong box');
+  });
+
+  it('joins the account --account names', async () => {
+    const run = await approvedScript('right box', ['--account', 'Stranger@example.org']);
+    expect(run.exit, run.stderr).toBe(0);
+    expect(run.stdout).toContain('Signed in as stranger@example.org');
+    expect(await deviceNames()).toContain('right box');
+  });
+});

@@ -84,7 +84,10 @@ describe('the single executable (npm run build:bin)', () => {
     expect(approved.status).toBe(200);
     expect(await login.exited).toBe(0);
     // The second one by the first, with a client command.
-    const pairing = runner.spawnCli(['login', '--auth', auth], second);
+    const pairing = runner.spawnCli(
+      ['login', '--auth', auth, '--account', 'nas-owner@example.org'],
+      second,
+    );
     const secondCode = await pairing.code();
     expect((await runner.cli(['pair', 'approve', secondCode], first)).code).toBe(0);
     expect(await pairing.exited).toBe(0);

@@ -66,7 +66,18 @@ describe('sync-host login by pairing', { timeout: 90_000 }, () => {
 
   it('pairs a second machine approved on a signed-in device with pair approve, and denies a third', async () => {
     const laptop = tempDir();
-    const login = spawnCli(['login', '--auth', host.authUrl, '--device-name', 'laptop'], laptop);
+    const login = spawnCli(
+      [
+        'login',
+        '--auth',
+        host.authUrl,
+        '--device-name',
+        'laptop',
+        '--account',
+        'owner@example.org',
+      ],
+      laptop,
+    );
     const code = await login.code();
     const approve = await cli(['pair', 'approve', code.replace('-', '')], phone);
     expect(approve.code).toBe(0);

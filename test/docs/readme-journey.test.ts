@@ -37,11 +37,11 @@ let fingerprint: string;
 /** Requests as a machine paired with the host makes them: pinned to its certificate. */
 let fetch: typeof globalThis.fetch;
 /** A README login command with the fingerprint a script passes, as the README shows it. */
-function loginArgs(command: string): string[] {
+function loginArgs(command: string, values: Record<string, string> = {}): string[] {
   expect(readme).toContain(
     'bin/sync-host login --auth https://<host>:8445 --fingerprint <fingerprint>',
   );
-  return [...fromReadme(command), '--fingerprint', fingerprint];
+  return [...fromReadme(command, values), '--fingerprint', fingerprint];
 }
 
 /**
@@ -124,8 +124,12 @@ describe('the README journey: npm start, two machines paired, one project, messa
     expect(login.out.stderr).toContain('Approved by the host administrator.');
     expect(login.out.stdout).toMatch(new RegExp(`^Signed in as ${email} on ${authUrl}`));
 
-    // The second machine pairs without an e-mail; the first approves its code.
-    const pairing = spawnCli(loginArgs('login --auth https://<host>:8445'), second);
+    // The second machine pairs without an e-mail (a script: it names the account it expects);
+    // the first approves its code.
+    const pairing = spawnCli(
+      loginArgs('login --auth https://<host>:8445 --account <e-mail>', { 'e-mail': email }),
+      second,
+    );
     const secondCode = await pairing.code();
     const approved = await cli(fromReadme('pair approve <code>', { code: secondCode }), first);
     expect(approved.code).toBe(0);
