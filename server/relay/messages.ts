@@ -159,11 +159,13 @@ export function parseFrameBytes(bytes: Buffer): InboundFrame {
 export function splitTrailingData(bytes: Buffer): { head: string; data: string } | undefined {
   const n = bytes.length;
   if (n < minSplitBytes || bytes[n - 1] !== 0x7d || bytes[n - 2] !== 0x22) return undefined;
-  const open = bytes.lastIndexOf(0x22, n - 3);
-  if (open < dataMember.length) return undefined;
-  const key = bytes.subarray(open + 1 - dataMember.length, open + 1);
-  const before = bytes[open - dataMember.length];
-  if (!key.equals(dataMember) || (before !== 0x2c && before !== 0x7b)) return undefined;
+  // the first `"data":"` in the frame: the data from there to the end is base64 (checked below,
+  // and base64 has no quote) only when it is the last member
+  const key = bytes.indexOf(dataMember);
+  if (key < 1) return undefined;
+  const before = bytes[key - 1];
+  if (before !== 0x2c && before !== 0x7b) return undefined;
+  const open = key + dataMember.length - 1;
   const data = bytes.toString('latin1', open + 1, n - 2);
   // digits only: no escape, no quote, no character outside ASCII (else parsed whole)
   if (!isStandardBase64(data)) return undefined;
