@@ -134,10 +134,10 @@ const minSplitBytes = 16_384;
 
 /**
  * Parses one text frame from its bytes, as `parseFrame` does. A `chunk-put` or `append` whose
- * `data` is its last member (`…,"data":"<base64>"}`, as the client writes it) is parsed without its data, which
- * is checked and decoded on its own (a chunk's base64 is most of the frame, and JSON.parse of it
- * and the UTF-8 decode of the frame were a fifth of the host's time while a device uploaded a
- * large file). The answer is the same: the data is taken only when it is base64 digits alone, so
+ * `data` is its last member (`…,"data":"<base64>"}`, as the client writes it) is parsed without
+ * its data, which is checked and decoded on its own (a chunk's base64 is most of the frame, and
+ * JSON.parse of it and the UTF-8 decode of the frame were a fifth of the host's time while a
+ * device uploaded a large file). The answer is the same: the data is taken only when it is base64 digits alone, so
  * the frame with its data emptied is valid JSON exactly when the frame is, and has the same
  * members but `data` (the last `data` wins in both). Any other frame is parsed whole.
  */
