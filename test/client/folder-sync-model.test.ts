@@ -304,7 +304,11 @@ describe('folder sync: model-based run over the real host', () => {
       // Every device back for good: a crash still armed would leave one down.
       for (const each of devices) each.crashAtNextBatch(false);
       for (const each of devices) await each.start();
-      const files = await quiet(devices);
+      const files = await quiet(devices).catch((err: unknown) => {
+        // The steps too: a disagreement left behind is as much a counterexample as a lost line.
+        const message = err instanceof Error ? err.message : String(err);
+        throw new Error(`${message}\nsteps:\n  ${ledger.trace.join('\n  ')}`);
+      });
       const everything = new Set<string>();
       for (const text of Object.values(files))
         for (const token of tokensOf(text)) everything.add(token);
@@ -358,6 +362,8 @@ describe('folder sync: model-based run over the real host', () => {
           process.env.FOLDER_MODEL_SEED === undefined
             ? undefined
             : Number(process.env.FOLDER_MODEL_SEED),
+        // A run fast-check reported (`path`), replayed from there: the timing may differ.
+        path: process.env.FOLDER_MODEL_PATH,
         endOnFailure: true,
       });
     },
