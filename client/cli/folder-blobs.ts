@@ -81,6 +81,11 @@ export class BlobQueue {
   /** The transfers running now. */
   readonly active = new Map<'up' | 'down', Transfer>();
   private pumping = { up: false, down: false };
+  /**
+   * Set when work came while a pump ran: the pump goes round again even when its last turn found
+   * nothing (that turn may have looked before the work came).
+   */
+  private again = { up: false, down: false };
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   /** Chunks of files other devices are still sending, fetched ahead (the downloads take them). */
@@ -180,13 +185,20 @@ export class BlobQueue {
   }
 
   private pump(direction: 'up' | 'down'): void {
-    if (this.pumping[direction] || this.closed) return;
+    if (this.closed) return;
+    if (this.pumping[direction]) {
+      // The running turn may have found its queue empty already and not yet ended: without
+      // another turn, a file added now would wait for an unrelated event, maybe for good.
+      this.again[direction] = true;
+      return;
+    }
     this.pumping[direction] = true;
+    this.again[direction] = false;
     const work = direction === 'up' ? () => this.nextUpload() : () => this.nextDownload();
     work()
       .then((more) => {
         this.pumping[direction] = false;
-        if (more) this.pump(direction);
+        if (more || this.again[direction]) this.pump(direction);
       })
       .catch((err: unknown) => {
         this.pumping[direction] = false;

@@ -114,6 +114,25 @@ describe('files kept as chunks', () => {
     }
   }, 60_000);
 
+  it('sends a file read while a turn of the upload queue that found nothing has not ended yet', async () => {
+    const [a, b] = await twoDevices();
+    await a.start();
+    await b.start();
+    try {
+      await eventually(() => a.joined && b.joined, 'both joined', 30_000);
+      const bytes = Buffer.concat([Buffer.from([0]), randomBytes(4096)]);
+      put(a.dir, 'late.bin', bytes);
+      // A turn of each queue (as at a rejoin) finds nothing; the scan right after queues the file
+      // before that turn has ended. Nothing else wakes the queue up here.
+      a.folder!.resume();
+      a.scan();
+      await eventually(() => read(b.dir, 'late.bin')?.equals(bytes), 'late.bin at b', 30_000);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 60_000);
+
   it('keeps both versions of a binary file changed on two devices apart, under the conflict name on both', async () => {
     const [a, b] = await twoDevices();
     put(a.dir, 'photo.bin', Buffer.concat([Buffer.from([0]), randomBytes(4096)]));
