@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/wait.ts';
-import { type FolderDevice, putFile, twoDeviceFixture } from './folder-devices.ts';
+import { allSent, type FolderDevice, putFile, twoDeviceFixture } from './folder-devices.ts';
 import { exposes, sqliteFilesText } from './plaintext.ts';
 
 /**
@@ -29,19 +29,6 @@ function read(dir: string, path: string): Buffer | undefined {
 /** Two devices of a fresh project (not started). */
 function twoDevices(passphrase?: string): Promise<[FolderDevice, FolderDevice]> {
   return devicesOf({ passphrase, limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } });
-}
-
-/** Waits until `device` has sent every file it read (uploaded and in the document). */
-async function allSent(device: FolderDevice, what: string): Promise<void> {
-  await eventually(
-    () => {
-      device.scan();
-      const status = device.folder?.folderStatus();
-      return status !== undefined && status.blobsUp.files === 0;
-    },
-    what,
-    60_000,
-  );
 }
 
 /** The bytes the host's chunks count, from the relay's /metrics. */

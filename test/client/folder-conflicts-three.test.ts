@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/wait.ts';
-import { deviceFixture, type FolderDevice, putFile } from './folder-devices.ts';
+import { allSent, deviceFixture, type FolderDevice, putFile } from './folder-devices.ts';
 
 /**
  * A file that is not merged (binary), changed on three devices apart: every version is kept,
@@ -25,19 +25,6 @@ const copies = (dir: string) =>
   readdirSync(dir)
     .filter((name) => /^photo\.sync-conflict-\d{8}-\d{6}-.+\.bin$/.test(name))
     .sort();
-
-/** Waits until `device` has sent every file it read (uploaded and in the document). */
-async function allSent(device: FolderDevice, what: string): Promise<void> {
-  await eventually(
-    () => {
-      device.scan();
-      const status = device.folder?.folderStatus();
-      return status !== undefined && status.blobsUp.files === 0;
-    },
-    what,
-    60_000,
-  );
-}
 
 describe('a binary file changed on three devices apart', () => {
   for (const order of ['one after the other', 'all at once'] as const) {

@@ -19,6 +19,7 @@ import { deriveE2EKey } from '../../client/e2e-key.ts';
 import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
 import { createYjsProvider, type YjsProvider } from '../../client/yjs-provider.ts';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { eventually } from '../helpers/wait.ts';
 
 /** A signed-in device of the test user. */
 export interface DeviceCredential {
@@ -268,4 +269,17 @@ export function deviceFixture(name: string, count: number) {
 export function putFile(dir: string, path: string, content: string | Uint8Array): void {
   mkdirSync(dirname(join(dir, path)), { recursive: true });
   writeFileSync(join(dir, path), content);
+}
+
+/** Waits until `device` has sent every file it read (uploaded and in the document). */
+export async function allSent(device: FolderDevice, what: string): Promise<void> {
+  await eventually(
+    () => {
+      device.scan();
+      const status = device.folder?.folderStatus();
+      return status !== undefined && status.blobsUp.files === 0;
+    },
+    what,
+    60_000,
+  );
 }
