@@ -126,6 +126,20 @@ export interface SocketBytes {
   received: number;
 }
 
+/**
+ * The CPU time (user and system, ms) `pid` and its threads used so far, from /proc/<pid>/stat
+ * (utime and stime in clock ticks of 10 ms); 0 when it is gone.
+ */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
 /** `pid`'s parent process, or undefined when it is gone. */
 function parentOf(pid: number): number | undefined {
   try {
@@ -135,6 +149,14 @@ function parentOf(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The processes whose parent is `pid`. */
+export function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((child) => parentOf(child) === pid);
 }
 
 /** The one of `roots` that is `pid` or one of its ancestors. */

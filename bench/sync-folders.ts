@@ -24,6 +24,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   bytesBetween,
+  childrenOf,
+  cpuMs,
   type Expected,
   socketBytes,
   waitForFiles,
@@ -51,6 +53,8 @@ const cases: Record<string, { label: string; write(dir: string): Expected }> = {
 interface Pair {
   /** A's and B's processes, and the ports their sockets of the transfer use. */
   pids: [number, number];
+  /** Every process whose CPU time the transfer takes: A, B and the host when there is one. */
+  cpuPids: number[];
   ports: number[];
   /**
    * A and B connect to each other: their sockets are the two ends of one connection (each byte
@@ -76,6 +80,8 @@ interface Measure {
   /** Every connection's bytes both ways, each byte once. */
   onTheWire: number;
   ownCount: number;
+  /** CPU time of each process of the system (A, B, the host) from the write until B is done. */
+  cpuMs: number[];
 }
 
 function syncHostSystem(bench: SyncHostBench): FolderSystem {
@@ -85,6 +91,7 @@ function syncHostSystem(bench: SyncHostBench): FolderSystem {
       const [a, b] = (await bench.pair(root, round, dirA, dirB)) as [SyncProcess, SyncProcess];
       return {
         pids: [a.child.pid ?? 0, b.child.pid ?? 0],
+        cpuPids: [a.child.pid ?? 0, b.child.pid ?? 0, bench.host.process.child.pid ?? 0],
         ports: [bench.relayPort],
         direct: false,
         written: async () => {},
@@ -109,6 +116,7 @@ function syncthingSystem(binary: string): FolderSystem {
       const start = await totals();
       return {
         pids: [a.child.pid ?? 0, b.child.pid ?? 0],
+        cpuPids: [a.child.pid ?? 0, b.child.pid ?? 0],
         ports: [a.listenPort, b.listenPort],
         direct: true,
         written: () => a.scan('bench'),
@@ -141,10 +149,12 @@ function measure(system: FolderSystem, name: string, round: number): Promise<Mea
       // Settled: nothing left from the start-up on the sockets counted below.
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const before = socketBytes(pair.pids, pair.ports);
+      const cpuBefore = pair.cpuPids.map(treeCpuMs);
       const expected = cases[name]!.write(dirA);
       const started = performance.now();
       await pair.written();
       const ms = await waitForFiles(dirB, expected, started, deadlineMs);
+      const cpu = pair.cpuPids.map((pid, i) => treeCpuMs(pid) - (cpuBefore[i] ?? 0));
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const spent = bytesBetween(before, socketBytes(pair.pids, pair.ports));
       const [a, b] = pair.pids.map((pid) => spent.get(pid) ?? { sent: 0, received: 0 }) as [
@@ -157,6 +167,7 @@ function measure(system: FolderSystem, name: string, round: number): Promise<Mea
         receivedByB: b.received,
         onTheWire: a.sent + a.received + (pair.direct ? 0 : b.sent + b.received),
         ownCount: (await pair.ownCount?.()) ?? Number.NaN,
+        cpuMs: cpu,
       };
     } finally {
       await pair.close();
@@ -179,11 +190,25 @@ function rsyncFloor(name: string): Promise<Measure> {
         receivedByB: counted.sent,
         onTheWire: both,
         ownCount: both,
+        cpuMs: [],
       };
     } finally {
       await daemon.stop();
     }
   });
+}
+
+/** CPU time of `pid` and its children (Syncthing's worker is a child of the process started). */
+const treeCpuMs = (pid: number) =>
+  childrenOf(pid).reduce((sum, child) => sum + cpuMs(child), cpuMs(pid));
+
+/** Median CPU time in all, then of each process (A, B, the host), or a dash when not measured. */
+function cpuCell(list: Measure[]): string {
+  const parts = list[0]?.cpuMs.length ?? 0;
+  if (parts === 0) return '–';
+  const total = median(list.map((m) => m.cpuMs.reduce((a, b) => a + b, 0)));
+  const each = Array.from({ length: parts }, (_, i) => median(list.map((m) => m.cpuMs[i] ?? 0)));
+  return `${total.toFixed(0)} ms (${each.map((ms) => ms.toFixed(0)).join(' / ')})`;
 }
 
 const bytes = (n: number) => (Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
@@ -209,9 +234,9 @@ async function main(): Promise<void> {
       .join(' ')} at the start`,
   );
   console.log(
-    '| case | system | time to B | sent by A | received by B | on the wire, both ways | own count | time ÷ Syncthing |',
+    '| case | system | time to B | sent by A | received by B | on the wire, both ways | own count | CPU (A / B / host) | time ÷ Syncthing |',
   );
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
   try {
     for (const name of caseNames) {
       const results = new Map<string, Measure[]>();
@@ -232,10 +257,12 @@ async function main(): Promise<void> {
       const referenceMs = reference === undefined ? Number.NaN : median(reference.map((m) => m.ms));
       for (const [system, list] of results) {
         const ms = median(list.map((m) => m.ms));
-        const pick = (key: keyof Measure) => bytes(median(list.map((m) => m[key])));
+        const pick = (key: Exclude<keyof Measure, 'cpuMs'>) =>
+          bytes(median(list.map((m) => m[key])));
+        const cpu = cpuCell(list);
         const ratio = Number.isNaN(referenceMs) ? '–' : `${(ms / referenceMs).toFixed(2)}×`;
         console.log(
-          `| ${cases[name]!.label} | ${system} | ${ms.toFixed(0)} ms | ${pick('sentByA')} | ${pick('receivedByB')} | ${pick('onTheWire')} | ${pick('ownCount')} | ${ratio} |`,
+          `| ${cases[name]!.label} | ${system} | ${ms.toFixed(0)} ms | ${pick('sentByA')} | ${pick('receivedByB')} | ${pick('onTheWire')} | ${pick('ownCount')} | ${cpu} | ${ratio} |`,
         );
       }
     }
