@@ -15,7 +15,7 @@ import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
 import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
 import { refusalOf } from './relay-refusals.ts';
 import { openRelaySocket } from './relay-socket.ts';
-import type { HostRequest } from './store-frames.ts';
+import type { HostRequest, WithoutData } from './store-frames.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type {
@@ -165,16 +165,19 @@ export class RelayConnection extends Emitter<RelayEvents> {
   /**
    * Sends a frame of the host's store (documents, chunks: docs/store.md) on this socket only (the
    * answers, `store` and `chunk` events, would come on it): not sent again after a drop. Throws
-   * `not_joined`, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
+   * `not_joined`, `message_too_big` above `maxMessageBytes`, `closed` after `close()`. `data`:
+   * base64 text sent as the frame's last member (see `Outbox.store`); `frame` then has none.
    */
-  sendStoreFrame(frame: HostRequest): void {
+  sendStoreFrame(frame: HostRequest): void;
+  sendStoreFrame(frame: WithoutData<HostRequest>, data: string): void;
+  sendStoreFrame(frame: HostRequest | WithoutData<HostRequest>, data?: string): void {
     if (this.currentState === 'closed' || this.closing !== undefined) {
       throw new RelayError('closed', 'the connection is closed');
     }
     if (this.currentState !== 'joined') {
       throw new SyncError('not_joined', 'store frames go on a joined connection only');
     }
-    this.outbox.store(frame);
+    this.outbox.store(frame as HostRequest, data);
     this.pump();
   }
 

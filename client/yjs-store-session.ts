@@ -5,7 +5,7 @@ import { type E2EKey, seal } from './e2e-key.ts';
 import { SyncError, type SyncErrorCode } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
 import type { StoredEntry, StoreFrame } from './relay-frames.ts';
-import { storeChunkBytes } from './store-frames.ts';
+import { type HostRequest, storeChunkBytes, type WithoutData } from './store-frames.ts';
 import { HostSummary } from './yjs-host-summary.ts';
 import { updateMessage } from './yjs-messages.ts';
 import { Reassembler } from './yjs-reassembler.ts';
@@ -300,16 +300,17 @@ export class StoreSession {
         const ref = this.nextRef;
         this.nextRef += 1;
         this.sent.set(ref, { update, bytes: bytes.length, snapshot, last: i === n - 1 });
-        this.send({
-          type: 'append',
-          doc: docKey,
-          ref,
-          ...(key === undefined ? {} : { kc: key.check, kp: key.proof }),
-          ...(covers === undefined ? {} : { covers }),
-          ...(n === 1 ? {} : { part: { m: id, i, n } }),
-          // last: the host parses the rest of a large frame without it
-          data: toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
-        });
+        this.send(
+          {
+            type: 'append',
+            doc: docKey,
+            ref,
+            ...(key === undefined ? {} : { kc: key.check, kp: key.proof }),
+            ...(covers === undefined ? {} : { covers }),
+            ...(n === 1 ? {} : { part: { m: id, i, n } }),
+          },
+          toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
+        );
       }
     });
   }
@@ -388,9 +389,13 @@ export class StoreSession {
     this.options.changed();
   }
 
-  private send(frame: Parameters<RelayConnection['sendStoreFrame']>[0]): void {
+  /** Sends a store frame; `data` (base64) goes last, where the host parses around it. */
+  private send(frame: HostRequest): void;
+  private send(frame: WithoutData<HostRequest>, data: string): void;
+  private send(frame: HostRequest | WithoutData<HostRequest>, data?: string): void {
     try {
-      this.options.connection.sendStoreFrame(frame);
+      if (data === undefined) this.options.connection.sendStoreFrame(frame as HostRequest);
+      else this.options.connection.sendStoreFrame(frame as WithoutData<HostRequest>, data);
     } catch (err: unknown) {
       // The connection is gone: the next one catches up and sends what the host lacks.
       if (err instanceof SyncError) return;

@@ -7,7 +7,7 @@ import type {
 import { isSyncErrorCode, RelayError } from '../errors.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import type { ConnectionState } from '../relay-events.ts';
-import type { ChunkAnswer } from '../store-frames.ts';
+import type { ChunkAnswer, HostRequest, WithoutData } from '../store-frames.ts';
 
 /** A chunk frame without its `ref` (given when it is sent). */
 export type ChunkRequest =
@@ -71,9 +71,13 @@ export class ChunkRequests {
   private write(waiter: Waiter): void {
     const ref = this.nextRef++;
     try {
-      // `ref` before the request's members, so a chunk-put's `data` stays last
+      // `ref` before the request's members; a chunk-put's `data` goes last, apart (the host
+      // parses the rest of the frame without it)
       const { type, ...members } = waiter.request;
-      this.connection.sendStoreFrame({ type, ref, ...members } as ChunkPutFrame);
+      if ('data' in members) {
+        const { data, ...head } = members;
+        this.connection.sendStoreFrame({ type, ref, ...head } as WithoutData<ChunkPutFrame>, data);
+      } else this.connection.sendStoreFrame({ type, ref, ...members } as HostRequest);
     } catch (err: unknown) {
       waiter.reject(err instanceof Error ? err : new Error(String(err)));
       return;

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { toBase64 } from '../../client/base64.ts';
+import { DedupeEnvelope } from '../../client/dedupe-envelope.ts';
+import { Outbox } from '../../client/outbox.ts';
+import type { HostRequest } from '../../client/store-frames.ts';
+
+const outbox = (maxMessageBytes = 1_048_576) =>
+  new Outbox({ maxMessageBytes, maxQueuedMessages: 100, dedupe: false }, new DedupeEnvelope());
+
+/** The head of a chunk-put or append, in any shape the client makes (strings with escapes too). */
+const heads = fc.oneof(
+  fc.record({
+    type: fc.constant('chunk-put' as const),
+    ref: fc.nat(),
+    id: fc.string(),
+    kc: fc.option(fc.string(), { nil: undefined }),
+    kp: fc.option(fc.string(), { nil: undefined }),
+  }),
+  fc.record({
+    type: fc.constant('append' as const),
+    doc: fc.string({ unit: 'grapheme' }),
+    ref: fc.nat(),
+    covers: fc.option(fc.nat(), { nil: undefined }),
+    part: fc.option(fc.record({ m: fc.string(), i: fc.nat(), n: fc.nat() }), { nil: undefined }),
+  }),
+);
+
+describe('a store frame whose base64 data goes apart', () => {
+  it('is the same text as the whole frame stringified, data last', () => {
+    fc.assert(
+      fc.property(heads, fc.uint8Array({ maxLength: 600 }), (head, bytes) => {
+        const box = outbox();
+        const data = toBase64(bytes);
+        box.store(head as unknown as HostRequest, data);
+        const whole = JSON.stringify({ ...head, data });
+        expect(box.pending.at(-1)?.text).toBe(whole);
+        expect(Object.keys(JSON.parse(whole)).at(-1)).toBe('data');
+      }),
+    );
+  });
+
+  it('is refused as message_too_big by the bytes of the whole frame, multibyte head included', () => {
+    const head = { type: 'append', doc: 'é'.repeat(10), ref: 1 } as const;
+    const data = toBase64(randomBytes(300));
+    const bytes = Buffer.byteLength(JSON.stringify({ ...head, data }));
+    outbox(bytes).store(head as unknown as HostRequest, data);
+    const box = outbox(bytes - 1);
+    expect(() => box.store(head as unknown as HostRequest, data)).toThrow(
+      expect.objectContaining({ code: 'message_too_big' }),
+    );
+    expect(box.pending).toHaveLength(0);
+  });
+});
