@@ -1,3 +1,4 @@
+import { nodeBuffer } from '../protocol/base64.ts';
 import { type Backoff, type BackoffOptions, createBackoff } from './backoff.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { SyncError } from './errors.ts';
@@ -16,6 +17,14 @@ export interface WebSocketLike {
   onmessage: Handler<{ data: unknown }>;
   onclose: Handler<{ code: number; reason: string }>;
   onerror: Handler<unknown>;
+}
+
+/**
+ * A `ws` socket, which sends bytes as a text frame when told `binary: false` (see `textBytes`);
+ * a browser's socket would send them as binary, which the relay refuses.
+ */
+export interface TextBytesSocket {
+  send(data: Uint8Array, options: { binary: false }): void;
 }
 
 /** A WebSocket class: the global `WebSocket` in browsers, `WebSocket` from `ws` in Node. */
@@ -65,6 +74,12 @@ export type ResolvedConnectionOptions = Readonly<
   Required<Omit<RelayConnectionOptions, 'backoff'>> & {
     /** The reconnect delays, built from the `backoff` option. */
     backoff: Backoff;
+    /**
+     * Whether the sockets take a frame's UTF-8 bytes as a text frame: `ws`'s do (their class has
+     * `terminate`), in Node. A store frame with base64 data is then written straight into one
+     * buffer, where a string would be scanned and copied again by the socket.
+     */
+    textBytes: boolean;
   }
 >;
 
@@ -141,5 +156,6 @@ export function resolveConnectionOptions(
     rateBurst,
     dedupe: options.dedupe ?? d.dedupe,
     clock: options.clock ?? systemClock,
+    textBytes: nodeBuffer !== undefined && typeof WebSocket.prototype?.terminate === 'function',
   };
 }

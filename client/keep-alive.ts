@@ -3,7 +3,8 @@ import type { Clock } from './clock.ts';
 /** A `{to, payload}` frame with its sequence number, kept until the relay confirmed it. */
 export interface Outgoing {
   readonly seq: number;
-  readonly text: string;
+  /** The frame's text, or its UTF-8 bytes for a socket that takes them as text (`textBytes`). */
+  readonly text: string | Uint8Array;
   /** A store frame: meaningful on this socket only, so never sent again after a drop. */
   readonly volatile?: boolean;
 }

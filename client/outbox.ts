@@ -12,6 +12,20 @@ export interface OutboxOptions {
   maxMessageBytes: number;
   maxQueuedMessages: number;
   dedupe: boolean;
+  /** Store frames with data are kept as their UTF-8 bytes (see `ResolvedConnectionOptions`). */
+  textBytes: boolean;
+}
+
+/**
+ * The frame `head` + `data` + `"}` as `bytes` UTF-8 bytes in one buffer (Node only): the data
+ * (ASCII) copied once, never scanned.
+ */
+function withData(head: string, data: string, bytes: number): Uint8Array {
+  const out = nodeBuffer!.allocUnsafe(bytes);
+  let at = out.write(head, 0, 'utf8');
+  at += out.write(data, at, 'latin1');
+  out.write('"}', at, 'latin1');
+  return out;
 }
 
 /**
@@ -63,12 +77,12 @@ export class Outbox {
    * file. Throws `message_too_big`.
    */
   store(frame: HostRequest, data?: string): void {
-    let text = JSON.stringify(frame);
+    let text: string | Uint8Array = JSON.stringify(frame);
     if (data === undefined) this.checkSize(text);
     else {
       const head = `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"data":"`;
-      this.checkSize(head, data.length + 2);
-      text = `${head}${data}"}`;
+      const bytes = this.checkSize(head, data.length + 2);
+      text = this.options.textBytes ? withData(head, data, bytes) : `${head}${data}"}`;
     }
     this.lastSeq += 1;
     this.pending.push({ seq: this.lastSeq, text, volatile: true });
@@ -86,7 +100,7 @@ export class Outbox {
    * Throws `message_too_big` for a frame above `maxMessageBytes`: `text` and `asciiBytes` more
    * bytes of ASCII.
    */
-  private checkSize(text: string, asciiBytes = 0): void {
+  private checkSize(text: string, asciiBytes = 0): number {
     const { maxMessageBytes } = this.options;
     // Node counts the bytes without encoding them.
     const bytes =
@@ -94,5 +108,6 @@ export class Outbox {
     if (bytes > maxMessageBytes) {
       throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
     }
+    return bytes;
   }
 }

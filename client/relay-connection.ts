@@ -4,6 +4,7 @@ import {
   type RelayConnectionOptions,
   type ResolvedConnectionOptions,
   resolveConnectionOptions,
+  type TextBytesSocket,
   type WebSocketLike,
 } from './connection-options.ts';
 import { DedupeEnvelope } from './dedupe-envelope.ts';
@@ -337,7 +338,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const pending = this.outbox.pending;
     while (pending.length > 0 && this.bucket.take()) {
       const next = pending.shift()!;
-      socket.send(next.text);
+      if (typeof next.text === 'string') socket.send(next.text);
+      else (socket as unknown as TextBytesSocket).send(next.text, { binary: false });
       this.keepAlive.written(next);
     }
     const pingInMs = this.keepAlive.confirmingPingInMs(!pending.length && this.bucket.atRate());

@@ -14,6 +14,9 @@ interface NodeBufferClass {
     toString(encoding: 'base64'): string;
   };
   byteLength(text: string, encoding: 'utf8'): number;
+  allocUnsafe(size: number): Uint8Array & {
+    write(text: string, offset: number, encoding: 'utf8' | 'latin1'): number;
+  };
 }
 
 /** Node's Buffer when this runs in Node (a global there), undefined in a browser. */

@@ -6,8 +6,15 @@ import { DedupeEnvelope } from '../../client/dedupe-envelope.ts';
 import { Outbox } from '../../client/outbox.ts';
 import type { HostRequest } from '../../client/store-frames.ts';
 
-const outbox = (maxMessageBytes = 1_048_576) =>
-  new Outbox({ maxMessageBytes, maxQueuedMessages: 100, dedupe: false }, new DedupeEnvelope());
+const outbox = (maxMessageBytes = 1_048_576, textBytes = false) =>
+  new Outbox(
+    { maxMessageBytes, maxQueuedMessages: 100, dedupe: false, textBytes },
+    new DedupeEnvelope(),
+  );
+
+/** A pending frame's text, whether it is kept as a string or as its UTF-8 bytes. */
+const textOf = (text: string | Uint8Array | undefined) =>
+  typeof text === 'string' || text === undefined ? text : Buffer.from(text).toString('utf8');
 
 /** The head of a chunk-put or append, in any shape the client makes (strings with escapes too). */
 const heads = fc.oneof(
@@ -28,16 +35,24 @@ const heads = fc.oneof(
 );
 
 describe('a store frame whose base64 data goes apart', () => {
-  it('is the same text as the whole frame stringified, data last', () => {
+  it('is the same text as the whole frame stringified, data last, as a string or as bytes', () => {
     fc.assert(
-      fc.property(heads, fc.uint8Array({ maxLength: 600 }), (head, bytes) => {
-        const box = outbox();
-        const data = toBase64(bytes);
-        box.store(head as unknown as HostRequest, data);
-        const whole = JSON.stringify({ ...head, data });
-        expect(box.pending.at(-1)?.text).toBe(whole);
-        expect(Object.keys(JSON.parse(whole)).at(-1)).toBe('data');
-      }),
+      fc.property(
+        heads,
+        fc.uint8Array({ maxLength: 600 }),
+        fc.boolean(),
+        (head, bytes, asBytes) => {
+          const box = outbox(1_048_576, asBytes);
+          const data = toBase64(bytes);
+          box.store(head as unknown as HostRequest, data);
+          const whole = JSON.stringify({ ...head, data });
+          const text = box.pending.at(-1)?.text;
+          expect(typeof text === 'string').toBe(!asBytes);
+          expect(textOf(text)).toBe(whole);
+          if (asBytes) expect((text as Uint8Array).length).toBe(Buffer.byteLength(whole));
+          expect(Object.keys(JSON.parse(whole)).at(-1)).toBe('data');
+        },
+      ),
     );
   });
 
@@ -45,11 +60,13 @@ describe('a store frame whose base64 data goes apart', () => {
     const head = { type: 'append', doc: 'é'.repeat(10), ref: 1 } as const;
     const data = toBase64(randomBytes(300));
     const bytes = Buffer.byteLength(JSON.stringify({ ...head, data }));
-    outbox(bytes).store(head as unknown as HostRequest, data);
-    const box = outbox(bytes - 1);
-    expect(() => box.store(head as unknown as HostRequest, data)).toThrow(
-      expect.objectContaining({ code: 'message_too_big' }),
-    );
-    expect(box.pending).toHaveLength(0);
+    for (const asBytes of [false, true]) {
+      outbox(bytes, asBytes).store(head as unknown as HostRequest, data);
+      const box = outbox(bytes - 1, asBytes);
+      expect(() => box.store(head as unknown as HostRequest, data)).toThrow(
+        expect.objectContaining({ code: 'message_too_big' }),
+      );
+      expect(box.pending).toHaveLength(0);
+    }
   });
 });
