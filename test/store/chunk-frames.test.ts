@@ -68,6 +68,26 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
     });
   });
 
+  it('answers a have and a get sent right after a put on one connection with the chunk', async () => {
+    harness = await startRelayHarness();
+    const { client } = await harness.joined(harness.room(1), 1, 1);
+    const datas = [randomBytes(250 * 1024), randomBytes(1000), randomBytes(250 * 1024)];
+    const ids = datas.map(plainId);
+    // Sent back to back, no answer awaited: the puts' ids are checked off the relay's thread,
+    // and the have and gets that follow still see every chunk put before them.
+    datas.forEach((data, i) => {
+      client.send({ type: 'chunk-put', ref: i + 1, id: ids[i], data: data.toString('base64') });
+    });
+    const have = chunkCall(client, { type: 'chunk-have', ref: 10, ids });
+    const gets = ids.map((id, i) => chunkCall(client, { type: 'chunk-get', ref: 20 + i, id }));
+    expect(await have).toEqual({ type: 'chunk-held', ref: 10, ids });
+    for (const [i, get] of gets.entries()) {
+      const got = await get;
+      expect(got).toMatchObject({ type: 'chunk', ref: 20 + i, id: ids[i] });
+      expect(Buffer.from(got.data as string, 'base64').equals(datas[i] as Buffer)).toBe(true);
+    }
+  });
+
   it('refuses an unencrypted chunk whose id is not the SHA-256 of its data, and stores nothing', async () => {
     harness = await startRelayHarness();
     const { client } = await harness.joined(harness.room(1), 1, 1);
