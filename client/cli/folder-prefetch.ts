@@ -161,7 +161,11 @@ export class Prefetches {
     return prefetch;
   }
 
-  /** Fetches what is queued, all of it at each turn (one transfer window for the lot). */
+  /**
+   * Fetches what is queued, all of it at each turn (one transfer window for the lot). Chunks
+   * queued after the loop found the queue empty, but before the run was over, get a run of
+   * their own: else they waited for the next notice, maybe the last one already.
+   */
   private pump(key: string, prefetch: Prefetch): void {
     if (prefetch.running !== undefined) return;
     prefetch.running = (async () => {
@@ -182,6 +186,7 @@ export class Prefetches {
       })
       .finally(() => {
         prefetch.running = undefined;
+        if (prefetch.queued.length > 0 && this.all.get(key) === prefetch) this.pump(key, prefetch);
       });
   }
 
