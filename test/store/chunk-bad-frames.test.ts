@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -29,20 +30,22 @@ async function metric(name: string): Promise<number> {
 /** What one chunk counts against the bounds: bytes + 64 + its id (44) and kc. */
 const counted = (data: Buffer, kc = '') => data.length + 64 + 44 + kc.length;
 
-/** Flips one byte of a chunk's row in store.db, as disk rot would. */
+/** Flips one byte of a chunk's file beside store.db (`chunks/<n / 1000>/<n>`), as disk rot would. */
 function damage(room: string, id: string): void {
-  const db = new Database(join(harness!.dir, 'store.db'));
+  const db = new Database(join(harness!.dir, 'store.db'), { readonly: true });
+  let file: number;
   try {
-    const row = db
-      .prepare<[string, string], { data: Buffer }>(
-        'SELECT data FROM chunks WHERE room = ? AND id = ?',
-      )
+    file = db
+      .prepare<[string, string], number>('SELECT file FROM chunks WHERE room = ? AND id = ?')
+      .pluck()
       .get(room, id)!;
-    row.data[0] = row.data[0]! ^ 0xff;
-    db.prepare('UPDATE chunks SET data = ? WHERE room = ? AND id = ?').run(row.data, room, id);
   } finally {
     db.close();
   }
+  const path = join(harness!.dir, 'chunks', String(Math.floor(file / 1000)), String(file));
+  const data = readFileSync(path);
+  data[0] = data[0]! ^ 0xff;
+  writeFileSync(path, data);
 }
 
 const lostFrames = (client: RelayClient) => client.frames.filter((f) => f.type === 'chunks-lost');
