@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { chunkCall, plainId, putChunk, sealedId, testKey } from '../helpers/store-client.ts';
+import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
 
 /**
  * `chunk-bad`: a device reports chunks that failed its check; the host drops only a damaged copy
@@ -30,22 +29,12 @@ async function metric(name: string): Promise<number> {
 /** What one chunk counts against the bounds: bytes + 64 + its id (44) and kc. */
 const counted = (data: Buffer, kc = '') => data.length + 64 + 44 + kc.length;
 
-/** Flips one byte of a chunk's file beside store.db (`chunks/<n / 1000>/<n>`), as disk rot would. */
+/** Flips one byte of a chunk's stored bytes on the host's disk, as disk rot would. */
 function damage(room: string, id: string): void {
-  const db = new Database(join(harness!.dir, 'store.db'), { readonly: true });
-  let file: number;
-  try {
-    file = db
-      .prepare<[string, string], number>('SELECT file FROM chunks WHERE room = ? AND id = ?')
-      .pluck()
-      .get(room, id)!;
-  } finally {
-    db.close();
-  }
-  const path = join(harness!.dir, 'chunks', String(Math.floor(file / 1000)), String(file));
-  const data = readFileSync(path);
+  const storePath = join(harness!.dir, 'store.db');
+  const data = Buffer.from(storedChunks(storePath, room).find((c) => c.id === id)!.data);
   data[0] = data[0]! ^ 0xff;
-  writeFileSync(path, data);
+  overwriteStoredChunk(storePath, id, data);
 }
 
 const lostFrames = (client: RelayClient) => client.frames.filter((f) => f.type === 'chunks-lost');
