@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** Files per subfolder of `chunks/`: no folder holds hundreds of thousands of entries. */
 const filesPerFolder = 1000;
@@ -20,8 +20,6 @@ const numbered = /^(0|[1-9][0-9]*)$/;
 export class ChunkFiles {
   readonly #folder: string;
   #next: number;
-  /** Subfolders known to exist, so a write does not ask the file system each time. */
-  readonly #made = new Set<number>();
 
   /**
    * Opens the folder (created when absent) and removes the number-named files that no row names
@@ -58,12 +56,15 @@ export class ChunkFiles {
   /** Writes `data` under a new number, returned; throws when the file cannot be written. */
   write(data: Uint8Array): number {
     const n = this.#next++;
-    const folder = Math.floor(n / filesPerFolder);
-    if (!this.#made.has(folder)) {
-      mkdirSync(join(this.#folder, String(folder)), { recursive: true });
-      this.#made.add(folder);
+    const path = this.#pathOf(n);
+    try {
+      writeFileSync(path, data);
+    } catch (err: unknown) {
+      // Its subfolder is made by the first write into it (or again, if removed meanwhile).
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, data);
     }
-    writeFileSync(this.#pathOf(n), data);
     return n;
   }
 
