@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { userOfRoom } from '../relay/buffer-store.ts';
+import { ChunkFiles } from './chunk-files.ts';
 import {
   type ChunkStore,
   chunkBytes,
@@ -10,68 +11,7 @@ import {
   roomChunksOf,
 } from './chunk-store.ts';
 import type { StoreBounds } from './document-store.ts';
-
-/**
- * store.db's chunk tables (layout 2; layout 1 had none, they are added at open). `chunks`: one
- * row per (room, kc, id), `kc` `''` when not encrypted, with the user of its room, the bytes it
- * counts against the bounds, its bytes as sent, when it was stored and last used (the sweep drops
- * chunks unused for longer than the history window). `folderReports`: the latest count each
- * folder document's devices sent.
- *
- * `chunks` is a rowid table: its rows hold up to 256 KiB each, and SQLite writes and reads such
- * rows about twice as fast in a rowid table as in a WITHOUT ROWID one (`npx tsx
- * bench/chunk-host.ts`). The first files of layout 2 made it WITHOUT ROWID; `rowidChunks`
- * rebuilds theirs at open. Both forms have the same columns, so either version of sync-host reads
- * either.
- */
-export const chunkSchema = `
-CREATE TABLE IF NOT EXISTS chunks (
-  room TEXT NOT NULL,
-  kc TEXT NOT NULL,
-  id TEXT NOT NULL,
-  user TEXT NOT NULL,
-  size INTEGER NOT NULL,
-  bytes INTEGER NOT NULL,
-  storedAt INTEGER NOT NULL,
-  usedAt INTEGER NOT NULL,
-  data BLOB NOT NULL,
-  PRIMARY KEY (room, kc, id)
-);
-CREATE INDEX IF NOT EXISTS chunksByUser ON chunks (user);
-CREATE INDEX IF NOT EXISTS chunksByUse ON chunks (usedAt);
-CREATE TABLE IF NOT EXISTS folderReports (
-  room TEXT NOT NULL,
-  doc TEXT NOT NULL,
-  user TEXT NOT NULL,
-  device TEXT NOT NULL,
-  files INTEGER NOT NULL,
-  bytes INTEGER NOT NULL,
-  encrypted INTEGER NOT NULL,
-  names TEXT,
-  at INTEGER NOT NULL,
-  PRIMARY KEY (room, doc)
-);
-`;
-
-/**
- * Rebuilds a WITHOUT ROWID `chunks` table (the first files of layout 2) as the rowid table of
- * `chunkSchema`, keeping every row, in one transaction; does nothing to a rowid one.
- */
-export function rowidChunks(db: BetterSqlite3.Database): void {
-  const sql = db
-    .prepare<[], string>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'chunks'")
-    .pluck()
-    .get();
-  if (sql === undefined || !/WITHOUT\s+ROWID/i.test(sql)) return;
-  db.transaction(() => {
-    db.exec('ALTER TABLE chunks RENAME TO chunksWithoutRowid');
-    db.exec('DROP INDEX IF EXISTS chunksByUser');
-    db.exec('DROP INDEX IF EXISTS chunksByUse');
-    db.exec(chunkSchema);
-    db.exec('INSERT INTO chunks SELECT * FROM chunksWithoutRowid');
-    db.exec('DROP TABLE chunksWithoutRowid');
-  })();
-}
+import { fileColumn, rowidChunks } from './sqlite-chunk-schema.ts';
 
 /** The bytes counted against the bounds, per user and in all (shared by documents and chunks). */
 export interface ByteCounts {
@@ -103,22 +43,28 @@ interface Queued {
 }
 
 /**
- * The single-node chunk store in store.db (see `ChunkStore`). Puts wait until the end of the
- * event-loop turn and are committed together, each resolving after that commit; reads first
- * commit what is queued, so a chunk put before a `chunk-get` is found by it.
+ * The single-node chunk store in store.db (see `ChunkStore`), the bytes in files beside it
+ * (`ChunkFiles`). Puts wait until the end of the event-loop turn and are committed together,
+ * each resolving after that commit; each chunk's file is written in that transaction, before the
+ * commit, with nothing of this process running between the two. Reads first commit what is
+ * queued, so a chunk put before a `chunk-get` is found by it. A chunk is removed (drop, delete,
+ * sweep) by committing its row's deletion, then removing its file.
  */
 export class SqliteChunkStore implements ChunkStore {
   readonly #db: BetterSqlite3.Database;
   readonly #bounds: StoreBounds;
   readonly #counts: ByteCounts;
   readonly #now: () => number;
+  readonly #files: ChunkFiles;
   #queue: Queued[] = [];
   #flushScheduled = false;
   #bytes = 0;
   readonly #statements;
 
+  /** `folder`: where the chunks' files go (`chunks/` beside store.db). */
   constructor(
     db: BetterSqlite3.Database,
+    folder: string,
     bounds: StoreBounds,
     counts: ByteCounts,
     now: () => number,
@@ -128,18 +74,16 @@ export class SqliteChunkStore implements ChunkStore {
     this.#counts = counts;
     this.#now = now;
     rowidChunks(db);
+    fileColumn(db);
     this.#statements = {
       touch: db.prepare<[number, string, string, string]>(
         'UPDATE chunks SET usedAt = ? WHERE room = ? AND kc = ? AND id = ?',
       ),
       insert: db.prepare(
-        'INSERT INTO chunks (room, kc, id, user, size, bytes, storedAt, usedAt, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
-      get: db.prepare<[string, string, string], { data: Buffer | Uint8Array }>(
-        'SELECT data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+        "INSERT INTO chunks (room, kc, id, user, size, bytes, storedAt, usedAt, data, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, x'', ?)",
       ),
       row: db.prepare<[string, string, string], ChunkRow>(
-        'SELECT user, bytes, data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+        'SELECT user, size, bytes, file, data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
       ),
       delete: db.prepare<[string, string, string]>(
         'DELETE FROM chunks WHERE room = ? AND kc = ? AND id = ?',
@@ -149,6 +93,10 @@ export class SqliteChunkStore implements ChunkStore {
       ),
     };
     this.#recount();
+    const named = new Set(
+      db.prepare<[], number>('SELECT file FROM chunks WHERE file IS NOT NULL').pluck().iterate(),
+    );
+    this.#files = new ChunkFiles(folder, named);
   }
 
   #recount(): void {
@@ -176,10 +124,18 @@ export class SqliteChunkStore implements ChunkStore {
     this.#queue = [];
     if (queue.length === 0) return;
     const counted = { total: this.#counts.total, users: new Map(this.#counts.users) };
+    const written: number[] = [];
     let outcomes: PutOutcome[];
     try {
-      outcomes = this.#db.transaction(() => queue.map((q) => this.#insert(q.chunk, counted)))();
+      outcomes = this.#db.transaction(() =>
+        queue.map((q) => this.#insert(q.chunk, counted, written)),
+      )();
     } catch (err: unknown) {
+      // Rolled back, so no row names this batch's files; unless sql.js kept the commit in memory
+      // and only failed to write store.db (`SqliteImageWriteError`): its rows name them then.
+      if ((err as { committedInMemory?: boolean }).committedInMemory !== true) {
+        this.#files.remove(written);
+      }
       this.#recount();
       for (const q of queue) q.reject(err);
       return;
@@ -191,7 +147,7 @@ export class SqliteChunkStore implements ChunkStore {
     });
   }
 
-  #insert(chunk: NewChunk, counted: ByteCounts): PutOutcome {
+  #insert(chunk: NewChunk, counted: ByteCounts, written: number[]): PutOutcome {
     const at = this.#now();
     if (this.#statements.touch.run(at, chunk.room, chunk.kc, chunk.id).changes > 0) {
       return { stored: true, already: true };
@@ -202,7 +158,9 @@ export class SqliteChunkStore implements ChunkStore {
     if (userBytes + bytes > this.#bounds.userMaxBytes) return { full: 'user' };
     if (counted.total + bytes > this.#bounds.maxBytes) return { full: 'store' };
     const { room, kc, id, data } = chunk;
-    this.#statements.insert.run(room, kc, id, user, data.length, bytes, at, at, data);
+    const file = this.#files.write(data);
+    written.push(file);
+    this.#statements.insert.run(room, kc, id, user, data.length, bytes, at, at, file);
     counted.users.set(user, userBytes + bytes);
     counted.total += bytes;
     this.#bytes += bytes;
@@ -220,9 +178,30 @@ export class SqliteChunkStore implements ChunkStore {
 
   async get(room: string, kc: string, id: string): Promise<Buffer | undefined> {
     this.flush();
-    const row = this.#statements.get.get(room, kc, id);
-    if (row === undefined) return undefined;
+    const found = this.#statements.row.get(room, kc, id);
+    if (found === undefined) return undefined;
+    const data = this.#bytesOf(found);
+    if (data !== undefined) return data;
+    // Its file is gone or cut short (a power loss, a hand): the chunk is missing, and the
+    // devices put it again when they learn so (`chunk_missing`).
+    this.#statements.delete.run(room, kc, id);
+    this.#forget(found);
+    return undefined;
+  }
+
+  /** A row's bytes: its file's, or its own (rows written before the files); undefined if lost. */
+  #bytesOf(row: ChunkRow): Buffer | undefined {
+    if (row.file !== null) return this.#files.read(row.file, row.size);
     return Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data);
+  }
+
+  /** Gives back the bytes of a deleted (committed) row, and removes its file. */
+  #forget(row: ChunkRow): void {
+    const users = this.#counts.users;
+    users.set(row.user, (users.get(row.user) ?? 0) - row.bytes);
+    this.#counts.total -= row.bytes;
+    this.#bytes -= row.bytes;
+    if (row.file !== null) this.#files.remove([row.file]);
   }
 
   async drop(room: string, kc: string, id: string, only?: Buffer): Promise<boolean> {
@@ -232,15 +211,14 @@ export class SqliteChunkStore implements ChunkStore {
     const dropped = this.#db.transaction(() => {
       const found = row.get(room, kc, id);
       if (found === undefined) return undefined;
-      if (only !== undefined && !only.equals(found.data)) return undefined;
+      // A copy whose file is lost is not that copy either: it is dropped too.
+      const data = only === undefined ? undefined : this.#bytesOf(found);
+      if (only !== undefined && data !== undefined && !only.equals(data)) return undefined;
       remove.run(room, kc, id);
       return found;
     })();
     if (dropped === undefined) return false;
-    const users = this.#counts.users;
-    users.set(dropped.user, (users.get(dropped.user) ?? 0) - dropped.bytes);
-    this.#counts.total -= dropped.bytes;
-    this.#bytes -= dropped.bytes;
+    this.#forget(dropped);
     return true;
   }
 
@@ -262,25 +240,46 @@ export class SqliteChunkStore implements ChunkStore {
   /** Deletes the chunks and reports matching `where` (on `user` or `room`); returns bytes per user. */
   delete(where: 'room' | 'user', value: string): Map<string, number> {
     this.flush();
-    const freed = new Map<string, number>();
-    const rows = this.#db
-      .prepare<[string], { user: string; bytes: number }>(
-        `SELECT user, sum(bytes) AS bytes FROM chunks WHERE ${where} = ? GROUP BY user`,
-      )
-      .all(value);
-    for (const row of rows) freed.set(row.user, row.bytes);
-    this.#db.prepare(`DELETE FROM chunks WHERE ${where} = ?`).run(value);
-    this.#db.prepare(`DELETE FROM folderReports WHERE ${where} = ?`).run(value);
+    const db = this.#db;
+    const { rows, files } = db.transaction(() => {
+      const found = {
+        rows: db
+          .prepare<[string], { user: string; bytes: number }>(
+            `SELECT user, sum(bytes) AS bytes FROM chunks WHERE ${where} = ? GROUP BY user`,
+          )
+          .all(value),
+        files: this.#filesWhere(`${where} = ?`, value),
+      };
+      db.prepare(`DELETE FROM chunks WHERE ${where} = ?`).run(value);
+      db.prepare(`DELETE FROM folderReports WHERE ${where} = ?`).run(value);
+      return found;
+    })();
+    this.#files.remove(files);
     this.#recount();
-    return freed;
+    return new Map(rows.map((row) => [row.user, row.bytes]));
   }
 
   /** Drops the chunks last used before `before` (ms); returns how many. */
   dropUnused(before: number): number {
     this.flush();
-    const dropped = this.#db.prepare('DELETE FROM chunks WHERE usedAt < ?').run(before).changes;
+    const { dropped, files } = this.#db.transaction(() => {
+      const files = this.#filesWhere('usedAt < ?', before);
+      const dropped = this.#db.prepare('DELETE FROM chunks WHERE usedAt < ?').run(before).changes;
+      return { dropped, files };
+    })();
+    this.#files.remove(files);
     if (dropped > 0) this.#recount();
     return dropped;
+  }
+
+  /** The file numbers of the rows matching `condition` (SQL, one parameter: `value`). */
+  #filesWhere(condition: string, value: string | number): number[] {
+    return this.#db
+      .prepare<[string | number], number>(
+        `SELECT file FROM chunks WHERE ${condition} AND file IS NOT NULL`,
+      )
+      .pluck()
+      .all(value);
   }
 
   /** Rooms that hold chunks or folder reports. */
@@ -305,7 +304,10 @@ export class SqliteChunkStore implements ChunkStore {
 
 interface ChunkRow {
   user: string;
+  size: number;
   bytes: number;
+  /** The number of the file holding the bytes; null when `data` holds them. */
+  file: number | null;
   data: Buffer | Uint8Array;
 }
 

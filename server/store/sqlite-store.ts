@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Piece } from '../../protocol/relay-frames.ts';
 import { openSyncSqlite } from '../db/sqlite-engine.ts';
@@ -17,7 +17,8 @@ import {
   type StoredEntry,
   type StoreUsage,
 } from './document-store.ts';
-import { type ByteCounts, chunkSchema, countBytes, SqliteChunkStore } from './sqlite-chunks.ts';
+import { chunkSchema } from './sqlite-chunk-schema.ts';
+import { type ByteCounts, countBytes, SqliteChunkStore } from './sqlite-chunks.ts';
 
 /**
  * store.db's layout, version 1. `documents` has one row per (room, document key) with the user
@@ -26,7 +27,7 @@ import { type ByteCounts, chunkSchema, countBytes, SqliteChunkStore } from './sq
  * (what the device sent, base64-decoded: the host cannot read it when the project is encrypted),
  * its position, time, sender, key check value, for a snapshot the position it covers, and
  * whether the history keeps it for its whole window (`keep`: a version just before a delete).
- * Version 2 adds the chunk tables (`sqlite-chunks.ts`).
+ * Version 2 adds the chunk tables (`sqlite-chunk-schema.ts`).
  */
 const schemaVersion = 2;
 
@@ -179,7 +180,8 @@ class SqliteDocumentStore implements DocumentStore {
       ),
     };
     countBytes(db, this.#counts);
-    this.#chunks = new SqliteChunkStore(db, this.#bounds, this.#counts, this.#now);
+    const folder = join(dirname(options.path), 'chunks');
+    this.#chunks = new SqliteChunkStore(db, folder, this.#bounds, this.#counts, this.#now);
   }
 
   get chunks(): ChunkStore {

@@ -2,16 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChunkTransfer, downloadFile, uploadFile } from '../../client/chunks/index.ts';
 import { deriveE2EKey, type E2EKey } from '../../client/e2e-key.ts';
 import type { SyncError } from '../../client/errors.ts';
 import type { RelayConnection } from '../../client/relay-connection.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
 import { eventually } from '../helpers/wait.ts';
 import { trackedWebSocket } from './host.ts';
-import { exposes, sqliteFilesText } from './plaintext.ts';
+import { exposes, storeFilesText } from './plaintext.ts';
 import { openYjsRoom, type YjsRoom } from './yjs-room.ts';
 
 /**
@@ -102,8 +102,8 @@ describe('file chunks through the real host', () => {
       expect(down).toEqual({ size: bytes.length, digest: up.digest });
       expect(readFileSync(join(dir, `${name}.tmp`)).equals(bytes)).toBe(true);
     }
-    // The clear file's chunks are readable in store.db; the sealed one's are not.
-    const stored = sqliteFilesText(join(th.dir, 'data'), 'store.db');
+    // The clear file's chunks are readable on the host's disk; the sealed one's are not.
+    const stored = storeFilesText(join(th.dir, 'data'));
     expect(stored).toContain(`${marker} 0`);
     expect(exposes(stored.replaceAll(`${marker} `, ''), marker)).toBe(false);
   });
@@ -134,17 +134,11 @@ describe('file chunks through the real host', () => {
       const bytes = sample(laptop.chunkBytes, 2);
       const up = await uploadFile(laptop, write('damaged.bin', bytes));
       const victim = up.chunks[1]!.id;
-      const db = new Database(join(th.dir, 'data', 'store.db'));
-      try {
-        // One byte of the stored bytes changed (set to 0, or to 1 where it was 0).
-        db.prepare(
-          `UPDATE chunks SET data = CAST(substr(data, 1, 200)
-             || CASE WHEN substr(data, 201, 1) = x'00' THEN x'01' ELSE x'00' END
-             || substr(data, 202) AS BLOB) WHERE id = ?`,
-        ).run(victim);
-      } finally {
-        db.close();
-      }
+      // One byte of the stored bytes changed (set to 0, or to 1 where it was 0).
+      const storePath = join(th.dir, 'data', 'store.db');
+      const damaged = Buffer.from(storedChunks(storePath).find((c) => c.id === victim)!.data);
+      damaged[200] = damaged[200] === 0 ? 1 : 0;
+      overwriteStoredChunk(storePath, victim, damaged);
       const sent = await metric(th, 'sync_host_store_chunks_sent_total');
       const temp = join(dir, 'damaged.tmp');
       const error = await rejection(downloadFile(desktop, up.chunks, temp));

@@ -3,9 +3,10 @@ import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
 import { eventually } from '../helpers/wait.ts';
 import { allSent, type FolderDevice, putFile, twoDeviceFixture } from './folder-devices.ts';
-import { exposes, sqliteFilesText } from './plaintext.ts';
+import { exposes, storeFilesText } from './plaintext.ts';
 
 /**
  * Files that are not text (binary, or text over 1 MiB) through the host's chunk store, with two
@@ -70,7 +71,7 @@ describe('files kept as chunks', () => {
         );
         expect(read(b.dir, 'media/photo.bin')!.equals(binary)).toBe(true);
         expect(read(b.dir, 'long.txt')!.equals(text)).toBe(true);
-        const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
+        const stored = storeFilesText(join(fixture.th.dir, 'data'));
         // The host holds the chunks; sealed ones show nothing of the file.
         expect(exposes(stored, marker)).toBe(!passphrase);
       } finally {
@@ -195,7 +196,7 @@ describe('files kept as chunks', () => {
       ] as const) {
         for (const path of paths) expect(read(dir, path), path).toBeUndefined();
       }
-      const stored = sqliteFilesText(join(fixture.th.dir, 'data'), 'store.db');
+      const stored = storeFilesText(join(fixture.th.dir, 'data'));
       expect(exposes(stored, marker)).toBe(false);
       expect(exposes(stored, 'obsidian')).toBe(true); // the check can see what the host holds
     } finally {
@@ -268,21 +269,14 @@ describe('files kept as chunks', () => {
       await a.start();
       await allSent(a, 'a sent data.bin');
       await a.flush();
-      const db = new Database(join(fixture.th.dir, 'data', 'store.db'));
-      const row = db.prepare<[string, string], { data: Buffer }>(
-        'SELECT data FROM chunks WHERE room = ? AND id = ?',
-      );
+      const storePath = join(fixture.th.dir, 'data', 'store.db');
       try {
         // Damaged on the host's disk while a stays online: nobody repairs it by hand.
         // This project's: the host keeps the chunks of the file's earlier tests too.
-        const victim = db.prepare('SELECT id, data FROM chunks WHERE room = ?').get(a.roomId) as {
-          id: string;
-          data: Buffer;
-        };
+        const victim = storedChunks(storePath, a.roomId)[0]!;
         const flipped = Buffer.from(victim.data);
         flipped[100] = flipped[100]! ^ 0xff;
-        const set = db.prepare('UPDATE chunks SET data = ? WHERE room = ? AND id = ?');
-        set.run(flipped, a.roomId, victim.id);
+        overwriteStoredChunk(storePath, victim.id, flipped);
         await b.start();
         await eventually(
           () => b.lines.find((line) => line.startsWith('not received data.bin')),
@@ -294,12 +288,11 @@ describe('files kept as chunks', () => {
         expect(read(b.dir, 'data.bin')!.equals(binary)).toBe(true);
         expect(readdirSync(b.dir).filter((name) => name.includes('sync-host-tmp'))).toEqual([]);
         expect(a.lines).toContain('put data.bin back on the host (1 chunk(s) it no longer held)');
-        const repaired = row.get(a.roomId, victim.id)!.data;
+        const repaired = storedChunks(storePath, a.roomId).find((c) => c.id === victim.id)!.data;
         expect(repaired.equals(flipped)).toBe(false);
         // Unencrypted, the same bytes again; sealed, sealed again (another nonce).
         if (passphrase === undefined) expect(repaired.equals(victim.data)).toBe(true);
       } finally {
-        db.close();
         await a.stop();
         await b.stop();
       }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Whether `text` holds `marker`, as is or in any base64 run. */
@@ -16,4 +16,15 @@ export function sqliteFilesText(dataDir: string, prefix: string): string {
     .filter((name) => name.startsWith(prefix))
     .map((name) => readFileSync(join(dataDir, name)).toString('latin1'))
     .join('\n');
+}
+
+/** What the document store keeps on disk: store.db's SQLite files and the chunk files beside it. */
+export function storeFilesText(dataDir: string): string {
+  const chunks = join(dataDir, 'chunks');
+  const files = existsSync(chunks)
+    ? readdirSync(chunks, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => readFileSync(join(entry.parentPath, entry.name)).toString('latin1'))
+    : [];
+  return [sqliteFilesText(dataDir, 'store.db'), ...files].join('\n');
 }

@@ -10,10 +10,10 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { progressDelayVariable } from '../../client/cli/sync-progress.ts';
 import type { CliRun } from '../helpers/cli-process.ts';
+import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
 import { spawnInTerminal } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 import { cliDevices } from './cli-devices.ts';
@@ -155,34 +155,25 @@ describe('sync-host sync with files kept as chunks', () => {
     writeFileSync(join(folder.one, 'data.bin'), binary);
     const one = start('one');
     await eventually(() => one.out.stdout.includes('sent data.bin (new)\n'), 'one sent', 30_000);
-    const db = new Database(join(th.dir, 'data', 'store.db'));
-    try {
-      const rows = db.prepare('SELECT id, data FROM chunks').all() as {
-        id: string;
-        data: Buffer;
-      }[];
-      const victim = rows.find((row) => binary.includes(row.data.subarray(0, 64)))!;
-      const flipped = Buffer.from(victim.data);
-      flipped[100] = flipped[100]! ^ 0xff;
-      db.prepare('UPDATE chunks SET data = ? WHERE id = ?').run(flipped, victim.id);
-      const two = start('two');
-      await eventually(
-        () => sameBytes(join(folder.two, 'data.bin'), binary),
-        'data.bin at two, byte for byte',
-        60_000,
-      );
-      expect(two.out.stderr).toContain("failed its check 3 times: the host's copy is damaged");
-      expect(one.out.stdout).toContain(
-        'put data.bin back on the host (1 chunk(s) it no longer held)',
-      );
-      const row = db.prepare('SELECT data FROM chunks WHERE id = ?').get(victim.id) as {
-        data: Buffer;
-      };
-      expect(row.data.equals(victim.data)).toBe(true);
-      await stop(two);
-    } finally {
-      db.close();
-    }
+    const storePath = join(th.dir, 'data', 'store.db');
+    const chunks = storedChunks(storePath);
+    const victim = chunks.find((chunk) => binary.includes(chunk.data.subarray(0, 64)))!;
+    const flipped = Buffer.from(victim.data);
+    flipped[100] = flipped[100]! ^ 0xff;
+    overwriteStoredChunk(storePath, victim.id, flipped);
+    const two = start('two');
+    await eventually(
+      () => sameBytes(join(folder.two, 'data.bin'), binary),
+      'data.bin at two, byte for byte',
+      60_000,
+    );
+    expect(two.out.stderr).toContain("failed its check 3 times: the host's copy is damaged");
+    expect(one.out.stdout).toContain(
+      'put data.bin back on the host (1 chunk(s) it no longer held)',
+    );
+    const row = storedChunks(storePath).find((chunk) => chunk.id === victim.id)!;
+    expect(row.data.equals(victim.data)).toBe(true);
+    await stop(two);
     await stop(one);
   }, 120_000);
 

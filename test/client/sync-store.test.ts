@@ -22,7 +22,7 @@ import { freePort } from '../helpers/ports.ts';
 import { eventually } from '../helpers/wait.ts';
 import { textFiles } from './folder-devices.ts';
 import { signIn } from './host.ts';
-import { exposes, sqliteFilesText } from './plaintext.ts';
+import { exposes, storeFilesText } from './plaintext.ts';
 
 /**
  * Two `sync` processes of one user that never run at the same time (a laptop at work, a desktop
@@ -163,7 +163,7 @@ describe('sync-host sync through the host alone (devices never online together)'
       );
       await stop(fourth);
 
-      const stored = sqliteFilesText(join(dir, 'data'), 'store.db');
+      const stored = storeFilesText(join(dir, 'data'));
       expect(stored.length).toBeGreaterThan(0);
       // Unencrypted, the host can read what it keeps (so the check below can see plaintext).
       expect(exposes(stored, secretText)).toBe(!encrypted);

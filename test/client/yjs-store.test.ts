@@ -10,12 +10,12 @@ import type { YjsProvider } from '../../client/yjs-provider.ts';
 import { StoreCursor } from '../../client/yjs-store-cursor.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
 import { eventually } from '../helpers/wait.ts';
-import { exposes, sqliteFilesText } from './plaintext.ts';
+import { exposes, storeFilesText } from './plaintext.ts';
 import { openYjsRoom, type YjsRoom } from './yjs-room.ts';
 
-/** The store's SQLite files (database, WAL, shared memory) as they are on disk. */
+/** The store's files (SQLite database, WAL, shared memory, chunk files) as they are on disk. */
 function storeFiles(th: TestHost): string {
-  return sqliteFilesText(join(th.dir, 'data'), 'store.db');
+  return storeFilesText(join(th.dir, 'data'));
 }
 
 /** Every store frame a connection receives. */

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { chunkCall, plainId, putChunk, sealedId, testKey } from '../helpers/store-client.ts';
+import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
 
 /**
  * `chunk-bad`: a device reports chunks that failed its check; the host drops only a damaged copy
@@ -29,20 +29,12 @@ async function metric(name: string): Promise<number> {
 /** What one chunk counts against the bounds: bytes + 64 + its id (44) and kc. */
 const counted = (data: Buffer, kc = '') => data.length + 64 + 44 + kc.length;
 
-/** Flips one byte of a chunk's row in store.db, as disk rot would. */
+/** Flips one byte of a chunk's stored bytes on the host's disk, as disk rot would. */
 function damage(room: string, id: string): void {
-  const db = new Database(join(harness!.dir, 'store.db'));
-  try {
-    const row = db
-      .prepare<[string, string], { data: Buffer }>(
-        'SELECT data FROM chunks WHERE room = ? AND id = ?',
-      )
-      .get(room, id)!;
-    row.data[0] = row.data[0]! ^ 0xff;
-    db.prepare('UPDATE chunks SET data = ? WHERE room = ? AND id = ?').run(row.data, room, id);
-  } finally {
-    db.close();
-  }
+  const storePath = join(harness!.dir, 'store.db');
+  const data = Buffer.from(storedChunks(storePath, room).find((c) => c.id === id)!.data);
+  data[0] = data[0]! ^ 0xff;
+  overwriteStoredChunk(storePath, id, data);
 }
 
 const lostFrames = (client: RelayClient) => client.frames.filter((f) => f.type === 'chunks-lost');
