@@ -127,14 +127,17 @@ export interface SocketBytes {
 }
 
 /**
- * The CPU time (user and system, ms) `pid` and its threads used so far, from /proc/<pid>/stat
- * (utime and stime in clock ticks of 10 ms); 0 when it is gone.
+ * The CPU time (ms) `pid` and its threads used so far, from /proc/<pid>/stat (utime and stime, in
+ * clock ticks of 10 ms): user and system time, or only one of them with `BENCH_CPU_PART=user` or
+ * `sys`; 0 when it is gone.
  */
 export function cpuMs(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    const [user, sys] = [Number(fields[11]), Number(fields[12])];
+    const part = process.env.BENCH_CPU_PART;
+    return (part === 'user' ? user : part === 'sys' ? sys : user + sys) * 10;
   } catch {
     return 0;
   }
