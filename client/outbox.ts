@@ -1,4 +1,5 @@
 import { nodeBuffer } from '../protocol/base64.ts';
+import type { TextBytesSocket, WebSocketLike } from './connection-options.ts';
 import type { DedupeEnvelope } from './dedupe-envelope.ts';
 import { SyncError } from './errors.ts';
 import type { Outgoing } from './keep-alive.ts';
@@ -14,6 +15,12 @@ export interface OutboxOptions {
   dedupe: boolean;
   /** Store frames with data are kept as their UTF-8 bytes (see `ResolvedConnectionOptions`). */
   textBytes: boolean;
+}
+
+/** Writes a pending frame: a string as text, bytes as a text frame of `ws` (`textBytes`). */
+export function writeTo(socket: WebSocketLike, text: string | Uint8Array): void {
+  if (typeof text === 'string') socket.send(text);
+  else (socket as unknown as TextBytesSocket).send(text, { binary: false });
 }
 
 /**

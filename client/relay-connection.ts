@@ -4,14 +4,13 @@ import {
   type RelayConnectionOptions,
   type ResolvedConnectionOptions,
   resolveConnectionOptions,
-  type TextBytesSocket,
   type WebSocketLike,
 } from './connection-options.ts';
 import { DedupeEnvelope } from './dedupe-envelope.ts';
 import { Emitter } from './emitter.ts';
 import { RelayError, SyncError } from './errors.ts';
 import { KeepAlive } from './keep-alive.ts';
-import { Outbox } from './outbox.ts';
+import { Outbox, writeTo } from './outbox.ts';
 import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
 import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
 import { refusalOf } from './relay-refusals.ts';
@@ -165,12 +164,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   /**
    * Sends a frame of the host's store (documents, chunks: docs/store.md) on this socket only (the
-   * answers, `store` and `chunk` events, would come on it): not sent again after a drop. Throws
-   * `not_joined`, `message_too_big` above `maxMessageBytes`, `closed` after `close()`. `data`:
-   * base64 text sent as the frame's last member (see `Outbox.store`); `frame` then has none.
+   * answers, `store` and `chunk` events, would come on it): not sent again after a drop. `data`:
+   * base64 text sent as the frame's last member (`Outbox.store`), `frame` then without it. Throws
+   * `not_joined`, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
    */
-  sendStoreFrame(frame: HostRequest): void;
-  sendStoreFrame(frame: WithoutData<HostRequest>, data: string): void;
   sendStoreFrame(frame: HostRequest | WithoutData<HostRequest>, data?: string): void {
     if (this.currentState === 'closed' || this.closing !== undefined) {
       throw new RelayError('closed', 'the connection is closed');
@@ -338,8 +335,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const pending = this.outbox.pending;
     while (pending.length > 0 && this.bucket.take()) {
       const next = pending.shift()!;
-      if (typeof next.text === 'string') socket.send(next.text);
-      else (socket as unknown as TextBytesSocket).send(next.text, { binary: false });
+      writeTo(socket, next.text);
       this.keepAlive.written(next);
     }
     const pingInMs = this.keepAlive.confirmingPingInMs(!pending.length && this.bucket.atRate());

@@ -300,17 +300,11 @@ export class StoreSession {
         const ref = this.nextRef;
         this.nextRef += 1;
         this.sent.set(ref, { update, bytes: bytes.length, snapshot, last: i === n - 1 });
-        this.send(
-          {
-            type: 'append',
-            doc: docKey,
-            ref,
-            ...(key === undefined ? {} : { kc: key.check, kp: key.proof }),
-            ...(covers === undefined ? {} : { covers }),
-            ...(n === 1 ? {} : { part: { m: id, i, n } }),
-          },
-          toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes)),
-        );
+        const data = toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes));
+        const sealed = key === undefined ? {} : { kc: key.check, kp: key.proof };
+        const part = n === 1 ? {} : { part: { m: id, i, n } };
+        const cover = covers === undefined ? {} : { covers };
+        this.send({ type: 'append', doc: docKey, ref, ...sealed, ...cover, ...part }, data);
       }
     });
   }
@@ -390,12 +384,9 @@ export class StoreSession {
   }
 
   /** Sends a store frame; `data` (base64) goes last, where the host parses around it. */
-  private send(frame: HostRequest): void;
-  private send(frame: WithoutData<HostRequest>, data: string): void;
   private send(frame: HostRequest | WithoutData<HostRequest>, data?: string): void {
     try {
-      if (data === undefined) this.options.connection.sendStoreFrame(frame as HostRequest);
-      else this.options.connection.sendStoreFrame(frame as WithoutData<HostRequest>, data);
+      this.options.connection.sendStoreFrame(frame, data);
     } catch (err: unknown) {
       // The connection is gone: the next one catches up and sends what the host lacks.
       if (err instanceof SyncError) return;
