@@ -6,6 +6,10 @@ const filesPerFolder = 1000;
 
 const numbered = /^(0|[1-9][0-9]*)$/;
 
+/** Chunk files and their folders are the host's alone, as the data folder's other files. */
+const privateFile = 0o600;
+const privateFolder = 0o700;
+
 /**
  * The bytes of store.db's chunks, one file per chunk under a `chunks/` folder beside store.db:
  * chunk file `n` is `chunks/<floor(n / 1000)>/<n>`. The number is kept in the chunk's row
@@ -28,7 +32,7 @@ export class ChunkFiles {
    */
   constructor(folder: string, named: ReadonlySet<number>) {
     this.#folder = folder;
-    mkdirSync(folder, { recursive: true });
+    mkdirSync(folder, { recursive: true, mode: privateFolder });
     let highest = -1;
     for (const n of named) if (n > highest) highest = n;
     this.#next = highest + 1;
@@ -58,12 +62,12 @@ export class ChunkFiles {
     const n = this.#next++;
     const path = this.#pathOf(n);
     try {
-      writeFileSync(path, data);
+      writeFileSync(path, data, { mode: privateFile });
     } catch (err: unknown) {
       // Its subfolder is made by the first write into it (or again, if removed meanwhile).
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, data);
+      mkdirSync(dirname(path), { recursive: true, mode: privateFolder });
+      writeFileSync(path, data, { mode: privateFile });
     }
     return n;
   }

@@ -34,11 +34,12 @@ const api = adminUrl
   ? await fetch(`${base}/admin/api/connection`, { headers: { Authorization: `Bearer ${token}` } })
   : undefined;
 const health = adminUrl ? await fetch(`${base}/health`) : undefined;
+// Every entry of the data folder, folders (named with a trailing /) and what they hold too.
 const modes = Object.fromEntries(
-  readdirSync(join(dir, 'data')).map((f) => [
-    f,
-    (statSync(join(dir, 'data', f)).mode & 0o777).toString(8),
-  ]),
+  readdirSync(join(dir, 'data'), { recursive: true, encoding: 'utf8' }).map((f) => {
+    const stat = statSync(join(dir, 'data', f));
+    return [stat.isDirectory() ? `${f}/` : f, (stat.mode & 0o777).toString(8)];
+  }),
 );
 const dataDirMode = (statSync(join(dir, 'data')).mode & 0o777).toString(8);
 const stopAt = Date.now();

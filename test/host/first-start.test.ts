@@ -55,14 +55,16 @@ describe.skipIf(!canUnshare && process.env.REQUIRE_NAMESPACE !== '1')(
         expect.arrayContaining([
           'admin-token',
           'auth.db',
+          'chunks/',
           'relay.db',
           'secret',
           'tls-cert.pem',
           'tls-key.pem',
         ]),
       );
+      // Private: files 600, folders (chunks/, beside store.db) 700.
       for (const [file, mode] of Object.entries(r.modes))
-        expect(`${file} ${mode}`).toBe(`${file} 600`);
+        expect(`${file} ${mode}`).toBe(`${file} ${file.endsWith('/') ? 700 : 600}`);
       expect(r.dataDirMode).toBe('700');
       expect(r.code).toBe(0);
       expect(r.stopMs).toBeLessThan(5_000);

@@ -6,6 +6,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -91,6 +92,10 @@ for (const engine of ['native', 'wasm'] as const) {
       expect(row?.file).toEqual(expect.any(Number));
       expect(files()).toEqual([join('0', String(row?.file))]);
       expect(readFileSync(join(folder(), '0', String(row?.file))).equals(data)).toBe(true);
+      // The host's alone, as the data folder's other files.
+      const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
+      expect(mode(join(folder(), '0', String(row?.file)))).toBe('600');
+      expect([mode(folder()), mode(join(folder(), '0'))]).toEqual(['700', '700']);
 
       opened = open();
       expect((await opened.chunks.get(room1, '', idOf(data)))?.equals(data)).toBe(true);
