@@ -40,15 +40,25 @@ export function createCliRunner(
     });
     children.push(child);
     const out = { stdout: '', stderr: '' };
-    child.stdout.on('data', (chunk: Buffer) => {
-      out.stdout += chunk.toString();
+    // Decoded as streams: a character split between two reads stays whole.
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      out.stdout += chunk;
     });
-    child.stderr.on('data', (chunk: Buffer) => {
-      out.stderr += chunk.toString();
+    child.stderr.on('data', (chunk: string) => {
+      out.stderr += chunk;
     });
     const exited = once(child, 'exit').then(([code]) => code as number | null);
     const code = async () => {
-      await eventually(() => /Pairing code: +\S+/.test(out.stderr), 'the pairing code', 20_000);
+      try {
+        // Generous: a fresh process under a full test run's load takes seconds to start.
+        await eventually(() => /Pairing code: +\S+/.test(out.stderr), 'the pairing code', 40_000);
+      } catch (err: unknown) {
+        // What the command said instead is what tells why.
+        const said = `stdout: ${JSON.stringify(out.stdout.slice(-400))}, stderr: ${JSON.stringify(out.stderr.slice(-400))}, exit: ${child.exitCode}`;
+        throw new Error(`${(err as Error).message} (${said})`);
+      }
       return /Pairing code: +([A-Z]{4}-[A-Z]{4})/.exec(out.stderr)?.[1] ?? '';
     };
     return { child, out, exited, code };

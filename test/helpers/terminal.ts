@@ -32,11 +32,15 @@ export function spawnInTerminal(args: string[], configDir: string): TerminalRun 
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const out = { text: '' };
-  child.stdout.on('data', (chunk: Buffer) => {
-    out.text += chunk.toString();
+  // Decoded as a stream: a character split between two reads (the QR code's blocks are three
+  // bytes each) is whole in the text, not two replacement characters.
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    out.text += chunk;
   });
-  child.stderr.on('data', (chunk: Buffer) => {
-    out.text += chunk.toString();
+  child.stderr.on('data', (chunk: string) => {
+    out.text += chunk;
   });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   return { child, out, type: (text) => child.stdin.write(text), exited };
