@@ -21,10 +21,10 @@ const { error: errorSchema, control: controlSchema } = frames;
 const { appended: appendedSchema, stored: storedSchema, caughtup: caughtupSchema } = frames;
 const { chunkStored, chunkHeld, chunk, chunkDropped, chunksLost } = frames;
 
-/** What a device sends to the host's store: documents (`append`, `catchup`) and chunks. */
 /** A frame with base64 `data` sent apart from it, as its last member (`sendStoreFrame`). */
 export type WithoutData<F> = F extends { data: string } ? Omit<F, 'data'> : never;
 
+/** What a device sends to the host's store: documents (`append`, `catchup`) and chunks. */
 export type HostRequest =
   | AppendFrame
   | CatchupFrame

@@ -255,9 +255,7 @@ class RelayChunkFrames implements ChunkFrames {
     this.#track(conn, checked);
     // The connection's later chunk frames wait for this check: a put then a get or have of the
     // same chunk on one connection finds it, as when the check was synchronous.
-    const before = this.#checking.get(conn);
-    const settled = checked.then(() => undefined);
-    const chained = before === undefined ? settled : Promise.all([before, settled]).then(() => {});
+    const chained = Promise.all([this.#checking.get(conn), checked]).then(() => {});
     this.#checking.set(conn, chained);
     void chained.then(() => {
       if (this.#checking.get(conn) === chained) this.#checking.delete(conn);
