@@ -1,4 +1,4 @@
-import { nodeBuffer } from '../protocol/base64.ts';
+import { type NodeBytes, nodeBuffer } from '../protocol/base64.ts';
 import { type Backoff, type BackoffOptions, createBackoff } from './backoff.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { SyncError } from './errors.ts';
@@ -21,10 +21,12 @@ export interface WebSocketLike {
 
 /**
  * A `ws` socket, which sends bytes as a text frame when told `binary: false` (see `textBytes`);
- * a browser's socket would send them as binary, which the relay refuses.
+ * a browser's socket would send them as binary, which the relay refuses. Its `message` events
+ * give a frame's bytes, undecoded.
  */
 export interface TextBytesSocket {
   send(data: Uint8Array, options: { binary: false }): void;
+  on(event: 'message', listener: (data: NodeBytes, isBinary: boolean) => void): void;
 }
 
 /** A WebSocket class: the global `WebSocket` in browsers, `WebSocket` from `ws` in Node. */

@@ -1,4 +1,5 @@
-import { nodeBuffer } from '../protocol/base64.ts';
+import { base64Length, nodeBuffer, writeBase64 } from '../protocol/base64.ts';
+import { toBase64 } from './base64.ts';
 import type { TextBytesSocket, WebSocketLike } from './connection-options.ts';
 import type { DedupeEnvelope } from './dedupe-envelope.ts';
 import { SyncError } from './errors.ts';
@@ -24,13 +25,12 @@ export function writeTo(socket: WebSocketLike, text: string | Uint8Array): void 
 }
 
 /**
- * The frame `head` + `data` + `"}` as `bytes` UTF-8 bytes in one buffer (Node only): the data
- * (ASCII) copied once, never scanned.
+ * The frame `head` + the base64 of `data` + `"}` as `bytes` UTF-8 bytes in one buffer (Node
+ * only): the base64 is written into it a piece at a time, never held as one large string.
  */
-function withData(head: string, data: string, bytes: number): Uint8Array {
+function withData(head: string, data: Uint8Array, bytes: number): Uint8Array {
   const out = nodeBuffer!.allocUnsafe(bytes);
-  let at = out.write(head, 0, 'utf8');
-  at += out.write(data, at, 'latin1');
+  const at = writeBase64(out, out.write(head, 0, 'utf8'), data);
   out.write('"}', at, 'latin1');
   return out;
 }
@@ -77,19 +77,18 @@ export class Outbox {
   }
 
   /**
-   * Takes in a frame of the host's store. `data`, when given, is base64 text (digits, `+`, `/`,
-   * `=` alone: the caller made it with `toBase64`) written as the frame's last member without
-   * passing through `JSON.stringify`, which would scan and copy it (a chunk's 350 KB) for
-   * characters to escape that base64 never has: a third of a sending device's time on a large
-   * file. Throws `message_too_big`.
+   * Takes in a frame of the host's store. `data`, when given, is written in base64 as the
+   * frame's last member without passing through `JSON.stringify`, which would scan and copy it
+   * (a chunk's 350 KB) for characters to escape that base64 never has: a third of a sending
+   * device's time on a large file. Throws `message_too_big`.
    */
-  store(frame: HostRequest, data?: string): void {
+  store(frame: HostRequest, data?: Uint8Array): void {
     let text: string | Uint8Array = JSON.stringify(frame);
     if (data === undefined) this.checkSize(text);
     else {
       const head = `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"data":"`;
-      const bytes = this.checkSize(head, data.length + 2);
-      text = this.options.textBytes ? withData(head, data, bytes) : `${head}${data}"}`;
+      const bytes = this.checkSize(head, base64Length(data.length) + 2);
+      text = this.options.textBytes ? withData(head, data, bytes) : `${head}${toBase64(data)}"}`;
     }
     this.lastSeq += 1;
     this.pending.push({ seq: this.lastSeq, text, volatile: true });

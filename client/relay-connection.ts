@@ -1,3 +1,4 @@
+import type { NodeBytes } from '../protocol/base64.ts';
 import { isRelayErrorCode } from '../protocol/relay-codes.ts';
 import { NamedTimers } from './clock.ts';
 import {
@@ -165,10 +166,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
   /**
    * Sends a frame of the host's store (documents, chunks: docs/store.md) on this socket only (the
    * answers, `store` and `chunk` events, would come on it): not sent again after a drop. `data`:
-   * base64 text sent as the frame's last member (`Outbox.store`), `frame` then without it. Throws
+   * bytes sent as the frame's last member, in base64 (`Outbox.store`), `frame` then without it. Throws
    * `not_joined`, `message_too_big` above `maxMessageBytes`, `closed` after `close()`.
    */
-  sendStoreFrame(frame: HostRequest | WithoutData<HostRequest>, data?: string): void {
+  sendStoreFrame(frame: HostRequest | WithoutData<HostRequest>, data?: Uint8Array): void {
     if (this.currentState === 'closed' || this.closing !== undefined) {
       throw new RelayError('closed', 'the connection is closed');
     }
@@ -232,10 +233,9 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   private open(): void {
     this.setState('connecting');
-    const { url, room, device, token, WebSocket } = this.options;
+    const { room, device, token } = this.options;
     const socket = openRelaySocket(
-      WebSocket,
-      url,
+      this.options,
       { type: 'join', room, device, token },
       {
         frame: (from, text) => {
@@ -255,7 +255,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.timers.set('join', this.options.joinTimeoutMs, () => this.abort(socket, 'join timeout'));
   }
 
-  private handleFrame(socket: WebSocketLike, text: string): void {
+  private handleFrame(socket: WebSocketLike, text: string | NodeBytes): void {
     const frame = parseRelayFrame(text);
     if (frame === undefined) {
       this.emit(

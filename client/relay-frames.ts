@@ -1,6 +1,7 @@
 import type { z } from 'zod';
-import { isStandardBase64, nodeBuffer } from '../protocol/base64.ts';
+import type { NodeBytes } from '../protocol/base64.ts';
 import { relayFrameSchemas, wireDeviceId } from '../protocol/relay-frames.ts';
+import { splitTrailingData } from '../protocol/trailing-data.ts';
 import { type SortedFrame, sortControlFrame } from './store-frames.ts';
 
 export type {
@@ -32,44 +33,22 @@ export type RoutedMessage = z.infer<typeof routedSchema>;
 /** A frame from the relay: the room's, a routed message, or an answer of the host's store. */
 export type RelayFrame = SortedFrame | ({ type: 'message' } & RoutedMessage);
 
-/** Parses one text frame; undefined when it is not JSON or not a frame of the protocol. */
-export function parseRelayFrame(text: string): RelayFrame | undefined {
+/**
+ * Parses one text frame, a string or (from a `ws` socket) its UTF-8 bytes; undefined when it is
+ * not JSON or not a frame of the protocol. A `chunk` answer as the host writes it, data last, is
+ * parsed from its bytes without its data, which is decoded on its own (`splitTrailingData`):
+ * the answer then has `data` empty and its bytes as `decoded`. Anything else is parsed whole.
+ */
+export function parseRelayFrame(text: string | NodeBytes): RelayFrame | undefined {
+  if (typeof text === 'string') return parseWholeFrame(text);
   const split = splitTrailingData(text);
   if (split !== undefined) {
     const parsed = parseWholeFrame(split.head);
     if (parsed?.type === 'chunk' && parsed.frame.type === 'chunk' && parsed.frame.data === '') {
-      return { type: 'chunk', frame: { ...parsed.frame, data: split.data } };
+      return { type: 'chunk', frame: { ...parsed.frame, decoded: split.bytes } };
     }
   }
-  return parseWholeFrame(text);
-}
-
-/** `"data":"`, the start of the member a `chunk` answer ends with. */
-const dataMember = '"data":"';
-/** Below this, a frame is parsed whole: the split pays off on a chunk's base64 only. */
-const minSplitChars = 16_384;
-/**
- * A `chunk` answer as the host writes it ends with its data (`…,"data":"<base64>"}`): in Node the
- * frame is parsed without it (JSON.parse of the 350 kB of a 256 KiB chunk was most of the
- * parse) and the data is checked as base64 on its own, its bytes kept for the decode that
- * follows (`fromBase64`). That is JSON.parse's answer: base64 digits hold no backslash, quote or
- * control character, so the frame with its data emptied is valid JSON exactly when the frame is,
- * with the same members but `data` (the last `data` wins in both). In a browser, where only a
- * slower check is at hand, and for any other frame, the frame is parsed whole.
- */
-function splitTrailingData(text: string): { head: string; data: string } | undefined {
-  const n = text.length;
-  if (nodeBuffer === undefined || n < minSplitChars || !text.endsWith('"}')) return undefined;
-  // the first `"data":"` in the frame: the data from there to the end is base64 (checked below,
-  // and base64 has no quote) only when it is the last member
-  const key = text.indexOf(dataMember);
-  if (key < 1) return undefined;
-  const before = text.charCodeAt(key - 1);
-  if (before !== 0x2c && before !== 0x7b) return undefined;
-  const open = key + dataMember.length - 1;
-  const data = text.slice(open + 1, n - 2);
-  if (!isStandardBase64(data)) return undefined;
-  return { head: `${text.slice(0, open + 1)}"}`, data };
+  return parseWholeFrame(text.toString('utf8'));
 }
 
 /** `parseRelayFrame` without the split: every frame parsed whole (what the split must agree with). */

@@ -1,24 +1,32 @@
+import type { NodeBytes } from '../protocol/base64.ts';
 import type { JoinFrame } from '../protocol/relay-frames.ts';
-import type { WebSocketConstructor, WebSocketLike } from './connection-options.ts';
+import type {
+  ResolvedConnectionOptions,
+  TextBytesSocket,
+  WebSocketLike,
+} from './connection-options.ts';
 import { RelayError } from './errors.ts';
 
 /** What one socket of a connection tells its owner, with the socket it is about. */
 export interface SocketListeners {
-  frame(socket: WebSocketLike, text: string): void;
+  /** A text frame: a string, or its UTF-8 bytes from a `ws` socket. */
+  frame(socket: WebSocketLike, text: string | NodeBytes): void;
   close(socket: WebSocketLike, code: number, reason: string): void;
 }
 
 /**
  * One attempt of a connection: opens a WebSocket to `url`, sends `join` once it is open, and
  * passes on its text frames and its close. Returns `invalid_url` (a malformed URL: no retry can
- * fix it) instead of a socket when the constructor refuses `url`.
+ * fix it) instead of a socket when the constructor refuses `url`. With `textBytes` (a `ws`
+ * socket), frames are passed on as their bytes: a chunk's 350 kB of base64 is then decoded
+ * from them (`parseRelayFrame`) without first becoming one large string.
  */
 export function openRelaySocket(
-  WebSocket: WebSocketConstructor,
-  url: string,
+  options: Pick<ResolvedConnectionOptions, 'WebSocket' | 'url' | 'textBytes'>,
   join: JoinFrame,
   listeners: SocketListeners,
 ): WebSocketLike | RelayError {
+  const { WebSocket, url, textBytes } = options;
   let socket: WebSocketLike;
   try {
     socket = new WebSocket(url);
@@ -27,9 +35,13 @@ export function openRelaySocket(
     return new RelayError('invalid_url', `cannot open ${url}: ${why}`);
   }
   socket.onopen = () => socket.send(JSON.stringify(join));
-  socket.onmessage = (event) => {
-    listeners.frame(socket, typeof event.data === 'string' ? event.data : String(event.data));
-  };
+  if (textBytes) {
+    (socket as unknown as TextBytesSocket).on('message', (data) => listeners.frame(socket, data));
+  } else {
+    socket.onmessage = (event) => {
+      listeners.frame(socket, typeof event.data === 'string' ? event.data : String(event.data));
+    };
+  }
   socket.onclose = (event) => listeners.close(socket, event.code, event.reason);
   socket.onerror = () => {
     // A close event follows and decides what happens.

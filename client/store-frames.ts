@@ -21,7 +21,7 @@ const { error: errorSchema, control: controlSchema } = frames;
 const { appended: appendedSchema, stored: storedSchema, caughtup: caughtupSchema } = frames;
 const { chunkStored, chunkHeld, chunk, chunkDropped, chunksLost } = frames;
 
-/** A frame with base64 `data` sent apart from it, as its last member (`sendStoreFrame`). */
+/** A frame whose `data` is sent apart from it, as bytes written last (`sendStoreFrame`). */
 export type WithoutData<F> = F extends { data: string } ? Omit<F, 'data'> : never;
 
 /** What a device sends to the host's store: documents (`append`, `catchup`) and chunks. */
@@ -59,7 +59,7 @@ export type StoreFrame =
 export type ChunkAnswer =
   | z.infer<typeof chunkStored>
   | z.infer<typeof chunkHeld>
-  | z.infer<typeof chunk>
+  | (z.infer<typeof chunk> & { decoded?: Uint8Array<ArrayBuffer> })
   | z.infer<typeof chunkDropped>
   | z.infer<typeof chunksLost>
   | (ErrorFrame & { ref: number });

@@ -1,6 +1,5 @@
 import * as Y from 'yjs';
 import { isRelayErrorCode } from '../protocol/relay-codes.ts';
-import { toBase64 } from './base64.ts';
 import { type E2EKey, seal } from './e2e-key.ts';
 import { SyncError, type SyncErrorCode } from './errors.ts';
 import type { RelayConnection } from './relay-connection.ts';
@@ -300,7 +299,7 @@ export class StoreSession {
         const ref = this.nextRef;
         this.nextRef += 1;
         this.sent.set(ref, { update, bytes: bytes.length, snapshot, last: i === n - 1 });
-        const data = toBase64(bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes));
+        const data = bytes.subarray(i * chunkBytes, (i + 1) * chunkBytes);
         const sealed = key === undefined ? {} : { kc: key.check, kp: key.proof };
         const part = n === 1 ? {} : { part: { m: id, i, n } };
         const cover = covers === undefined ? {} : { covers };
@@ -383,8 +382,8 @@ export class StoreSession {
     this.options.changed();
   }
 
-  /** Sends a store frame; `data` (base64) goes last, where the host parses around it. */
-  private send(frame: HostRequest | WithoutData<HostRequest>, data?: string): void {
+  /** Sends a store frame; `data` goes last, as base64, where the host parses around it. */
+  private send(frame: HostRequest | WithoutData<HostRequest>, data?: Uint8Array): void {
     try {
       this.options.connection.sendStoreFrame(frame, data);
     } catch (err: unknown) {

@@ -9,9 +9,9 @@ import type { RelayConnection } from '../relay-connection.ts';
 import type { ConnectionState } from '../relay-events.ts';
 import type { ChunkAnswer, HostRequest, WithoutData } from '../store-frames.ts';
 
-/** A chunk frame without its `ref` (given when it is sent). */
+/** A chunk frame without its `ref` (given when it is sent); a put's `data` as bytes. */
 export type ChunkRequest =
-  | Omit<ChunkPutFrame, 'ref'>
+  | (Omit<ChunkPutFrame, 'ref' | 'data'> & { data: Uint8Array })
   | Omit<ChunkHaveFrame, 'ref'>
   | Omit<ChunkGetFrame, 'ref'>
   | Omit<ChunkBadFrame, 'ref'>;

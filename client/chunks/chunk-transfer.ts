@@ -1,5 +1,5 @@
 import { maxChunkIdsPerHave } from '../../protocol/relay-frames.ts';
-import { fromBase64, toBase64 } from '../base64.ts';
+import { fromBase64 } from '../base64.ts';
 import { type E2EKey, open, seal } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
 import type { RelayConnection } from '../relay-connection.ts';
@@ -115,7 +115,7 @@ export class ChunkTransfer {
   async put(id: string, plain: Uint8Array): Promise<void> {
     const sent = this.key === undefined ? plain : await seal(this.key, plain);
     // `data` last: the host parses the rest of the frame without it (see the relay's messages.ts)
-    await this.requests.send({ type: 'chunk-put', id, ...this.proof(), data: toBase64(sent) });
+    await this.requests.send({ type: 'chunk-put', id, ...this.proof(), data: sent });
   }
 
   /**
@@ -127,7 +127,7 @@ export class ChunkTransfer {
   async get(id: string): Promise<Uint8Array> {
     for (let fetch = 0; fetch < maxChunkFetches; fetch += 1) {
       const answer = await this.requests.send({ type: 'chunk-get', id, ...this.kc() });
-      const plain = await this.opened(id, answer.data);
+      const plain = await this.opened(id, answer.decoded ?? fromBase64(answer.data));
       if (plain !== undefined) return plain;
     }
     await this.reportBad([id]).catch(() => undefined); // the chunk_corrupt below says enough
@@ -153,8 +153,10 @@ export class ChunkTransfer {
   }
 
   /** The plaintext of a fetched chunk when it is the chunk `id` names, else undefined. */
-  private async opened(id: string, data: string): Promise<Uint8Array | undefined> {
-    const bytes = fromBase64(data);
+  private async opened(
+    id: string,
+    bytes: Uint8Array<ArrayBuffer> | undefined,
+  ): Promise<Uint8Array | undefined> {
     if (bytes === undefined) return undefined;
     if (this.key === undefined) return sameId(await plainChunkId(bytes), id) ? bytes : undefined;
     const plain = await open(this.key, bytes);

@@ -1,5 +1,5 @@
 import { webcrypto } from 'node:crypto';
-import { takeCheckedBase64 } from '../../protocol/base64.ts';
+import { base64Length, writeBase64 } from '../../protocol/base64.ts';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
 import type {
   ChunkBadFrame,
@@ -12,6 +12,7 @@ import type { Logger } from '../log.ts';
 import type { ChunkStore } from '../store/chunk-store.ts';
 import type { Connection } from './connection.ts';
 import { provesKeyCheck } from './document-frames.ts';
+import { dataOf, type WithDecoded } from './messages.ts';
 import { countError, type RelayMetrics } from './metrics.ts';
 
 /**
@@ -22,7 +23,7 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * without a store answers them with `store_unavailable`.
  */
 export interface ChunkFrames {
-  put(conn: Connection, frame: ChunkPutFrame): void;
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void;
   have(conn: Connection, frame: ChunkHaveFrame): void;
   get(conn: Connection, frame: ChunkGetFrame): void;
   bad(conn: Connection, frame: ChunkBadFrame): void;
@@ -102,22 +103,14 @@ async function dropIfDamaged(
   return chunks.drop(room, kc, id, data);
 }
 
-/** A put's bytes: those the frame schema decoded when it checked them, else decoded now. */
-function decoded(text: string): Buffer {
-  const checked = takeCheckedBase64(text);
-  if (checked === undefined) return Buffer.from(text, 'base64');
-  return Buffer.from(checked.buffer, checked.byteOffset, checked.byteLength);
-}
-
 /**
  * The `chunk` answer, written straight into one buffer (all of it ASCII: the ref is a number,
  * the id was checked as base64url): half the time of `Buffer.from` over a string of it all.
  */
 export function chunkAnswer(ref: number, id: string, data: Buffer): Buffer {
   const head = `{"type":"chunk","ref":${ref},"id":"${id}","data":"`;
-  const answer = Buffer.allocUnsafe(head.length + Math.ceil(data.length / 3) * 4 + 2);
-  let at = answer.write(head, 0, 'latin1');
-  at += answer.write(data.toString('base64'), at, 'latin1');
+  const answer = Buffer.allocUnsafe(head.length + base64Length(data.length) + 2);
+  const at = writeBase64(answer, answer.write(head, 0, 'latin1'), data);
   answer.write('"}', at, 'latin1');
   return answer;
 }
@@ -227,8 +220,8 @@ class RelayChunkFrames implements ChunkFrames {
       );
   }
 
-  put(conn: Connection, frame: ChunkPutFrame): void {
-    const data = decoded(frame.data);
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void {
+    const data = dataOf(frame);
     const counts = this.#counts;
     counts.received++;
     counts.receivedBytes += data.length;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { base64Length } from '../../protocol/base64.ts';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
 import type { AppendFrame, CatchupFrame } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
@@ -14,6 +15,7 @@ import {
 
 export type { DocumentCounts };
 
+import { dataOf, type WithDecoded } from './messages.ts';
 import { countError, type RelayMetrics } from './metrics.ts';
 
 /**
@@ -23,7 +25,7 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * without a store (a cluster node without `store.url`) answers both with `store_unavailable`.
  */
 export interface DocumentFrames {
-  append(conn: Connection, frame: AppendFrame): void;
+  append(conn: Connection, frame: WithDecoded<AppendFrame>): void;
   catchUp(conn: Connection, frame: CatchupFrame): void;
   /**
    * Resolves once every append this connection sent so far was answered (`appended` or an
@@ -93,12 +95,12 @@ function storeMetrics(store: DocumentStore | undefined, counts: DocumentCounts):
 }
 
 /** The entry an `append` frame of `conn` asks to store. */
-function entryOf(conn: Connection, frame: AppendFrame): NewEntry {
+function entryOf(conn: Connection, frame: WithDecoded<AppendFrame>): NewEntry {
   return {
     room: conn.room?.id as string,
     doc: frame.doc,
     device: conn.deviceKey,
-    data: Buffer.from(frame.data, 'base64'),
+    data: dataOf(frame),
     kc: frame.kc,
     covers: frame.covers,
     part: frame.part,
@@ -122,7 +124,7 @@ function refusalOf(
   }
   const widest = entryJson({ ...entry, data: Buffer.alloc(0), pos: Number.MAX_SAFE_INTEGER, at });
   const head = pageFrame(JSON.stringify(entry.doc), [widest]).length;
-  if (head + frame.data.length <= maxMessageBytes) return undefined;
+  if (head + base64Length(entry.data.length) <= maxMessageBytes) return undefined;
   return `data too large to be sent back in one page of message.maxBytes (${maxMessageBytes}): append it in pieces`;
 }
 
@@ -137,7 +139,7 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
   const unavailable = (conn: Connection, doc: string, ref?: number) =>
     sendStoreError(conn, metrics, 'store_unavailable', 'this relay keeps no documents', doc, ref);
 
-  function append(conn: Connection, frame: AppendFrame): void {
+  function append(conn: Connection, frame: WithDecoded<AppendFrame>): void {
     if (store === undefined) {
       unavailable(conn, frame.doc, frame.ref);
       return;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isStandardBase64 } from '../../protocol/base64.ts';
+import { takeCheckedBase64 } from '../../protocol/base64.ts';
 import {
   appendSchema,
   catchupSchema,
@@ -16,6 +16,7 @@ import {
   type RouteFrame,
   routeSchema,
 } from '../../protocol/relay-frames.ts';
+import { splitTrailingData } from '../../protocol/trailing-data.ts';
 
 /** Frames with a `type`: a discriminated union, one schema per kind. */
 const controlSchema = z.discriminatedUnion('type', [
@@ -47,9 +48,14 @@ const controlTypes: readonly string[] = ['join', 'leave', 'ping', ...storeTypes,
 /** A routed frame (the common spelling never gets here: `routed-bytes.ts` takes it on its bytes). */
 export type ParsedRoute = { type: 'route' } & RouteFrame;
 
+/** A frame whose data may come decoded already, as `decoded` (`data` is then empty). */
+export type WithDecoded<F> = F & { decoded?: Buffer };
+type ControlFrame = z.infer<typeof controlSchema>;
+
 /** What one inbound text frame turned out to be. */
 export type InboundFrame =
-  | z.infer<typeof controlSchema>
+  | Exclude<ControlFrame, { type: 'chunk-put' | 'append' }>
+  | WithDecoded<Extract<ControlFrame, { type: 'chunk-put' | 'append' }>>
   | ParsedRoute
   | { type: 'invalid_json' }
   | { type: 'invalid_message'; message: string; doc?: string; ref?: number; id?: string };
@@ -127,47 +133,27 @@ export function parseFrame(text: string): InboundFrame {
   return control.data;
 }
 
-/** `"data":"`, the start of the member a large frame ends with. */
-const dataMember = Buffer.from('"data":"');
-/** Below this, a frame is parsed whole: the split pays off on a chunk's base64 only. */
-const minSplitBytes = 16_384;
-
 /**
  * Parses one text frame from its bytes, as `parseFrame` does. A `chunk-put` or `append` whose
- * `data` is its last member (`…,"data":"<base64>"}`, as the client writes it) is parsed without
- * its data, which is checked and decoded on its own (a chunk's base64 is most of the frame, and
- * JSON.parse of it and the UTF-8 decode of the frame were a fifth of the host's time while a
- * device uploaded a large file). The answer is the same: the data is taken only when it is base64 digits alone, so
- * the frame with its data emptied is valid JSON exactly when the frame is, and has the same
- * members but `data` (the last `data` wins in both). Any other frame is parsed whole.
+ * `data` is its last member (as the client writes it) is parsed without its data, which is
+ * checked and decoded from the frame's bytes on its own (`splitTrailingData`): the frame then
+ * has `data` empty and the bytes as `decoded` (see `dataOf`). Any other frame is parsed whole.
  */
 export function parseFrameBytes(bytes: Buffer): InboundFrame {
   const split = splitTrailingData(bytes);
   if (split !== undefined) {
     const frame = parseFrame(split.head);
     if ((frame.type === 'chunk-put' || frame.type === 'append') && frame.data === '') {
-      return { ...frame, data: split.data };
+      return { ...frame, decoded: split.bytes as Buffer };
     }
   }
   return parseFrame(bytes.toString('utf8'));
 }
 
-/**
- * The frame with its trailing `data` emptied, and that data, when the frame ends with a `data`
- * member of standard base64 (checked here: its bytes are kept for the put that follows).
- */
-export function splitTrailingData(bytes: Buffer): { head: string; data: string } | undefined {
-  const n = bytes.length;
-  if (n < minSplitBytes || bytes[n - 1] !== 0x7d || bytes[n - 2] !== 0x22) return undefined;
-  // the first `"data":"` in the frame: the data from there to the end is base64 (checked below,
-  // and base64 has no quote) only when it is the last member
-  const key = bytes.indexOf(dataMember);
-  if (key < 1) return undefined;
-  const before = bytes[key - 1];
-  if (before !== 0x2c && before !== 0x7b) return undefined;
-  const open = key + dataMember.length - 1;
-  const data = bytes.toString('latin1', open + 1, n - 2);
-  // digits only: no escape, no quote, no character outside ASCII (else parsed whole)
-  if (!isStandardBase64(data)) return undefined;
-  return { head: `${bytes.toString('utf8', 0, open + 1)}"}`, data };
+/** The bytes of a `chunk-put` or `append`: decoded when its frame was split, else now. */
+export function dataOf(frame: WithDecoded<{ data: string }>): Buffer {
+  if (frame.decoded !== undefined) return frame.decoded;
+  const checked = takeCheckedBase64(frame.data);
+  if (checked === undefined) return Buffer.from(frame.data, 'base64');
+  return Buffer.from(checked.buffer, checked.byteOffset, checked.byteLength);
 }

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isStandardBase64, takeCheckedBase64 } from '../../protocol/base64.ts';
+import {
+  base64Length,
+  decodeBase64Bytes,
+  isStandardBase64,
+  takeCheckedBase64,
+  writeBase64,
+} from '../../protocol/base64.ts';
 
 /** The check as it was, a regular expression alone: the answer the fast path must keep. */
 const expression = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -94,5 +101,56 @@ describe('takeCheckedBase64', () => {
     for (const text of texts) expect(isStandardBase64(text)).toBe(true);
     expect(takeCheckedBase64(texts[0] as string)).toBeUndefined();
     for (const text of texts.slice(1)) expect(takeCheckedBase64(text)).toBeDefined();
+  });
+});
+
+/** `decodeBase64Bytes` over the UTF-8 bytes of `text`, placed after a prefix as in a frame. */
+function decodedFromBytes(text: string): Uint8Array | undefined {
+  const frame = Buffer.concat([Buffer.from('{"data":"'), Buffer.from(text), Buffer.from('"}')]);
+  return decodeBase64Bytes(frame, 9, frame.length - 2);
+}
+
+describe('base64 in pieces, to and from bytes', () => {
+  it('decodes bytes exactly when the expression accepts their text, short texts', () => {
+    for (const text of strings(20_000)) {
+      const bytes = decodedFromBytes(text);
+      expect(bytes !== undefined, JSON.stringify(text)).toBe(expression.test(text));
+      if (bytes !== undefined) expect(bytes).toEqual(Buffer.from(text, 'base64'));
+    }
+  });
+
+  it('decodes large base64 over several pieces, and refuses it with one character wrong anywhere', () => {
+    const wrong = ['=', '==', '-', '_', ' ', '\n', 'é', 'Ł', '\u0000', '', 'AAA'];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 60_000, max: 200_000 }),
+        fc.nat(),
+        fc.constantFrom(...wrong),
+        fc.boolean(),
+        (size, where, bad, damage) => {
+          const bytes = randomBytes(size);
+          let text = bytes.toString('base64');
+          if (damage) {
+            const at = where % text.length;
+            text = `${text.slice(0, at)}${bad}${text.slice(at + 1)}`;
+          }
+          const decoded = decodedFromBytes(text);
+          expect(decoded !== undefined).toBe(expression.test(text));
+          if (!damage) expect(decoded && Buffer.from(decoded).equals(bytes)).toBe(true);
+        },
+      ),
+      { numRuns: 120 },
+    );
+  });
+
+  it('writes the same text as a whole encode, at any offset, for sizes around the pieces', () => {
+    for (const size of [0, 1, 2, 3, 49_151, 49_152, 49_153, 98_304, 262_144, 262_145]) {
+      const bytes = randomBytes(size);
+      const out = Buffer.alloc(base64Length(size) + 5, 0x21);
+      expect(writeBase64(out, 3, bytes)).toBe(3 + base64Length(size));
+      expect(out.toString('latin1', 3, 3 + base64Length(size))).toBe(bytes.toString('base64'));
+      expect(out.toString('latin1', 0, 3)).toBe('!!!');
+      expect(out.toString('latin1', 3 + base64Length(size))).toBe('!!');
+    }
   });
 });
