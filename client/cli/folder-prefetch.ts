@@ -12,6 +12,9 @@ import { pathProblem } from './folder-names.ts';
  * named and made as a download's (in the folder, `O_EXCL`, never through a link), and only in
  * folders that exist already (a notice makes none); the download of the published version takes
  * it over when its chunks agree (`claim`), and is what puts the file in place, with its checks.
+ * A newer upload of the same file by the same device (a file read while it was still being
+ * written goes again) carries the prefetch on: its file and what it wrote are kept, and only the
+ * chunks that differ are fetched.
  * A prefetch no notice touched for `idleMs` (5 minutes: the sender stopped, or the file went
  * elsewhere) is dropped with its file, as are all of them when the sync stops.
  */
@@ -33,6 +36,8 @@ export interface PrefetchHost {
 }
 
 interface Prefetch {
+  /** Its key in `Prefetches.all`: the sender and its upload, the latest one carried on. */
+  key: string;
   from: string;
   upload: string;
   path: string;
@@ -45,6 +50,8 @@ interface Prefetch {
    * hostile one naming it again).
    */
   named: Map<number, PlacedChunk>;
+  /** Offsets an earlier upload named: fetched again once if this upload names another chunk there. */
+  carried: Set<number>;
   /** SHA-256 of the file's first `hashedBytes` (chunks written in order: the download goes on). */
   hash: Hash;
   hashedBytes: number;
@@ -84,11 +91,11 @@ export class Prefetches {
     if (prefetch === undefined) return;
     prefetch.idle.refresh();
     for (const chunk of notice.chunks) {
-      if (chunk.offset + chunk.size > notice.size || prefetch.named.has(chunk.offset)) continue;
+      if (chunk.offset + chunk.size > notice.size || isNamed(prefetch, chunk)) continue;
       prefetch.named.set(chunk.offset, chunk);
       prefetch.queued.push(chunk);
     }
-    this.pump(key, prefetch);
+    this.pump(prefetch);
   }
 
   /**
@@ -99,15 +106,15 @@ export class Prefetches {
     path: string,
     version: { chunks: ChunkList; size: number },
   ): Promise<Claimed | undefined> {
-    let best: { key: string; prefetch: Prefetch; matches: number } | undefined;
-    for (const [key, prefetch] of this.all) {
+    let best: { prefetch: Prefetch; matches: number } | undefined;
+    for (const prefetch of this.all.values()) {
       if (prefetch.path !== path || prefetch.size !== version.size) continue;
       const matches = resumeOf(prefetch.named, prefetch, version.chunks).resume.present.size;
-      if (matches > (best?.matches ?? 0)) best = { key, prefetch, matches };
+      if (matches > (best?.matches ?? 0)) best = { prefetch, matches };
     }
     if (best === undefined) return undefined;
-    const { key, prefetch } = best;
-    this.forget(key, prefetch);
+    const { prefetch } = best;
+    this.forget(prefetch);
     prefetch.queued = [];
     await prefetch.running?.catch(() => undefined);
     return { temp: prefetch.temp, ...resumeOf(prefetch.written, prefetch, version.chunks) };
@@ -115,7 +122,7 @@ export class Prefetches {
 
   /** Drops every prefetch and its file (the sync stops). */
   close(): void {
-    for (const [key, prefetch] of this.all) this.drop(key, prefetch);
+    for (const prefetch of this.all.values()) this.drop(prefetch);
   }
 
   private allowed(notice: BlobNotice): boolean {
@@ -127,23 +134,22 @@ export class Prefetches {
   }
 
   /**
-   * A new upload of `from`: its earlier uploads of the same path are over (a device sends one
-   * file at a time; a file read while it was still being written goes again), so their
-   * prefetches go, and so does its oldest one when it has `maxPrefetchesPerSender` already.
+   * A new upload of `from`. Its earlier upload of the same path is over (a device sends one file
+   * at a time; a file read while it was still being written goes again): its prefetch is carried
+   * on. Else a prefetch starts, and its oldest one goes when it has `maxPrefetchesPerSender`.
    */
   private start(key: string, from: string, notice: BlobNotice): Prefetch | undefined {
-    const senders = [...this.all].filter(([, prefetch]) => prefetch.from === from);
-    for (const [other, prefetch] of senders) {
-      if (prefetch.path === notice.path) this.drop(other, prefetch);
-    }
-    const left = [...this.all].filter(([, prefetch]) => prefetch.from === from);
-    if (left.length >= maxPrefetchesPerSender) this.drop(...left[0]!);
+    const senders = [...this.all.values()].filter((prefetch) => prefetch.from === from);
+    const earlier = senders.find((prefetch) => prefetch.path === notice.path);
+    if (earlier !== undefined) return this.carry(earlier, key, notice);
+    if (senders.length >= maxPrefetchesPerSender) this.drop(senders[0]!);
     const made = writeTemp(this.host.dir, notice.path, '', { makeFolders: false });
     if ('problem' in made) return undefined;
     this.host.busyTemps.add(made.temp);
-    const idle = setTimeout(() => this.drop(key, prefetch), this.idleMs);
+    const idle = setTimeout(() => this.drop(prefetch), this.idleMs);
     idle.unref();
     const prefetch: Prefetch = {
+      key,
       from,
       upload: notice.upload,
       path: notice.path,
@@ -151,6 +157,7 @@ export class Prefetches {
       temp: made.temp,
       written: new Map(),
       named: new Map(),
+      carried: new Set(),
       hash: createHash('sha256'),
       hashedBytes: 0,
       queued: [],
@@ -162,19 +169,41 @@ export class Prefetches {
   }
 
   /**
+   * `prefetch` goes on as the prefetch of the newer upload `key`: its file, the chunks it wrote
+   * and those it fetches stay; an offset it named is fetched again only when the new upload
+   * names another chunk there (see `isNamed`).
+   */
+  private carry(prefetch: Prefetch, key: string, notice: BlobNotice): Prefetch {
+    this.all.delete(prefetch.key);
+    this.remember(prefetch.key);
+    prefetch.key = key;
+    prefetch.upload = notice.upload;
+    prefetch.size = notice.size;
+    prefetch.carried = new Set(prefetch.named.keys());
+    prefetch.queued = prefetch.queued.filter((chunk) => chunk.offset + chunk.size <= notice.size);
+    this.all.set(key, prefetch);
+    return prefetch;
+  }
+
+  /**
    * Fetches what is queued, all of it at each turn (one transfer window for the lot). Chunks
    * queued after the loop found the queue empty, but before the run was over, get a run of
    * their own: else they waited for the next notice, maybe the last one already.
    */
-  private pump(key: string, prefetch: Prefetch): void {
+  private pump(prefetch: Prefetch): void {
     if (prefetch.running !== undefined) return;
     prefetch.running = (async () => {
-      while (prefetch.queued.length > 0 && this.all.get(key) === prefetch) {
+      while (prefetch.queued.length > 0 && this.isLive(prefetch)) {
         const batch = prefetch.queued.splice(0);
         const transfer = this.host.transfer();
         if (transfer === undefined) throw new Error('not connected');
         await transfer.fetchInto(batch, join(this.host.dir, prefetch.temp), (chunk, plain) => {
           prefetch.written.set(chunk.offset, chunk);
+          if (chunk.offset < prefetch.hashedBytes) {
+            // another chunk over hashed bytes (a carried prefetch): the download hashes anew
+            prefetch.hash = createHash('sha256');
+            prefetch.hashedBytes = 0;
+          }
           if (chunk.offset !== prefetch.hashedBytes) return;
           prefetch.hash.update(plain);
           prefetch.hashedBytes += plain.length;
@@ -182,29 +211,51 @@ export class Prefetches {
       }
     })()
       .catch(() => {
-        if (this.all.get(key) === prefetch) this.drop(key, prefetch);
+        if (this.isLive(prefetch)) this.drop(prefetch);
       })
       .finally(() => {
         prefetch.running = undefined;
-        if (prefetch.queued.length > 0 && this.all.get(key) === prefetch) this.pump(key, prefetch);
+        if (prefetch.queued.length > 0 && this.isLive(prefetch)) this.pump(prefetch);
       });
   }
 
-  private drop(key: string, prefetch: Prefetch): void {
-    this.forget(key, prefetch);
+  /** Still a prefetch here: neither claimed nor dropped. */
+  private isLive(prefetch: Prefetch): boolean {
+    return this.all.get(prefetch.key) === prefetch;
+  }
+
+  private drop(prefetch: Prefetch): void {
+    this.forget(prefetch);
     // Removed now even while a fetch writes to it: that fetch opened it by name and ends on it.
     removeQuietly(this.host.dir, prefetch.temp);
     this.host.busyTemps.delete(prefetch.temp);
   }
 
-  private forget(key: string, prefetch: Prefetch): void {
+  private forget(prefetch: Prefetch): void {
     clearTimeout(prefetch.idle);
-    this.all.delete(key);
+    this.all.delete(prefetch.key);
+    this.remember(prefetch.key);
+  }
+
+  /** Late notices of upload `key` start nothing. */
+  private remember(key: string): void {
     this.forgotten.add(key);
     if (this.forgotten.size > maxForgotten) {
       this.forgotten.delete(this.forgotten.values().next().value!);
     }
   }
+}
+
+/**
+ * Whether `chunk`'s offset is fetched or queued already: an offset is fetched once (a repeated
+ * notice, or a hostile one naming it again), but one an earlier upload named (`carried`) is
+ * fetched once more when this upload names another chunk there.
+ */
+function isNamed(prefetch: Prefetch, chunk: PlacedChunk): boolean {
+  const known = prefetch.named.get(chunk.offset);
+  if (known === undefined) return false;
+  if (!prefetch.carried.delete(chunk.offset)) return true;
+  return known.id === chunk.id && known.size === chunk.size;
 }
 
 /**

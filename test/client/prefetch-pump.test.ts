@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChunkTransfer } from '../../client/chunks/index.ts';
+import { ChunkTransfer, type PlacedChunk } from '../../client/chunks/index.ts';
 import { type BlobTransfer, blobTransferOf } from '../../client/cli/blob-transfer.ts';
 import { Prefetches } from '../../client/cli/folder-prefetch.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
@@ -87,4 +87,62 @@ describe('fetching ahead (Prefetches) against the real host', () => {
     sender.close();
     receiver.close();
   }, 60_000);
+
+  it('carries a prefetch on to a newer upload of the file, fetching only the chunks that differ', async () => {
+    const sender = new ChunkTransfer({ connection: (await room.connect(0)).connection });
+    const receiver = blobTransferOf((await room.connect(1)).connection, undefined);
+    const [p0, p1, changed, p2] = [0, 1, 2, 3].map(() => randomBytes(4096));
+    const placed = async (bytes: Buffer, offset: number): Promise<PlacedChunk> => {
+      const id = await sender.idOf(bytes);
+      await sender.put(id, bytes);
+      return { id, size: bytes.length, offset };
+    };
+    // The first upload read the file while it was being written: two chunks of it, the second
+    // of which changed since; the second upload is the whole file.
+    const first = [await placed(p0!, 0), await placed(p1!, 4096)];
+    const second = [first[0]!, await placed(changed!, 4096), await placed(p2!, 8192)];
+    const fetched: string[] = [];
+    const counted: BlobTransfer = {
+      ...receiver,
+      async fetchInto(batch, temp, onChunk) {
+        fetched.push(...batch.map((chunk) => chunk.id));
+        await receiver.fetchInto(batch, temp, onChunk);
+      },
+    };
+    const prefetches = new Prefetches({
+      dir,
+      transfer: () => counted,
+      ignores: () => false,
+      maxFileBytes: () => 1 << 30,
+      busyTemps: new Set(),
+    });
+    const path = 'growing.bin';
+    prefetches.notice('one', { upload: 'u1', path, size: 8192, chunks: first });
+    await eventually(() => fetched.length === 2, 'the first upload fetched', 3_000);
+    prefetches.notice('one', { upload: 'u2', path, size: 12_288, chunks: second });
+    // a late notice of the first upload changes nothing
+    prefetches.notice('one', { upload: 'u1', path, size: 8192, chunks: first });
+    const whole = Buffer.concat([p0!, changed!, p2!]);
+    const temp = await eventually(
+      () =>
+        readdirSync(dir).find(
+          (name) => name.startsWith(`.${path}.`) && readFileSync(join(dir, name)).equals(whole),
+        ),
+      'the newer upload written in the same temporary file',
+      3_000,
+    );
+    expect(fetched).toEqual([first[0]!.id, first[1]!.id, second[1]!.id, second[2]!.id]);
+    const version = { chunks: second.map((c) => [c.id, c.size] as [string, number]), size: 12_288 };
+    const got = await prefetches.claim(path, version);
+    expect(got?.temp).toBe(temp);
+    expect(got?.resume.present).toEqual(new Set([0, 1, 2]));
+    // what the prefetch hashed is the file as it is now (the changed chunk came over hashed bytes)
+    const hashed = got!.resume.hashedBytes;
+    const prefix = createHash('sha256').update(whole.subarray(0, hashed)).digest('hex');
+    expect(got!.resume.hash.copy().digest('hex')).toBe(prefix);
+    prefetches.close();
+    rmSync(join(dir, temp), { force: true });
+    sender.close();
+    receiver.close();
+  });
 });
