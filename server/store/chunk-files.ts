@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** Files per subfolder of `chunks/`: no folder holds hundreds of thousands of entries. */
@@ -82,6 +82,11 @@ export class ChunkFiles {
       throw err;
     }
     return data.length === size ? data : undefined;
+  }
+
+  /** Whether file `n` is there at `size` bytes (not gone, nor cut short). */
+  holds(n: number, size: number): boolean {
+    return statSync(this.#pathOf(n), { throwIfNoEntry: false })?.size === size;
   }
 
   /**

@@ -85,6 +85,9 @@ export class SqliteChunkStore implements ChunkStore {
       row: db.prepare<[string, string, string], ChunkRow>(
         'SELECT user, size, bytes, file, data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
       ),
+      place: db.prepare<[string, string, string], ChunkPlace>(
+        'SELECT user, size, bytes, file FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+      ),
       delete: db.prepare<[string, string, string]>(
         'DELETE FROM chunks WHERE room = ? AND kc = ? AND id = ?',
       ),
@@ -167,13 +170,31 @@ export class SqliteChunkStore implements ChunkStore {
     return { stored: true, already: false };
   }
 
+  /**
+   * The ids of `ids` held, each marked used now. A chunk whose file is gone or cut short (a
+   * power loss, a data folder restored without its `chunks/`) is not held: its row goes, so the
+   * device that asked puts it again at once.
+   */
   async have(room: string, kc: string, ids: readonly string[]): Promise<string[]> {
     this.flush();
     const at = this.#now();
-    const touch = this.#statements.touch;
-    return this.#db.transaction(() =>
-      ids.filter((id) => touch.run(at, room, kc, id).changes > 0),
+    const { touch, place, delete: remove } = this.#statements;
+    const lost: ChunkPlace[] = [];
+    const held = this.#db.transaction(() =>
+      ids.filter((id) => {
+        const found = place.get(room, kc, id);
+        if (found === undefined) return false;
+        if (found.file !== null && !this.#files.holds(found.file, found.size)) {
+          remove.run(room, kc, id);
+          lost.push(found);
+          return false;
+        }
+        touch.run(at, room, kc, id);
+        return true;
+      }),
     )();
+    for (const found of lost) this.#forget(found);
+    return held;
   }
 
   async get(room: string, kc: string, id: string): Promise<Buffer | undefined> {
@@ -196,7 +217,7 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   /** Gives back the bytes of a deleted (committed) row, and removes its file. */
-  #forget(row: ChunkRow): void {
+  #forget(row: ChunkPlace): void {
     const users = this.#counts.users;
     users.set(row.user, (users.get(row.user) ?? 0) - row.bytes);
     this.#counts.total -= row.bytes;
@@ -302,12 +323,16 @@ export class SqliteChunkStore implements ChunkStore {
   }
 }
 
-interface ChunkRow {
+/** A chunk's row but its bytes. */
+interface ChunkPlace {
   user: string;
   size: number;
   bytes: number;
   /** The number of the file holding the bytes; null when `data` holds them. */
   file: number | null;
+}
+
+interface ChunkRow extends ChunkPlace {
   data: Buffer | Uint8Array;
 }
 

@@ -198,6 +198,27 @@ for (const engine of ['native', 'wasm'] as const) {
       expect((await rows()).map((row) => row.id)).toEqual([gone.id]);
     });
 
+    it('answers have without a chunk whose file is gone or cut short, so that it is put again', async () => {
+      const opened = fresh();
+      const gone = chunkOf(randomBytes(3000));
+      const short = chunkOf(randomBytes(3000));
+      const kept = chunkOf(randomBytes(3000));
+      for (const chunk of [gone, short, kept]) await opened.chunks.put(chunk);
+      const [goneFile, shortFile] = files();
+      unlinkSync(join(folder(), goneFile as string));
+      writeFileSync(join(folder(), shortFile as string), short.data.subarray(0, 100));
+
+      const ids = [gone.id, short.id, kept.id];
+      expect(await opened.chunks.have(room1, '', ids)).toEqual([kept.id]);
+      expect(opened.chunks.bytes()).toBe(chunkBytes(kept));
+      expect(files()).toHaveLength(1);
+      // The device that asked puts them again: stored, not taken for copies already there.
+      expect(await opened.chunks.put(gone)).toEqual({ stored: true, already: false });
+      expect(await opened.chunks.put(short)).toEqual({ stored: true, already: false });
+      expect((await opened.chunks.have(room1, '', ids)).sort()).toEqual([...ids].sort());
+      expect((await opened.chunks.get(room1, '', short.id))?.equals(short.data)).toBe(true);
+    });
+
     it('refuses the puts of a turn whose file cannot be written, leaving no row nor file', async () => {
       const opened = fresh();
       // The second put's file (number 1) cannot be written: a folder is in its place.
