@@ -128,10 +128,11 @@ export class SqliteChunkStore implements ChunkStore {
     if (queue.length === 0) return;
     const counted = { total: this.#counts.total, users: new Map(this.#counts.users) };
     const written: number[] = [];
+    const lost: number[] = [];
     let outcomes: PutOutcome[];
     try {
       outcomes = this.#db.transaction(() =>
-        queue.map((q) => this.#insert(q.chunk, counted, written)),
+        queue.map((q) => this.#insert(q.chunk, counted, written, lost)),
       )();
     } catch (err: unknown) {
       // Rolled back, so no row names this batch's files; unless sql.js kept the commit in memory
@@ -145,22 +146,37 @@ export class SqliteChunkStore implements ChunkStore {
     }
     this.#counts.total = counted.total;
     for (const [user, bytes] of counted.users) this.#counts.users.set(user, bytes);
+    this.#files.remove(lost);
     queue.forEach((q, i) => {
       q.resolve(outcomes[i] as PutOutcome);
     });
   }
 
-  #insert(chunk: NewChunk, counted: ByteCounts, written: number[]): PutOutcome {
+  /**
+   * Stores one chunk in the batch's transaction; a copy already held is only marked used. A row
+   * whose file is gone or cut short is replaced (its file number goes in `lost`, removed after
+   * the commit): the put brings the bytes back.
+   */
+  #insert(chunk: NewChunk, counted: ByteCounts, written: number[], lost: number[]): PutOutcome {
     const at = this.#now();
-    if (this.#statements.touch.run(at, chunk.room, chunk.kc, chunk.id).changes > 0) {
-      return { stored: true, already: true };
+    const { room, kc, id, data } = chunk;
+    const found = this.#statements.place.get(room, kc, id);
+    if (found !== undefined) {
+      if (found.file === null || this.#files.holds(found.file, found.size)) {
+        this.#statements.touch.run(at, room, kc, id);
+        return { stored: true, already: true };
+      }
+      this.#statements.delete.run(room, kc, id);
+      lost.push(found.file);
+      counted.users.set(found.user, (counted.users.get(found.user) ?? 0) - found.bytes);
+      counted.total -= found.bytes;
+      this.#bytes -= found.bytes;
     }
     const user = userOfRoom(chunk.room);
     const bytes = chunkBytes(chunk);
     const userBytes = counted.users.get(user) ?? 0;
     if (userBytes + bytes > this.#bounds.userMaxBytes) return { full: 'user' };
     if (counted.total + bytes > this.#bounds.maxBytes) return { full: 'store' };
-    const { room, kc, id, data } = chunk;
     const file = this.#files.write(data);
     written.push(file);
     this.#statements.insert.run(room, kc, id, user, data.length, bytes, at, at, file);

@@ -219,6 +219,28 @@ for (const engine of ['native', 'wasm'] as const) {
       expect((await opened.chunks.get(room1, '', short.id))?.equals(short.data)).toBe(true);
     });
 
+    it('stores again a put of a chunk whose file is gone or cut short, instead of taking it as held', async () => {
+      const opened = fresh();
+      const gone = chunkOf(randomBytes(3000));
+      const short = chunkOf(randomBytes(3000));
+      await opened.chunks.put(gone);
+      await opened.chunks.put(short);
+      const [goneFile, shortFile] = files();
+      unlinkSync(join(folder(), goneFile as string));
+      writeFileSync(join(folder(), shortFile as string), short.data.subarray(0, 100));
+
+      expect(await opened.chunks.put(gone)).toEqual({ stored: true, already: false });
+      expect(await opened.chunks.put(short)).toEqual({ stored: true, already: false });
+      expect(await opened.chunks.put(short)).toEqual({ stored: true, already: true });
+      expect(opened.chunks.bytes()).toBe(chunkBytes(gone) + chunkBytes(short));
+      expect(opened.bytes()).toBe(chunkBytes(gone) + chunkBytes(short));
+      expect((await opened.chunks.get(room1, '', gone.id))?.equals(gone.data)).toBe(true);
+      expect((await opened.chunks.get(room1, '', short.id))?.equals(short.data)).toBe(true);
+      // the two new files alone: the short one was removed with its row
+      expect(files()).toHaveLength(2);
+      expect((await rows()).map((row) => row.file)).not.toContain(null);
+    });
+
     it('refuses the puts of a turn whose file cannot be written, leaving no row nor file', async () => {
       const opened = fresh();
       // The second put's file (number 1) cannot be written: a folder is in its place.
