@@ -82,6 +82,21 @@ for (const engine of ['native', 'wasm'] as const) {
         .map((entry) => relative(folder(), join(entry.parentPath, entry.name)))
         .sort();
 
+    /**
+     * A fresh store with two chunks (and `others`) put, then the first one's file removed and
+     * the second's cut short, as a power loss may leave them.
+     */
+    async function damaged(others: NewChunk[] = []) {
+      const opened = fresh();
+      const gone = chunkOf(randomBytes(3000));
+      const short = chunkOf(randomBytes(3000));
+      for (const chunk of [gone, short, ...others]) await opened.chunks.put(chunk);
+      const [goneFile, shortFile] = files();
+      unlinkSync(join(folder(), goneFile as string));
+      writeFileSync(join(folder(), shortFile as string), short.data.subarray(0, 100));
+      return { opened, gone, short };
+    }
+
     it("keeps a put's bytes in a file under chunks/, not in its row, and reads them back after a reopen", async () => {
       let opened = fresh();
       const data = randomBytes(262_144);
@@ -176,14 +191,7 @@ for (const engine of ['native', 'wasm'] as const) {
     });
 
     it('answers a chunk whose file is gone or cut short as missing, and forgets its row and bytes', async () => {
-      const opened = fresh();
-      const gone = chunkOf(randomBytes(3000));
-      const short = chunkOf(randomBytes(3000));
-      await opened.chunks.put(gone);
-      await opened.chunks.put(short);
-      const [goneFile, shortFile] = files();
-      unlinkSync(join(folder(), goneFile as string));
-      writeFileSync(join(folder(), shortFile as string), short.data.subarray(0, 100));
+      const { opened, gone, short } = await damaged();
 
       expect(await opened.chunks.get(room1, '', gone.id)).toBeUndefined();
       expect(opened.chunks.bytes()).toBe(chunkBytes(short));
@@ -199,14 +207,8 @@ for (const engine of ['native', 'wasm'] as const) {
     });
 
     it('answers have without a chunk whose file is gone or cut short, so that it is put again', async () => {
-      const opened = fresh();
-      const gone = chunkOf(randomBytes(3000));
-      const short = chunkOf(randomBytes(3000));
       const kept = chunkOf(randomBytes(3000));
-      for (const chunk of [gone, short, kept]) await opened.chunks.put(chunk);
-      const [goneFile, shortFile] = files();
-      unlinkSync(join(folder(), goneFile as string));
-      writeFileSync(join(folder(), shortFile as string), short.data.subarray(0, 100));
+      const { opened, gone, short } = await damaged([kept]);
 
       const ids = [gone.id, short.id, kept.id];
       expect(await opened.chunks.have(room1, '', ids)).toEqual([kept.id]);
@@ -220,14 +222,7 @@ for (const engine of ['native', 'wasm'] as const) {
     });
 
     it('stores again a put of a chunk whose file is gone or cut short, instead of taking it as held', async () => {
-      const opened = fresh();
-      const gone = chunkOf(randomBytes(3000));
-      const short = chunkOf(randomBytes(3000));
-      await opened.chunks.put(gone);
-      await opened.chunks.put(short);
-      const [goneFile, shortFile] = files();
-      unlinkSync(join(folder(), goneFile as string));
-      writeFileSync(join(folder(), shortFile as string), short.data.subarray(0, 100));
+      const { opened, gone, short } = await damaged();
 
       expect(await opened.chunks.put(gone)).toEqual({ stored: true, already: false });
       expect(await opened.chunks.put(short)).toEqual({ stored: true, already: false });
