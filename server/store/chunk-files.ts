@@ -1,4 +1,5 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /** Files per subfolder of `chunks/`: no folder holds hundreds of thousands of entries. */
@@ -15,6 +16,9 @@ const privateFolder = 0o700;
  * chunk file `n` is `chunks/<floor(n / 1000)>/<n>`. The number is kept in the chunk's row
  * (`chunks.file`), never its rowid, which a VACUUM may renumber. Numbers count up from the
  * highest a row names at open; a number is never given twice while the store is open.
+ *
+ * Files are written and read on the thread pool, never on the relay's thread: a disk that makes
+ * writes wait (a NAS's, behind a large upload) holds up that put alone, not every room.
  *
  * No write is fsync'ed: a file is written before the commit of its row, and both survive a
  * kill -9 of the process (the kernel holds them), as store.db's WAL commits (synchronous=NORMAL)
@@ -57,31 +61,43 @@ export class ChunkFiles {
     return join(this.#folder, String(Math.floor(n / filesPerFolder)), String(n));
   }
 
-  /** Writes `data` under a new number, returned; throws when the file cannot be written. */
-  write(data: Uint8Array): number {
+  /**
+   * Writes `data` under a new number, returned once written; rejects when the file cannot be
+   * written (what was written of it is removed).
+   */
+  async write(data: Uint8Array): Promise<number> {
     const n = this.#next++;
     const path = this.#pathOf(n);
     try {
-      writeFileSync(path, data, { mode: privateFile });
+      try {
+        await writeFile(path, data, { mode: privateFile });
+      } catch (err: unknown) {
+        // Its subfolder is made by the first write into it (or again, if removed meanwhile).
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        await mkdir(dirname(path), { recursive: true, mode: privateFolder });
+        await writeFile(path, data, { mode: privateFile });
+      }
     } catch (err: unknown) {
-      // Its subfolder is made by the first write into it (or again, if removed meanwhile).
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      mkdirSync(dirname(path), { recursive: true, mode: privateFolder });
-      writeFileSync(path, data, { mode: privateFile });
+      this.remove([n]);
+      throw err;
     }
     return n;
   }
 
   /** File `n`'s bytes; undefined when it is gone or is not `size` bytes long (a damaged copy). */
-  read(n: number, size: number): Buffer | undefined {
-    let data: Buffer;
+  async read(n: number, size: number): Promise<Buffer | undefined> {
+    return sized(await missingAsUndefined(readFile(this.#pathOf(n))), size);
+  }
+
+  /** `read` at once, for a caller that decides inside a transaction. */
+  readNow(n: number, size: number): Buffer | undefined {
+    let data: Buffer | undefined;
     try {
       data = readFileSync(this.#pathOf(n));
     } catch (err: unknown) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
+      data = undefinedIfMissing(err);
     }
-    return data.length === size ? data : undefined;
+    return sized(data, size);
   }
 
   /** Whether file `n` is there at `size` bytes (not gone, nor cut short). */
@@ -104,3 +120,14 @@ export class ChunkFiles {
     }
   }
 }
+
+const sized = (data: Buffer | undefined, size: number) =>
+  data?.length === size ? data : undefined;
+
+/** Undefined for a file that is not there; any other error is thrown. */
+function undefinedIfMissing(err: unknown): undefined {
+  if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+  throw err;
+}
+
+const missingAsUndefined = (read: Promise<Buffer>) => read.catch(undefinedIfMissing);

@@ -1,4 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import type { FolderReport } from './chunk-store.ts';
 
 /**
  * store.db's chunk tables (layout 2; layout 1 had none, they are added at open). `chunks`: one
@@ -87,4 +88,51 @@ export function fileColumn(db: BetterSqlite3.Database): void {
     .get();
   if (has === 0) db.exec('ALTER TABLE chunks ADD COLUMN file INTEGER');
   db.exec('CREATE INDEX IF NOT EXISTS chunksByFile ON chunks (file)');
+}
+
+/** The bytes counted against the bounds, per user and in all (shared by documents and chunks). */
+export interface ByteCounts {
+  total: number;
+  users: Map<string, number>;
+}
+
+/** Counts the bytes of store.db's documents and chunks, per user. */
+export function countBytes(db: BetterSqlite3.Database, counts: ByteCounts): void {
+  counts.users.clear();
+  counts.total = 0;
+  const rows = db
+    .prepare<[], { user: string; bytes: number }>(
+      `SELECT user, sum(bytes) AS bytes FROM (
+        SELECT user, bytes FROM documents UNION ALL SELECT user, bytes FROM chunks
+      ) GROUP BY user`,
+    )
+    .all();
+  for (const row of rows) {
+    counts.users.set(row.user, row.bytes);
+    counts.total += row.bytes;
+  }
+}
+
+export interface ReportRow {
+  room: string;
+  doc: string;
+  device: string;
+  files: number;
+  bytes: number;
+  encrypted: number;
+  names: string | null;
+  at: number;
+}
+
+export function reportOfRow(row: ReportRow): FolderReport {
+  return {
+    room: row.room,
+    doc: row.doc,
+    device: row.device,
+    files: row.files,
+    bytes: row.bytes,
+    encrypted: row.encrypted === 1,
+    ...(row.names === null ? {} : { names: JSON.parse(row.names) as string[] }),
+    at: row.at,
+  };
 }

@@ -11,44 +11,31 @@ import {
   roomChunksOf,
 } from './chunk-store.ts';
 import type { StoreBounds } from './document-store.ts';
-import { fileColumn, rowidChunks } from './sqlite-chunk-schema.ts';
-
-/** The bytes counted against the bounds, per user and in all (shared by documents and chunks). */
-export interface ByteCounts {
-  total: number;
-  users: Map<string, number>;
-}
-
-/** Counts the bytes of store.db's documents and chunks, per user. */
-export function countBytes(db: BetterSqlite3.Database, counts: ByteCounts): void {
-  counts.users.clear();
-  counts.total = 0;
-  const rows = db
-    .prepare<[], { user: string; bytes: number }>(
-      `SELECT user, sum(bytes) AS bytes FROM (
-        SELECT user, bytes FROM documents UNION ALL SELECT user, bytes FROM chunks
-      ) GROUP BY user`,
-    )
-    .all();
-  for (const row of rows) {
-    counts.users.set(row.user, row.bytes);
-    counts.total += row.bytes;
-  }
-}
+import {
+  type ByteCounts,
+  fileColumn,
+  type ReportRow,
+  reportOfRow,
+  rowidChunks,
+} from './sqlite-chunk-schema.ts';
 
 interface Queued {
   chunk: NewChunk;
+  /** The number of the file its bytes were written to. */
+  file: number;
   resolve: (outcome: PutOutcome) => void;
   reject: (err: unknown) => void;
 }
 
 /**
  * The single-node chunk store in store.db (see `ChunkStore`), the bytes in files beside it
- * (`ChunkFiles`). Puts wait until the end of the event-loop turn and are committed together,
- * each resolving after that commit; each chunk's file is written in that transaction, before the
- * commit, with nothing of this process running between the two. Reads first commit what is
- * queued, so a chunk put before a `chunk-get` is found by it. A chunk is removed (drop, delete,
- * sweep) by committing its row's deletion, then removing its file.
+ * (`ChunkFiles`). A put first writes its chunk's file (off the relay's thread), then waits until
+ * the end of the event-loop turn, when the rows of every put written are committed together;
+ * each resolves after that commit. A file no committed row names (a put refused at the commit,
+ * held already, or rolled back) is removed; one left by a crash, at the next open. Reads first
+ * commit what is queued, so a chunk put before a `chunk-get` is found by it. A chunk is removed
+ * (drop, delete, sweep) by committing its row's deletion, then removing its file; a `delete`
+ * also refuses the puts of its room or user whose file is still being written.
  */
 export class SqliteChunkStore implements ChunkStore {
   readonly #db: BetterSqlite3.Database;
@@ -57,6 +44,8 @@ export class SqliteChunkStore implements ChunkStore {
   readonly #now: () => number;
   readonly #files: ChunkFiles;
   #queue: Queued[] = [];
+  /** The puts whose file is being written; a `delete` of their room or user marks them. */
+  readonly #writing = new Set<{ chunk: NewChunk; deleted: boolean }>();
   #flushScheduled = false;
   #bytes = 0;
   readonly #statements;
@@ -111,13 +100,47 @@ export class SqliteChunkStore implements ChunkStore {
     return this.#bytes;
   }
 
-  put(chunk: NewChunk): Promise<PutOutcome> {
+  async put(chunk: NewChunk): Promise<PutOutcome> {
+    const early = this.#answerWithoutWriting(chunk);
+    if (early !== undefined) return early;
+    const writing = { chunk, deleted: false };
+    this.#writing.add(writing);
+    let file: number;
+    try {
+      file = await this.#files.write(chunk.data);
+    } finally {
+      this.#writing.delete(writing);
+    }
+    if (writing.deleted) {
+      this.#files.remove([file]);
+      throw new Error('its room or user was deleted while the chunk was written');
+    }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ chunk, resolve, reject });
+      this.#queue.push({ chunk, file, resolve, reject });
       if (this.#flushScheduled) return;
       this.#flushScheduled = true;
       setImmediate(() => this.flush());
     });
+  }
+
+  /**
+   * The outcome of a put known before its file is written: held already (marked used), or over
+   * a bound as the committed counts stand. The commit checks both again.
+   */
+  #answerWithoutWriting(chunk: NewChunk): PutOutcome | undefined {
+    const { room, kc, id } = chunk;
+    const found = this.#statements.place.get(room, kc, id);
+    if (found !== undefined && (found.file === null || this.#files.holds(found.file, found.size))) {
+      this.#statements.touch.run(this.#now(), room, kc, id);
+      return { stored: true, already: true };
+    }
+    return this.#overBound(this.#counts, userOfRoom(room), chunkBytes(chunk));
+  }
+
+  #overBound(counted: ByteCounts, user: string, bytes: number): PutOutcome | undefined {
+    if ((counted.users.get(user) ?? 0) + bytes > this.#bounds.userMaxBytes) return { full: 'user' };
+    if (counted.total + bytes > this.#bounds.maxBytes) return { full: 'store' };
+    return undefined;
   }
 
   /** Commits every queued put in one transaction, then settles them in order. */
@@ -127,43 +150,43 @@ export class SqliteChunkStore implements ChunkStore {
     this.#queue = [];
     if (queue.length === 0) return;
     const counted = { total: this.#counts.total, users: new Map(this.#counts.users) };
-    const written: number[] = [];
+    const unused: number[] = [];
     const lost: number[] = [];
     let outcomes: PutOutcome[];
     try {
       outcomes = this.#db.transaction(() =>
-        queue.map((q) => this.#insert(q.chunk, counted, written, lost)),
+        queue.map((q) => this.#insert(q, counted, unused, lost)),
       )();
     } catch (err: unknown) {
       // Rolled back, so no row names this batch's files; unless sql.js kept the commit in memory
       // and only failed to write store.db (`SqliteImageWriteError`): its rows name them then.
-      if ((err as { committedInMemory?: boolean }).committedInMemory !== true) {
-        this.#files.remove(written);
-      }
+      const committed = (err as { committedInMemory?: boolean }).committedInMemory === true;
+      this.#files.remove(committed ? unused : queue.map((q) => q.file));
       this.#recount();
       for (const q of queue) q.reject(err);
       return;
     }
     this.#counts.total = counted.total;
     for (const [user, bytes] of counted.users) this.#counts.users.set(user, bytes);
-    this.#files.remove(lost);
+    this.#files.remove([...lost, ...unused]);
     queue.forEach((q, i) => {
       q.resolve(outcomes[i] as PutOutcome);
     });
   }
 
   /**
-   * Stores one chunk in the batch's transaction; a copy already held is only marked used. A row
-   * whose file is gone or cut short is replaced (its file number goes in `lost`, removed after
-   * the commit): the put brings the bytes back.
+   * Stores one written chunk in the batch's transaction; a copy already held is only marked
+   * used, and its new file goes in `unused` (as does a refused put's). A row whose file is gone
+   * or cut short is replaced (its file number goes in `lost`): the put brings the bytes back.
    */
-  #insert(chunk: NewChunk, counted: ByteCounts, written: number[], lost: number[]): PutOutcome {
+  #insert(q: Queued, counted: ByteCounts, unused: number[], lost: number[]): PutOutcome {
     const at = this.#now();
-    const { room, kc, id, data } = chunk;
+    const { room, kc, id, data } = q.chunk;
     const found = this.#statements.place.get(room, kc, id);
     if (found !== undefined) {
       if (found.file === null || this.#files.holds(found.file, found.size)) {
         this.#statements.touch.run(at, room, kc, id);
+        unused.push(q.file);
         return { stored: true, already: true };
       }
       this.#statements.delete.run(room, kc, id);
@@ -172,15 +195,15 @@ export class SqliteChunkStore implements ChunkStore {
       counted.total -= found.bytes;
       this.#bytes -= found.bytes;
     }
-    const user = userOfRoom(chunk.room);
-    const bytes = chunkBytes(chunk);
-    const userBytes = counted.users.get(user) ?? 0;
-    if (userBytes + bytes > this.#bounds.userMaxBytes) return { full: 'user' };
-    if (counted.total + bytes > this.#bounds.maxBytes) return { full: 'store' };
-    const file = this.#files.write(data);
-    written.push(file);
-    this.#statements.insert.run(room, kc, id, user, data.length, bytes, at, at, file);
-    counted.users.set(user, userBytes + bytes);
+    const user = userOfRoom(room);
+    const bytes = chunkBytes(q.chunk);
+    const full = this.#overBound(counted, user, bytes);
+    if (full !== undefined) {
+      unused.push(q.file);
+      return full;
+    }
+    this.#statements.insert.run(room, kc, id, user, data.length, bytes, at, at, q.file);
+    counted.users.set(user, (counted.users.get(user) ?? 0) + bytes);
     counted.total += bytes;
     this.#bytes += bytes;
     return { stored: true, already: false };
@@ -215,20 +238,26 @@ export class SqliteChunkStore implements ChunkStore {
 
   async get(room: string, kc: string, id: string): Promise<Buffer | undefined> {
     this.flush();
-    const found = this.#statements.row.get(room, kc, id);
+    const { row, place, delete: remove } = this.#statements;
+    const found = row.get(room, kc, id);
     if (found === undefined) return undefined;
-    const data = this.#bytesOf(found);
+    if (found.file === null)
+      return Buffer.isBuffer(found.data) ? found.data : Buffer.from(found.data);
+    const data = await this.#files.read(found.file, found.size);
     if (data !== undefined) return data;
     // Its file is gone or cut short (a power loss, a hand): the chunk is missing, and the
-    // devices put it again when they learn so (`chunk_missing`).
-    this.#statements.delete.run(room, kc, id);
-    this.#forget(found);
+    // devices put it again when they learn so (`chunk_missing`). Unless the row changed while
+    // the file was read (dropped, or put anew): then it is not this copy's to delete.
+    if (place.get(room, kc, id)?.file === found.file) {
+      remove.run(room, kc, id);
+      this.#forget(found);
+    }
     return undefined;
   }
 
-  /** A row's bytes: its file's, or its own (rows written before the files); undefined if lost. */
+  /** A row's bytes at once: its file's, or its own (rows written before the files); undefined if lost. */
   #bytesOf(row: ChunkRow): Buffer | undefined {
-    if (row.file !== null) return this.#files.read(row.file, row.size);
+    if (row.file !== null) return this.#files.readNow(row.file, row.size);
     return Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data);
   }
 
@@ -277,6 +306,10 @@ export class SqliteChunkStore implements ChunkStore {
   /** Deletes the chunks and reports matching `where` (on `user` or `room`); returns bytes per user. */
   delete(where: 'room' | 'user', value: string): Map<string, number> {
     this.flush();
+    for (const writing of this.#writing) {
+      const room = writing.chunk.room;
+      if ((where === 'room' ? room : userOfRoom(room)) === value) writing.deleted = true;
+    }
     const db = this.#db;
     const { rows, files } = db.transaction(() => {
       const found = {
@@ -350,28 +383,4 @@ interface ChunkPlace {
 
 interface ChunkRow extends ChunkPlace {
   data: Buffer | Uint8Array;
-}
-
-interface ReportRow {
-  room: string;
-  doc: string;
-  device: string;
-  files: number;
-  bytes: number;
-  encrypted: number;
-  names: string | null;
-  at: number;
-}
-
-function reportOfRow(row: ReportRow): FolderReport {
-  return {
-    room: row.room,
-    doc: row.doc,
-    device: row.device,
-    files: row.files,
-    bytes: row.bytes,
-    encrypted: row.encrypted === 1,
-    ...(row.names === null ? {} : { names: JSON.parse(row.names) as string[] }),
-    at: row.at,
-  };
 }

@@ -17,8 +17,8 @@ import {
   type StoredEntry,
   type StoreUsage,
 } from './document-store.ts';
-import { chunkSchema } from './sqlite-chunk-schema.ts';
-import { type ByteCounts, countBytes, SqliteChunkStore } from './sqlite-chunks.ts';
+import { type ByteCounts, chunkSchema, countBytes } from './sqlite-chunk-schema.ts';
+import { SqliteChunkStore } from './sqlite-chunks.ts';
 
 /**
  * store.db's layout, version 1. `documents` has one row per (room, document key) with the user
