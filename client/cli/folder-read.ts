@@ -176,6 +176,11 @@ function editHere(
  * A file sent as chunks, still as it was read: its version goes in the document (inside one
  * transaction of `origin`), as the next version of its entry, or of a new entry when the file is
  * new here or was text. Resolves with the changed disk record.
+ *
+ * The version's time is when the file was last written here (its modification time; never later
+ * than now, so a clock set ahead or a file touched into the future does not win every conflict):
+ * the most recent edit keeps the name when two devices changed the file apart, whichever of them
+ * comes online or finishes its upload last.
  */
 export function publishBlob(
   mirror: FolderMirror,
@@ -185,8 +190,8 @@ export function publishBlob(
   stamp: Stamp,
 ): Map<string, DiskRecord | null> {
   const { onDisk, index, device } = mirror;
-  const now = mirror.now();
-  const version = newVersion(file, device, now);
+  const time = Math.min(Math.floor(stamp.mtimeMs), mirror.now());
+  const version = newVersion(file, device, time);
   const digest = file.digest.slice(0, 32);
   const changes = new Map<string, DiskRecord | null>();
   mirror.doc.transact(() => {
@@ -209,7 +214,7 @@ export function publishBlob(
       return;
     }
     if (current !== undefined) current.map.set('deleted', record!.digest);
-    const id = addEntry(mirror.files, { path, content: version, device, time: now });
+    const id = addEntry(mirror.files, { path, content: version, device, time });
     changes.set(path, { id, digest, stamp });
     mirror.say('out', `sent ${path}${record === undefined ? ' (new)' : ''}`);
   }, origin);

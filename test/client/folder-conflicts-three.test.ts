@@ -27,7 +27,7 @@ const copies = (dir: string) =>
     .sort();
 
 describe('a binary file changed on three devices apart', () => {
-  for (const order of ['one after the other', 'all at once'] as const) {
+  for (const order of ['one after the other', 'the newest edit first', 'all at once'] as const) {
     it(`keeps all three versions, the newest under the name and two conflict copies, alike on every device (back ${order})`, async () => {
       const all = await devices({ limits: { filesPerMinute: 1000, bytesPerMinute: 1 << 30 } });
       const [a, b, c] = all as [FolderDevice, FolderDevice, FolderDevice];
@@ -46,20 +46,25 @@ describe('a binary file changed on three devices apart', () => {
           await device.stop();
         }
         // Each changes it while stopped, a first and c last (a second apart: the times order
-        // them); back one after the other (each sends its version before the next starts), or
-        // all at once (three versions meet on the host together).
+        // them); back one after the other (each sends its version before the next starts), in
+        // the other order (the newest edit reaches the host first, the oldest last), or all at
+        // once (three versions meet on the host together).
+        const sendAlone = async (device: FolderDevice) => {
+          await device.start();
+          await allSent(device, `${device.dir} sent its version`);
+          await device.flush();
+          await device.stop();
+        };
         const versions: Buffer[] = [];
         for (const [i, device] of all.entries()) {
           if (i > 0) await new Promise((resolve) => setTimeout(resolve, 1_100));
           const version = Buffer.concat([Buffer.from([0, 0xa + i]), randomBytes(8192)]);
           versions.push(version);
           putFile(device.dir, 'photo.bin', version);
-          if (order === 'all at once') continue;
-          await device.start();
-          await allSent(device, `${device.dir} sent its version`);
-          await device.flush();
-          await device.stop();
+          if (order === 'one after the other') await sendAlone(device);
         }
+        if (order === 'the newest edit first')
+          for (const device of [c, b, a]) await sendAlone(device);
         await Promise.all(all.map((device) => device.start()));
         for (const device of all) {
           await eventually(
