@@ -1,10 +1,13 @@
+import { createHash } from 'node:crypto';
 import { toBase64Url } from '../base64.ts';
 
 /**
  * A chunk's id: `"s"` + base64url(SHA-256(bytes)) in the clear (the host checks it), `"h"` +
  * base64url(HMAC-SHA-256(chunk key, plaintext)) when sealed (only devices with the key can
- * check it, and the host cannot tell which content it stands for). With WebCrypto, so the ids
- * are the same in a browser and in Node.
+ * check it, and the host cannot tell which content it stands for). Chunks are read and written
+ * in Node only (files): the clear id is Node's SHA-256 on the calling thread, where WebCrypto's
+ * digest first copied each 256 KiB chunk and cost a receiving device more than the hash itself
+ * (docs/PERFORMANCE.md); the HMAC is WebCrypto's, with its `CryptoKey`.
  */
 
 /** WebCrypto's digest and HMAC take ordinary buffers; every chunk is read into one. */
@@ -12,8 +15,7 @@ const buffer = (bytes: Uint8Array) => bytes as Uint8Array<ArrayBuffer>;
 
 /** The id of a chunk kept in the clear. */
 export async function plainChunkId(bytes: Uint8Array): Promise<string> {
-  const digest = await globalThis.crypto.subtle.digest('SHA-256', buffer(bytes));
-  return `s${toBase64Url(new Uint8Array(digest))}`;
+  return `s${createHash('sha256').update(bytes).digest('base64url')}`;
 }
 
 /** The HMAC key of sealed chunks' ids, from the E2E key's `chunkKey` bytes. */
