@@ -136,3 +136,40 @@ export function reportOfRow(row: ReportRow): FolderReport {
     at: row.at,
   };
 }
+
+/** A chunk's row but its bytes. */
+export interface ChunkPlace {
+  user: string;
+  size: number;
+  bytes: number;
+  /** The number of the file holding the bytes; null when `data` holds them. */
+  file: number | null;
+}
+
+export interface ChunkRow extends ChunkPlace {
+  data: Buffer | Uint8Array;
+}
+
+/** The statements the chunk store runs most, prepared once. */
+export function chunkStatements(db: BetterSqlite3.Database) {
+  return {
+    touch: db.prepare<[number, string, string, string]>(
+      'UPDATE chunks SET usedAt = ? WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    insert: db.prepare(
+      "INSERT INTO chunks (room, kc, id, user, size, bytes, storedAt, usedAt, data, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, x'', ?)",
+    ),
+    row: db.prepare<[string, string, string], ChunkRow>(
+      'SELECT user, size, bytes, file, data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    place: db.prepare<[string, string, string], ChunkPlace>(
+      'SELECT user, size, bytes, file FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    delete: db.prepare<[string, string, string]>(
+      'DELETE FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    report: db.prepare(
+      'INSERT OR REPLACE INTO folderReports (room, doc, user, device, files, bytes, encrypted, names, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+  };
+}

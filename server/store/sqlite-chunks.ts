@@ -13,11 +13,21 @@ import {
 import type { StoreBounds } from './document-store.ts';
 import {
   type ByteCounts,
+  type ChunkPlace,
+  type ChunkRow,
+  chunkStatements,
   fileColumn,
   type ReportRow,
   reportOfRow,
   rowidChunks,
 } from './sqlite-chunk-schema.ts';
+
+interface Writing {
+  chunk: NewChunk;
+  /** Set by a `delete` of its room or user: the put is refused once the file is written. */
+  deleted: boolean;
+  written: Promise<number>;
+}
 
 interface Queued {
   chunk: NewChunk;
@@ -45,7 +55,10 @@ export class SqliteChunkStore implements ChunkStore {
   readonly #files: ChunkFiles;
   #queue: Queued[] = [];
   /** The puts whose file is being written; a `delete` of their room or user marks them. */
-  readonly #writing = new Set<{ chunk: NewChunk; deleted: boolean }>();
+  readonly #writing = new Set<Writing>();
+  /** The puts under way by room, key check value and id: a second put of one waits for it. */
+  readonly #putting = new Map<string, Promise<PutOutcome>>();
+  #closed = false;
   #flushScheduled = false;
   #bytes = 0;
   readonly #statements;
@@ -64,26 +77,7 @@ export class SqliteChunkStore implements ChunkStore {
     this.#now = now;
     rowidChunks(db);
     fileColumn(db);
-    this.#statements = {
-      touch: db.prepare<[number, string, string, string]>(
-        'UPDATE chunks SET usedAt = ? WHERE room = ? AND kc = ? AND id = ?',
-      ),
-      insert: db.prepare(
-        "INSERT INTO chunks (room, kc, id, user, size, bytes, storedAt, usedAt, data, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, x'', ?)",
-      ),
-      row: db.prepare<[string, string, string], ChunkRow>(
-        'SELECT user, size, bytes, file, data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
-      ),
-      place: db.prepare<[string, string, string], ChunkPlace>(
-        'SELECT user, size, bytes, file FROM chunks WHERE room = ? AND kc = ? AND id = ?',
-      ),
-      delete: db.prepare<[string, string, string]>(
-        'DELETE FROM chunks WHERE room = ? AND kc = ? AND id = ?',
-      ),
-      report: db.prepare(
-        'INSERT OR REPLACE INTO folderReports (room, doc, user, device, files, bytes, encrypted, names, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
-    };
+    this.#statements = chunkStatements(db);
     this.#recount();
     const named = new Set(
       db.prepare<[], number>('SELECT file FROM chunks WHERE file IS NOT NULL').pluck().iterate(),
@@ -101,13 +95,33 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   async put(chunk: NewChunk): Promise<PutOutcome> {
+    if (this.#closed) throw new Error('the chunk store is closed');
+    const key = `${chunk.room}\n${chunk.kc}\n${chunk.id}`;
+    const earlier = this.#putting.get(key);
+    if (earlier !== undefined) {
+      // The same chunk is being put (by another device, or again): that one is answered first,
+      // and this one then finds it held (or writes it, if that one failed).
+      await earlier.catch(() => undefined);
+      return this.put(chunk);
+    }
+    const outcome = this.#put(chunk);
+    this.#putting.set(key, outcome);
+    try {
+      return await outcome;
+    } finally {
+      this.#putting.delete(key);
+    }
+  }
+
+  async #put(chunk: NewChunk): Promise<PutOutcome> {
     const early = this.#answerWithoutWriting(chunk);
     if (early !== undefined) return early;
-    const writing = { chunk, deleted: false };
+    const written = this.#files.write(chunk.data);
+    const writing: Writing = { chunk, deleted: false, written };
     this.#writing.add(writing);
     let file: number;
     try {
-      file = await this.#files.write(chunk.data);
+      file = await written;
     } finally {
       this.#writing.delete(writing);
     }
@@ -141,6 +155,19 @@ export class SqliteChunkStore implements ChunkStore {
     if ((counted.users.get(user) ?? 0) + bytes > this.#bounds.userMaxBytes) return { full: 'user' };
     if (counted.total + bytes > this.#bounds.maxBytes) return { full: 'store' };
     return undefined;
+  }
+
+  /**
+   * Waits for the puts whose file is being written and commits them with the others queued;
+   * puts are refused from then on. The caller closes the database after this.
+   */
+  async close(): Promise<void> {
+    while (this.#writing.size > 0) {
+      await Promise.allSettled([...this.#writing].map((writing) => writing.written));
+      await new Promise((resolve) => setImmediate(resolve)); // their puts queue themselves
+    }
+    this.flush();
+    this.#closed = true;
   }
 
   /** Commits every queued put in one transaction, then settles them in order. */
@@ -370,17 +397,4 @@ export class SqliteChunkStore implements ChunkStore {
     const reports = this.#db.prepare<[], ReportRow>('SELECT * FROM folderReports').all();
     return roomChunksOf(counts, reports.map(reportOfRow));
   }
-}
-
-/** A chunk's row but its bytes. */
-interface ChunkPlace {
-  user: string;
-  size: number;
-  bytes: number;
-  /** The number of the file holding the bytes; null when `data` holds them. */
-  file: number | null;
-}
-
-interface ChunkRow extends ChunkPlace {
-  data: Buffer | Uint8Array;
 }

@@ -145,6 +145,8 @@ class SqliteDocumentStore implements DocumentStore {
   #queue: Queued[] = [];
   #flushScheduled = false;
   #closed = false;
+  /** The close under way: puts whose chunk file is being written finish first. */
+  #closing: Promise<void> | undefined;
   readonly #statements;
 
   constructor(options: SqliteStoreOptions) {
@@ -366,11 +368,13 @@ class SqliteDocumentStore implements DocumentStore {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#flush();
-    this.#chunks.flush();
-    this.#closed = true;
-    this.#db.close();
+    this.#closing ??= (async () => {
+      await this.#chunks.close();
+      this.#flush();
+      this.#closed = true;
+      this.#db.close();
+    })();
+    return this.#closing;
   }
 }
 

@@ -252,6 +252,33 @@ for (const engine of ['native', 'wasm'] as const) {
       });
     }
 
+    it('writes one file for puts of one chunk at once, the first answered as stored, the others as held', async () => {
+      const opened = fresh();
+      const chunk = chunkOf(randomBytes(3000));
+      const outcomes = await Promise.all([1, 2, 3].map(() => opened.chunks.put(chunk)));
+      expect(outcomes).toEqual([
+        { stored: true, already: false },
+        { stored: true, already: true },
+        { stored: true, already: true },
+      ]);
+      await opened.chunks.put(chunkOf(randomBytes(3000)));
+      // One file number given for the three puts: the next chunk's file is number 1.
+      expect(files()).toEqual(['0/0', '0/1']);
+      expect(opened.chunks.bytes()).toBe(2 * chunkBytes(chunk));
+    });
+
+    it('lets a put whose file is being written finish before the store closes, and refuses puts after', async () => {
+      const opened = fresh();
+      const chunk = chunkOf(randomBytes(3000));
+      const put = opened.chunks.put(chunk);
+      await opened.close();
+      expect(await put).toEqual({ stored: true, already: false });
+      await expect(opened.chunks.put(chunkOf(randomBytes(3000)))).rejects.toThrow(/closed/);
+      const reopened = open();
+      expect((await reopened.chunks.get(room1, '', chunk.id))?.equals(chunk.data)).toBe(true);
+      expect(files()).toEqual(['0/0']);
+    });
+
     it('refuses a put whose file cannot be written, alone, leaving no row nor file of it', async () => {
       const opened = fresh();
       // The second put's file (number 1) cannot be written: a folder is in its place.
