@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import type { PlacedChunk, Resume } from '../chunks/index.ts';
 import type { BlobNotice } from './blob-notices.ts';
 import type { BlobTransfer, ChunkList } from './blob-transfer.ts';
@@ -24,6 +24,7 @@ export const maxPrefetchesPerSender = 3;
 export const defaultPrefetchIdleMs = 5 * 60_000;
 /** Uploads recently claimed or dropped: their late notices start nothing. */
 const maxForgotten = 64;
+const { dirname } = posix;
 
 export interface PrefetchHost {
   readonly dir: string;
@@ -99,18 +100,23 @@ export class Prefetches {
   }
 
   /**
-   * The prefetch of `path` that was told of most of `version`'s chunks, once its fetches
-   * settled: the caller owns its temporary file from now on. Undefined when none was.
+   * The prefetch for `version` at `path`, once its fetches settled: the caller owns its
+   * temporary file from now on. Undefined when none was told of any of its chunks. One of
+   * `path` itself first, else one of another name in its folder (a version that became a
+   * conflict copy while it went up: its temporary file is beside that name too); among those,
+   * the one told of most of the version's chunks.
    */
   async claim(
     path: string,
     version: { chunks: ChunkList; size: number },
   ): Promise<Claimed | undefined> {
-    let best: { prefetch: Prefetch; matches: number } | undefined;
+    let best: { prefetch: Prefetch; rank: number } | undefined;
     for (const prefetch of this.all.values()) {
-      if (prefetch.path !== path || prefetch.size !== version.size) continue;
+      if (prefetch.size !== version.size || dirname(prefetch.path) !== dirname(path)) continue;
       const matches = resumeOf(prefetch.named, prefetch, version.chunks).resume.present.size;
-      if (matches > (best?.matches ?? 0)) best = { prefetch, matches };
+      if (matches === 0) continue;
+      const rank = matches + (prefetch.path === path ? version.chunks.length : 0);
+      if (rank > (best?.rank ?? 0)) best = { prefetch, rank };
     }
     if (best === undefined) return undefined;
     const { prefetch } = best;
