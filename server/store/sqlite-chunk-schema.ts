@@ -150,6 +150,10 @@ export interface ChunkRow extends ChunkPlace {
   data: Buffer | Uint8Array;
 }
 
+/** The bytes a row holds itself (rows written before the chunk files). */
+export const ownBytes = (row: ChunkRow): Buffer =>
+  Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data);
+
 /** The statements the chunk store runs most, prepared once. */
 export function chunkStatements(db: BetterSqlite3.Database) {
   return {

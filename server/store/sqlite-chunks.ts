@@ -14,9 +14,9 @@ import type { StoreBounds } from './document-store.ts';
 import {
   type ByteCounts,
   type ChunkPlace,
-  type ChunkRow,
   chunkStatements,
   fileColumn,
+  ownBytes,
   type ReportRow,
   reportOfRow,
   rowidChunks,
@@ -99,8 +99,7 @@ export class SqliteChunkStore implements ChunkStore {
     const key = `${chunk.room}\n${chunk.kc}\n${chunk.id}`;
     const earlier = this.#putting.get(key);
     if (earlier !== undefined) {
-      // The same chunk is being put (by another device, or again): that one is answered first,
-      // and this one then finds it held (or writes it, if that one failed).
+      // The same chunk is being put: that put first, then this one finds it held (or writes it).
       await earlier.catch(() => undefined);
       return this.put(chunk);
     }
@@ -144,7 +143,7 @@ export class SqliteChunkStore implements ChunkStore {
   #answerWithoutWriting(chunk: NewChunk): PutOutcome | undefined {
     const { room, kc, id } = chunk;
     const found = this.#statements.place.get(room, kc, id);
-    if (found !== undefined && (found.file === null || this.#files.holds(found.file, found.size))) {
+    if (found !== undefined && this.#intact(found)) {
       this.#statements.touch.run(this.#now(), room, kc, id);
       return { stored: true, already: true };
     }
@@ -211,13 +210,13 @@ export class SqliteChunkStore implements ChunkStore {
     const { room, kc, id, data } = q.chunk;
     const found = this.#statements.place.get(room, kc, id);
     if (found !== undefined) {
-      if (found.file === null || this.#files.holds(found.file, found.size)) {
+      if (this.#intact(found)) {
         this.#statements.touch.run(at, room, kc, id);
         unused.push(q.file);
         return { stored: true, already: true };
       }
       this.#statements.delete.run(room, kc, id);
-      lost.push(found.file);
+      lost.push(found.file as number); // not intact, so it names a file
       counted.users.set(found.user, (counted.users.get(found.user) ?? 0) - found.bytes);
       counted.total -= found.bytes;
       this.#bytes -= found.bytes;
@@ -250,7 +249,7 @@ export class SqliteChunkStore implements ChunkStore {
       ids.filter((id) => {
         const found = place.get(room, kc, id);
         if (found === undefined) return false;
-        if (found.file !== null && !this.#files.holds(found.file, found.size)) {
+        if (!this.#intact(found)) {
           remove.run(room, kc, id);
           lost.push(found);
           return false;
@@ -268,8 +267,7 @@ export class SqliteChunkStore implements ChunkStore {
     const { row, place, delete: remove } = this.#statements;
     const found = row.get(room, kc, id);
     if (found === undefined) return undefined;
-    if (found.file === null)
-      return Buffer.isBuffer(found.data) ? found.data : Buffer.from(found.data);
+    if (found.file === null) return ownBytes(found);
     const data = await this.#files.read(found.file, found.size);
     if (data !== undefined) return data;
     // Its file is gone or cut short (a power loss, a hand): the chunk is missing, and the
@@ -282,10 +280,9 @@ export class SqliteChunkStore implements ChunkStore {
     return undefined;
   }
 
-  /** A row's bytes at once: its file's, or its own (rows written before the files); undefined if lost. */
-  #bytesOf(row: ChunkRow): Buffer | undefined {
-    if (row.file !== null) return this.#files.readNow(row.file, row.size);
-    return Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data);
+  /** Whether a row's bytes are there: in the row, or in its file at its size. */
+  #intact(row: ChunkPlace): boolean {
+    return row.file === null || this.#files.holds(row.file, row.size);
   }
 
   /** Gives back the bytes of a deleted (committed) row, and removes its file. */
@@ -305,7 +302,10 @@ export class SqliteChunkStore implements ChunkStore {
       const found = row.get(room, kc, id);
       if (found === undefined) return undefined;
       // A copy whose file is lost is not that copy either: it is dropped too.
-      const data = only === undefined ? undefined : this.#bytesOf(found);
+      let data: Buffer | undefined;
+      if (only !== undefined) {
+        data = found.file === null ? ownBytes(found) : this.#files.readNow(found.file, found.size);
+      }
       if (only !== undefined && data !== undefined && !only.equals(data)) return undefined;
       remove.run(room, kc, id);
       return found;
