@@ -196,11 +196,14 @@ export function clashFixes(index: EntryIndex, ids: Iterable<string>): ClashFix[]
 }
 
 /** Applies the fixes (inside the caller's transaction). */
-export function applyClashFixes(index: EntryIndex, fixes: ClashFix[]): void {
+export function applyClashFixes(index: EntryIndex, fixes: ClashFix[]): string[] {
+  const lines: string[] = [];
   for (const fix of fixes) {
     if (fix.kind === 'merge') fix.entry.map.set('deleted', index.digest(fix.entry.id));
-    else if (fix.kind === 'rename') fix.entry.map.set('path', fix.to);
-    else {
+    else if (fix.kind === 'rename') {
+      fix.entry.map.set('path', fix.to);
+      lines.push(`conflict: ${fix.entry.path} from device ${fix.entry.device} kept as ${fix.to}`);
+    } else {
       const { version, entry } = fix;
       (entry.map.get('blob') as Y.Map<unknown>).delete(version.v);
       // The same bytes made apart on two devices: one version is enough.
@@ -213,4 +216,5 @@ export function applyClashFixes(index: EntryIndex, fixes: ClashFix[]): void {
       );
     }
   }
+  return lines;
 }

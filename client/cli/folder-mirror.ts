@@ -25,6 +25,16 @@ export class FolderMirror {
   readonly retry = new Set<string>();
   /** Paths to read at the next scan, also a partial one (a file moved aside, one left in place). */
   readonly readAgain = new Set<string>();
+  /**
+   * For a text file whose document moved on from what the file holds (other devices' edits not
+   * written here yet): the content the file last had in step, the base that an edit made here
+   * meanwhile is merged from (three ways: base, the file, the document).
+   */
+  readonly bases: Map<string, string>;
+  /** Text files edited here while a write over them was due: read and merged, then written. */
+  readonly mergeDue = new Set<string>();
+  /** Changes of `bases` not in the state log yet (null: dropped). */
+  private basesChanged = new Map<string, string | null>();
   /** The folder's `.syncignore` rules as last read. */
   rules = new SyncIgnore(undefined);
   /** What moves the files kept as chunks; without it they are neither sent nor written. */
@@ -45,8 +55,45 @@ export class FolderMirror {
     readonly onDisk: Map<string, DiskRecord>,
     private readonly log: FolderLog,
     readonly now: () => number,
+    bases: Map<string, string> = new Map(),
   ) {
     for (const [path, record] of onDisk) this.link(record.id, path);
+    this.bases = bases;
+  }
+
+  /** Sets (or with null drops) the base of the text file at `path`. */
+  setBase(path: string, base: string | null): void {
+    if (base === null && !this.bases.has(path)) return;
+    if (base === null) this.bases.delete(path);
+    else this.bases.set(path, base);
+    this.basesChanged.set(path, base);
+  }
+
+  /**
+   * Keeps the base of each text file in step whose entry is in `ids` (entries other devices
+   * changed, before their changes apply here); resolves with the paths of those files.
+   */
+  keepBases(ids: Iterable<string>): string[] {
+    const paths: string[] = [];
+    for (const id of ids) {
+      for (const path of this.diskPathsOf(id)) {
+        const record = this.onDisk.get(path);
+        const entry = this.index.get(id);
+        if (record?.id !== id || typeof entry !== 'object' || entry.text === undefined) continue;
+        paths.push(path);
+        if (!this.bases.has(path) && this.index.digest(id) === record.digest) {
+          this.setBase(path, entry.text.toString());
+        }
+      }
+    }
+    return paths;
+  }
+
+  /** The changes of the bases since the last call, for the state log. */
+  takeBaseChanges(): Map<string, string | null> {
+    const changed = this.basesChanged;
+    this.basesChanged = new Map();
+    return changed;
   }
 
   /**
@@ -72,12 +119,27 @@ export class FolderMirror {
     for (const [path, record] of changes) {
       const before = this.onDisk.get(path);
       if (before !== undefined) this.pathsOfId.get(before.id)?.delete(path);
-      if (record === null) this.onDisk.delete(path);
-      else {
+      if (record === null) {
+        this.onDisk.delete(path);
+        this.setBase(path, null);
+      } else {
         this.onDisk.set(path, record);
         this.link(record.id, path);
       }
     }
+  }
+
+  /**
+   * A file kept as chunks read again unchanged: its new stamp, also in its disk record when
+   * `record` (the changed record, for the state log).
+   */
+  restamp(path: string, stamp: Stamp, record: boolean): Map<string, DiskRecord> {
+    this.stamps.set(path, stamp);
+    const before = this.onDisk.get(path);
+    if (before === undefined || !record) return new Map();
+    const changes = new Map([[path, { ...before, stamp }]]);
+    this.setRecords(changes);
+    return changes;
   }
 
   /** The paths where the entry `id` is on disk. */

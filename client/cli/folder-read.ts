@@ -10,7 +10,7 @@ import {
 import type { FolderMirror } from './folder-mirror.ts';
 import { conflictName } from './folder-names.ts';
 import type { DiskRecord } from './folder-state.ts';
-import { replaceText } from './text-diff.ts';
+import { editText, merge3 } from './text-merge.ts';
 
 /**
  * Reads the folder (or the parts of it in `scopes`) and turns what changed on disk since the
@@ -130,6 +130,23 @@ function blobProblem(mirror: FolderMirror, stamp: Stamp): string | undefined {
   return undefined;
 }
 
+/**
+ * The live text entry that the file at `path` is, whose text moved on from the content on disk
+ * while the file's base (that content) was kept; else undefined.
+ */
+function movedTextAt(
+  mirror: FolderMirror,
+  path: string,
+  record: DiskRecord,
+): FileEntry | undefined {
+  const base = mirror.bases.get(path);
+  if (base === undefined || digestOf(base) !== record.digest) return undefined;
+  const entry = mirror.index.get(record.id);
+  if (typeof entry !== 'object' || entry.path !== path || entry.text === undefined)
+    return undefined;
+  return mirror.index.isLive(record.id) ? entry : undefined;
+}
+
 /** The live entry that the file at `path` is, still with the content on disk; else undefined. */
 function entryAt(mirror: FolderMirror, path: string, record: DiskRecord): FileEntry | undefined {
   const { index } = mirror;
@@ -139,7 +156,12 @@ function entryAt(mirror: FolderMirror, path: string, record: DiskRecord): FileEn
   return index.digest(record.id) === record.digest ? entry : undefined;
 }
 
-/** An edit on disk of a file the document has: the change from its last version, exactly. */
+/**
+ * An edit on disk of a file the document has. When the document still holds what the file had
+ * (its base), the edit is the change from it, region by region; when other devices' edits came
+ * in meanwhile and were not written here yet, the file, the base and the document merge three
+ * ways, and the writer then puts the merged text in the file.
+ */
 function editHere(
   mirror: FolderMirror,
   path: string,
@@ -151,9 +173,20 @@ function editHere(
 ): void {
   const entry = entryAt(mirror, path, record);
   if (entry?.text !== undefined) {
-    replaceText(entry.text, text);
+    editText(entry.text, text);
+    mirror.setBase(path, null);
     changes.set(path, { id: entry.id, digest });
     mirror.say('out', `sent ${path}`);
+    return;
+  }
+  const moved = movedTextAt(mirror, path, record);
+  if (moved?.text !== undefined) {
+    const merged = merge3(mirror.bases.get(path)!, text, moved.text.toString());
+    editText(moved.text, merged);
+    // The file holds `text` until the merged text is written over it.
+    mirror.setBase(path, merged === text ? null : text);
+    changes.set(path, { id: moved.id, digest });
+    mirror.say('out', `sent ${path} (merged with changes from other devices)`);
     return;
   }
   if (entry !== undefined) {

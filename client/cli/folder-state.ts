@@ -18,7 +18,9 @@ import type { Stamp } from './folder-fs.ts';
 /**
  * What the folder sync keeps between runs, in one append-only file of JSON lines beside the
  * credentials: the folder document as it is on disk (Yjs updates), which entry each file on disk
- * is (`p`: path → entry id and content digest), and the disk changes about to be made (`w`).
+ * is (`p`: path → entry id and content digest), the disk changes about to be made (`w`), and for
+ * a text file whose document moved on before the file was written, the content it last had in
+ * step (`b`: the base an edit made here meanwhile merges from; null when dropped).
  *
  * A change from another device is recorded before the files change (the new document state,
  * the new disk records and the list of replacements, with the temporary files already written),
@@ -50,6 +52,7 @@ interface LogLine {
   /** The folder document's place on the host, when the document holds all it stands for. */
   s?: StoreProgress;
   p?: Record<string, DiskRecord | null>;
+  b?: Record<string, string | null>;
   w?: PendingOp[];
   d?: 1;
 }
@@ -67,13 +70,14 @@ export class FolderState {
   private constructor(readonly file: string) {}
 
   /**
-   * Reads the log into `doc`: resolves with the disk records and the batch that was not
-   * finished (empty when none).
+   * Reads the log into `doc`: resolves with the disk records, the bases and the batch that was
+   * not finished (empty when none).
    */
   static open(file: string, doc: Y.Doc, origin: unknown) {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     const state = new FolderState(file);
     const onDisk = new Map<string, DiskRecord>();
+    const bases = new Map<string, string>();
     let pending: PendingOp[] = [];
     let text = '';
     try {
@@ -96,19 +100,24 @@ export class FolderState {
         if (record === null) onDisk.delete(path);
         else onDisk.set(path, record);
       }
+      for (const [path, base] of Object.entries(entry.b ?? {})) {
+        if (typeof base === 'string') bases.set(path, base);
+        else bases.delete(path);
+      }
       if (entry.s !== undefined) state.store = entry.s;
       if (entry.w !== undefined) pending = entry.w;
       if (entry.d === 1) pending = [];
     }
     if (updates.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(updates), origin);
     state.bytes = text.length;
-    return { state, onDisk, pending, store: state.store };
+    return { state, onDisk, bases, pending, store: state.store };
   }
 
   /** Appends one record; the disk changes it lists are to be made after this returns. */
   append(record: {
     update?: Uint8Array;
     disk?: Map<string, DiskRecord | null>;
+    bases?: Map<string, string | null>;
     pending?: PendingOp[];
     done?: boolean;
     store?: StoreProgress;
@@ -120,6 +129,8 @@ export class FolderState {
       this.store = record.store;
     }
     if (record.disk !== undefined && record.disk.size > 0) line.p = Object.fromEntries(record.disk);
+    if (record.bases !== undefined && record.bases.size > 0)
+      line.b = Object.fromEntries(record.bases);
     if (record.pending !== undefined && record.pending.length > 0) line.w = record.pending;
     if (record.done === true) line.d = 1;
     if (Object.keys(line).length === 0) return;
@@ -143,12 +154,13 @@ export class FolderState {
     return this.bytes > compactAfterBytes && this.bytes > 4 * this.compactBytes;
   }
 
-  /** Rewrites the log as one line: the whole document and the disk records. */
-  compact(doc: Y.Doc, onDisk: Map<string, DiskRecord>): void {
+  /** Rewrites the log as one line: the whole document, the disk records and the bases. */
+  compact(doc: Y.Doc, onDisk: Map<string, DiskRecord>, bases: Map<string, string>): void {
     const json = `${JSON.stringify({
       u: toBase64(Y.encodeStateAsUpdate(doc)),
       ...(this.store === undefined ? {} : { s: this.store }),
       p: Object.fromEntries(onDisk),
+      ...(bases.size === 0 ? {} : { b: Object.fromEntries(bases) }),
     } satisfies LogLine)}\n`;
     this.close();
     const temp = `${this.file}.tmp`;

@@ -4,6 +4,7 @@ import type { BlobNotice } from './blob-notices.ts';
 import type { BlobTransfer } from './blob-transfer.ts';
 import { BlobQueue, type Transfer } from './folder-blobs.ts';
 import { type ChunkKeeper, keeperOf } from './folder-chunk-keeper.ts';
+import { entriesChanged } from './folder-doc.ts';
 import { syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
 import { folderThere, writeMarker } from './folder-marker.ts';
@@ -20,8 +21,6 @@ const remoteOrigin = 'remote';
 const stateOrigin = 'state';
 /** How long changes from other devices collect before they are written (a burst is one batch). */
 const remoteSettleMs = 20;
-/** How often files held back by the receive limits are tried again. */
-const heldRetryMs = 5_000;
 
 export { folderMarker } from './folder-marker.ts';
 export type { FolderLog } from './folder-mirror.ts';
@@ -69,12 +68,12 @@ export class FolderSync {
   private readonly budget: ReceiveBudget;
   private unsaved: Uint8Array[] = [];
   private remote: Uint8Array[] = [];
+  /** Entries other devices changed in `remote`: their files' bases are kept before it applies. */
+  private readonly remoteTouched: Set<string>;
   /** Paths the watcher named since the last scan; `full` when it could not say. */
   private readonly noticed = new Set<string>();
   private fullScanDue = false;
   private remoteTimer: ReturnType<typeof setTimeout> | undefined;
-  private heldTimer: ReturnType<typeof setTimeout> | undefined;
-  private holding = false;
   private closed = false;
   private keeper: ChunkKeeper | undefined;
   /** How long the last full scan took. */
@@ -100,6 +99,7 @@ export class FolderSync {
         this.guarded(() => this.flushRemote());
       }, remoteSettleMs);
     });
+    this.remoteTouched = entriesChanged(this.shared, localOrigin);
     const opened = FolderState.open(options.stateFile, this.disk, stateOrigin);
     this.state = opened.state;
     this.storeProgress = opened.store;
@@ -115,13 +115,14 @@ export class FolderSync {
       opened.onDisk,
       options.log,
       now,
+      opened.bases,
     );
     if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
     if (options.transfer !== undefined) {
       this.mirror.blobs = this.blobQueue(options.transfer);
       this.keeper = keeperOf(options.dir, options.transfer, this.index, this.mirror, now);
     }
-    this.refreshRules();
+    this.mirror.refreshRules();
     for (const [path, record] of opened.onDisk) {
       this.mirror.retry.add(path);
       if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
@@ -129,7 +130,7 @@ export class FolderSync {
     const lost = finishPending(options.dir, options.device, opened.pending, now());
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
     if (opened.onDisk.size === 0) writeMarker(options.dir);
-    this.state.compact(this.disk, this.mirror.onDisk);
+    this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
   }
 
   /** Reads the whole folder and sends what changed since the last agreement; writes what is due. */
@@ -138,7 +139,7 @@ export class FolderSync {
     const started = performance.now();
     this.noticed.clear();
     this.fullScanDue = false;
-    this.refreshRules();
+    this.mirror.refreshRules();
     this.read(['']);
     this.lastFullScanMs = performance.now() - started;
     this.applyRemote();
@@ -154,7 +155,7 @@ export class FolderSync {
 
   /** Reads what the watcher named since the last scan (all of it when it could not say). */
   scanNoticed(): void {
-    if (this.fullScanDue || this.refreshRules()) {
+    if (this.fullScanDue || this.mirror.refreshRules()) {
       this.scan();
       return;
     }
@@ -169,7 +170,7 @@ export class FolderSync {
     clearTimeout(this.remoteTimer);
     this.remoteTimer = undefined;
     if (this.closed || !this.folderThere()) return;
-    if (this.refreshRules()) this.read(['']);
+    if (this.mirror.refreshRules()) this.read(['']);
     this.applyRemote();
     this.settle();
   }
@@ -184,7 +185,7 @@ export class FolderSync {
     const applied = this.remote.length === 0;
     this.halt();
     this.persist(applied && store !== undefined ? { store } : {});
-    this.state.compact(this.disk, this.mirror.onDisk);
+    this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
     this.state.close();
   }
 
@@ -195,7 +196,7 @@ export class FolderSync {
     this.mirror.blobs?.close();
     this.keeper?.close();
     clearTimeout(this.remoteTimer);
-    clearTimeout(this.heldTimer);
+    this.budget.close();
   }
 
   /** The live files, for the host's folder report. */
@@ -243,12 +244,8 @@ export class FolderSync {
         }),
       unchanged: (path, stamp) =>
         this.guarded(() => {
-          mirror.stamps.set(path, stamp);
-          const record = mirror.onDisk.get(path);
-          if (record === undefined || this.closed) return;
-          const changes = new Map([[path, { ...record, stamp }]]);
-          mirror.setRecords(changes);
-          this.persist({ disk: changes });
+          const changes = mirror.restamp(path, stamp, !this.closed);
+          if (changes.size > 0) this.persist({ disk: changes });
         }),
       ignores: (path) => mirror.ignores(path),
       maxFileBytes: () => mirror.maxFileBytes,
@@ -285,16 +282,19 @@ export class FolderSync {
     return folderThere(this.mirror, this.options.stateFile);
   }
 
-  private refreshRules(): boolean {
-    return this.mirror.refreshRules();
-  }
-
-  /** Changes from other devices, after the files the watcher named were read (edits there merge). */
+  /**
+   * Changes from other devices, after the files the watcher named were read. The text files they
+   * change keep their content as their base and are read again after: an edit saved here that
+   * the watcher has not named yet merges three ways instead of being written over.
+   */
   private applyRemote(): void {
     if (this.remote.length === 0) return;
     this.readNoticed();
     const updates = this.remote.splice(0);
+    const touched = this.mirror.keepBases(this.remoteTouched);
+    this.remoteTouched.clear();
     Y.applyUpdate(this.disk, Y.mergeUpdates(updates), remoteOrigin);
+    if (touched.length > 0) this.read(touched);
   }
 
   private readNoticed(): void {
@@ -320,26 +320,22 @@ export class FolderSync {
     store?: StoreProgress;
   }): void {
     const update = this.unsaved.length === 0 ? undefined : Y.mergeUpdates(this.unsaved.splice(0));
-    this.state.append({ ...record, update });
+    this.state.append({ ...record, update, bases: this.mirror.takeBaseChanges() });
   }
 
   /** Settles the clashes of the entries that changed, then writes what they need. */
-  private settle(): void {
+  private settle(rounds = 0): void {
     const touched = new Set<string>();
     for (let round = 0; round < 4; round += 1) {
       const changed = this.index.takeChanged();
       for (const id of changed) touched.add(id);
       const fixes = clashFixes(this.index, changed);
       if (fixes.length === 0) break;
-      this.disk.transact(() => applyClashFixes(this.index, fixes), localOrigin);
-      for (const fix of fixes) {
-        if (fix.kind === 'rename') {
-          this.mirror.say(
-            'out',
-            `conflict: ${fix.entry.path} from device ${fix.entry.device} kept as ${fix.to}`,
-          );
-        }
-      }
+      let lines: string[] = [];
+      this.disk.transact(() => {
+        lines = applyClashFixes(this.index, fixes);
+      }, localOrigin);
+      for (const line of lines) this.mirror.say('out', line);
     }
     for (const id of this.index.takeChanged()) touched.add(id);
     let paths = new Set(this.mirror.retry);
@@ -368,32 +364,29 @@ export class FolderSync {
       paths = new Set(this.mirror.retry);
       this.mirror.retry.clear();
     }
-    this.hold(held);
+    // New files over the receive limits wait; a line when that starts, a retry later.
+    this.budget.hold(
+      held,
+      (kind, line) => this.mirror.say(kind, line),
+      () => this.guarded(() => this.settle()),
+    );
     if (this.unsaved.length > 0) this.persist({});
-    if (this.state.wantsCompaction) this.state.compact(this.disk, this.mirror.onDisk);
+    if (this.state.wantsCompaction)
+      this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
     // Rules another device sent were just written: what they let through goes now, not at the
     // next scan (once: the rules do not change again without a new write).
-    if (rulesWritten && this.refreshRules()) {
+    if (rulesWritten && this.mirror.refreshRules()) {
       this.read(['']);
       this.settle();
     }
-  }
-
-  /** New files over the receive limits wait; a line when that starts, a retry later. */
-  private hold(count: number): void {
-    if (count === 0) {
-      if (this.holding) this.mirror.say('out', 'every held file is written');
-      this.holding = false;
-      return;
+    // Texts saved here while their writes were due: merged now, then written (after a few
+    // rounds of an editor saving again each time, at the next read).
+    const due = [...this.mirror.mergeDue];
+    this.mirror.mergeDue.clear();
+    if (due.length > 0 && rounds >= 3) for (const path of due) this.mirror.readAgain.add(path);
+    else if (due.length > 0) {
+      this.read(due);
+      this.settle(rounds + 1);
     }
-    if (!this.holding) {
-      this.mirror.say(
-        'problem',
-        `holding ${count} new file(s) from other devices: ${this.budget.describe()}; they follow as the limit allows`,
-      );
-    }
-    this.holding = true;
-    clearTimeout(this.heldTimer);
-    this.heldTimer = setTimeout(() => this.guarded(() => this.settle()), heldRetryMs);
   }
 }

@@ -3,6 +3,7 @@ import type { BlobVersion, FileEntry } from './folder-doc.ts';
 import {
   commitTemp,
   moveAside,
+  readText,
   removeEmptyFolder,
   removeFile,
   removeQuietly,
@@ -123,7 +124,10 @@ export function writeFolder(
   for (const op of plan) {
     const previous = onDisk.get(op.path) ?? null;
     const problem = op.op === 'write' ? commitWrite(mirror, op) : commitRemove(mirror, op);
-    if (problem !== undefined) {
+    if (problem === 'merge') {
+      mirror.retry.add(op.path);
+      corrections.set(op.path, previous);
+    } else if (problem !== undefined) {
       mirror.sayOnce(`commit ${op.path} ${problem}`, `not written ${op.path}: ${problem}`);
       mirror.retry.add(op.path);
       corrections.set(op.path, previous);
@@ -189,6 +193,16 @@ function blobTemp(
   return undefined;
 }
 
+/** Whether the file at `path` holds text that merges (not binary, not too large). */
+function isText(mirror: FolderMirror, path: string): boolean {
+  const read = readText(mirror.dir, path);
+  return read !== undefined && 'text' in read;
+}
+
+/**
+ * Puts a write's temporary file in place; a problem, or 'merge' when the file is a text edited
+ * here meanwhile (left as it is, to be read and merged first).
+ */
 function commitWrite(
   mirror: FolderMirror,
   op: Extract<PendingOp, { op: 'write' }>,
@@ -201,6 +215,13 @@ function commitWrite(
     return here.problem;
   }
   if (!unchangedHere(mirror, op.path) && here !== undefined) {
+    if (mirror.bases.has(op.path) && isText(mirror, op.path)) {
+      // A text file edited here since it was last read: not written over. It is read again,
+      // merged three ways with the document from its base, and then written.
+      removeQuietly(dir, op.temp);
+      mirror.mergeDue.add(op.path);
+      return 'merge';
+    }
     // Written here between the last read and now: that version is kept beside it.
     const aside = moveToConflictName(dir, op.path, mirror.now(), mirror.device);
     if (aside === undefined) {
@@ -216,6 +237,7 @@ function commitWrite(
   const stamp = commitTemp(dir, op.temp, op.path);
   if ('problem' in stamp) return stamp.problem;
   mirror.stamps.set(op.path, stamp);
+  mirror.setBase(op.path, null);
   mirror.say('out', `received ${op.path}`);
   return undefined;
 }

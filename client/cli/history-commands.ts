@@ -23,7 +23,7 @@ import {
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import { roomOf } from './project-room.ts';
-import { replaceText } from './text-diff.ts';
+import { editText } from './text-merge.ts';
 
 /** How long joining and the catch-up may take. */
 const timeoutMs = 30_000;
@@ -218,7 +218,7 @@ function putBack(doc: Y.Doc, path: string, content: Content, device: string): bo
   const time = Date.now();
   doc.transact(() => {
     if ('text' in content && current?.text !== undefined) {
-      replaceText(current.text, content.text);
+      editText(current.text, content.text);
       return;
     }
     const fresh = 'blob' in content ? newVersion(content.blob, device, time) : content.text;

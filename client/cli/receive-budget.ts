@@ -16,10 +16,15 @@ const windowMs = 60_000;
  * taken while the files and bytes of the last 60 s stay within the limits. A file larger than a
  * whole minute's bytes goes alone, when nothing else was taken in the last minute.
  */
+/** How often files held back by the limits are tried again. */
+const heldRetryMs = 5_000;
+
 export class ReceiveBudget {
   private readonly limits: ReceiveLimits;
   private readonly taken: { at: number; bytes: number }[] = [];
   private bytes = 0;
+  private holding = false;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     limits: ReceiveLimits | undefined,
@@ -44,5 +49,31 @@ export class ReceiveBudget {
   describe(): string {
     const { filesPerMinute, bytesPerMinute } = this.limits;
     return `more than ${filesPerMinute} files or ${Math.round(bytesPerMinute / 1_048_576)} MiB a minute`;
+  }
+
+  /**
+   * After a batch of writes, with the number of new files it held back: a line when holding
+   * starts and one when it ends; while it lasts, `retry` runs every 5 s.
+   */
+  hold(count: number, say: (kind: 'out' | 'problem', line: string) => void, retry: () => void) {
+    if (count === 0) {
+      if (this.holding) say('out', 'every held file is written');
+      this.holding = false;
+      return;
+    }
+    if (!this.holding) {
+      say(
+        'problem',
+        `holding ${count} new file(s) from other devices: ${this.describe()}; they follow as the limit allows`,
+      );
+    }
+    this.holding = true;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(retry, heldRetryMs);
+  }
+
+  /** Stops the retries. */
+  close(): void {
+    clearTimeout(this.retryTimer);
   }
 }

@@ -1,0 +1,324 @@
+import { diffArrays } from 'diff';
+import type * as Y from 'yjs';
+
+/**
+ * How a text changed on one device becomes edits that merge with the other devices' edits.
+ *
+ * A change is found line by line first (as `git merge-file` does), then inside each changed run
+ * of lines word by word: every separate changed region is its own edit, so a concurrent edit
+ * elsewhere in the text, even in the same line, is never deleted and inserted again around it.
+ * Lines added or removed whole are added or removed with their line ends; an edit inside a line
+ * never touches the line's end, so a merge cannot join two lines. Words, not characters: two
+ * devices that rewrite the same word at once keep both words (`t1` edited to `t9` and to `t12`
+ * gives `t9t12`), never a mix of their letters (`t92`).
+ *
+ * `merge3` is the same merge done on plain strings, for a device that holds both sides at once
+ * (a file changed on disk while other devices' edits arrived): where git merges cleanly, it
+ * gives git's result; where the two sides change neighbouring lines or one line in different
+ * places, every edit once in place; where both change the same words two ways, both texts side
+ * by side (this device's first). It is what the shared text gives when the two sides' edits
+ * meet as a CRDT, except that a change made identically on both sides is kept once here.
+ */
+
+/** One replacement in a text: `remove` code units at `at`, then `insert` there. */
+export interface TextEdit {
+  at: number;
+  remove: number;
+  insert: string;
+}
+
+/** A changed run: `[aStart, aEnd)` of the old units became `[bStart, bEnd)` of the new. */
+interface Hunk {
+  aStart: number;
+  aEnd: number;
+  bStart: number;
+  bEnd: number;
+}
+
+/** The lines of a text, each with its line end (`\n` or `\r\n`); the last may have none. */
+export function linesOf(text: string): string[] {
+  const lines: string[] = [];
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf('\n', start);
+    if (end === -1) break;
+    lines.push(text.slice(start, end + 1));
+    start = end + 1;
+  }
+  if (start < text.length) lines.push(text.slice(start));
+  return lines;
+}
+
+/**
+ * Words (letters, digits and marks), runs of spaces, line ends and single other characters: the
+ * units a change inside a line is found in. A surrogate pair is one unit.
+ */
+const tokenPattern = /\r\n|\n|[\p{L}\p{N}\p{M}_]+|[^\S\r\n]+|[\s\S]/gu;
+
+function tokensOf(text: string): string[] {
+  return text.match(tokenPattern) ?? [];
+}
+
+/** The changed runs between two lists, after their common start and end are set aside. */
+function hunksOf(a: string[], b: string[]): Hunk[] {
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head += 1;
+  let tail = 0;
+  while (
+    tail < a.length - head &&
+    tail < b.length - head &&
+    a[a.length - 1 - tail] === b[b.length - 1 - tail]
+  ) {
+    tail += 1;
+  }
+  const hunks: Hunk[] = [];
+  if (head === a.length - tail && head === b.length - tail) return hunks;
+  let i = head;
+  let j = head;
+  let open: Hunk | undefined;
+  const middle = diffArrays(a.slice(head, a.length - tail), b.slice(head, b.length - tail));
+  for (const part of middle) {
+    const count = part.value.length;
+    if (!part.added && !part.removed) {
+      if (open !== undefined) hunks.push(open);
+      open = undefined;
+      i += count;
+      j += count;
+      continue;
+    }
+    open ??= { aStart: i, aEnd: i, bStart: j, bEnd: j };
+    if (part.removed) {
+      i += count;
+      open.aEnd = i;
+    } else {
+      j += count;
+      open.bEnd = j;
+    }
+  }
+  if (open !== undefined) hunks.push(open);
+  return slideDown(hunks, a, b);
+}
+
+/**
+ * Moves each run that only adds or only removes units as far down as equal units allow, as git
+ * does (deleting one of two equal lines deletes the second): a merge then meets git's hunks,
+ * not others of the same text that touch a change git sees as apart.
+ */
+function slideDown(hunks: Hunk[], a: string[], b: string[]): Hunk[] {
+  for (let k = 0; k < hunks.length; k += 1) {
+    const hunk = hunks[k]!;
+    const limit = hunks[k + 1]?.aStart ?? a.length;
+    if (hunk.bStart === hunk.bEnd) {
+      while (hunk.aEnd < limit && a[hunk.aStart] === a[hunk.aEnd]) {
+        hunk.aStart += 1;
+        hunk.aEnd += 1;
+        hunk.bStart += 1;
+        hunk.bEnd += 1;
+      }
+    } else if (hunk.aStart === hunk.aEnd) {
+      while (hunk.aEnd < limit && b[hunk.bStart] === b[hunk.bEnd]) {
+        hunk.aStart += 1;
+        hunk.aEnd += 1;
+        hunk.bStart += 1;
+        hunk.bEnd += 1;
+      }
+    }
+  }
+  return hunks;
+}
+
+/** Offsets of each unit's start, and the total length at the end. */
+function offsetsOf(units: string[]): number[] {
+  const offsets = new Array<number>(units.length + 1);
+  let at = 0;
+  for (let k = 0; k < units.length; k += 1) {
+    offsets[k] = at;
+    at += units[k]!.length;
+  }
+  offsets[units.length] = at;
+  return offsets;
+}
+
+/**
+ * The edits that turn `from` into `to`, in order of position in `from`, none overlapping: each
+ * changed run of whole lines added or removed as lines, each other changed run of lines
+ * refined to the words that changed.
+ */
+export function textEdits(from: string, to: string): TextEdit[] {
+  if (from === to) return [];
+  const a = linesOf(from);
+  const b = linesOf(to);
+  const aAt = offsetsOf(a);
+  const bAt = offsetsOf(b);
+  const edits: TextEdit[] = [];
+  for (const hunk of hunksOf(a, b)) {
+    const at = aAt[hunk.aStart]!;
+    const removed = from.slice(at, aAt[hunk.aEnd]);
+    const inserted = to.slice(bAt[hunk.bStart], bAt[hunk.bEnd]);
+    if (removed === '' || inserted === '') {
+      edits.push({ at, remove: removed.length, insert: inserted });
+      continue;
+    }
+    const x = tokensOf(removed);
+    const y = tokensOf(inserted);
+    const xAt = offsetsOf(x);
+    const yAt = offsetsOf(y);
+    for (const word of hunksOf(x, y)) {
+      edits.push({
+        at: at + xAt[word.aStart]!,
+        remove: xAt[word.aEnd]! - xAt[word.aStart]!,
+        insert: inserted.slice(yAt[word.bStart], yAt[word.bEnd]),
+      });
+    }
+  }
+  return edits;
+}
+
+/** `text` with `edits` (in order, not overlapping) made. */
+export function applyEdits(text: string, edits: TextEdit[]): string {
+  const parts: string[] = [];
+  let at = 0;
+  for (const edit of edits) {
+    parts.push(text.slice(at, edit.at), edit.insert);
+    at = edit.at + edit.remove;
+  }
+  parts.push(text.slice(at));
+  return parts.join('');
+}
+
+/**
+ * Edits the shared `text` into `content` with the edits `textEdits` finds (inside the caller's
+ * transaction, if any): the last first, so that each edit's position still holds.
+ */
+export function editText(text: Y.Text, content: string): void {
+  const current = text.toString();
+  if (current.length !== text.length) {
+    // Embeds (which no device of ours makes) count in the indices and not in the string: the
+    // positions would be off, so the whole text is replaced.
+    text.delete(0, text.length);
+    text.insert(0, content);
+    return;
+  }
+  const edits = textEdits(current, content);
+  const apply = () => {
+    for (let k = edits.length - 1; k >= 0; k -= 1) {
+      const edit = edits[k]!;
+      // Inserted after what it replaces, then that removed: a replaced first word of a line
+      // stays in its line when another device adds a line before it at the same moment.
+      if (edit.insert !== '') text.insert(edit.at + edit.remove, edit.insert);
+      if (edit.remove > 0) text.delete(edit.at, edit.remove);
+    }
+  };
+  if (text.doc === null) apply();
+  else text.doc.transact(apply);
+}
+
+/** Each side's changed runs over one base, both in base order. */
+interface Sides<T> {
+  base: T[];
+  ours: T[];
+  theirs: T[];
+  oursHunks: Hunk[];
+  theirsHunks: Hunk[];
+}
+
+/**
+ * Walks the base with both sides' changes: calls `keep` for a base run neither changed, `take`
+ * for a run changed by one side alone (or by both the same way) and `clash` for a run both
+ * changed differently (overlapping, or touching as git counts it: a change that ends where the
+ * other starts), each with the units of base, ours and theirs it spans.
+ */
+function walk<T>(
+  sides: Sides<T>,
+  same: (x: T[], y: T[]) => boolean,
+  out: { keep(units: T[]): void; take(units: T[]): void; clash(b: T[], o: T[], t: T[]): void },
+): void {
+  const { base, ours, theirs, oursHunks, theirsHunks } = sides;
+  let i = 0; // next ours hunk
+  let j = 0; // next theirs hunk
+  let at = 0; // base position written up to
+  let oShift = 0; // ours position minus base position, after the hunks passed
+  let tShift = 0;
+  while (i < oursHunks.length || j < theirsHunks.length) {
+    const o = oursHunks[i];
+    const t = theirsHunks[j];
+    const start = Math.min(o?.aStart ?? Infinity, t?.aStart ?? Infinity);
+    out.keep(base.slice(at, start));
+    // Grow the run while a hunk of either side starts inside it or where it ends.
+    let end = start;
+    const oFrom = i;
+    const tFrom = j;
+    for (;;) {
+      const no = oursHunks[i];
+      const nt = theirsHunks[j];
+      if (no !== undefined && no.aStart <= end) {
+        end = Math.max(end, no.aEnd);
+        i += 1;
+      } else if (nt !== undefined && nt.aStart <= end) {
+        end = Math.max(end, nt.aEnd);
+        j += 1;
+      } else break;
+    }
+    const oStart = start + oShift;
+    const tStart = start + tShift;
+    for (let k = oFrom; k < i; k += 1) {
+      const h = oursHunks[k]!;
+      oShift += h.bEnd - h.bStart - (h.aEnd - h.aStart);
+    }
+    for (let k = tFrom; k < j; k += 1) {
+      const h = theirsHunks[k]!;
+      tShift += h.bEnd - h.bStart - (h.aEnd - h.aStart);
+    }
+    const oUnits = ours.slice(oStart, end + oShift);
+    const tUnits = theirs.slice(tStart, end + tShift);
+    if (j === tFrom) out.take(oUnits);
+    else if (i === oFrom) out.take(tUnits);
+    else if (same(oUnits, tUnits)) out.take(oUnits);
+    else out.clash(base.slice(start, end), oUnits, tUnits);
+    at = end;
+  }
+  out.keep(base.slice(at));
+}
+
+function sameUnits(x: string[], y: string[]): boolean {
+  return x.length === y.length && x.every((unit, k) => unit === y[k]);
+}
+
+function sidesOf(base: string[], ours: string[], theirs: string[]): Sides<string> {
+  return {
+    base,
+    ours,
+    theirs,
+    oursHunks: hunksOf(base, ours),
+    theirsHunks: hunksOf(base, theirs),
+  };
+}
+
+/**
+ * The three-way merge of `ours` and `theirs`, both made from `base`: line by line as git
+ * merges, and where both changed the same lines, word by word inside them.
+ */
+export function merge3(base: string, ours: string, theirs: string): string {
+  if (ours === theirs || theirs === base) return ours;
+  if (ours === base) return theirs;
+  const out: string[] = [];
+  const push = (units: string[]) => {
+    for (const unit of units) out.push(unit);
+  };
+  walk(sidesOf(linesOf(base), linesOf(ours), linesOf(theirs)), sameUnits, {
+    keep: push,
+    take: push,
+    clash: (b, o, t) => {
+      walk(sidesOf(tokensOf(b.join('')), tokensOf(o.join('')), tokensOf(t.join(''))), sameUnits, {
+        keep: push,
+        take: push,
+        // The same words changed two ways: both kept, side by side.
+        clash: (_b, ow, tw) => {
+          push(ow);
+          push(tw);
+        },
+      });
+    },
+  });
+  return out.join('');
+}
