@@ -25,7 +25,8 @@ import { FolderDevice, textFiles } from './folder-devices.ts';
  * between; each device fetches the others' binary files ahead while they go up, as `sync` does.
  * After every run, once all are back and quiet: every folder holds the same files, and
  * every line a device wrote is in one of them unless a device removed it from a file it had on
- * disk (an overwrite, an edit, a delete, a rename over it). Each written line is a unique token.
+ * disk (an overwrite, an edit, a delete, a rename over it), and no line is twice in one file
+ * (a merge never doubles a line). Each written line is a unique token.
  */
 
 /** The names the steps use: a file and a folder of one name, a name that is Object's prototype. */
@@ -319,6 +320,12 @@ describe('folder sync: model-based run over the real host', () => {
         return `files: ${JSON.stringify(files)}\nsteps:\n  ${ledger.trace.join('\n  ')}\n${lines.join('\n')}`;
       };
       expect(lost, lost.length === 0 ? '' : detail()).toEqual([]);
+      // No line doubled by a merge: each token (a line of its own) is once in its file.
+      const doubled = Object.entries(files).flatMap(([path, text]) => {
+        const tokens = (text.match(/t\d+/g) ?? []).sort();
+        return tokens.filter((t, i) => tokens[i - 1] === t).map((t) => `${t} in ${path}`);
+      });
+      expect(doubled, doubled.length === 0 ? '' : detail()).toEqual([]);
     } finally {
       for (const each of devices) await each.stop();
     }

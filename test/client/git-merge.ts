@@ -29,6 +29,17 @@ export function gitMerge(
   }
 }
 
+/** Git's merge of every version over `base`, one after the other; clean only if every step was. */
+export function gitMergeAll(base: string, versions: string[]): { clean: boolean; text: string } {
+  let merged = { clean: true, text: versions[0]! };
+  for (const version of versions.slice(1)) {
+    const step = gitMerge(base, merged.text, version);
+    merged = { clean: merged.clean && step.clean, text: step.text };
+    if (!merged.clean) break;
+  }
+  return merged;
+}
+
 /** The lines of a text with their line ends, as the merge counts them. */
 export function linesWithEnds(text: string): string[] {
   return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { applyEdits, editText, merge3, textEdits } from '../../client/cli/text-merge.ts';
-import { gitMerge, linesWithEnds } from './git-merge.ts';
+import { gitMergeAll, linesWithEnds } from './git-merge.ts';
+import { scenario } from './note-edits.ts';
 
 /**
  * The text merge against `git merge-file`: random notes (words, unicode, blank and repeated
@@ -12,118 +13,6 @@ import { gitMerge, linesWithEnds } from './git-merge.ts';
  * reports a conflict (neighbouring lines, one line changed in two places), every edit is kept
  * once, and no line that no device changed is lost, doubled or joined to another.
  */
-
-const words = ['note', 'todo', 'naïve', 'Straße', '日本語', '😀', 'x', '-', '#', '[link](a.md)'];
-
-interface Note {
-  lines: string[];
-  eol: '\n' | '\r\n';
-  finalEol: boolean;
-}
-
-const note: fc.Arbitrary<Note> = fc
-  .record({
-    lines: fc.array(
-      fc.oneof(
-        {
-          weight: 8,
-          arbitrary: fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 6 }),
-        },
-        { weight: 1, arbitrary: fc.constant([] as string[]) },
-        { weight: 1, arbitrary: fc.constant(['---']) },
-      ),
-      { minLength: 1, maxLength: 24 },
-    ),
-    eol: fc.constantFrom('\n' as const, '\r\n' as const),
-    finalEol: fc.boolean(),
-  })
-  .map(({ lines, eol, finalEol }) => ({
-    // Line numbers make most lines unique, as in a real note; blank lines and rules repeat.
-    lines: lines.map((line, i) =>
-      line.length === 0 || line[0] === '---' ? line.join(' ') : `${i} ${line.join(' ')}`,
-    ),
-    eol,
-    finalEol,
-  }));
-
-function textOf(lines: string[], eol: string, finalEol: boolean): string {
-  if (lines.length === 0) return '';
-  return lines.join(eol) + (finalEol ? eol : '');
-}
-
-/** An edit of one line by one device; `word` is unique to the device and the edit. */
-type LineEdit = {
-  kind: 'append' | 'middle' | 'replace-first' | 'add-line' | 'delete-line';
-  word: string;
-};
-
-const editKind = fc.constantFrom(
-  'append' as const,
-  'middle' as const,
-  'replace-first' as const,
-  'add-line' as const,
-  'delete-line' as const,
-);
-
-/** A device's version: each of its lines edited as `edits` says. */
-function edited(base: Note, edits: Map<number, LineEdit>): string {
-  const out: string[] = [];
-  base.lines.forEach((line, i) => {
-    const edit = edits.get(i);
-    if (edit === undefined) {
-      out.push(line);
-      return;
-    }
-    const parts = line.split(' ');
-    switch (edit.kind) {
-      case 'append':
-        out.push(`${line} ${edit.word}`);
-        break;
-      case 'middle':
-        parts.splice(Math.max(1, Math.floor(parts.length / 2)), 0, edit.word);
-        out.push(parts.join(' '));
-        break;
-      case 'replace-first':
-        parts[0] = edit.word;
-        out.push(parts.join(' '));
-        break;
-      case 'add-line':
-        out.push(line, `${edit.word} new line`);
-        break;
-      case 'delete-line':
-        break;
-    }
-  });
-  return textOf(out, base.eol, base.finalEol);
-}
-
-/** A note and two or three devices' versions, each device editing lines no other edits. */
-const scenario = fc
-  .record({
-    base: note,
-    devices: fc.integer({ min: 2, max: 3 }),
-    plan: fc.array(fc.record({ owner: fc.nat(5), kind: editKind }), { maxLength: 24 }),
-  })
-  .map(({ base, devices, plan }) => {
-    const edits = Array.from({ length: devices }, () => new Map<number, LineEdit>());
-    base.lines.forEach((line, i) => {
-      const step = plan[i];
-      // Devices edit numbered lines; blank lines and rules, which repeat, are context only.
-      if (step === undefined || step.owner >= devices || !/^\d/.test(line)) return;
-      edits[step.owner]!.set(i, { kind: step.kind, word: `D${step.owner}E${i}` });
-    });
-    return {
-      base: textOf(base.lines, base.eol, base.finalEol),
-      versions: edits.map((each) => edited(base, each)),
-      // The lines that stay as they are: edited by no device, or only followed by a new line.
-      untouched: base.lines.filter((_, i) =>
-        edits.every((each) => each.get(i) === undefined || each.get(i)?.kind === 'add-line'),
-      ),
-      words: edits.flatMap((each) =>
-        [...each.values()].filter((e) => e.kind !== 'delete-line').map((e) => e.word),
-      ),
-    };
-  });
 
 /** Each device's version sent as `sync` sends it, all merged in the shared text. */
 function mergedAsCrdt(base: string, versions: string[]): string {
@@ -141,17 +30,6 @@ function mergedAsCrdt(base: string, versions: string[]): string {
   const texts = docs.map((doc) => doc.getText('t').toString());
   for (const text of texts) expect(text).toBe(texts[0]);
   return texts[0]!;
-}
-
-/** Git's merge of every version over `base`, one after the other; clean only if every step was. */
-function gitMergeAll(base: string, versions: string[]): { clean: boolean; text: string } {
-  let merged = { clean: true, text: versions[0]! };
-  for (const version of versions.slice(1)) {
-    const step = gitMerge(base, merged.text, version);
-    merged = { clean: merged.clean && step.clean, text: step.text };
-    if (!merged.clean) break;
-  }
-  return merged;
 }
 
 function mergeAll(base: string, versions: string[]): string {
