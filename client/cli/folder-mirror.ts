@@ -4,6 +4,7 @@ import { readText, type Stamp } from './folder-fs.ts';
 import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
 import type { EntryIndex } from './folder-index.ts';
 import type { DiskRecord } from './folder-state.ts';
+import { editText } from './text-merge.ts';
 
 /** Lines about bad entries from other devices, at most (a device could send millions). */
 const maxBadEntryLines = 50;
@@ -41,6 +42,8 @@ export class FolderMirror {
   blobs: BlobQueue | undefined;
   /** Files larger than this are not synced (skipped with a line). */
   maxFileBytes = 1_073_741_824;
+  /** How a text changed here becomes edits of its entry (the benchmark swaps in another). */
+  editText: (text: Y.Text, content: string) => void = editText;
   /** How many lines about bad entries were printed. */
   reportedBadEntries = 0;
   private readonly pathsOfId = new Map<string, Set<string>>();

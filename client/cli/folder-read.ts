@@ -10,7 +10,7 @@ import {
 import type { FolderMirror } from './folder-mirror.ts';
 import { conflictName } from './folder-names.ts';
 import type { DiskRecord } from './folder-state.ts';
-import { editText, merge3 } from './text-merge.ts';
+import { merge3 } from './text-merge.ts';
 
 /**
  * Reads the folder (or the parts of it in `scopes`) and turns what changed on disk since the
@@ -173,7 +173,7 @@ function editHere(
 ): void {
   const entry = entryAt(mirror, path, record);
   if (entry?.text !== undefined) {
-    editText(entry.text, text);
+    mirror.editText(entry.text, text);
     mirror.setBase(path, null);
     changes.set(path, { id: entry.id, digest });
     mirror.say('out', `sent ${path}`);
@@ -182,7 +182,7 @@ function editHere(
   const moved = movedTextAt(mirror, path, record);
   if (moved?.text !== undefined) {
     const merged = merge3(mirror.bases.get(path)!, text, moved.text.toString());
-    editText(moved.text, merged);
+    mirror.editText(moved.text, merged);
     // The file holds `text` until the merged text is written over it.
     mirror.setBase(path, merged === text ? null : text);
     changes.set(path, { id: moved.id, digest });

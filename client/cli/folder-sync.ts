@@ -42,6 +42,8 @@ export interface FolderSyncOptions {
   transfer?: () => BlobTransfer | undefined;
   /** Files larger than this are not synced (1 GiB by default). */
   maxFileBytes?: number;
+  /** How a text changed here becomes edits (region by region; the benchmark's reference swaps it). */
+  editText?: (text: Y.Text, content: string) => void;
   /** How long a prefetch no notice touched is kept (5 minutes; folder-prefetch.ts). */
   prefetchIdleMs?: number;
 }
@@ -118,6 +120,7 @@ export class FolderSync {
       opened.bases,
     );
     if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
+    if (options.editText !== undefined) this.mirror.editText = options.editText;
     if (options.transfer !== undefined) {
       this.mirror.blobs = this.blobQueue(options.transfer);
       this.keeper = keeperOf(options.dir, options.transfer, this.index, this.mirror, now);

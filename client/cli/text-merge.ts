@@ -59,8 +59,17 @@ function tokensOf(text: string): string[] {
   return text.match(tokenPattern) ?? [];
 }
 
+/**
+ * A diff of two lists as runs kept, removed and added, in order (jsdiff's `diffArrays` by
+ * default: the benchmark compares others through this).
+ */
+export type ListDiff = (
+  a: string[],
+  b: string[],
+) => { added?: boolean; removed?: boolean; value: string[] }[];
+
 /** The changed runs between two lists, after their common start and end are set aside. */
-function hunksOf(a: string[], b: string[]): Hunk[] {
+function hunksOf(a: string[], b: string[], listDiff: ListDiff = diffArrays): Hunk[] {
   let head = 0;
   while (head < a.length && head < b.length && a[head] === b[head]) head += 1;
   let tail = 0;
@@ -76,7 +85,7 @@ function hunksOf(a: string[], b: string[]): Hunk[] {
   let i = head;
   let j = head;
   let open: Hunk | undefined;
-  const middle = diffArrays(a.slice(head, a.length - tail), b.slice(head, b.length - tail));
+  const middle = listDiff(a.slice(head, a.length - tail), b.slice(head, b.length - tail));
   for (const part of middle) {
     const count = part.value.length;
     if (!part.added && !part.removed) {
@@ -144,14 +153,14 @@ function offsetsOf(units: string[]): number[] {
  * changed run of whole lines added or removed as lines, each other changed run of lines
  * refined to the words that changed.
  */
-export function textEdits(from: string, to: string): TextEdit[] {
+export function textEdits(from: string, to: string, listDiff?: ListDiff): TextEdit[] {
   if (from === to) return [];
   const a = linesOf(from);
   const b = linesOf(to);
   const aAt = offsetsOf(a);
   const bAt = offsetsOf(b);
   const edits: TextEdit[] = [];
-  for (const hunk of hunksOf(a, b)) {
+  for (const hunk of hunksOf(a, b, listDiff)) {
     const at = aAt[hunk.aStart]!;
     const removed = from.slice(at, aAt[hunk.aEnd]);
     const inserted = to.slice(bAt[hunk.bStart], bAt[hunk.bEnd]);
@@ -163,7 +172,7 @@ export function textEdits(from: string, to: string): TextEdit[] {
     const y = tokensOf(inserted);
     const xAt = offsetsOf(x);
     const yAt = offsetsOf(y);
-    for (const word of hunksOf(x, y)) {
+    for (const word of hunksOf(x, y, listDiff)) {
       edits.push({
         at: at + xAt[word.aStart]!,
         remove: xAt[word.aEnd]! - xAt[word.aStart]!,
@@ -190,7 +199,7 @@ export function applyEdits(text: string, edits: TextEdit[]): string {
  * Edits the shared `text` into `content` with the edits `textEdits` finds (inside the caller's
  * transaction, if any): the last first, so that each edit's position still holds.
  */
-export function editText(text: Y.Text, content: string): void {
+export function editText(text: Y.Text, content: string, listDiff?: ListDiff): void {
   const current = text.toString();
   if (current.length !== text.length) {
     // Embeds (which no device of ours makes) count in the indices and not in the string: the
@@ -199,7 +208,7 @@ export function editText(text: Y.Text, content: string): void {
     text.insert(0, content);
     return;
   }
-  const edits = textEdits(current, content);
+  const edits = textEdits(current, content, listDiff);
   const apply = () => {
     for (let k = edits.length - 1; k >= 0; k -= 1) {
       const edit = edits[k]!;
