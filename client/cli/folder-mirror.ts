@@ -145,6 +145,18 @@ export class FolderMirror {
     return changes;
   }
 
+  /**
+   * Texts edited here while a batch was being written (a process killed in between): their
+   * records go back to the digests of their bases (`digests` by path), so that the next read
+   * merges them three ways.
+   */
+  backToBase(digests: Map<string, string>): void {
+    for (const [path, digest] of digests) {
+      const record = this.onDisk.get(path);
+      if (record !== undefined) this.setRecords(new Map([[path, { ...record, digest }]]));
+    }
+  }
+
   /** The paths where the entry `id` is on disk. */
   diskPathsOf(id: string): Iterable<string> {
     return this.pathsOfId.get(id) ?? [];

@@ -130,8 +130,10 @@ export class FolderSync {
       this.mirror.retry.add(path);
       if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
     }
-    const lost = finishPending(options.dir, options.device, opened.pending, now());
+    const { dir, device } = options;
+    const { lost, merge } = finishPending(dir, device, opened.pending, now(), opened.bases);
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
+    this.mirror.backToBase(merge);
     if (opened.onDisk.size === 0) writeMarker(options.dir);
     this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
   }

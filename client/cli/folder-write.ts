@@ -1,5 +1,5 @@
 import { fileDigestSync } from './folder-blobs.ts';
-import type { BlobVersion, FileEntry } from './folder-doc.ts';
+import { type BlobVersion, digestOf, type FileEntry } from './folder-doc.ts';
 import {
   commitTemp,
   moveAside,
@@ -261,16 +261,20 @@ function commitRemove(
 
 /**
  * The batch a killed process recorded and did not finish: a file still as it was gets the new
- * version; one changed meanwhile is moved to a conflict copy first (read as a new file next).
- * Resolves with the paths whose records no longer hold (their rename failed).
+ * version; a text changed meanwhile whose base was kept stays as it is, to be read and merged
+ * (`merge`: its path and the digest of its base); any other file changed meanwhile is moved to
+ * a conflict copy first (read as a new file next). `lost`: the paths whose records no longer
+ * hold (their rename failed).
  */
 export function finishPending(
   dir: string,
   device: string,
   pending: PendingOp[],
   now: number,
-): string[] {
+  bases: Map<string, string>,
+): { lost: string[]; merge: Map<string, string> } {
   const lost: string[] = [];
+  const merge = new Map<string, string>();
   for (const op of pending) {
     const here = statFile(dir, op.path);
     const current = fileDigestSync(dir, op.path) ?? null;
@@ -279,12 +283,22 @@ export function finishPending(
       continue;
     }
     if (statFile(dir, op.temp) === undefined) continue; // put in place before the kill
-    if (current !== op.before && current !== op.after) {
-      if (here !== undefined) moveToConflictName(dir, op.path, now, device);
+    if (current !== op.before && current !== op.after && here !== undefined) {
+      const base = bases.get(op.path);
+      if (
+        base !== undefined &&
+        digestOf(base) === op.before &&
+        'text' in (readText(dir, op.path) ?? {})
+      ) {
+        removeQuietly(dir, op.temp);
+        merge.set(op.path, op.before);
+        continue;
+      }
+      moveToConflictName(dir, op.path, now, device);
     }
     if ('problem' in commitTemp(dir, op.temp, op.path)) lost.push(op.path);
   }
-  return lost;
+  return { lost, merge };
 }
 
 /**

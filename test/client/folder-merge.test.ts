@@ -187,6 +187,25 @@ describe('folder sync: notes merge as git merges them', () => {
     }
   }, 60_000);
 
+  it('merges a text saved here while sync was killed in the middle of writing an edit from another device', async () => {
+    const base = note(ten);
+    const [a, b] = await inStep('note.md', base);
+    try {
+      a!.crashAtNextBatch();
+      const there = note(ten, { 2: 'THERE' });
+      writeFileSync(join(b!.dir, 'note.md'), there);
+      b!.notice('note.md');
+      await eventually(() => !a!.running, 'A killed after recording the batch');
+      const here = note(ten, { 8: 'HERE' });
+      writeFileSync(join(a!.dir, 'note.md'), here);
+      await a!.start();
+      await expectGitsMerge([a!, b!], 'note.md', base, here, there);
+    } finally {
+      await a!.stop();
+      await b!.stop();
+    }
+  }, 60_000);
+
   it('an editor saving every few hundred ms on both devices ends as one save each would', async () => {
     const lines = paragraphs(40);
     const base = note(lines);
