@@ -1,6 +1,6 @@
 import * as Y from 'yjs';
 import type { BlobQueue } from './folder-blobs.ts';
-import { readText, type Stamp } from './folder-fs.ts';
+import { readText, type Stamp, sameStamp, statFile } from './folder-fs.ts';
 import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
 import type { EntryIndex } from './folder-index.ts';
 import type { DiskRecord } from './folder-state.ts';
@@ -74,7 +74,8 @@ export class FolderMirror {
 
   /**
    * Keeps the base of each text file in step whose entry is in `ids` (entries other devices
-   * changed, before their changes apply here); resolves with the paths of those files.
+   * changed, before their changes apply here); resolves with the paths of those files that
+   * changed on disk since they were last read (to be read, and merged, before they are written).
    */
   keepBases(ids: Iterable<string>): string[] {
     const paths: string[] = [];
@@ -83,9 +84,12 @@ export class FolderMirror {
         const record = this.onDisk.get(path);
         const entry = this.index.get(id);
         if (record?.id !== id || typeof entry !== 'object' || entry.text === undefined) continue;
-        paths.push(path);
         if (!this.bases.has(path) && this.index.digest(id) === record.digest) {
           this.setBase(path, entry.text.toString());
+        }
+        const stamp = statFile(this.dir, path);
+        if (stamp === undefined || 'problem' in stamp || !sameStamp(stamp, this.stamps.get(path))) {
+          paths.push(path);
         }
       }
     }
