@@ -91,6 +91,12 @@ const ways: Record<string, (text: Y.Text, content: string) => void> = {
   'single replacement (before)': replaceText,
 };
 
+function record(times: Record<string, number[]>, name: string, value: number): void {
+  const list = times[name];
+  if (list === undefined) times[name] = [value];
+  else list.push(value);
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -131,7 +137,7 @@ function cpuPerSave(base: string, version: string): Record<string, number> {
       doc.transact(() => way(doc.getText('t'), version));
       const used = process.cpuUsage(started);
       if (doc.getText('t').toString() !== version) throw new Error(`${name} gave another text`);
-      if (round >= 0) (times[name] ??= []).push((used.user + used.system) / 1000);
+      if (round >= 0) record(times, name, (used.user + used.system) / 1000);
     }
   }
   return Object.fromEntries(Object.entries(times).map(([name, t]) => [name, median(t)]));
@@ -200,7 +206,7 @@ async function saveToOther(base: string, versions: Record<string, string>) {
             writeFileSync(join(pair[0]!.dir, 'note.md'), version);
             pair[0]!.notice('note.md');
             await holds(pair[1]!, version);
-            (times[`${name}, ${how}`] ??= []).push(performance.now() - started);
+            record(times, `${name}, ${how}`, performance.now() - started);
             // Back to the base for the next version.
             writeFileSync(join(pair[0]!.dir, 'note.md'), base);
             pair[0]!.notice('note.md');

@@ -80,7 +80,7 @@ async function inStep(path: string, content: string): Promise<FolderDevice[]> {
 
 /** Both devices save their version of `path` at once: neither has seen the other's. */
 function saveAtOnce(pair: FolderDevice[], path: string, versions: string[]): void {
-  pair.forEach((each, i) => writeFileSync(join(each.dir, path), versions[i]!));
+  for (const [i, each] of pair.entries()) writeFileSync(join(each.dir, path), versions[i]!);
   for (const each of pair) each.notice(path);
 }
 
