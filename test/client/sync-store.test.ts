@@ -21,6 +21,7 @@ import {
 import { freePort } from '../helpers/ports.ts';
 import { eventually } from '../helpers/wait.ts';
 import { textFiles } from './folder-devices.ts';
+import { gitMerge } from './git-merge.ts';
 import { signIn } from './host.ts';
 import { exposes, storeFilesText } from './plaintext.ts';
 
@@ -272,6 +273,41 @@ describe('sync-host sync through the host alone (devices never online together)'
       'the restored files on the laptop',
       10_000,
     );
+    await stop(third);
+  }, 90_000);
+
+  it('restores an earlier version region by region: an edit made meanwhile on another device stays', async () => {
+    projects += 1;
+    const key = `nas-${projects}`;
+    await registerProject(host.authUrl, tokens.laptop, key);
+    const laptop = tempDir();
+    const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`);
+    const version = (edits: Record<number, string>) =>
+      `${lines.map((line, i) => (edits[i + 1] === undefined ? line : `${line} ${edits[i + 1]}`)).join('\n')}\n`;
+    const first = version({});
+    writeFileSync(join(laptop, 'plan.md'), first);
+    await stop(await sync('laptop', key, laptop, []));
+    const between = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = version({ 2: 'changed', 9: 'changed' });
+    writeFileSync(join(laptop, 'plan.md'), second);
+    await stop(await sync('laptop', key, laptop, []));
+    // Edited on the laptop while its sync is stopped; the desktop brings the first version back.
+    const offline = version({ 2: 'changed', 5: 'offline', 9: 'changed' });
+    writeFileSync(join(laptop, 'plan.md'), offline);
+    const back = await runner.cli(['restore', key, 'plan.md', '--at', between], config.desktop);
+    expect(back.code, back.stderr).toBe(0);
+
+    await bufferExpired();
+    const third = await sync('laptop', key, laptop, []);
+    const merged = gitMerge(second, offline, first);
+    expect(merged.clean).toBe(true);
+    await eventually(
+      () => textFiles(laptop)?.['plan.md'] === merged.text,
+      'the restored version with the offline edit on the laptop',
+      10_000,
+    );
+    expect(Object.keys(textFiles(laptop) ?? {})).toEqual(['plan.md']);
     await stop(third);
   }, 90_000);
 });
