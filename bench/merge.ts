@@ -6,6 +6,8 @@
  *    Yjs edits both), in this process: the line diff of jsdiff (what `sync` uses), of
  *    diff-match-patch and of fast-diff (each over lines mapped to characters) in the same
  *    region-by-region pipeline, against the single replacement `sync` sent before.
+ *    And the three-way merge in text of a save read after 100 changes of another device reached
+ *    the document (100 changes of its own elsewhere), with its edits of the shared text.
  * 2. Merge quality on notes: random notes edited by two or three devices in lines of their own
  *    (the tests' generator), merged in the shared text with each line diff: how many of
  *    `git merge-file`'s clean merges each gives byte for byte.
@@ -22,7 +24,7 @@ import DiffMatchPatch from 'diff-match-patch';
 import fc from 'fast-check';
 import fastDiff from 'fast-diff';
 import * as Y from 'yjs';
-import { editText, type ListDiff } from '../client/cli/text-merge.ts';
+import { editsInto, editText, type ListDiff, mergeEdits } from '../client/cli/text-merge.ts';
 import { FolderDevice } from '../test/client/folder-devices.ts';
 import { gitMergeAll } from '../test/client/git-merge.ts';
 import { scenario } from '../test/client/note-edits.ts';
@@ -118,11 +120,14 @@ function bigNote(): string[] {
   return lines;
 }
 
-/** The note with `count` lines changed, spread evenly. */
-function changed(lines: string[], count: number, mark: string): string {
+/** The note with `count` lines changed, spread evenly (`shift` lines down from the first). */
+function changed(lines: string[], count: number, mark: string, shift = 0): string {
   const step = Math.floor(lines.length / (count + 1));
   return lines
-    .map((line, i) => (i > 0 && i % step === 0 && i / step <= count ? `${line} ${mark}` : line))
+    .map((line, i) => {
+      const k = i - shift;
+      return k > 0 && k % step === 0 && k / step <= count ? `${line} ${mark}` : line;
+    })
     .join('\n');
 }
 
@@ -141,6 +146,27 @@ function cpuPerSave(base: string, version: string): Record<string, number> {
     }
   }
   return Object.fromEntries(Object.entries(times).map(([name, t]) => [name, median(t)]));
+}
+
+/**
+ * A file saved here from the base while 100 changes of another device reached the document
+ * (100 of its own elsewhere): the three-way merge and the edits of the document, as `sync` makes
+ * them when the save is read after the other device's changes.
+ */
+function threeWay(base: string, lines: string[]): number {
+  const ours = changed(lines, 100, 'HERE');
+  const theirs = changed(lines, 100, 'THERE', 100);
+  const times: number[] = [];
+  for (let round = -2; round < rounds; round += 1) {
+    const doc = new Y.Doc();
+    doc.getText('t').insert(0, theirs);
+    const started = process.cpuUsage();
+    const current = doc.getText('t').toString();
+    doc.transact(() => editsInto(doc.getText('t'), mergeEdits(base, ours, current)));
+    const used = process.cpuUsage(started);
+    if (round >= 0) times.push((used.user + used.system) / 1000);
+  }
+  return median(times);
 }
 
 /** How many of git's clean merges each way gives exactly, merging in the shared text. */
@@ -256,6 +282,12 @@ for (const [name, version] of Object.entries(versions)) {
     );
   }
 }
+console.log(
+  '\nCPU of a three-way merge in text, 100 lines changed on each side, then its edits (ms):',
+);
+console.log(
+  `  mergeEdits + the edits of the Y.Text ${threeWay(base, lines).toFixed(2).padStart(8)}`,
+);
 console.log(`\ngit merge-file's clean merges given exactly (${scenarios} random notes):`);
 for (const [way, score] of Object.entries(quality())) console.log(`  ${way.padEnd(30)} ${score}`);
 console.log('\nfrom a save on A to B holding the file, through the host (ms):');

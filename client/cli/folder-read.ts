@@ -10,7 +10,7 @@ import {
 import type { FolderMirror } from './folder-mirror.ts';
 import { conflictName } from './folder-names.ts';
 import type { DiskRecord } from './folder-state.ts';
-import { merge3 } from './text-merge.ts';
+import { applyEdits, editsInto, mergeEdits } from './text-merge.ts';
 
 /**
  * Reads the folder (or the parts of it in `scopes`) and turns what changed on disk since the
@@ -181,8 +181,10 @@ function editHere(
   }
   const moved = movedTextAt(mirror, path, record);
   if (moved?.text !== undefined) {
-    const merged = merge3(mirror.bases.get(path)!, text, moved.text.toString());
-    mirror.editText(moved.text, merged);
+    const current = moved.text.toString();
+    const edits = mergeEdits(mirror.bases.get(path)!, text, current);
+    editsInto(moved.text, edits);
+    const merged = applyEdits(current, edits);
     // The file holds `text` until the merged text is written over it.
     mirror.setBase(path, merged === text ? null : text);
     changes.set(path, { id: moved.id, digest });

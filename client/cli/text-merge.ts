@@ -196,8 +196,7 @@ export function applyEdits(text: string, edits: TextEdit[]): string {
 }
 
 /**
- * Edits the shared `text` into `content` with the edits `textEdits` finds (inside the caller's
- * transaction, if any): the last first, so that each edit's position still holds.
+ * Edits the shared `text` into `content` with the edits `textEdits` finds.
  */
 export function editText(text: Y.Text, content: string, listDiff?: ListDiff): void {
   const current = text.toString();
@@ -208,7 +207,15 @@ export function editText(text: Y.Text, content: string, listDiff?: ListDiff): vo
     text.insert(0, content);
     return;
   }
-  const edits = textEdits(current, content, listDiff);
+  editsInto(text, textEdits(current, content, listDiff));
+}
+
+/**
+ * Makes `edits` (positions in the text as it is, in order, not overlapping) in the shared
+ * `text`, inside the caller's transaction if any: the last first, so that each edit's position
+ * still holds.
+ */
+export function editsInto(text: Y.Text, edits: TextEdit[]): void {
   const apply = () => {
     for (let k = edits.length - 1; k >= 0; k -= 1) {
       const edit = edits[k]!;
@@ -231,27 +238,28 @@ interface Sides<T> {
   theirsHunks: Hunk[];
 }
 
+/** Who changed a run of the base: one side, both the same way, or both differently. */
+type Change = 'ours' | 'theirs' | 'same' | 'clash';
+
 /**
- * Walks the base with both sides' changes: calls `keep` for a base run neither changed, `take`
- * for a run changed by one side alone (or by both the same way) and `clash` for a run both
- * changed differently (overlapping, or touching as git counts it: a change that ends where the
- * other starts), each with the units of base, ours and theirs it spans.
+ * Walks the base with both sides' changes: calls `keep` for a base run neither changed and
+ * `change` for a run one side or both changed (both differently: `clash`, when their changes
+ * overlap or touch as git counts it, a change that ends where the other starts), each with the
+ * units of base, ours and theirs it spans.
  */
 function walk<T>(
   sides: Sides<T>,
   same: (x: T[], y: T[]) => boolean,
-  out: { keep(units: T[]): void; take(units: T[]): void; clash(b: T[], o: T[], t: T[]): void },
+  out: { keep(units: T[]): void; change(b: T[], o: T[], t: T[], who: Change): void },
 ): void {
   const { base, ours, theirs, oursHunks, theirsHunks } = sides;
   let i = 0; // next ours hunk
   let j = 0; // next theirs hunk
-  let at = 0; // base position written up to
+  let at = 0; // base position walked up to
   let oShift = 0; // ours position minus base position, after the hunks passed
   let tShift = 0;
   while (i < oursHunks.length || j < theirsHunks.length) {
-    const o = oursHunks[i];
-    const t = theirsHunks[j];
-    const start = Math.min(o?.aStart ?? Infinity, t?.aStart ?? Infinity);
+    const start = Math.min(oursHunks[i]?.aStart ?? Infinity, theirsHunks[j]?.aStart ?? Infinity);
     out.keep(base.slice(at, start));
     // Grow the run while a hunk of either side starts inside it or where it ends.
     let end = start;
@@ -278,12 +286,12 @@ function walk<T>(
       const h = theirsHunks[k]!;
       tShift += h.bEnd - h.bStart - (h.aEnd - h.aStart);
     }
-    const oUnits = ours.slice(oStart, end + oShift);
-    const tUnits = theirs.slice(tStart, end + tShift);
-    if (j === tFrom) out.take(oUnits);
-    else if (i === oFrom) out.take(tUnits);
-    else if (same(oUnits, tUnits)) out.take(oUnits);
-    else out.clash(base.slice(start, end), oUnits, tUnits);
+    const b = base.slice(start, end);
+    const o = ours.slice(oStart, end + oShift);
+    const t = theirs.slice(tStart, end + tShift);
+    const who: Change =
+      j === tFrom ? 'ours' : i === oFrom ? 'theirs' : same(o, t) ? 'same' : 'clash';
+    out.change(b, o, t, who);
     at = end;
   }
   out.keep(base.slice(at));
@@ -304,30 +312,54 @@ function sidesOf(base: string[], ours: string[], theirs: string[]): Sides<string
 }
 
 /**
- * The three-way merge of `ours` and `theirs`, both made from `base`: line by line as git
- * merges, and where both changed the same lines, word by word inside them.
+ * A run of lines both sides changed differently, merged word by word: each side's change kept
+ * where the other left the words alone, and where both changed the same words two ways, both
+ * texts side by side (ours first).
  */
-export function merge3(base: string, ours: string, theirs: string): string {
-  if (ours === theirs || theirs === base) return ours;
-  if (ours === base) return theirs;
+function mergeWords(base: string, ours: string, theirs: string): string {
   const out: string[] = [];
   const push = (units: string[]) => {
     for (const unit of units) out.push(unit);
   };
-  walk(sidesOf(linesOf(base), linesOf(ours), linesOf(theirs)), sameUnits, {
+  walk(sidesOf(tokensOf(base), tokensOf(ours), tokensOf(theirs)), sameUnits, {
     keep: push,
-    take: push,
-    clash: (b, o, t) => {
-      walk(sidesOf(tokensOf(b.join('')), tokensOf(o.join('')), tokensOf(t.join(''))), sameUnits, {
-        keep: push,
-        take: push,
-        // The same words changed two ways: both kept, side by side.
-        clash: (_b, ow, tw) => {
-          push(ow);
-          push(tw);
-        },
-      });
+    change: (_b, o, t, who) => {
+      if (who === 'ours' || who === 'clash') push(o);
+      if (who !== 'ours') push(t);
     },
   });
   return out.join('');
+}
+
+/**
+ * The three-way merge of `ours` and `theirs`, both made from `base`, as edits of `theirs`: line
+ * by line as git merges, and where both changed the same lines, word by word inside them. Each
+ * edit is as small as `textEdits` makes it, so that the edits merge in turn with what other
+ * devices change meanwhile.
+ */
+export function mergeEdits(base: string, ours: string, theirs: string): TextEdit[] {
+  if (ours === theirs || ours === base) return [];
+  if (theirs === base) return textEdits(theirs, ours);
+  const edits: TextEdit[] = [];
+  let at = 0; // position in theirs
+  const edit = (from: string, to: string) => {
+    for (const each of textEdits(from, to)) edits.push({ ...each, at: at + each.at });
+  };
+  walk(sidesOf(linesOf(base), linesOf(ours), linesOf(theirs)), sameUnits, {
+    keep: (units) => {
+      at += units.join('').length;
+    },
+    change: (b, o, t, who) => {
+      const theirsText = t.join('');
+      if (who === 'ours') edit(theirsText, o.join(''));
+      else if (who === 'clash') edit(theirsText, mergeWords(b.join(''), o.join(''), theirsText));
+      at += theirsText.length;
+    },
+  });
+  return edits;
+}
+
+/** The three-way merge of `ours` and `theirs`, both made from `base` (see `mergeEdits`). */
+export function merge3(base: string, ours: string, theirs: string): string {
+  return applyEdits(theirs, mergeEdits(base, ours, theirs));
 }

@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
-import { applyEdits, editText, merge3, textEdits } from '../../client/cli/text-merge.ts';
+import {
+  applyEdits,
+  editsInto,
+  editText,
+  merge3,
+  mergeEdits,
+  textEdits,
+} from '../../client/cli/text-merge.ts';
 import { gitMergeAll, linesWithEnds } from './git-merge.ts';
 import { scenario } from './note-edits.ts';
 
@@ -144,8 +151,10 @@ describe('text merge: edits region by region, checked against git merge-file', (
         const others = mergedAsCrdt(base, versions.slice(0, -1));
         const doc = new Y.Doc();
         doc.getText('t').insert(0, others);
-        editText(doc.getText('t'), merge3(base, versions.at(-1)!, others));
+        // As the folder sync does it: the merge's edits of the document, made in it.
+        editsInto(doc.getText('t'), mergeEdits(base, versions.at(-1)!, others));
         expect(doc.getText('t').toString()).toBe(git.text);
+        expect(merge3(base, versions.at(-1)!, others)).toBe(git.text);
       }),
       { numRuns: Number(process.env.TEXT_MERGE_RUNS ?? 300) },
     );
