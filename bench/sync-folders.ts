@@ -15,11 +15,11 @@
  * until 1 s after the end, as the kernel counts them (`ss -tinp`); Syncthing's own count from
  * its REST API (/rest/system/connections) besides. Rounds alternate the systems' order; medians.
  *
- * BENCH_ROUNDS (default 3), BENCH_FOLDER_CASES (default `small,large`), BENCH_PROFILE=<dir>
+ * BENCH_ROUNDS (default 3), BENCH_FOLDER_CASES (default `small,large`; `many`: 10,000 small files), BENCH_PROFILE=<dir>
  * (`--cpu-prof` of sync-host's processes). Without the `syncthing` binary (SYNCTHING names
  * another) its rows are skipped with a line saying so.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -43,6 +43,7 @@ const deadlineMs = 10 * 60_000;
 
 const cases: Record<string, { label: string; write(dir: string): Expected }> = {
   small: { label: '1,000 small files', write: (dir) => writeSmallFiles(dir, 1_000) },
+  many: { label: '10,000 small files', write: (dir) => writeSmallFiles(dir, 10_000) },
   large: {
     label: 'one 100 MiB file',
     write: (dir) => writeLargeFile(dir, 'large.bin', 100 * 1_048_576),
@@ -82,6 +83,18 @@ interface Measure {
   ownCount: number;
   /** CPU time of each process of the system (A, B, the host) from the write until B is done. */
   cpuMs: number[];
+  /** Peak RSS of A and B (of the largest process in each one's tree), MiB. */
+  peakMiB: number[];
+}
+
+/** The peak resident size of `pid` (VmHWM), MiB; 0 when it is gone. */
+function peakMiB(pid: number): number {
+  try {
+    const line = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return line === null ? 0 : Number(line[1]) / 1024;
+  } catch {
+    return 0;
+  }
 }
 
 function syncHostSystem(bench: SyncHostBench): FolderSystem {
@@ -168,6 +181,7 @@ function measure(system: FolderSystem, name: string, round: number): Promise<Mea
         onTheWire: a.sent + a.received + (pair.direct ? 0 : b.sent + b.received),
         ownCount: (await pair.ownCount?.()) ?? Number.NaN,
         cpuMs: cpu,
+        peakMiB: pair.pids.map((pid) => Math.max(...[pid, ...childrenOf(pid)].map(peakMiB))),
       };
     } finally {
       await pair.close();
@@ -191,6 +205,7 @@ function rsyncFloor(name: string): Promise<Measure> {
         onTheWire: both,
         ownCount: both,
         cpuMs: [],
+        peakMiB: [],
       };
     } finally {
       await daemon.stop();
@@ -257,13 +272,16 @@ async function main(): Promise<void> {
       const referenceMs = reference === undefined ? Number.NaN : median(reference.map((m) => m.ms));
       for (const [system, list] of results) {
         const ms = median(list.map((m) => m.ms));
-        const pick = (key: Exclude<keyof Measure, 'cpuMs'>) =>
+        const pick = (key: Exclude<keyof Measure, 'cpuMs' | 'peakMiB'>) =>
           bytes(median(list.map((m) => m[key])));
         const cpu = cpuCell(list);
         const ratio = Number.isNaN(referenceMs) ? '–' : `${(ms / referenceMs).toFixed(2)}×`;
         console.log(
           `| ${cases[name]!.label} | ${system} | ${ms.toFixed(0)} ms | ${pick('sentByA')} | ${pick('receivedByB')} | ${pick('onTheWire')} | ${pick('ownCount')} | ${cpu} | ${ratio} |`,
         );
+        const peak = [0, 1].map((i) => median(list.map((m) => m.peakMiB[i] ?? 0)).toFixed(0));
+        if (list[0]?.peakMiB.length)
+          console.log(`  ${system}: peak RSS A / B ${peak.join(' / ')} MiB`);
       }
     }
   } finally {
