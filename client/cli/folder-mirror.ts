@@ -5,6 +5,7 @@ import { SyncIgnore, syncIgnoreName } from './folder-ignore.ts';
 import type { EntryIndex } from './folder-index.ts';
 import type { DiskRecord } from './folder-state.ts';
 import { editText } from './text-merge.ts';
+import { dropTwins } from './text-twins.ts';
 
 /** Lines about bad entries from other devices, at most (a device could send millions). */
 const maxBadEntryLines = 50;
@@ -94,6 +95,14 @@ export class FolderMirror {
       }
     }
     return paths;
+  }
+
+  /** The same insert made here and on another device at once, kept once (text-twins.ts). */
+  dropTwins(ids: string[]): void {
+    for (const id of ids) {
+      const entry = this.index.get(id);
+      if (typeof entry === 'object' && entry.text !== undefined) dropTwins(entry.text);
+    }
   }
 
   /** The changes of the bases since the last call, for the state log. */

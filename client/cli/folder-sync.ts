@@ -296,9 +296,11 @@ export class FolderSync {
     if (this.remote.length === 0) return;
     this.readNoticed();
     const updates = this.remote.splice(0);
-    const touched = this.mirror.keepBases(this.remoteTouched);
+    const ids = [...this.remoteTouched];
     this.remoteTouched.clear();
+    const touched = this.mirror.keepBases(ids);
     Y.applyUpdate(this.disk, Y.mergeUpdates(updates), remoteOrigin);
+    this.disk.transact(() => this.mirror.dropTwins(ids), localOrigin);
     if (touched.length > 0) this.read(touched);
   }
 

@@ -163,6 +163,27 @@ describe('folder sync: notes merge as git merges them', () => {
     }
   }, 60_000);
 
+  it('the same typo fixed and the same line added on both devices at once, kept once as git keeps them', async () => {
+    const base = note(ten);
+    const pair = await inStep('note.md', base);
+    try {
+      const both = (line: string) => line.replace('line 4 four', 'line 4 FOUR');
+      const added = (lines: string[]) => [
+        ...lines.slice(0, 6),
+        'a line both add',
+        ...lines.slice(6),
+      ];
+      const a = note(added(ten.map(both)), { 2: 'A-EDIT' });
+      const b = note(added(ten.map(both)), { 10: 'B-EDIT' });
+      saveAtOnce(pair, 'note.md', [a, b]);
+      const merged = await expectGitsMerge(pair, 'note.md', base, a, b);
+      expect(merged.match(/FOUR/g)).toHaveLength(1);
+      expect(merged.match(/a line both add/g)).toHaveLength(1);
+    } finally {
+      for (const each of pair) await each.stop();
+    }
+  }, 60_000);
+
   it("merges an edit saved here that was not read yet when another device's edit arrives, never a conflict copy", async () => {
     const base = note(ten);
     const [a, b] = await inStep('note.md', base);
