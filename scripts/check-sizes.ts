@@ -1,5 +1,5 @@
 /**
- * Source files over 400 lines and functions over 80 lines (first line to last, as an editor
+ * Source files over 600 lines and functions over 80 lines (first line to last, as an editor
  * shows them), in the folders given (default: server/relay and server/cluster for functions,
  * every source folder for files). Exit code 1 when something is over.
  *
@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 
-const maxFileLines = 400;
+const maxFileLines = 600;
 const maxFunctionLines = 80;
 const sourceFolders = ['server', 'client', 'protocol', 'program', 'electron', 'renderer', 'test'];
 const functionFolders = ['server/relay', 'server/cluster'];
