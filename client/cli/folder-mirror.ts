@@ -47,6 +47,11 @@ export class FolderMirror {
   editText: (text: Y.Text, content: string) => void = editText;
   /** How many lines about bad entries were printed. */
   reportedBadEntries = 0;
+  /**
+   * On a first `sync` with the host's history at hand: every text each entry had there, by id
+   * (folder-ancestors.ts), for the files found here that another device has at the same path.
+   */
+  ancestors: ((ids: string[]) => Map<string, string[]>) | undefined;
   private readonly pathsOfId = new Map<string, Set<string>>();
   private readonly reported = new Set<string>();
 

@@ -1,3 +1,4 @@
+import { closestVersion } from './folder-ancestors.ts';
 import { addEntry, addVersion, digestOf, type FileEntry, newVersion } from './folder-doc.ts';
 import {
   isWithin,
@@ -31,7 +32,8 @@ export function readFolder(
     mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
   }
   const changes = new Map<string, DiskRecord | null>();
-  const added: { path: string; text: string; digest: string }[] = [];
+  const added: FoundFile[] = [];
+  const met: (FoundFile & { entry: FileEntry })[] = [];
   const now = mirror.now();
   const inScope = (path: string) => scopes.some((scope) => isWithin(path, scope));
   mirror.doc.transact(() => {
@@ -96,15 +98,14 @@ export function readFolder(
         mirror.say('out', `sent ${from} → ${file.path} (renamed)`);
         continue;
       }
-      const id = addEntry(mirror.files, {
-        path: file.path,
-        content: file.text,
-        device: mirror.device,
-        time: now,
-      });
-      changes.set(file.path, { id, digest: file.digest });
-      mirror.say('out', `sent ${file.path} (new)`);
+      const there = mirror.index.winnerAt(file.path);
+      if (there?.text !== undefined && [...mirror.diskPathsOf(there.id)].length === 0) {
+        met.push({ ...file, entry: there });
+        continue;
+      }
+      addNew(mirror, file, changes, now);
     }
+    meetHere(mirror, met, changes, now);
     for (const [path, record] of missing) {
       const entry = entryAt(mirror, path, record);
       // A document that moved on since this file was last written keeps its newer version:
@@ -118,6 +119,64 @@ export function readFolder(
     }
   }, origin);
   return changes;
+}
+
+/** A text file found here with no record. */
+interface FoundFile {
+  path: string;
+  text: string;
+  digest: string;
+}
+
+function addNew(
+  mirror: FolderMirror,
+  file: FoundFile,
+  changes: Map<string, DiskRecord | null>,
+  now: number,
+): void {
+  const { path, text: content, digest } = file;
+  const id = addEntry(mirror.files, { path, content, device: mirror.device, time: now });
+  changes.set(path, { id, digest });
+  mirror.say('out', `sent ${path} (new)`);
+}
+
+/**
+ * Text files found here at the path of a text another device made, which this device never
+ * wrote: the same text is that entry's file; a text with a common ancestor in the host's history
+ * (a first `sync`, folder-ancestors.ts) merges into the entry three ways, as an edit saved here
+ * does, and the writer puts the merged text in the file; any other is a new entry, and the two
+ * are settled as a conflict (the most recent keeps the name).
+ */
+function meetHere(
+  mirror: FolderMirror,
+  met: (FoundFile & { entry: FileEntry })[],
+  changes: Map<string, DiskRecord | null>,
+  now: number,
+): void {
+  const unlike = met.filter(({ entry, digest }) => mirror.index.digest(entry.id) !== digest);
+  const versions =
+    unlike.length === 0 ? undefined : mirror.ancestors?.(unlike.map(({ entry }) => entry.id));
+  for (const file of met) {
+    const { path, text, digest, entry } = file;
+    if (mirror.index.digest(entry.id) === digest) {
+      changes.set(path, { id: entry.id, digest });
+      continue;
+    }
+    const base = closestVersion(versions?.get(entry.id) ?? [], text);
+    if (base === undefined || entry.text === undefined) {
+      addNew(mirror, file, changes, now);
+      continue;
+    }
+    const current = entry.text.toString();
+    const edits = mergeEdits(base, text, current);
+    editsInto(entry.text, edits);
+    const merged = applyEdits(current, edits);
+    // The file holds `text` until the merged text is written over it.
+    mirror.setBase(path, merged === text ? null : text);
+    changes.set(path, { id: entry.id, digest });
+    if (merged !== current)
+      mirror.say('out', `sent ${path} (merged with the version on other devices)`);
+  }
 }
 
 /** Why a file that is not text does not sync here, or undefined when it does. */

@@ -1,13 +1,15 @@
+import { readdirSync } from 'node:fs';
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import type { BlobNotice } from './blob-notices.ts';
 import type { BlobTransfer } from './blob-transfer.ts';
+import { textVersions } from './folder-ancestors.ts';
 import { BlobQueue, type Transfer } from './folder-blobs.ts';
 import { type ChunkKeeper, keeperOf } from './folder-chunk-keeper.ts';
 import { entriesChanged } from './folder-doc.ts';
 import { syncIgnoreName } from './folder-ignore.ts';
 import { applyClashFixes, clashFixes, EntryIndex } from './folder-index.ts';
-import { folderThere, writeMarker } from './folder-marker.ts';
+import { folderMarker, folderThere, writeMarker } from './folder-marker.ts';
 import { type FolderLog, FolderMirror } from './folder-mirror.ts';
 import { publishBlob, readFolder } from './folder-read.ts';
 import { type DiskRecord, FolderState, type PendingOp } from './folder-state.ts';
@@ -138,6 +140,29 @@ export class FolderSync {
     this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
   }
 
+  /**
+   * Whether this is the folder's first `sync` on this device with files in it already: no file
+   * was ever recorded here (the state log is new or was deleted).
+   */
+  get firstRunWithFiles(): boolean {
+    if (this.mirror.onDisk.size > 0) return false;
+    return readdirSync(this.options.dir).some((name) => name !== folderMarker);
+  }
+
+  /**
+   * Before the first scan of a first run: the folder document as the host's history has it
+   * (`updates`, oldest first), taken as received, and those versions at hand for the files found
+   * here that other devices have too (their common ancestor, folder-ancestors.ts). The first
+   * scan then reads the folder against it; the versions are let go after it.
+   */
+  startFrom(updates: Uint8Array[]): void {
+    if (updates.length === 0) return;
+    const whole = Y.mergeUpdates(updates);
+    Y.applyUpdate(this.shared, whole, localOrigin);
+    Y.applyUpdate(this.disk, whole, remoteOrigin);
+    this.mirror.ancestors = (ids) => textVersions(updates, ids);
+  }
+
   /** Reads the whole folder and sends what changed since the last agreement; writes what is due. */
   scan(): void {
     if (this.closed || !this.folderThere()) return;
@@ -146,6 +171,7 @@ export class FolderSync {
     this.fullScanDue = false;
     this.mirror.refreshRules();
     this.read(['']);
+    this.mirror.ancestors = undefined;
     this.lastFullScanMs = performance.now() - started;
     this.applyRemote();
     this.settle();

@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
+import type { RelayConnection } from '../relay-connection.ts';
+import { cursorAfter, fetchHistory, type HistoryEntry } from '../yjs-history.ts';
 import { listenNotices } from './blob-notices.ts';
 import { connectionTransfers } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
@@ -24,6 +26,8 @@ const minFullScanMs = 2_000;
 const maxFullScanMs = 60_000;
 /** Quiet time after a folder event before the scan (editors write in several steps). */
 const settleMs = 50;
+/** How long the host's history may take on a first run. */
+const historyTimeoutMs = 30_000;
 
 /** The local state log of one folder and project, in the credentials' folder. */
 export function statePath(configDir: string, authUrl: string, projectKey: string, dir: string) {
@@ -56,6 +60,8 @@ export async function runFolderSync(options: {
   prefetchIdleMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
+  /** The host's history of the folder document, fetched on a first run with files here. */
+  history?: (key: E2EKey | undefined) => Promise<{ entries: HistoryEntry[]; last: number }>;
 }): Promise<number> {
   const { supervisor, passphrase } = options;
   const key =
@@ -63,6 +69,10 @@ export async function runFolderSync(options: {
       ? undefined
       : await deriveE2EKey(passphrase, supervisor.connection.room);
   const { dir, folder, out, problem, files } = openSyncedFolder(options, key);
+  // A first run with files here: the host's history first, so that a file copied from an
+  // earlier version of another device's text merges with it (folder-ancestors.ts).
+  const history = folder.firstRunWithFiles ? await historyFor(options, key, problem) : undefined;
+  if (history !== undefined) folder.startFrom(history.entries.map((entry) => entry.update));
   // What changed while sync was not running is read before anything from the room is applied.
   folder.guarded(() => folder.scan());
   const provider = await superviseYjsProvider({
@@ -70,7 +80,10 @@ export async function runFolderSync(options: {
     doc: folder.shared,
     name: folderDocName,
     key,
-    store: folder.storeProgress,
+    store:
+      history === undefined
+        ? folder.storeProgress
+        : cursorAfter(history.entries, history.last, docKeyOf(folderDocName, key)).progress(),
   });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
   provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
@@ -168,6 +181,46 @@ export async function runFolderSync(options: {
   }
 }
 
+/** The host's history for a first run; a line and none when it cannot be had. */
+async function historyFor(
+  options: Parameters<typeof runFolderSync>[0],
+  key: E2EKey | undefined,
+  problem: (line: string) => void,
+): Promise<{ entries: HistoryEntry[]; last: number } | undefined> {
+  if (options.history === undefined) return undefined;
+  try {
+    return await options.history(key);
+  } catch (err: unknown) {
+    const why = err instanceof Error ? err.message : String(err);
+    problem(
+      `no history from the host (${why}): a file here that differs from another device's is kept as a conflict copy`,
+    );
+    return undefined;
+  }
+}
+
+/**
+ * Every entry the host keeps of the folder document, on a connection of its own (closed before
+ * sync's own joins), within 30 s.
+ */
+async function hostHistory(
+  open: () => RelayConnection,
+  key: E2EKey | undefined,
+): Promise<{ entries: HistoryEntry[]; last: number }> {
+  const connection = open();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no answer within 30 s')), historyTimeoutMs);
+  });
+  try {
+    await Promise.race([connection.connect(), late]);
+    return await Promise.race([fetchHistory(connection, folderDocName, key), late]);
+  } finally {
+    clearTimeout(timer);
+    if (connection.state !== 'closed') await connection.close();
+  }
+}
+
 /** The folder's real path, made when missing; one clear line when it cannot be (a file in the way, no permission). */
 function usableFolder(given: string): string {
   try {
@@ -229,6 +282,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       prefetchIdleMs: prefetchIdleMsFrom(ctx.env),
       stopped: stopSignal(),
       addStatus: session.addStatus,
+      history: (key) => hostHistory(open, key),
     });
   } finally {
     await session.close();
