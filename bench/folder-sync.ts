@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as Y from 'yjs';
-import { FolderSync } from '../client/cli/folder-sync.ts';
+import { FolderSync } from '../client/folder/folder-sync.ts';
 
 const sizes = (process.env.BENCH_FOLDER_SIZES ?? '100,1000,5000').split(',').map(Number);
 const changes = 200;

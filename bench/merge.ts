@@ -24,10 +24,10 @@ import DiffMatchPatch from 'diff-match-patch';
 import fc from 'fast-check';
 import fastDiff from 'fast-diff';
 import * as Y from 'yjs';
-import { editsInto, editText, type ListDiff, mergeEdits } from '../client/cli/text-merge.ts';
-import { FolderDevice } from '../test/client/folder-devices.ts';
-import { gitMergeAll } from '../test/client/git-merge.ts';
-import { scenario } from '../test/client/note-edits.ts';
+import { editsInto, editText, type ListDiff, mergeEdits } from '../client/folder/text-merge.ts';
+import { FolderDevice } from '../test/folder/devices.ts';
+import { gitMergeAll } from '../test/folder/git-merge.ts';
+import { scenario } from '../test/folder/note-edits.ts';
 import { registerProject, startTestHost } from '../test/helpers/host.ts';
 import { replaceText } from './single-replacement.ts';
 

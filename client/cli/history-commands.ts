@@ -3,12 +3,6 @@ import { ChunkTransfer } from '../chunks/index.ts';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
-import type { RelayConnection } from '../relay-connection.ts';
-import { cursorAfter, documentAt, fetchHistory, type HistoryEntry } from '../yjs-history.ts';
-import { YjsProvider } from '../yjs-provider.ts';
-import { type Context, signedIn, UsageError } from './context.ts';
-import { requestControl } from './control-client.ts';
-import { controlSocketPath } from './control-path.ts';
 import {
   addEntry,
   addVersion,
@@ -19,11 +13,17 @@ import {
   type FileEntry,
   folderDocName,
   newVersion,
-} from './folder-doc.ts';
+} from '../folder/document.ts';
+import { editText } from '../folder/text-merge.ts';
+import type { RelayConnection } from '../relay-connection.ts';
+import { cursorAfter, documentAt, fetchHistory, type HistoryEntry } from '../yjs-history.ts';
+import { YjsProvider } from '../yjs-provider.ts';
+import { type Context, signedIn, UsageError } from './context.ts';
+import { requestControl } from './control-client.ts';
+import { controlSocketPath } from './control-path.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import { roomOf } from './project-room.ts';
-import { editText } from './text-merge.ts';
 
 /** How long joining and the catch-up may take. */
 const timeoutMs = 30_000;

@@ -1,11 +1,11 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SyncError } from '../errors.ts';
+import type { Waiting } from '../folder/status.ts';
 import { type Context, printJson, signedIn, UsageError } from './context.ts';
 import { probeControl } from './control-client.ts';
 import { controlSocketFolders, controlSocketPath } from './control-path.ts';
 import type { SyncStatus } from './control-protocol.ts';
-import type { Waiting } from './folder-status.ts';
 import { printable } from './printable.ts';
 
 /**

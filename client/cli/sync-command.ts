@@ -4,19 +4,19 @@ import { join, resolve } from 'node:path';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
+import { listenNotices } from '../folder/blob-notices.ts';
+import { folderDocName } from '../folder/document.ts';
+import { FolderSync } from '../folder/folder-sync.ts';
+import type { ReceiveLimits } from '../folder/receive-budget.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import { cursorAfter, fetchHistory, type HistoryEntry } from '../yjs-history.ts';
-import { listenNotices } from './blob-notices.ts';
-import { connectionTransfers } from './blob-transfer.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
+import { connectionTransfers } from './connection-transfers.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
-import { folderDocName } from './folder-doc.ts';
-import { FolderSync } from './folder-sync.ts';
 import type { CliIo } from './io.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import { roomOf, stopSignal } from './project-room.ts';
-import type { ReceiveLimits } from './receive-budget.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
 import { folderReports, progressAfterMsFrom, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
@@ -70,7 +70,7 @@ export async function runFolderSync(options: {
       : await deriveE2EKey(passphrase, supervisor.connection.room);
   const { dir, folder, out, problem, files } = openSyncedFolder(options, key);
   // A first run with files here: the host's history first, so that a file copied from an
-  // earlier version of another device's text merges with it (folder-ancestors.ts).
+  // earlier version of another device's text merges with it (client/folder/ancestors.ts).
   const history = folder.firstRunWithFiles ? await historyFor(options, key, problem) : undefined;
   if (history !== undefined) folder.startFrom(history.entries.map((entry) => entry.update));
   // What changed while sync was not running is read before anything from the room is applied.

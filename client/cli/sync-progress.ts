@@ -1,5 +1,5 @@
+import type { Transfer } from '../folder/blob-queue.ts';
 import type { RelayConnection } from '../relay-connection.ts';
-import type { Transfer } from './folder-blobs.ts';
 import type { CliIo } from './io.ts';
 import { printable } from './printable.ts';
 

@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statePath } from '../../client/cli/sync-command.ts';
+import { textFiles } from '../folder/devices.ts';
+import { gitMerge } from '../folder/git-merge.ts';
 import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
 import { registerProject } from '../helpers/host.ts';
 import {
@@ -20,8 +22,6 @@ import {
 } from '../helpers/host-process.ts';
 import { freePort } from '../helpers/ports.ts';
 import { eventually } from '../helpers/wait.ts';
-import { textFiles } from './folder-devices.ts';
-import { gitMerge } from './git-merge.ts';
 import { signIn } from './host.ts';
 import { exposes, storeFilesText } from './plaintext.ts';
 

@@ -55,6 +55,10 @@ describe('the direction of imports', () => {
     expect(crossing('server', ['client', 'program', 'build', 'electron'])).toEqual([]);
   });
 
+  it('keeps the folder engine below the commands that run it', () => {
+    expect(crossing('client/folder', ['client/cli'])).toEqual([]);
+  });
+
   it('keeps the database layer below the auth service', () => {
     expect(crossing('server/db', ['server/auth', 'server/relay', 'server/admin'])).toEqual([]);
   });

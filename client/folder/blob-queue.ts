@@ -1,0 +1,381 @@
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { hashFile } from '../chunks/index.ts';
+import { SyncError } from '../errors.ts';
+import type { BlobTransfer, ChunkList } from './blob-transfer.ts';
+import { removeQuietly, type Stamp, sameStamp, statFile, writeTemp } from './disk.ts';
+import type { BlobVersion } from './document.ts';
+import { Prefetches } from './prefetch.ts';
+
+/**
+ * Files that are not text (binary, or text over 1 MiB) travel as chunks the host keeps: this
+ * module moves them, one upload and one download at a time, beside the folder sync's
+ * synchronous reads and writes. An upload reads the file as it is, sends the chunks the host
+ * lacks, and only then is the version published in the folder document (a device that comes
+ * later can always fetch it). A download goes into a temporary file beside its target, is
+ * checked against the version's SHA-256, and is then handed to the writer, which puts it in
+ * place like any write. A `store_full` host leaves the file waiting (said once, in `status`
+ * too) and tried again later; so does a connection that is down.
+ */
+
+/** What the queue needs of the folder sync. */
+export interface BlobHost {
+  readonly dir: string;
+  /** The transfer on the current connection; undefined while there is none. */
+  transfer(): BlobTransfer | undefined;
+  /** The digest the disk record of `path` has (undefined when the file is new here). */
+  recordDigest(path: string): string | undefined;
+  /** An uploaded file, still as it was read: its version goes in the folder document. */
+  publish(
+    path: string,
+    stamp: Stamp,
+    file: { chunks: ChunkList; size: number; digest: string },
+  ): void;
+  /** A file read again and found unchanged (only its stamp moved). */
+  unchanged(path: string, stamp: Stamp): void;
+  /** Whether `.syncignore` keeps `path` on this device now (then it is not sent). */
+  ignores(path: string): boolean;
+  /** Whether the version is still the one the folder should have at `path`. */
+  wanted(path: string, version: string): boolean;
+  /** A download is ready (or gave up for now): the writer looks at `path` again. */
+  downloaded(path: string): void;
+  /** Files larger than this are not synced. */
+  maxFileBytes(): number;
+  /** How long a prefetch no notice touched is kept (prefetch.ts; 5 minutes). */
+  prefetchIdleMs?: number;
+  say(kind: 'out' | 'problem', line: string): void;
+  sayOnce(key: string, line: string): boolean;
+  unsay(key: string): void;
+}
+
+interface Upload {
+  stamp: Stamp;
+}
+interface Download {
+  version: BlobVersion;
+  temp?: string;
+  ready: boolean;
+}
+
+/** A transfer in progress, for the progress line. */
+export interface Transfer {
+  path: string;
+  direction: 'up' | 'down';
+  doneBytes: number;
+  totalBytes: number;
+  startedAt: number;
+}
+
+/** How long a file waits after a failed transfer before it is tried again. */
+const retryMs = 5_000;
+const storeFullRetryMs = 30_000;
+
+export class BlobQueue {
+  private readonly uploads = new Map<string, Upload>();
+  private readonly downloads = new Map<string, Download>();
+  /** Temporary files of downloads: the folder scan leaves them alone. */
+  readonly busyTemps = new Set<string>();
+  /** Set while the host refused a chunk with store_full (until an upload goes through). */
+  storeFull = false;
+  /** The transfers running now. */
+  readonly active = new Map<'up' | 'down', Transfer>();
+  private pumping = { up: false, down: false };
+  /**
+   * Set when work came while a pump ran: the pump goes round again even when its last turn found
+   * nothing (that turn may have looked before the work came).
+   */
+  private again = { up: false, down: false };
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+  /** Chunks of files other devices are still sending, fetched ahead (the downloads take them). */
+  readonly prefetches: Prefetches;
+
+  constructor(private readonly host: BlobHost) {
+    this.prefetches = new Prefetches(
+      {
+        dir: host.dir,
+        transfer: () => host.transfer(),
+        ignores: (path) => host.ignores(path),
+        maxFileBytes: () => host.maxFileBytes(),
+        busyTemps: this.busyTemps,
+      },
+      host.prefetchIdleMs,
+    );
+  }
+
+  /** A file read here that is a blob: sent when its turn comes (again, if it changed since). */
+  upload(path: string, stamp: Stamp): void {
+    this.uploads.set(path, { stamp });
+    this.pump('up');
+  }
+
+  /** Whether the file at `path`, as `stamp` says, waits to go up already. */
+  uploading(path: string, stamp: Stamp): boolean {
+    return sameStamp(this.uploads.get(path)?.stamp, stamp);
+  }
+
+  /** Whether a file read at `path` waits to go up. */
+  sending(path: string): boolean {
+    return this.uploads.has(path);
+  }
+
+  /** The folder needs `version` at `path`: a download is started unless one runs or is ready. */
+  want(path: string, version: BlobVersion): void {
+    const job = this.downloads.get(path);
+    if (job?.version.v === version.v) return;
+    if (job !== undefined) this.drop(path, job);
+    this.downloads.set(path, { version, ready: false });
+    this.pump('down');
+  }
+
+  /** Whether a download of `version` at `path` runs or waits (the budget was taken for it). */
+  wants(path: string, version: string): boolean {
+    return this.downloads.get(path)?.version.v === version;
+  }
+
+  /** The temporary file holding `version` at `path`, when its download is done; the writer's now. */
+  take(path: string, version: string): string | undefined {
+    const job = this.downloads.get(path);
+    if (job === undefined || !job.ready || job.version.v !== version) return undefined;
+    this.downloads.delete(path);
+    this.busyTemps.delete(job.temp!);
+    return job.temp;
+  }
+
+  /** Files and bytes waiting to go up, and to come down. */
+  waiting(): { up: { files: number; bytes: number }; down: { files: number; bytes: number } } {
+    const up = { files: this.uploads.size, bytes: 0 };
+    for (const job of this.uploads.values()) up.bytes += job.stamp.size;
+    const down = { files: this.downloads.size, bytes: 0 };
+    for (const job of this.downloads.values()) down.bytes += job.version.size;
+    return { up, down };
+  }
+
+  /** Tries what waits now (the connection is back). */
+  resume(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pump('up');
+    this.pump('down');
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const [path, job] of this.downloads) this.drop(path, job);
+    this.prefetches.close();
+  }
+
+  private drop(path: string, job: Download): void {
+    this.downloads.delete(path);
+    if (job.temp !== undefined && job.ready) {
+      removeQuietly(this.host.dir, job.temp);
+      this.busyTemps.delete(job.temp);
+    }
+    // A running one removes its temporary file when it ends (it is no longer in `downloads`).
+  }
+
+  private retryLater(ms: number): void {
+    if (this.closed) return;
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.resume();
+    }, ms);
+  }
+
+  private pump(direction: 'up' | 'down'): void {
+    if (this.closed) return;
+    if (this.pumping[direction]) {
+      // The running turn may have found its queue empty already and not yet ended: without
+      // another turn, a file added now would wait for an unrelated event, maybe for good.
+      this.again[direction] = true;
+      return;
+    }
+    this.pumping[direction] = true;
+    this.again[direction] = false;
+    const work = direction === 'up' ? () => this.nextUpload() : () => this.nextDownload();
+    work()
+      .then((more) => {
+        this.pumping[direction] = false;
+        if (more || this.again[direction]) this.pump(direction);
+      })
+      .catch((err: unknown) => {
+        this.pumping[direction] = false;
+        this.host.say('problem', `problem: ${err instanceof Error ? err.message : String(err)}`);
+        this.retryLater(retryMs);
+      });
+  }
+
+  /** Sends one waiting file; whether to go on with the next. */
+  private async nextUpload(): Promise<boolean> {
+    const transfer = this.host.transfer();
+    const next = this.uploads.entries().next();
+    if (next.done) return false;
+    if (transfer === undefined) {
+      this.retryLater(retryMs);
+      return false;
+    }
+    const [path, job] = next.value;
+    const { dir } = this.host;
+    const stillThere = () => {
+      const now = statFile(dir, path);
+      return now !== undefined && !('problem' in now) && sameStamp(now, job.stamp);
+    };
+    const finish = () => {
+      if (this.uploads.get(path) === job) this.uploads.delete(path);
+    };
+    // Changed or gone since it was read (the scan reads it again), or ignored now.
+    if (!stillThere() || this.host.ignores(path)) {
+      finish();
+      return true;
+    }
+    const known = this.host.recordDigest(path);
+    const digest =
+      known === undefined ? undefined : await hashFile(join(dir, path)).catch(() => '');
+    if (known !== undefined && digest?.slice(0, 32) === known) {
+      if (stillThere()) this.host.unchanged(path, job.stamp);
+      finish();
+      return true;
+    }
+    const progress = this.track('up', path, job.stamp.size);
+    let file: Awaited<ReturnType<BlobTransfer['upload']>>;
+    try {
+      file = await transfer.upload(join(dir, path), progress, { path, size: job.stamp.size });
+    } catch (err: unknown) {
+      return this.failed(path, 'up', err);
+    } finally {
+      this.active.delete('up');
+    }
+    if (this.storeFull) {
+      this.storeFull = false;
+      this.host.unsay('store full');
+      this.host.say('out', 'the host takes files again');
+    }
+    if (stillThere() && this.uploads.get(path) === job) this.host.publish(path, job.stamp, file);
+    finish();
+    return true;
+  }
+
+  /** Fetches one wanted version; whether to go on with the next. */
+  private async nextDownload(): Promise<boolean> {
+    const transfer = this.host.transfer();
+    const next = [...this.downloads].find(([, job]) => !job.ready);
+    if (next === undefined) return false;
+    if (transfer === undefined) {
+      this.retryLater(retryMs);
+      return false;
+    }
+    const [path, job] = next;
+    if (!this.host.wanted(path, job.version.v)) {
+      this.drop(path, job);
+      return true;
+    }
+    const claimed = await this.prefetches.claim(path, job.version);
+    const temp = claimed ?? writeTemp(this.host.dir, path, '');
+    if ('problem' in temp) {
+      // The writer says why when it tries the path; the download waits for the next try.
+      this.downloads.delete(path);
+      this.host.downloaded(path);
+      return true;
+    }
+    job.temp = temp.temp;
+    this.busyTemps.add(temp.temp);
+    const progress = this.track('down', path, job.version.size);
+    progress(claimed?.bytes ?? 0);
+    const keep = () => this.downloads.get(path) === job;
+    try {
+      const got = await transfer.download(
+        job.version.chunks,
+        join(this.host.dir, temp.temp),
+        progress,
+        claimed?.resume,
+      );
+      if (got.digest !== job.version.digest || got.size !== job.version.size) {
+        throw new Error(`${path} did not come out as its version says (fetched again)`);
+      }
+    } catch (err: unknown) {
+      removeQuietly(this.host.dir, temp.temp);
+      this.busyTemps.delete(temp.temp);
+      job.temp = undefined;
+      return keep() ? this.failed(path, 'down', err) : true;
+    } finally {
+      this.active.delete('down');
+    }
+    if (!keep()) {
+      removeQuietly(this.host.dir, temp.temp);
+      this.busyTemps.delete(temp.temp);
+      return true;
+    }
+    job.ready = true;
+    this.host.downloaded(path);
+    return true;
+  }
+
+  private track(direction: 'up' | 'down', path: string, totalBytes: number) {
+    const transfer: Transfer = { path, direction, doneBytes: 0, totalBytes, startedAt: Date.now() };
+    this.active.set(direction, transfer);
+    return (n: number) => {
+      transfer.doneBytes += n;
+    };
+  }
+
+  /** A transfer that failed: the file waits; whether to go on with the next now. */
+  private failed(path: string, direction: 'up' | 'down', err: unknown): boolean {
+    const code = err instanceof SyncError ? err.code : undefined;
+    const message = err instanceof Error ? err.message : String(err);
+    if (code === 'store_full') {
+      this.storeFull = true;
+      this.host.sayOnce(
+        'store full',
+        `the host's store is full: ${path} and the files after it wait to go up (tried again every ${storeFullRetryMs / 1000} s)`,
+      );
+      this.retryLater(storeFullRetryMs);
+      return false;
+    }
+    if (code === 'closed' || code === 'not_joined') {
+      // Disconnected: tried again when the connection is back (and every few seconds).
+      this.retryLater(retryMs);
+      return false;
+    }
+    const what = direction === 'up' ? 'sent' : 'received';
+    this.host.sayOnce(
+      `${direction} ${path} ${message}`,
+      `not ${what} ${path}: ${message}; trying again`,
+    );
+    this.retryLater(retryMs);
+    return false;
+  }
+}
+
+const readFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * The digest that disk records keep (the start of the SHA-256) of the regular file at `path`,
+ * text or not, read in blocks; undefined when it is not there or not a regular file.
+ */
+export function fileDigestSync(root: string, path: string): string | undefined {
+  const stamp = statFile(root, path);
+  if (stamp === undefined || 'problem' in stamp) return undefined;
+  let fd: number;
+  try {
+    fd = openSync(join(root, path), readFlags);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
+    const hash = createHash('sha256');
+    const block = Buffer.alloc(1_048_576);
+    for (;;) {
+      const read = readSync(fd, block, 0, block.length, null);
+      if (read === 0) break;
+      hash.update(block.subarray(0, read));
+    }
+    return hash.digest('hex').slice(0, 32);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,426 @@
+import { readdirSync } from 'node:fs';
+import * as Y from 'yjs';
+import type { StoreProgress } from '../yjs-store-cursor.ts';
+import { textVersions } from './ancestors.ts';
+import type { BlobNotice } from './blob-notices.ts';
+import { BlobQueue, type Transfer } from './blob-queue.ts';
+import type { BlobTransfer } from './blob-transfer.ts';
+import { type ChunkKeeper, keeperOf } from './chunk-keeper.ts';
+import { applyClashFixes, clashFixes } from './conflicts.ts';
+import { entriesChanged } from './document.ts';
+import { EntryIndex } from './entry-index.ts';
+import { folderMarker, folderThere, writeMarker } from './marker.ts';
+import { type FolderLog, FolderMirror } from './mirror.ts';
+import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
+import { publishBlob, readFolder } from './scan.ts';
+import { type DiskRecord, FolderState, type PendingOp } from './state-log.ts';
+import { folderStatus, liveFiles, UnconfirmedFiles } from './status.ts';
+import { syncIgnoreName } from './syncignore.ts';
+import { finishPending, writeFolder } from './write.ts';
+
+/** Origins of the disk document's transactions. */
+const localOrigin = 'folder';
+const remoteOrigin = 'remote';
+const stateOrigin = 'state';
+/** How long changes from other devices collect before they are written (a burst is one batch). */
+const remoteSettleMs = 20;
+
+export { folderMarker } from './marker.ts';
+export type { FolderLog } from './mirror.ts';
+
+export interface FolderSyncOptions {
+  /** The folder (its real path). */
+  dir: string;
+  /** The state log of this folder and project. */
+  stateFile: string;
+  /** This device's id: new entries and conflict copies are named by it. */
+  device: string;
+  /** One call per line to print; the caller escapes names for its terminal. */
+  log: FolderLog;
+  limits?: ReceiveLimits;
+  now?: () => number;
+  /** Called after a batch of disk changes is recorded and before the files change (tests stop there). */
+  onRecorded?: () => void;
+  /** What moves files that are not text (client/chunks); without it, they are skipped here. */
+  transfer?: () => BlobTransfer | undefined;
+  /** Files larger than this are not synced (1 GiB by default). */
+  maxFileBytes?: number;
+  /** How a text changed here becomes edits (region by region; the benchmark's reference swaps it). */
+  editText?: (text: Y.Text, content: string) => void;
+  /** How long a prefetch no notice touched is kept (5 minutes; prefetch.ts). */
+  prefetchIdleMs?: number;
+}
+
+/**
+ * Keeps a folder of text files and the folder document in step. Two Y.Docs: `shared`, which the
+ * provider syncs with the other devices, and the disk document, which is exactly what the folder
+ * holds (plus entries not written here: bad names, held back, blocked by a link). Changes read
+ * from the folder are made on the disk document (scan.ts: as edits from the text each file
+ * had, so they merge exactly) and copied to `shared`; changes from other devices collect in
+ * `shared` and are applied to the disk document in batches, then written (write.ts) for
+ * the entries they touched. See document.ts for the document and state-log.ts for what
+ * survives a crash.
+ */
+export class FolderSync {
+  readonly shared = new Y.Doc();
+  /** The folder document's place on the host as the last run left it (see `close`). */
+  readonly storeProgress: StoreProgress | undefined;
+  private readonly disk = new Y.Doc();
+  private readonly files = this.disk.getMap<unknown>('files');
+  private readonly index: EntryIndex;
+  private readonly mirror: FolderMirror;
+  private readonly state: FolderState;
+  private readonly budget: ReceiveBudget;
+  private unsaved: Uint8Array[] = [];
+  private remote: Uint8Array[] = [];
+  /** Entries other devices changed in `remote`: their files' bases are kept before it applies. */
+  private readonly remoteTouched: Set<string>;
+  /** Paths the watcher named since the last scan; `full` when it could not say. */
+  private readonly noticed = new Set<string>();
+  private fullScanDue = false;
+  private remoteTimer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+  private keeper: ChunkKeeper | undefined;
+  /** How long the last full scan took. */
+  lastFullScanMs = 0;
+  /** Called when a file sent as chunks was published (the caller confirms it with the relay). */
+  onChange: (() => void) | undefined;
+  /** Files read here whose change the relay has not confirmed (see `markSent`). */
+  readonly unconfirmed = new UnconfirmedFiles();
+
+  constructor(private readonly options: FolderSyncOptions) {
+    const now = options.now ?? Date.now;
+    this.budget = new ReceiveBudget(options.limits, now);
+    this.disk.on('update', (update: Uint8Array, origin: unknown) => {
+      this.unsaved.push(update);
+      if (origin !== remoteOrigin) Y.applyUpdate(this.shared, update, localOrigin);
+    });
+    this.shared.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin === localOrigin || this.closed) return;
+      this.remote.push(update);
+      // At most one batch per period, also while updates keep coming.
+      this.remoteTimer ??= setTimeout(() => {
+        this.remoteTimer = undefined;
+        this.guarded(() => this.flushRemote());
+      }, remoteSettleMs);
+    });
+    this.remoteTouched = entriesChanged(this.shared, localOrigin);
+    const opened = FolderState.open(options.stateFile, this.disk, stateOrigin);
+    this.state = opened.state;
+    this.storeProgress = opened.store;
+    this.unsaved = [];
+    this.index = new EntryIndex(this.files);
+    this.files.observeDeep((events) => this.index.forgetChanged(events));
+    this.mirror = new FolderMirror(
+      options.dir,
+      options.device,
+      this.disk,
+      this.files,
+      this.index,
+      opened.onDisk,
+      options.log,
+      now,
+      opened.bases,
+    );
+    if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
+    if (options.editText !== undefined) this.mirror.editText = options.editText;
+    if (options.transfer !== undefined) {
+      this.mirror.blobs = this.blobQueue(options.transfer);
+      this.keeper = keeperOf(options.dir, options.transfer, this.index, this.mirror, now);
+    }
+    this.mirror.refreshRules();
+    for (const [path, record] of opened.onDisk) {
+      this.mirror.retry.add(path);
+      if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
+    }
+    const { dir, device } = options;
+    const { lost, merge } = finishPending(dir, device, opened.pending, now(), opened.bases);
+    this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
+    this.mirror.backToBase(merge);
+    if (opened.onDisk.size === 0) writeMarker(options.dir);
+    this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
+  }
+
+  /**
+   * Whether this is the folder's first `sync` on this device with files in it already: no file
+   * was ever recorded here (the state log is new or was deleted).
+   */
+  get firstRunWithFiles(): boolean {
+    if (this.mirror.onDisk.size > 0) return false;
+    return readdirSync(this.options.dir).some((name) => name !== folderMarker);
+  }
+
+  /**
+   * Before the first scan of a first run: the folder document as the host's history has it
+   * (`updates`, oldest first), taken as received, and those versions at hand for the files found
+   * here that other devices have too (their common ancestor, ancestors.ts). The first
+   * scan then reads the folder against it; the versions are let go after it.
+   */
+  startFrom(updates: Uint8Array[]): void {
+    if (updates.length === 0) return;
+    const whole = Y.mergeUpdates(updates);
+    Y.applyUpdate(this.shared, whole, localOrigin);
+    Y.applyUpdate(this.disk, whole, remoteOrigin);
+    this.mirror.ancestors = (ids) => textVersions(updates, ids);
+  }
+
+  /** Reads the whole folder and sends what changed since the last agreement; writes what is due. */
+  scan(): void {
+    if (this.closed || !this.folderThere()) return;
+    const started = performance.now();
+    this.noticed.clear();
+    this.fullScanDue = false;
+    this.mirror.refreshRules();
+    this.read(['']);
+    this.mirror.ancestors = undefined;
+    this.lastFullScanMs = performance.now() - started;
+    this.applyRemote();
+    this.settle();
+  }
+
+  /** A path the watcher named (relative to the folder), or null when it named none. */
+  notice(path: string | null): void {
+    // No name, or one that is not valid UTF-8 on disk (decoded with U+FFFD): the whole folder.
+    if (path === null || path.includes('\ufffd')) this.fullScanDue = true;
+    else this.noticed.add(path.split('\\').join('/'));
+  }
+
+  /** Reads what the watcher named since the last scan (all of it when it could not say). */
+  scanNoticed(): void {
+    if (this.fullScanDue || this.mirror.refreshRules()) {
+      this.scan();
+      return;
+    }
+    if (this.closed || !this.folderThere()) return;
+    this.readNoticed();
+    this.applyRemote();
+    this.settle();
+  }
+
+  /** Every change of other devices received so far, applied to the folder now. */
+  flushRemote(): void {
+    clearTimeout(this.remoteTimer);
+    this.remoteTimer = undefined;
+    if (this.closed || !this.folderThere()) return;
+    if (this.mirror.refreshRules()) this.read(['']);
+    this.applyRemote();
+    this.settle();
+  }
+
+  /**
+   * Stops the timers and writes the state one last time, with `store` (the folder document's
+   * place on the host) when the folder's document holds everything it stands for.
+   */
+  close(store?: StoreProgress): void {
+    if (this.closed) return;
+    this.guarded(() => this.flushRemote());
+    const applied = this.remote.length === 0;
+    this.halt();
+    this.persist(applied && store !== undefined ? { store } : {});
+    this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
+    this.state.close();
+  }
+
+  /** Stops the timers and writes nothing more: what a process killed now leaves behind. */
+  halt(): void {
+    this.state.close();
+    this.closed = true;
+    this.mirror.blobs?.close();
+    this.keeper?.close();
+    clearTimeout(this.remoteTimer);
+    this.budget.close();
+  }
+
+  /** The live files, for the host's folder report. */
+  liveFiles() {
+    return liveFiles(this.index, this.mirror);
+  }
+
+  /** Transfers of files kept as chunks that wait: tried now (the connection is back). */
+  resume(): void {
+    this.mirror.blobs?.resume();
+    this.keeper?.resume();
+  }
+
+  /** The host dropped these chunks as damaged: the files here that hold them put them back. */
+  async chunksLost(ids: string[]): Promise<void> {
+    await this.keeper?.lost(ids);
+  }
+
+  /** A notice of another device's upload under way: its chunks may be fetched ahead. */
+  prefetch(from: string, notice: BlobNotice): void {
+    if (!this.closed) this.mirror.blobs?.prefetches.notice(from, notice);
+  }
+
+  /** The transfers running now, for the progress line. */
+  transfers(): Transfer[] {
+    return [...(this.mirror.blobs?.active.values() ?? [])];
+  }
+
+  private blobQueue(transfer: () => BlobTransfer | undefined): BlobQueue {
+    const { mirror } = this;
+    return new BlobQueue({
+      dir: this.options.dir,
+      transfer,
+      recordDigest: (path) => mirror.onDisk.get(path)?.digest,
+      publish: (path, stamp, file) =>
+        this.guarded(() => {
+          if (this.closed || !this.folderThere()) return;
+          const changes = publishBlob(mirror, localOrigin, path, file, stamp);
+          mirror.stamps.set(path, stamp);
+          mirror.setRecords(changes);
+          this.unconfirmed.changed(path, file.size);
+          this.persist({ disk: changes });
+          this.onChange?.();
+          this.settle();
+        }),
+      unchanged: (path, stamp) =>
+        this.guarded(() => {
+          const changes = mirror.restamp(path, stamp, !this.closed);
+          if (changes.size > 0) this.persist({ disk: changes });
+        }),
+      ignores: (path) => mirror.ignores(path),
+      maxFileBytes: () => mirror.maxFileBytes,
+      prefetchIdleMs: this.options.prefetchIdleMs,
+      wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
+      downloaded: (path) => {
+        mirror.retry.add(path);
+        this.guarded(() => this.flushRemote());
+      },
+      say: (kind, line) => mirror.say(kind, line),
+      sayOnce: (key, line) => mirror.sayOnce(key, line),
+      unsay: (key) => mirror.unsay(key),
+    });
+  }
+
+  /** What `status` shows: files waiting up and down, conflict copies, files not synced. */
+  folderStatus() {
+    return folderStatus(this.index, this.mirror);
+  }
+
+  /** Runs `work`; a failure is one line, never the end of the process. */
+  guarded(work: () => void): void {
+    try {
+      work();
+    } catch (err: unknown) {
+      this.options.log({
+        kind: 'problem',
+        line: `problem: ${err instanceof Error ? err.message : String(err)}; trying again at the next scan`,
+      });
+    }
+  }
+
+  private folderThere(): boolean {
+    return folderThere(this.mirror, this.options.stateFile);
+  }
+
+  /**
+   * Changes from other devices, after the files the watcher named were read. The text files they
+   * change keep their content as their base and are read again after: an edit saved here that
+   * the watcher has not named yet merges three ways instead of being written over.
+   */
+  private applyRemote(): void {
+    if (this.remote.length === 0) return;
+    this.readNoticed();
+    const updates = this.remote.splice(0);
+    const ids = [...this.remoteTouched];
+    this.remoteTouched.clear();
+    const touched = this.mirror.keepBases(ids);
+    Y.applyUpdate(this.disk, Y.mergeUpdates(updates), remoteOrigin);
+    this.disk.transact(() => this.mirror.dropTwins(ids), localOrigin);
+    if (touched.length > 0) this.read(touched);
+  }
+
+  private readNoticed(): void {
+    const scopes = [...this.noticed, ...this.mirror.readAgain];
+    this.noticed.clear();
+    this.mirror.readAgain.clear();
+    if (scopes.length > 0) this.read(scopes);
+  }
+
+  private read(scopes: string[]): void {
+    const changes = readFolder(this.mirror, localOrigin, scopes);
+    this.mirror.setRecords(changes);
+    for (const path of changes.keys()) {
+      this.unconfirmed.changed(path, this.mirror.stamps.get(path)?.size ?? 0);
+    }
+    if (changes.size > 0 || this.unsaved.length > 0) this.persist({ disk: changes });
+  }
+
+  private persist(record: {
+    disk?: Map<string, DiskRecord | null>;
+    pending?: PendingOp[];
+    done?: boolean;
+    store?: StoreProgress;
+  }): void {
+    const update = this.unsaved.length === 0 ? undefined : Y.mergeUpdates(this.unsaved.splice(0));
+    this.state.append({ ...record, update, bases: this.mirror.takeBaseChanges() });
+  }
+
+  /** Settles the clashes of the entries that changed, then writes what they need. */
+  private settle(rounds = 0): void {
+    const touched = new Set<string>();
+    for (let round = 0; round < 4; round += 1) {
+      const changed = this.index.takeChanged();
+      for (const id of changed) touched.add(id);
+      const fixes = clashFixes(this.index, changed);
+      if (fixes.length === 0) break;
+      let lines: string[] = [];
+      this.disk.transact(() => {
+        lines = applyClashFixes(this.index, fixes);
+      }, localOrigin);
+      for (const line of lines) this.mirror.say('out', line);
+    }
+    for (const id of this.index.takeChanged()) touched.add(id);
+    let paths = new Set(this.mirror.retry);
+    this.mirror.retry.clear();
+    for (const id of touched) {
+      const entry = this.index.get(id);
+      if (typeof entry === 'string') this.mirror.reportBadEntry(id, entry);
+      const path = this.index.pathOf(id);
+      if (path !== undefined) paths.add(path);
+      for (const diskPath of this.mirror.diskPathsOf(id)) paths.add(diskPath);
+    }
+    let held = 0;
+    let rulesWritten = false;
+    // A write under a folder that a file of this batch was still in the way of goes next.
+    for (let round = 0; round < 3; round += 1) {
+      rulesWritten ||= paths.has(syncIgnoreName);
+      const written = writeFolder(
+        this.mirror,
+        paths,
+        this.budget,
+        (r) => this.persist(r),
+        this.options.onRecorded,
+      );
+      held = Math.max(held, written.held);
+      if (!written.blocked) break;
+      paths = new Set(this.mirror.retry);
+      this.mirror.retry.clear();
+    }
+    // New files over the receive limits wait; a line when that starts, a retry later.
+    this.budget.hold(
+      held,
+      (kind, line) => this.mirror.say(kind, line),
+      () => this.guarded(() => this.settle()),
+    );
+    if (this.unsaved.length > 0) this.persist({});
+    if (this.state.wantsCompaction)
+      this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
+    // Rules another device sent were just written: what they let through goes now, not at the
+    // next scan (once: the rules do not change again without a new write).
+    if (rulesWritten && this.mirror.refreshRules()) {
+      this.read(['']);
+      this.settle();
+    }
+    // Texts saved here while their writes were due: merged now, then written (after a few
+    // rounds of an editor saving again each time, at the next read).
+    const due = [...this.mirror.mergeDue];
+    this.mirror.mergeDue.clear();
+    if (due.length > 0 && rounds >= 3) for (const path of due) this.mirror.readAgain.add(path);
+    else if (due.length > 0) {
+      this.read(due);
+      this.settle(rounds + 1);
+    }
+  }
+}

@@ -1,0 +1,40 @@
+import { lstatSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FolderMirror } from './mirror.ts';
+
+/** The file that tells a folder from an empty mount point (a dot file: never synced). */
+export const folderMarker = '.sync-host-folder';
+const markerText =
+  'This folder is kept in step by sync-host sync. Without this file, sync takes the folder for\n' +
+  'one that is not mounted and changes nothing.\n';
+
+/** Writes the marker at a folder's first start (left as it is when there). */
+export function writeMarker(dir: string): void {
+  try {
+    writeFileSync(join(dir, folderMarker), markerText, { flag: 'wx' });
+  } catch {
+    // Already there (or the folder is not: the scan says so).
+  }
+}
+
+/**
+ * Whether the folder itself is there: the folder, and in it the marker file written at the
+ * first start. A folder that was removed, or a mount point whose disk is not mounted, is not
+ * read as every file deleted: nothing is sent or written until it is back, one line says so.
+ */
+export function folderThere(mirror: FolderMirror, stateFile: string): boolean {
+  const { dir } = mirror;
+  try {
+    if (lstatSync(dir).isDirectory() && lstatSync(join(dir, folderMarker)).isFile()) {
+      mirror.unsay('folder gone');
+      return true;
+    }
+  } catch {
+    // Said below.
+  }
+  mirror.sayOnce(
+    'folder gone',
+    `the folder ${dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back (if it is, and only the file was deleted, create ${folderMarker} again; to start this folder afresh, stop sync and delete ${stateFile})`,
+  );
+  return false;
+}

@@ -1,0 +1,231 @@
+import * as Y from 'yjs';
+import type { BlobQueue } from './blob-queue.ts';
+import { readText, type Stamp, sameStamp, statFile } from './disk.ts';
+import type { EntryIndex } from './entry-index.ts';
+import type { DiskRecord } from './state-log.ts';
+import { SyncIgnore, syncIgnoreName } from './syncignore.ts';
+import { editText } from './text-merge.ts';
+import { dropTwins } from './text-twins.ts';
+
+/** Lines about bad entries from other devices, at most (a device could send millions). */
+const maxBadEntryLines = 50;
+
+/** One call per line to print; `problem` lines go to stderr. */
+export type FolderLog = (line: { kind: 'out' | 'problem'; line: string }) => void;
+
+/**
+ * What the folder sync knows of the folder on disk, shared by the reader (scan.ts) and
+ * the writer (write.ts): which entry each file is with the digest of the content it had
+ * when last read or written (kept in the state log), the stamp of each file when last read, the
+ * files here that do not sync, and the paths to look at again at the next settle.
+ */
+export class FolderMirror {
+  readonly stamps = new Map<string, Stamp>();
+  /** Files here that do not sync (binary, too large, unreadable): never overwritten nor deleted. */
+  readonly skippedHere = new Set<string>();
+  /** Paths whose write waited (held back, blocked, failed): looked at again at the next settle. */
+  readonly retry = new Set<string>();
+  /** Paths to read at the next scan, also a partial one (a file moved aside, one left in place). */
+  readonly readAgain = new Set<string>();
+  /**
+   * For a text file whose document moved on from what the file holds (other devices' edits not
+   * written here yet): the content the file last had in step, the base that an edit made here
+   * meanwhile is merged from (three ways: base, the file, the document).
+   */
+  readonly bases: Map<string, string>;
+  /** Text files edited here while a write over them was due: read and merged, then written. */
+  readonly mergeDue = new Set<string>();
+  /** Changes of `bases` not in the state log yet (null: dropped). */
+  private basesChanged = new Map<string, string | null>();
+  /** The folder's `.syncignore` rules as last read. */
+  rules = new SyncIgnore(undefined);
+  /** What moves the files kept as chunks; without it they are neither sent nor written. */
+  blobs: BlobQueue | undefined;
+  /** Files larger than this are not synced (skipped with a line). */
+  maxFileBytes = 1_073_741_824;
+  /** How a text changed here becomes edits of its entry (the benchmark swaps in another). */
+  editText: (text: Y.Text, content: string) => void = editText;
+  /** How many lines about bad entries were printed. */
+  reportedBadEntries = 0;
+  /**
+   * On a first `sync` with the host's history at hand: every text each entry had there, by id
+   * (ancestors.ts), for the files found here that another device has at the same path.
+   */
+  ancestors: ((ids: string[]) => Map<string, string[]>) | undefined;
+  private readonly pathsOfId = new Map<string, Set<string>>();
+  private readonly reported = new Set<string>();
+
+  constructor(
+    readonly dir: string,
+    readonly device: string,
+    readonly doc: Y.Doc,
+    readonly files: Y.Map<unknown>,
+    readonly index: EntryIndex,
+    readonly onDisk: Map<string, DiskRecord>,
+    private readonly log: FolderLog,
+    readonly now: () => number,
+    bases: Map<string, string> = new Map(),
+  ) {
+    for (const [path, record] of onDisk) this.link(record.id, path);
+    this.bases = bases;
+  }
+
+  /** Sets (or with null drops) the base of the text file at `path`. */
+  setBase(path: string, base: string | null): void {
+    if (base === null && !this.bases.has(path)) return;
+    if (base === null) this.bases.delete(path);
+    else this.bases.set(path, base);
+    this.basesChanged.set(path, base);
+  }
+
+  /**
+   * Keeps the base of each text file in step whose entry is in `ids` (entries other devices
+   * changed, before their changes apply here); resolves with the paths of those files that
+   * changed on disk since they were last read (to be read, and merged, before they are written).
+   */
+  keepBases(ids: Iterable<string>): string[] {
+    const paths: string[] = [];
+    for (const id of ids) {
+      for (const path of this.diskPathsOf(id)) {
+        const record = this.onDisk.get(path);
+        const entry = this.index.get(id);
+        if (record?.id !== id || typeof entry !== 'object' || entry.text === undefined) continue;
+        if (!this.bases.has(path) && this.index.digest(id) === record.digest) {
+          this.setBase(path, entry.text.toString());
+        }
+        const stamp = statFile(this.dir, path);
+        if (stamp === undefined || 'problem' in stamp || !sameStamp(stamp, this.stamps.get(path))) {
+          paths.push(path);
+        }
+      }
+    }
+    return paths;
+  }
+
+  /** The same insert made here and on another device at once, kept once (text-twins.ts). */
+  dropTwins(ids: string[]): void {
+    for (const id of ids) {
+      const entry = this.index.get(id);
+      if (typeof entry === 'object' && entry.text !== undefined) dropTwins(entry.text);
+    }
+  }
+
+  /** The changes of the bases since the last call, for the state log. */
+  takeBaseChanges(): Map<string, string | null> {
+    const changed = this.basesChanged;
+    this.basesChanged = new Map();
+    return changed;
+  }
+
+  /**
+   * Reads `.syncignore` again; when its rules changed, every entry is looked at again (one the
+   * rules now let through is written) and true is returned: the caller reads the whole folder,
+   * for the files they now let through.
+   */
+  refreshRules(): boolean {
+    const read = readText(this.dir, syncIgnoreName);
+    const text = read !== undefined && 'text' in read ? read.text : undefined;
+    if (text === this.rules.text) return false;
+    this.rules = new SyncIgnore(text);
+    const { problem } = this.rules;
+    if (problem !== undefined) {
+      this.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
+    }
+    for (const path of this.index.paths()) this.retry.add(path);
+    return true;
+  }
+
+  /** Applies changes of the disk records. */
+  setRecords(changes: Map<string, DiskRecord | null>): void {
+    for (const [path, record] of changes) {
+      const before = this.onDisk.get(path);
+      if (before !== undefined) this.pathsOfId.get(before.id)?.delete(path);
+      if (record === null) {
+        this.onDisk.delete(path);
+        this.setBase(path, null);
+      } else {
+        this.onDisk.set(path, record);
+        this.link(record.id, path);
+      }
+    }
+  }
+
+  /**
+   * A file kept as chunks read again unchanged: its new stamp, also in its disk record when
+   * `record` (the changed record, for the state log).
+   */
+  restamp(path: string, stamp: Stamp, record: boolean): Map<string, DiskRecord> {
+    this.stamps.set(path, stamp);
+    const before = this.onDisk.get(path);
+    if (before === undefined || !record) return new Map();
+    const changes = new Map([[path, { ...before, stamp }]]);
+    this.setRecords(changes);
+    return changes;
+  }
+
+  /**
+   * Texts edited here while a batch was being written (a process killed in between): their
+   * records go back to the digests of their bases (`digests` by path), so that the next read
+   * merges them three ways.
+   */
+  backToBase(digests: Map<string, string>): void {
+    for (const [path, digest] of digests) {
+      const record = this.onDisk.get(path);
+      if (record !== undefined) this.setRecords(new Map([[path, { ...record, digest }]]));
+    }
+  }
+
+  /** The paths where the entry `id` is on disk. */
+  diskPathsOf(id: string): Iterable<string> {
+    return this.pathsOfId.get(id) ?? [];
+  }
+
+  private link(id: string, path: string): void {
+    const paths = this.pathsOfId.get(id);
+    if (paths === undefined) this.pathsOfId.set(id, new Set([path]));
+    else paths.add(path);
+  }
+
+  /** Whether `path` stays on this device: never read, sent, written nor deleted here. */
+  ignores(path: string, isFolder = false): boolean {
+    return this.rules.ignores(path, isFolder);
+  }
+
+  say(kind: 'out' | 'problem', line: string): void {
+    this.log({ kind, line });
+  }
+
+  /** A problem line once per key (a path and a reason) until `unsay`; whether it was said now. */
+  sayOnce(key: string, line: string): boolean {
+    if (this.reported.has(key)) return false;
+    this.reported.add(key);
+    this.say('problem', line);
+    return true;
+  }
+
+  unsay(key: string): void {
+    this.reported.delete(key);
+  }
+
+  /** One line per entry another device sent that cannot be used (it is never written). */
+  reportBadEntry(id: string, problem: string): void {
+    if (this.reportedBadEntries >= maxBadEntryLines) {
+      this.sayOnce(
+        'bad entries',
+        `more entries from other devices cannot be used; not listed (the first ${maxBadEntryLines} were)`,
+      );
+      return;
+    }
+    const value = this.files.get(id);
+    const path = value instanceof Y.Map ? value.get('path') : undefined;
+    const name =
+      typeof path === 'string'
+        ? `"${path.length > 120 ? `${path.slice(0, 120)}…` : path}"`
+        : 'an entry';
+    if (
+      this.sayOnce(`entry ${id}`, `skipped ${name} from another device (entry ${id}): ${problem}`)
+    ) {
+      this.reportedBadEntries += 1;
+    }
+  }
+}

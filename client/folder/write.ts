@@ -1,0 +1,301 @@
+import { fileDigestSync } from './blob-queue.ts';
+import { moveToConflictName } from './conflicts.ts';
+import {
+  commitTemp,
+  readText,
+  removeEmptyFolder,
+  removeFile,
+  removeQuietly,
+  type Stamp,
+  sameStamp,
+  statFile,
+  writeTemp,
+} from './disk.ts';
+import { type BlobVersion, digestOf, type FileEntry } from './document.ts';
+import type { FolderMirror } from './mirror.ts';
+import type { ReceiveBudget } from './receive-budget.ts';
+import type { DiskRecord, PendingOp } from './state-log.ts';
+
+/** What the writer records: disk record changes, the batch it is about to make, its end. */
+export type Persist = (record: {
+  disk?: Map<string, DiskRecord | null>;
+  pending?: PendingOp[];
+  done?: boolean;
+}) => void;
+
+/**
+ * Makes the folder what the disk document says at the given paths: plans the writes and
+ * removes, records them (temporary files already written), then puts them in place, each
+ * checked against a change made here in between. Resolves with how many new files the receive
+ * budget held back and whether a write waited for a file of this batch to leave its way.
+ */
+export function writeFolder(
+  mirror: FolderMirror,
+  paths: Iterable<string>,
+  budget: ReceiveBudget,
+  persist: Persist,
+  onRecorded: (() => void) | undefined,
+): { held: number; blocked: boolean } {
+  const { dir, onDisk, index } = mirror;
+  const plan: PendingOp[] = [];
+  const changes = new Map<string, DiskRecord | null>();
+  const writes: [string, ReturnType<typeof index.winnerAt> & object][] = [];
+  for (const path of paths) {
+    // Ignored here: another device's version waits in the document, the file here stays as is.
+    if (mirror.ignores(path)) continue;
+    const record = onDisk.get(path);
+    const winner = index.winnerAt(path);
+    if (winner === undefined) {
+      if (record === undefined) continue;
+      const entry = index.get(record.id);
+      if (typeof entry !== 'object') {
+        // Not a delete (a delete keeps the entry and marks it): another device broke or removed
+        // the entry. The file stays, and is read again as a file of its own, sent anew.
+        const why = entry ?? 'the entry was removed';
+        mirror.sayOnce(
+          `bad ${record.id}`,
+          `kept ${path}: another device sent a bad entry for it (${why}); it is sent again as a new file`,
+        );
+        changes.set(path, null);
+        mirror.readAgain.add(path);
+        continue;
+      }
+      plan.push({ op: 'remove', path, before: record.digest });
+      changes.set(path, null);
+    } else if (record?.id !== winner.id || record.digest !== index.digest(winner.id)) {
+      writes.push([path, winner]);
+    }
+  }
+  let held = 0;
+  let blocked = false;
+  for (const [path, entry] of writes) {
+    const record = onDisk.get(path);
+    if (mirror.skippedHere.has(path)) {
+      mirror.sayOnce(
+        `here ${path}`,
+        `not written ${path}: a file here that does not sync has that name`,
+      );
+      continue;
+    }
+    if (mirror.blobs?.sending(path)) {
+      // Changed here and being sent: its version goes in first, then the two are settled.
+      mirror.retry.add(path);
+      continue;
+    }
+    let here = statFile(dir, path);
+    // An empty folder of this device's own (left by a rename) holds nothing: it gives way.
+    if (here !== undefined && 'problem' in here && removeEmptyFolder(dir, path)) {
+      here = statFile(dir, path);
+    }
+    if (here !== undefined && 'problem' in here) {
+      mirror.retry.add(path);
+      mirror.sayOnce(`here ${path} ${here.problem}`, `not written ${path}: ${here.problem}`);
+      continue;
+    }
+    const temp = tempOf(mirror, path, entry, record === undefined ? budget : undefined);
+    if (temp === 'held') {
+      held += 1;
+      mirror.retry.add(path);
+      continue;
+    }
+    if (temp === undefined) continue;
+    if ('problem' in temp) {
+      mirror.retry.add(path);
+      if (plan.some((op) => op.op === 'remove' && path.startsWith(`${op.path}/`))) blocked = true;
+      else mirror.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
+      continue;
+    }
+    const after = index.digest(entry.id)!;
+    plan.push({ op: 'write', path, temp: temp.temp, before: record?.digest ?? null, after });
+    const kept = temp.stamp === undefined ? {} : { stamp: temp.stamp };
+    changes.set(path, { id: entry.id, digest: after, ...kept });
+  }
+  if (plan.length === 0) {
+    if (changes.size > 0) {
+      mirror.setRecords(changes);
+      persist({ disk: changes });
+    }
+    return { held, blocked };
+  }
+  persist({ disk: changes, pending: plan });
+  onRecorded?.();
+  const corrections = new Map<string, DiskRecord | null>();
+  for (const op of plan) {
+    const previous = onDisk.get(op.path) ?? null;
+    const problem = op.op === 'write' ? commitWrite(mirror, op) : commitRemove(mirror, op);
+    if (problem === 'merge') {
+      mirror.retry.add(op.path);
+      corrections.set(op.path, previous);
+    } else if (problem !== undefined) {
+      mirror.sayOnce(`commit ${op.path} ${problem}`, `not written ${op.path}: ${problem}`);
+      mirror.retry.add(op.path);
+      corrections.set(op.path, previous);
+    }
+  }
+  mirror.setRecords(changes);
+  mirror.setRecords(corrections);
+  persist({ disk: corrections, done: true });
+  return { held, blocked };
+}
+
+/** Whether the file at `path` is still what this process last read or wrote there. */
+function unchangedHere(mirror: FolderMirror, path: string): boolean {
+  const stamp = statFile(mirror.dir, path);
+  const record = mirror.onDisk.get(path);
+  if (stamp === undefined) return record === undefined;
+  if ('problem' in stamp || record === undefined) return false;
+  if (sameStamp(stamp, mirror.stamps.get(path))) return true;
+  return fileDigestSync(mirror.dir, path) === record.digest;
+}
+
+/**
+ * The temporary file with the content `entry` gives `path`: written now for a text, downloaded
+ * for a blob (undefined while it is fetched). A new file first takes its size from `budget`
+ * ('held' when over it; a download under way has its share already). A downloaded file keeps
+ * its temporary file's stamp when it is put in place (a rename): it goes in the disk record.
+ */
+function tempOf(
+  mirror: FolderMirror,
+  path: string,
+  entry: FileEntry,
+  budget: ReceiveBudget | undefined,
+): { temp: string; stamp?: Stamp } | { problem: string } | 'held' | undefined {
+  const content = entry.text?.toString();
+  const version = entry.blob!;
+  const size = content === undefined ? version.size : Buffer.byteLength(content);
+  const fetching = content === undefined && mirror.blobs?.wants(path, version.v) === true;
+  if (budget !== undefined && !fetching && !budget.take(size)) return 'held';
+  if (content !== undefined) return writeTemp(mirror.dir, path, content);
+  const temp = blobTemp(mirror, path, version);
+  if (temp === undefined) return undefined;
+  const stamp = statFile(mirror.dir, temp.temp);
+  return stamp === undefined || 'problem' in stamp ? temp : { ...temp, stamp };
+}
+
+/**
+ * The downloaded file of a blob version, ready to be put in place; undefined while it is
+ * fetched (the download's end brings the path back here), or when nothing fetches files.
+ */
+function blobTemp(
+  mirror: FolderMirror,
+  path: string,
+  version: BlobVersion,
+): { temp: string } | undefined {
+  const { blobs } = mirror;
+  if (blobs === undefined) {
+    mirror.sayOnce(`blob ${path}`, `not written ${path}: a file kept as chunks (not fetched here)`);
+    return undefined;
+  }
+  const temp = blobs.take(path, version.v);
+  if (temp !== undefined) return { temp };
+  blobs.want(path, version);
+  return undefined;
+}
+
+/** Whether the file at `path` holds text that merges (not binary, not too large). */
+function isText(mirror: FolderMirror, path: string): boolean {
+  const read = readText(mirror.dir, path);
+  return read !== undefined && 'text' in read;
+}
+
+/**
+ * Puts a write's temporary file in place; a problem, or 'merge' when the file is a text edited
+ * here meanwhile (left as it is, to be read and merged first).
+ */
+function commitWrite(
+  mirror: FolderMirror,
+  op: Extract<PendingOp, { op: 'write' }>,
+): string | undefined {
+  const { dir } = mirror;
+  const here = statFile(dir, op.path);
+  if (here !== undefined && 'problem' in here) {
+    // A link, a folder or a special file of this device's own has the name: left alone.
+    removeQuietly(dir, op.temp);
+    return here.problem;
+  }
+  if (!unchangedHere(mirror, op.path) && here !== undefined) {
+    if (mirror.bases.has(op.path) && isText(mirror, op.path)) {
+      // A text file edited here since it was last read: not written over. It is read again,
+      // merged three ways with the document from its base, and then written.
+      removeQuietly(dir, op.temp);
+      mirror.mergeDue.add(op.path);
+      return 'merge';
+    }
+    // Written here between the last read and now: that version is kept beside it.
+    const aside = moveToConflictName(dir, op.path, mirror.now(), mirror.device);
+    if (aside === undefined) {
+      removeQuietly(dir, op.temp);
+      return 'changed here at the same moment, and could not be moved aside';
+    }
+    mirror.readAgain.add(aside);
+    mirror.say(
+      'out',
+      `kept ${op.path} as ${aside}: changed here while a change from another device arrived`,
+    );
+  }
+  const stamp = commitTemp(dir, op.temp, op.path);
+  if ('problem' in stamp) return stamp.problem;
+  mirror.stamps.set(op.path, stamp);
+  mirror.setBase(op.path, null);
+  mirror.say('out', `received ${op.path}`);
+  return undefined;
+}
+
+function commitRemove(
+  mirror: FolderMirror,
+  op: Extract<PendingOp, { op: 'remove' }>,
+): string | undefined {
+  if (!unchangedHere(mirror, op.path)) {
+    // Changed here since: the edit wins, and the next read sends it as a file of its own.
+    mirror.stamps.delete(op.path);
+    mirror.readAgain.add(op.path);
+    return undefined;
+  }
+  const problem = removeFile(mirror.dir, op.path);
+  if (problem !== undefined) return problem;
+  mirror.stamps.delete(op.path);
+  mirror.say('out', `received ${op.path} (deleted)`);
+  return undefined;
+}
+
+/**
+ * The batch a killed process recorded and did not finish: a file still as it was gets the new
+ * version; a text changed meanwhile whose base was kept stays as it is, to be read and merged
+ * (`merge`: its path and the digest of its base); any other file changed meanwhile is moved to
+ * a conflict copy first (read as a new file next). `lost`: the paths whose records no longer
+ * hold (their rename failed).
+ */
+export function finishPending(
+  dir: string,
+  device: string,
+  pending: PendingOp[],
+  now: number,
+  bases: Map<string, string>,
+): { lost: string[]; merge: Map<string, string> } {
+  const lost: string[] = [];
+  const merge = new Map<string, string>();
+  for (const op of pending) {
+    const here = statFile(dir, op.path);
+    const current = fileDigestSync(dir, op.path) ?? null;
+    if (op.op === 'remove') {
+      if (current === op.before) removeFile(dir, op.path);
+      continue;
+    }
+    if (statFile(dir, op.temp) === undefined) continue; // put in place before the kill
+    if (current !== op.before && current !== op.after && here !== undefined) {
+      const base = bases.get(op.path);
+      if (
+        base !== undefined &&
+        digestOf(base) === op.before &&
+        'text' in (readText(dir, op.path) ?? {})
+      ) {
+        removeQuietly(dir, op.temp);
+        merge.set(op.path, op.before);
+        continue;
+      }
+      moveToConflictName(dir, op.path, now, device);
+    }
+    if ('problem' in commitTemp(dir, op.temp, op.path)) lost.push(op.path);
+  }
+  return { lost, merge };
+}
