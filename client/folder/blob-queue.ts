@@ -1,10 +1,8 @@
-import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashFile } from '../chunks/index.ts';
 import { SyncError } from '../errors.ts';
 import type { BlobTransfer, ChunkList } from './blob-transfer.ts';
-import { removeQuietly, type Stamp, sameStamp, statFile, writeTemp } from './disk.ts';
+import { type Disk, type Stamp, sameStamp } from './disk.ts';
 import type { BlobVersion } from './document.ts';
 import { Prefetches } from './prefetch.ts';
 
@@ -21,7 +19,10 @@ import { Prefetches } from './prefetch.ts';
 
 /** What the queue needs of the folder sync. */
 export interface BlobHost {
+  /** The folder's path (downloads write their temporary files through it). */
   readonly dir: string;
+  /** The folder's files (disk.ts). */
+  readonly disk: Disk;
   /** The transfer on the current connection; undefined while there is none. */
   transfer(): BlobTransfer | undefined;
   /** The digest the disk record of `path` has (undefined when the file is new here). */
@@ -95,6 +96,7 @@ export class BlobQueue {
     this.prefetches = new Prefetches(
       {
         dir: host.dir,
+        disk: host.disk,
         transfer: () => host.transfer(),
         ignores: (path) => host.ignores(path),
         maxFileBytes: () => host.maxFileBytes(),
@@ -170,7 +172,7 @@ export class BlobQueue {
   private drop(path: string, job: Download): void {
     this.downloads.delete(path);
     if (job.temp !== undefined && job.ready) {
-      removeQuietly(this.host.dir, job.temp);
+      this.host.disk.removeQuietly(job.temp);
       this.busyTemps.delete(job.temp);
     }
     // A running one removes its temporary file when it ends (it is no longer in `downloads`).
@@ -217,9 +219,9 @@ export class BlobQueue {
       return false;
     }
     const [path, job] = next.value;
-    const { dir } = this.host;
+    const { dir, disk } = this.host;
     const stillThere = () => {
-      const now = statFile(dir, path);
+      const now = disk.statFile(path);
       return now !== undefined && !('problem' in now) && sameStamp(now, job.stamp);
     };
     const finish = () => {
@@ -272,7 +274,7 @@ export class BlobQueue {
       return true;
     }
     const claimed = await this.prefetches.claim(path, job.version);
-    const temp = claimed ?? writeTemp(this.host.dir, path, '');
+    const temp = claimed ?? this.host.disk.writeTemp(path, '');
     if ('problem' in temp) {
       // The writer says why when it tries the path; the download waits for the next try.
       this.downloads.delete(path);
@@ -295,7 +297,7 @@ export class BlobQueue {
         throw new Error(`${path} did not come out as its version says (fetched again)`);
       }
     } catch (err: unknown) {
-      removeQuietly(this.host.dir, temp.temp);
+      this.host.disk.removeQuietly(temp.temp);
       this.busyTemps.delete(temp.temp);
       job.temp = undefined;
       return keep() ? this.failed(path, 'down', err) : true;
@@ -303,7 +305,7 @@ export class BlobQueue {
       this.active.delete('down');
     }
     if (!keep()) {
-      removeQuietly(this.host.dir, temp.temp);
+      this.host.disk.removeQuietly(temp.temp);
       this.busyTemps.delete(temp.temp);
       return true;
     }
@@ -345,37 +347,5 @@ export class BlobQueue {
     );
     this.retryLater(retryMs);
     return false;
-  }
-}
-
-const readFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
-/**
- * The digest that disk records keep (the start of the SHA-256) of the regular file at `path`,
- * text or not, read in blocks; undefined when it is not there or not a regular file.
- */
-export function fileDigestSync(root: string, path: string): string | undefined {
-  const stamp = statFile(root, path);
-  if (stamp === undefined || 'problem' in stamp) return undefined;
-  let fd: number;
-  try {
-    fd = openSync(join(root, path), readFlags);
-  } catch {
-    return undefined;
-  }
-  try {
-    if (!fstatSync(fd).isFile()) return undefined;
-    const hash = createHash('sha256');
-    const block = Buffer.alloc(1_048_576);
-    for (;;) {
-      const read = readSync(fd, block, 0, block.length, null);
-      if (read === 0) break;
-      hash.update(block.subarray(0, read));
-    }
-    return hash.digest('hex').slice(0, 32);
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
   }
 }

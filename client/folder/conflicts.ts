@@ -1,5 +1,5 @@
 import type * as Y from 'yjs';
-import { moveAside } from './disk.ts';
+import type { Disk } from './disk.ts';
 import { addEntry, type BlobVersion, type FileEntry } from './document.ts';
 import { maxSegmentBytes, parentsOf } from './names.ts';
 
@@ -152,8 +152,8 @@ export function blobSplitId(entryId: string, version: string): string {
  * Moves this device's version of `path` to its conflict name, never over an earlier copy: when
  * the name of this second is taken, the next second's is used.
  */
-export function moveToConflictName(dir: string, path: string, now: number, device: string) {
-  return moveAside(dir, path, conflictName(path, now, device), (n) =>
+export function moveToConflictName(disk: Disk, path: string, now: number, device: string) {
+  return disk.moveAside(path, conflictName(path, now, device), (n) =>
     conflictName(path, now + n * 1_000, device),
   );
 }

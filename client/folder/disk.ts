@@ -1,28 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  rmdirSync,
-  type Stats,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { codeOf, type FileSystem, type FsStats, nodeFileSystem, writeAll } from './file-system.ts';
 import { parentsOf, pathProblem } from './names.ts';
 
 /**
- * The folder sync's only ways to touch the disk. Every path is relative to the folder and has
- * passed `pathProblem`; every folder above it is checked with `lstat` to be a real folder (a
- * symbolic link there is refused, never followed), files are opened with `O_NOFOLLOW`, and a
- * write goes whole through a temporary file beside its target, created with `O_EXCL`.
+ * The folder sync's only ways to touch its folder (`Disk`, over a `FileSystem`). Every path is
+ * relative to the folder and has passed `pathProblem`; every folder above it is checked with
+ * `lstat` to be a real folder (a symbolic link there is refused, never followed), files are
+ * opened with `O_NOFOLLOW`, and a write goes whole through a temporary file beside its target,
+ * created with `O_EXCL`.
  */
 
 /** Text files larger than this are blobs (kept as chunks, not merged). */
@@ -39,7 +25,7 @@ export interface Stamp {
   ino: number;
 }
 
-export function stampOf(stats: Stats): Stamp {
+export function stampOf(stats: FsStats): Stamp {
   return { size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino };
 }
 
@@ -54,239 +40,12 @@ export function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const readFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
-function codeOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
-}
-
-/** Why the folders above `path` cannot be used, 'missing' when one does not exist yet. */
-export function parentProblem(root: string, path: string): string | 'missing' | undefined {
-  for (const parent of parentsOf(path)) {
-    let stats: Stats;
-    try {
-      stats = lstatSync(join(root, parent));
-    } catch (err: unknown) {
-      if (codeOf(err) === 'ENOENT') return 'missing';
-      return `${parent} cannot be read (${codeOf(err) ?? String(err)})`;
-    }
-    if (stats.isSymbolicLink()) return `${parent} is a symbolic link here (not followed)`;
-    if (!stats.isDirectory()) return `${parent} is a file here, not a folder`;
-  }
-  return undefined;
-}
 
 export type ReadResult =
   | { text: string; stamp: Stamp }
   | { binary: Stamp }
   | { problem: string }
   | undefined;
-
-/**
- * A text file's content; `binary` (unread past the first NUL or bad byte) for any other regular
- * file, a blob; undefined when it is not there; a problem when it cannot be read.
- */
-export function readText(root: string, path: string): ReadResult {
-  if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
-  const parents = parentProblem(root, path);
-  if (parents === 'missing') return undefined;
-  if (parents !== undefined) return { problem: parents };
-  let fd: number;
-  try {
-    fd = openSync(join(root, path), readFlags);
-  } catch (err: unknown) {
-    const code = codeOf(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    if (code === 'ELOOP') return { problem: 'a symbolic link (not followed)' };
-    return { problem: `cannot be read (${code ?? String(err)})` };
-  }
-  try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) return { problem: 'not a regular file' };
-    if (stats.size > maxTextBytes) return { binary: stampOf(stats) };
-    const bytes = Buffer.alloc(stats.size);
-    let offset = 0;
-    while (offset < bytes.length) {
-      const read = readSync(fd, bytes, offset, bytes.length - offset, offset);
-      if (read === 0) break;
-      offset += read;
-    }
-    const content = bytes.subarray(0, offset);
-    if (content.includes(0)) return { binary: stampOf(stats) };
-    try {
-      return { text: utf8.decode(content), stamp: stampOf(stats) };
-    } catch {
-      return { binary: stampOf(stats) };
-    }
-  } catch (err: unknown) {
-    return { problem: `cannot be read (${codeOf(err) ?? String(err)})` };
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The stamp of the regular file at `path`; undefined when absent; a problem otherwise. */
-export function statFile(root: string, path: string): Stamp | { problem: string } | undefined {
-  const parents = parentProblem(root, path);
-  if (parents === 'missing') return undefined;
-  if (parents !== undefined) return { problem: parents };
-  try {
-    const stats = lstatSync(join(root, path));
-    if (stats.isSymbolicLink()) return { problem: 'a symbolic link here (not replaced)' };
-    if (!stats.isFile()) return { problem: 'a folder or special file here' };
-    return stampOf(stats);
-  } catch (err: unknown) {
-    if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return undefined;
-    return { problem: `cannot be read (${codeOf(err) ?? String(err)})` };
-  }
-}
-
-/**
- * Creates the folders above `path` one by one (only checks them without `make`); a problem when
- * one is a link or a file, or missing and not to be made.
- */
-function makeParents(root: string, path: string, make = true): string | undefined {
-  for (const parent of parentsOf(path)) {
-    const full = join(root, parent);
-    try {
-      const stats = lstatSync(full);
-      if (stats.isSymbolicLink()) return `${parent} is a symbolic link here (not followed)`;
-      if (!stats.isDirectory()) return `${parent} is a file here, not a folder`;
-    } catch (err: unknown) {
-      if (codeOf(err) !== 'ENOENT') return `${parent} cannot be read (${codeOf(err)})`;
-      if (!make) return `${parent} is not there`;
-      try {
-        mkdirSync(full);
-      } catch (mkdirErr: unknown) {
-        if (codeOf(mkdirErr) !== 'EEXIST') return `${parent} cannot be made (${codeOf(mkdirErr)})`;
-        return makeParents(root, path, make); // made meanwhile: check it again
-      }
-    }
-  }
-  return undefined;
-}
-
-/**
- * Writes `content` whole into a new temporary file beside `path` (the folders above made as
- * needed, or, with `makeFolders: false`, required to be there); resolves with its relative
- * path, or why it cannot be written.
- */
-export function writeTemp(
-  root: string,
-  path: string,
-  content: string,
-  options: { makeFolders?: boolean } = {},
-): { temp: string } | { problem: string } {
-  if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
-  const parents = makeParents(root, path, options.makeFolders ?? true);
-  if (parents !== undefined) return { problem: parents };
-  const slash = path.lastIndexOf('/');
-  const base = path.slice(slash + 1).slice(0, 60);
-  const temp = `${path.slice(0, slash + 1)}.${base}.${randomBytes(4).toString('hex')}${tempSuffix}`;
-  let fd: number;
-  try {
-    fd = openSync(join(root, temp), 'wx', 0o644);
-  } catch (err: unknown) {
-    return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
-  }
-  try {
-    const bytes = Buffer.from(content, 'utf8');
-    let offset = 0;
-    while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
-    return { temp };
-  } catch (err: unknown) {
-    removeQuietly(root, temp);
-    return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Puts a temporary file in place of `path`; the new file's stamp, or why it failed. */
-export function commitTemp(root: string, temp: string, path: string): Stamp | { problem: string } {
-  try {
-    renameSync(join(root, temp), join(root, path));
-    return stampOf(lstatSync(join(root, path)));
-  } catch (err: unknown) {
-    removeQuietly(root, temp);
-    return { problem: `cannot be replaced (${codeOf(err) ?? String(err)})` };
-  }
-}
-
-/**
- * Moves the file at `path` aside to `to` (a conflict copy's name) without replacing anything:
- * when `to` is taken, the next free name from `next` is tried. Resolves with the name used, or
- * undefined when it failed.
- */
-export function moveAside(
-  root: string,
-  path: string,
-  to: string,
-  next: (n: number) => string = (n) => `${to}.${n}`,
-): string | undefined {
-  for (let n = 0; n < 100; n += 1) {
-    const target = n === 0 ? to : next(n);
-    if (makeParents(root, target) !== undefined) return undefined;
-    try {
-      // A hard link fails when the name is taken, where a rename would replace it.
-      linkSync(join(root, path), join(root, target));
-      unlinkSync(join(root, path));
-      return target;
-    } catch (err: unknown) {
-      if (codeOf(err) === 'EEXIST') continue;
-      // No hard links here (FAT, some network shares): a rename after a look.
-      if (statFile(root, target) !== undefined) continue;
-      try {
-        renameSync(join(root, path), join(root, target));
-        return target;
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
-
-/** Deletes the file at `path`, then the folders above it that are left empty. */
-export function removeFile(root: string, path: string): string | undefined {
-  try {
-    unlinkSync(join(root, path));
-  } catch (err: unknown) {
-    if (codeOf(err) !== 'ENOENT') return `cannot be deleted (${codeOf(err) ?? String(err)})`;
-  }
-  removeEmptyFolders(root, path);
-  return undefined;
-}
-
-/** Removes the folders above `path` that are empty, deepest first; stops at the first that is not. */
-export function removeEmptyFolders(root: string, path: string): void {
-  for (const parent of parentsOf(path).reverse()) {
-    try {
-      rmdirSync(join(root, parent));
-    } catch {
-      return;
-    }
-  }
-}
-
-/** Removes the folder at `path` if it is a real, empty folder; whether it did. */
-export function removeEmptyFolder(root: string, path: string): boolean {
-  try {
-    if (!lstatSync(join(root, path)).isDirectory()) return false;
-    rmdirSync(join(root, path));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export function removeQuietly(root: string, path: string): void {
-  try {
-    unlinkSync(join(root, path));
-  } catch {
-    // Already gone.
-  }
-}
 
 /** What a walk of the folder found. */
 export interface Walk {
@@ -310,81 +69,339 @@ export function isWithin(path: string, scope: string): boolean {
 /** Whether a path stays on this device (`.syncignore`, dot files): see syncignore.ts. */
 export type IgnoreTest = (path: string, isFolder: boolean) => boolean;
 
-/**
- * Every file under the folder, or under the given parts of it (`scopes`: relative paths of
- * files or folders, `''` for all), without following links; what `ignores` matches and
- * sync-host's own files left out without a word.
- */
-export function walkFolder(
-  root: string,
-  scopes: string[] = [''],
-  ignores: IgnoreTest = () => false,
-): Walk {
-  const walk: Walk = { files: new Map(), unreadable: [], temps: [], skipped: new Map() };
-  const visit = (folder: string) => {
-    let entries: import('node:fs').Dirent<Buffer>[];
-    try {
-      entries = readdirSync(join(root, folder), { withFileTypes: true, encoding: 'buffer' });
-    } catch (err: unknown) {
-      if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return;
-      walk.unreadable.push(folder);
-      return;
-    }
-    for (const dirent of entries) {
-      let name: string;
-      try {
-        name = nameDecoder.decode(dirent.name);
-      } catch {
-        const shown = `${folder === '' ? '' : `${folder}/`}${dirent.name.toString('latin1')}`;
-        walk.skipped.set(shown, 'the name is not valid UTF-8');
-        continue;
-      }
-      const path = folder === '' ? name : `${folder}/${name}`;
-      if (name.startsWith(ownPrefix)) continue;
-      if (name.startsWith('.') && name.endsWith(tempSuffix)) {
-        if (dirent.isFile()) walk.temps.push(path);
-        continue;
-      }
-      if (ignores(path, dirent.isDirectory())) continue;
-      if (dirent.isSymbolicLink()) {
-        walk.skipped.set(path, 'a symbolic link (not followed, not synced)');
-        continue;
-      }
-      const problem = pathProblem(path);
-      if (problem !== undefined) {
-        walk.skipped.set(path, problem);
-        continue;
-      }
-      if (dirent.isDirectory()) visit(path);
-      else if (dirent.isFile()) addFile(path);
-      else walk.skipped.set(path, 'not a regular file');
-    }
-  };
-  const addFile = (path: string) => {
-    try {
-      walk.files.set(path, stampOf(lstatSync(join(root, path))));
-    } catch {
-      // Gone between the listing and the stat: the next walk sees what is there.
-    }
-  };
-  for (const scope of scopes) {
-    if (scope === '') {
-      visit('');
-      continue;
-    }
-    // A part named by the watcher: a file, a folder, or gone; nothing through a link.
-    if (pathProblem(scope) !== undefined || parentProblem(root, scope) !== undefined) continue;
-    let stats: Stats;
-    try {
-      stats = lstatSync(join(root, scope));
-    } catch {
-      continue;
-    }
-    if (ignores(scope, stats.isDirectory())) continue;
-    if (stats.isDirectory()) visit(scope);
-    else if (stats.isFile()) addFile(scope);
-    else if (stats.isSymbolicLink())
-      walk.skipped.set(scope, 'a symbolic link (not followed, not synced)');
+/** The folder on a file system: every operation the engine makes on its files. */
+export class Disk {
+  constructor(
+    readonly root: string,
+    readonly fs: FileSystem = nodeFileSystem,
+  ) {}
+
+  /** The absolute path of `path` (relative to the folder). */
+  at(path: string): string {
+    return path === '' ? this.root : join(this.root, path);
   }
-  return walk;
+
+  /** Why the folders above `path` cannot be used, 'missing' when one does not exist yet. */
+  parentProblem(path: string): string | 'missing' | undefined {
+    for (const parent of parentsOf(path)) {
+      let stats: FsStats;
+      try {
+        stats = this.fs.lstat(this.at(parent));
+      } catch (err: unknown) {
+        if (codeOf(err) === 'ENOENT') return 'missing';
+        return `${parent} cannot be read (${codeOf(err) ?? String(err)})`;
+      }
+      if (stats.isSymbolicLink()) return `${parent} is a symbolic link here (not followed)`;
+      if (!stats.isDirectory()) return `${parent} is a file here, not a folder`;
+    }
+    return undefined;
+  }
+
+  /**
+   * A text file's content; `binary` (unread past the first NUL or bad byte) for any other regular
+   * file, a blob; undefined when it is not there; a problem when it cannot be read.
+   */
+  readText(path: string): ReadResult {
+    if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
+    const parents = this.parentProblem(path);
+    if (parents === 'missing') return undefined;
+    if (parents !== undefined) return { problem: parents };
+    let fd: number;
+    try {
+      fd = this.fs.open(this.at(path), 'read');
+    } catch (err: unknown) {
+      const code = codeOf(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+      if (code === 'ELOOP') return { problem: 'a symbolic link (not followed)' };
+      return { problem: `cannot be read (${code ?? String(err)})` };
+    }
+    try {
+      const stats = this.fs.fstat(fd);
+      if (!stats.isFile()) return { problem: 'not a regular file' };
+      if (stats.size > maxTextBytes) return { binary: stampOf(stats) };
+      const bytes = Buffer.alloc(stats.size);
+      let offset = 0;
+      while (offset < bytes.length) {
+        const read = this.fs.read(fd, bytes, offset, bytes.length - offset, offset);
+        if (read === 0) break;
+        offset += read;
+      }
+      const content = bytes.subarray(0, offset);
+      if (content.includes(0)) return { binary: stampOf(stats) };
+      try {
+        return { text: utf8.decode(content), stamp: stampOf(stats) };
+      } catch {
+        return { binary: stampOf(stats) };
+      }
+    } catch (err: unknown) {
+      return { problem: `cannot be read (${codeOf(err) ?? String(err)})` };
+    } finally {
+      this.fs.close(fd);
+    }
+  }
+
+  /** The stamp of the regular file at `path`; undefined when absent; a problem otherwise. */
+  statFile(path: string): Stamp | { problem: string } | undefined {
+    const parents = this.parentProblem(path);
+    if (parents === 'missing') return undefined;
+    if (parents !== undefined) return { problem: parents };
+    try {
+      const stats = this.fs.lstat(this.at(path));
+      if (stats.isSymbolicLink()) return { problem: 'a symbolic link here (not replaced)' };
+      if (!stats.isFile()) return { problem: 'a folder or special file here' };
+      return stampOf(stats);
+    } catch (err: unknown) {
+      if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return undefined;
+      return { problem: `cannot be read (${codeOf(err) ?? String(err)})` };
+    }
+  }
+
+  /**
+   * Creates the folders above `path` one by one (only checks them without `make`); a problem when
+   * one is a link or a file, or missing and not to be made.
+   */
+  private makeParents(path: string, make = true): string | undefined {
+    for (const parent of parentsOf(path)) {
+      const full = this.at(parent);
+      try {
+        const stats = this.fs.lstat(full);
+        if (stats.isSymbolicLink()) return `${parent} is a symbolic link here (not followed)`;
+        if (!stats.isDirectory()) return `${parent} is a file here, not a folder`;
+      } catch (err: unknown) {
+        if (codeOf(err) !== 'ENOENT') return `${parent} cannot be read (${codeOf(err)})`;
+        if (!make) return `${parent} is not there`;
+        try {
+          this.fs.mkdir(full);
+        } catch (mkdirErr: unknown) {
+          if (codeOf(mkdirErr) !== 'EEXIST')
+            return `${parent} cannot be made (${codeOf(mkdirErr)})`;
+          return this.makeParents(path, make); // made meanwhile: check it again
+        }
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Writes `content` whole into a new temporary file beside `path` (the folders above made as
+   * needed, or, with `makeFolders: false`, required to be there); resolves with its relative
+   * path, or why it cannot be written.
+   */
+  writeTemp(
+    path: string,
+    content: string,
+    options: { makeFolders?: boolean } = {},
+  ): { temp: string } | { problem: string } {
+    if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
+    const parents = this.makeParents(path, options.makeFolders ?? true);
+    if (parents !== undefined) return { problem: parents };
+    const slash = path.lastIndexOf('/');
+    const base = path.slice(slash + 1).slice(0, 60);
+    const temp = `${path.slice(0, slash + 1)}.${base}.${randomBytes(4).toString('hex')}${tempSuffix}`;
+    let fd: number;
+    try {
+      fd = this.fs.open(this.at(temp), 'create', 0o644);
+    } catch (err: unknown) {
+      return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
+    }
+    try {
+      writeAll(this.fs, fd, Buffer.from(content, 'utf8'));
+      return { temp };
+    } catch (err: unknown) {
+      this.removeQuietly(temp);
+      return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
+    } finally {
+      this.fs.close(fd);
+    }
+  }
+
+  /** Puts a temporary file in place of `path`; the new file's stamp, or why it failed. */
+  commitTemp(temp: string, path: string): Stamp | { problem: string } {
+    try {
+      this.fs.rename(this.at(temp), this.at(path));
+      return stampOf(this.fs.lstat(this.at(path)));
+    } catch (err: unknown) {
+      this.removeQuietly(temp);
+      return { problem: `cannot be replaced (${codeOf(err) ?? String(err)})` };
+    }
+  }
+
+  /**
+   * Moves the file at `path` aside to `to` (a conflict copy's name) without replacing anything:
+   * when `to` is taken, the next free name from `next` is tried. Resolves with the name used, or
+   * undefined when it failed.
+   */
+  moveAside(
+    path: string,
+    to: string,
+    next: (n: number) => string = (n) => `${to}.${n}`,
+  ): string | undefined {
+    for (let n = 0; n < 100; n += 1) {
+      const target = n === 0 ? to : next(n);
+      if (this.makeParents(target) !== undefined) return undefined;
+      try {
+        // A hard link fails when the name is taken, where a rename would replace it.
+        this.fs.link(this.at(path), this.at(target));
+        this.fs.unlink(this.at(path));
+        return target;
+      } catch (err: unknown) {
+        if (codeOf(err) === 'EEXIST') continue;
+        // No hard links here (FAT, some network shares): a rename after a look.
+        if (this.statFile(target) !== undefined) continue;
+        try {
+          this.fs.rename(this.at(path), this.at(target));
+          return target;
+        } catch {
+          return undefined;
+        }
+      }
+    }
+    return undefined;
+  }
+
+  /** Deletes the file at `path`, then the folders above it that are left empty. */
+  removeFile(path: string): string | undefined {
+    try {
+      this.fs.unlink(this.at(path));
+    } catch (err: unknown) {
+      if (codeOf(err) !== 'ENOENT') return `cannot be deleted (${codeOf(err) ?? String(err)})`;
+    }
+    this.removeEmptyFolders(path);
+    return undefined;
+  }
+
+  /** Removes the folders above `path` that are empty, deepest first; stops at the first that is not. */
+  removeEmptyFolders(path: string): void {
+    for (const parent of parentsOf(path).reverse()) {
+      try {
+        this.fs.rmdir(this.at(parent));
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /** Removes the folder at `path` if it is a real, empty folder; whether it did. */
+  removeEmptyFolder(path: string): boolean {
+    try {
+      if (!this.fs.lstat(this.at(path)).isDirectory()) return false;
+      this.fs.rmdir(this.at(path));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  removeQuietly(path: string): void {
+    try {
+      this.fs.unlink(this.at(path));
+    } catch {
+      // Already gone.
+    }
+  }
+
+  /**
+   * Every file under the folder, or under the given parts of it (`scopes`: relative paths of
+   * files or folders, `''` for all), without following links; what `ignores` matches and
+   * sync-host's own files left out without a word.
+   */
+  walk(scopes: string[] = [''], ignores: IgnoreTest = () => false): Walk {
+    const walk: Walk = { files: new Map(), unreadable: [], temps: [], skipped: new Map() };
+    const visit = (folder: string) => {
+      let entries: ReturnType<FileSystem['readdir']>;
+      try {
+        entries = this.fs.readdir(this.at(folder));
+      } catch (err: unknown) {
+        if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return;
+        walk.unreadable.push(folder);
+        return;
+      }
+      for (const dirent of entries) {
+        let name: string;
+        try {
+          name = nameDecoder.decode(dirent.name);
+        } catch {
+          const shown = `${folder === '' ? '' : `${folder}/`}${dirent.name.toString('latin1')}`;
+          walk.skipped.set(shown, 'the name is not valid UTF-8');
+          continue;
+        }
+        const path = folder === '' ? name : `${folder}/${name}`;
+        if (name.startsWith(ownPrefix)) continue;
+        if (name.startsWith('.') && name.endsWith(tempSuffix)) {
+          if (dirent.isFile()) walk.temps.push(path);
+          continue;
+        }
+        if (ignores(path, dirent.isDirectory())) continue;
+        if (dirent.isSymbolicLink()) {
+          walk.skipped.set(path, 'a symbolic link (not followed, not synced)');
+          continue;
+        }
+        const problem = pathProblem(path);
+        if (problem !== undefined) {
+          walk.skipped.set(path, problem);
+          continue;
+        }
+        if (dirent.isDirectory()) visit(path);
+        else if (dirent.isFile()) addFile(path);
+        else walk.skipped.set(path, 'not a regular file');
+      }
+    };
+    const addFile = (path: string) => {
+      try {
+        walk.files.set(path, stampOf(this.fs.lstat(this.at(path))));
+      } catch {
+        // Gone between the listing and the stat: the next walk sees what is there.
+      }
+    };
+    for (const scope of scopes) {
+      if (scope === '') {
+        visit('');
+        continue;
+      }
+      // A part named by the watcher: a file, a folder, or gone; nothing through a link.
+      if (pathProblem(scope) !== undefined || this.parentProblem(scope) !== undefined) continue;
+      let stats: FsStats;
+      try {
+        stats = this.fs.lstat(this.at(scope));
+      } catch {
+        continue;
+      }
+      if (ignores(scope, stats.isDirectory())) continue;
+      if (stats.isDirectory()) visit(scope);
+      else if (stats.isFile()) addFile(scope);
+      else if (stats.isSymbolicLink())
+        walk.skipped.set(scope, 'a symbolic link (not followed, not synced)');
+    }
+    return walk;
+  }
+
+  /**
+   * The digest that disk records keep (the start of the SHA-256) of the regular file at `path`,
+   * text or not, read in blocks; undefined when it is not there or not a regular file.
+   */
+  fileDigest(path: string): string | undefined {
+    const stamp = this.statFile(path);
+    if (stamp === undefined || 'problem' in stamp) return undefined;
+    let fd: number;
+    try {
+      fd = this.fs.open(this.at(path), 'read');
+    } catch {
+      return undefined;
+    }
+    try {
+      if (!this.fs.fstat(fd).isFile()) return undefined;
+      const hash = createHash('sha256');
+      const block = Buffer.alloc(1_048_576);
+      for (;;) {
+        const read = this.fs.read(fd, block, 0, block.length, null);
+        if (read === 0) break;
+        hash.update(block.subarray(0, read));
+      }
+      return hash.digest('hex').slice(0, 32);
+    } catch {
+      return undefined;
+    } finally {
+      this.fs.close(fd);
+    }
+  }
 }

@@ -1,4 +1,3 @@
-import { readdirSync } from 'node:fs';
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import { textVersions } from './ancestors.ts';
@@ -7,8 +6,10 @@ import { BlobQueue, type Transfer } from './blob-queue.ts';
 import type { BlobTransfer } from './blob-transfer.ts';
 import { type ChunkKeeper, keeperOf } from './chunk-keeper.ts';
 import { applyClashFixes, clashFixes } from './conflicts.ts';
+import { Disk } from './disk.ts';
 import { entriesChanged } from './document.ts';
 import { EntryIndex } from './entry-index.ts';
+import type { FileSystem } from './file-system.ts';
 import { folderMarker, folderThere, writeMarker } from './marker.ts';
 import { type FolderLog, FolderMirror } from './mirror.ts';
 import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
@@ -47,6 +48,8 @@ export interface FolderSyncOptions {
   maxFileBytes?: number;
   /** How a text changed here becomes edits (region by region; the benchmark's reference swaps it). */
   editText?: (text: Y.Text, content: string) => void;
+  /** The file system of the folder and the state log (the real one by default; tests swap it). */
+  fs?: FileSystem;
   /** How long a prefetch no notice touched is kept (5 minutes; prefetch.ts). */
   prefetchIdleMs?: number;
 }
@@ -65,8 +68,8 @@ export class FolderSync {
   readonly shared = new Y.Doc();
   /** The folder document's place on the host as the last run left it (see `close`). */
   readonly storeProgress: StoreProgress | undefined;
-  private readonly disk = new Y.Doc();
-  private readonly files = this.disk.getMap<unknown>('files');
+  private readonly diskDoc = new Y.Doc();
+  private readonly files = this.diskDoc.getMap<unknown>('files');
   private readonly index: EntryIndex;
   private readonly mirror: FolderMirror;
   private readonly state: FolderState;
@@ -91,7 +94,7 @@ export class FolderSync {
   constructor(private readonly options: FolderSyncOptions) {
     const now = options.now ?? Date.now;
     this.budget = new ReceiveBudget(options.limits, now);
-    this.disk.on('update', (update: Uint8Array, origin: unknown) => {
+    this.diskDoc.on('update', (update: Uint8Array, origin: unknown) => {
       this.unsaved.push(update);
       if (origin !== remoteOrigin) Y.applyUpdate(this.shared, update, localOrigin);
     });
@@ -105,16 +108,17 @@ export class FolderSync {
       }, remoteSettleMs);
     });
     this.remoteTouched = entriesChanged(this.shared, localOrigin);
-    const opened = FolderState.open(options.stateFile, this.disk, stateOrigin);
+    const disk = new Disk(options.dir, options.fs);
+    const opened = FolderState.open(options.stateFile, this.diskDoc, stateOrigin, disk.fs);
     this.state = opened.state;
     this.storeProgress = opened.store;
     this.unsaved = [];
     this.index = new EntryIndex(this.files);
     this.files.observeDeep((events) => this.index.forgetChanged(events));
     this.mirror = new FolderMirror(
-      options.dir,
+      disk,
       options.device,
-      this.disk,
+      this.diskDoc,
       this.files,
       this.index,
       opened.onDisk,
@@ -133,12 +137,12 @@ export class FolderSync {
       this.mirror.retry.add(path);
       if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
     }
-    const { dir, device } = options;
-    const { lost, merge } = finishPending(dir, device, opened.pending, now(), opened.bases);
+    const { device } = options;
+    const { lost, merge } = finishPending(disk, device, opened.pending, now(), opened.bases);
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
     this.mirror.backToBase(merge);
-    if (opened.onDisk.size === 0) writeMarker(options.dir);
-    this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
+    if (opened.onDisk.size === 0) writeMarker(disk);
+    this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
   }
 
   /**
@@ -147,7 +151,8 @@ export class FolderSync {
    */
   get firstRunWithFiles(): boolean {
     if (this.mirror.onDisk.size > 0) return false;
-    return readdirSync(this.options.dir).some((name) => name !== folderMarker);
+    const { disk } = this.mirror;
+    return disk.fs.readdir(disk.root).some((entry) => entry.name.toString() !== folderMarker);
   }
 
   /**
@@ -160,7 +165,7 @@ export class FolderSync {
     if (updates.length === 0) return;
     const whole = Y.mergeUpdates(updates);
     Y.applyUpdate(this.shared, whole, localOrigin);
-    Y.applyUpdate(this.disk, whole, remoteOrigin);
+    Y.applyUpdate(this.diskDoc, whole, remoteOrigin);
     this.mirror.ancestors = (ids) => textVersions(updates, ids);
   }
 
@@ -217,7 +222,7 @@ export class FolderSync {
     const applied = this.remote.length === 0;
     this.halt();
     this.persist(applied && store !== undefined ? { store } : {});
-    this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
+    this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
     this.state.close();
   }
 
@@ -261,6 +266,7 @@ export class FolderSync {
     const { mirror } = this;
     return new BlobQueue({
       dir: this.options.dir,
+      disk: mirror.disk,
       transfer,
       recordDigest: (path) => mirror.onDisk.get(path)?.digest,
       publish: (path, stamp, file) =>
@@ -326,8 +332,8 @@ export class FolderSync {
     const ids = [...this.remoteTouched];
     this.remoteTouched.clear();
     const touched = this.mirror.keepBases(ids);
-    Y.applyUpdate(this.disk, Y.mergeUpdates(updates), remoteOrigin);
-    this.disk.transact(() => this.mirror.dropTwins(ids), localOrigin);
+    Y.applyUpdate(this.diskDoc, Y.mergeUpdates(updates), remoteOrigin);
+    this.diskDoc.transact(() => this.mirror.dropTwins(ids), localOrigin);
     if (touched.length > 0) this.read(touched);
   }
 
@@ -366,7 +372,7 @@ export class FolderSync {
       const fixes = clashFixes(this.index, changed);
       if (fixes.length === 0) break;
       let lines: string[] = [];
-      this.disk.transact(() => {
+      this.diskDoc.transact(() => {
         lines = applyClashFixes(this.index, fixes);
       }, localOrigin);
       for (const line of lines) this.mirror.say('out', line);
@@ -406,7 +412,7 @@ export class FolderSync {
     );
     if (this.unsaved.length > 0) this.persist({});
     if (this.state.wantsCompaction)
-      this.state.compact(this.disk, this.mirror.onDisk, this.mirror.bases);
+      this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
     // Rules another device sent were just written: what they let through goes now, not at the
     // next scan (once: the rules do not change again without a new write).
     if (rulesWritten && this.mirror.refreshRules()) {

@@ -1,5 +1,5 @@
-import { lstatSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import type { Disk } from './disk.ts';
+import { writeAll } from './file-system.ts';
 import type { FolderMirror } from './mirror.ts';
 
 /** The file that tells a folder from an empty mount point (a dot file: never synced). */
@@ -9,11 +9,17 @@ const markerText =
   'one that is not mounted and changes nothing.\n';
 
 /** Writes the marker at a folder's first start (left as it is when there). */
-export function writeMarker(dir: string): void {
+export function writeMarker(disk: Disk): void {
+  let fd: number;
   try {
-    writeFileSync(join(dir, folderMarker), markerText, { flag: 'wx' });
+    fd = disk.fs.open(disk.at(folderMarker), 'create', 0o644);
   } catch {
-    // Already there (or the folder is not: the scan says so).
+    return; // already there (or the folder is not: the scan says so)
+  }
+  try {
+    writeAll(disk.fs, fd, Buffer.from(markerText));
+  } finally {
+    disk.fs.close(fd);
   }
 }
 
@@ -23,9 +29,9 @@ export function writeMarker(dir: string): void {
  * read as every file deleted: nothing is sent or written until it is back, one line says so.
  */
 export function folderThere(mirror: FolderMirror, stateFile: string): boolean {
-  const { dir } = mirror;
+  const { dir, disk } = mirror;
   try {
-    if (lstatSync(dir).isDirectory() && lstatSync(join(dir, folderMarker)).isFile()) {
+    if (disk.fs.lstat(dir).isDirectory() && disk.fs.lstat(disk.at(folderMarker)).isFile()) {
       mirror.unsay('folder gone');
       return true;
     }

@@ -1,6 +1,6 @@
 import * as Y from 'yjs';
 import type { BlobQueue } from './blob-queue.ts';
-import { readText, type Stamp, sameStamp, statFile } from './disk.ts';
+import { type Disk, type Stamp, sameStamp } from './disk.ts';
 import type { EntryIndex } from './entry-index.ts';
 import type { DiskRecord } from './state-log.ts';
 import { SyncIgnore, syncIgnoreName } from './syncignore.ts';
@@ -53,10 +53,15 @@ export class FolderMirror {
    */
   ancestors: ((ids: string[]) => Map<string, string[]>) | undefined;
   private readonly pathsOfId = new Map<string, Set<string>>();
+  /** The folder's own path (the disk's root). */
+  get dir(): string {
+    return this.disk.root;
+  }
+
   private readonly reported = new Set<string>();
 
   constructor(
-    readonly dir: string,
+    readonly disk: Disk,
     readonly device: string,
     readonly doc: Y.Doc,
     readonly files: Y.Map<unknown>,
@@ -93,7 +98,7 @@ export class FolderMirror {
         if (!this.bases.has(path) && this.index.digest(id) === record.digest) {
           this.setBase(path, entry.text.toString());
         }
-        const stamp = statFile(this.dir, path);
+        const stamp = this.disk.statFile(path);
         if (stamp === undefined || 'problem' in stamp || !sameStamp(stamp, this.stamps.get(path))) {
           paths.push(path);
         }
@@ -123,7 +128,7 @@ export class FolderMirror {
    * for the files they now let through.
    */
   refreshRules(): boolean {
-    const read = readText(this.dir, syncIgnoreName);
+    const read = this.disk.readText(syncIgnoreName);
     const text = read !== undefined && 'text' in read ? read.text : undefined;
     if (text === this.rules.text) return false;
     this.rules = new SyncIgnore(text);

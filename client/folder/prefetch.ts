@@ -3,7 +3,7 @@ import { join, posix } from 'node:path';
 import type { PlacedChunk, Resume } from '../chunks/index.ts';
 import type { BlobNotice } from './blob-notices.ts';
 import type { BlobTransfer, ChunkList } from './blob-transfer.ts';
-import { removeQuietly, writeTemp } from './disk.ts';
+import type { Disk } from './disk.ts';
 import { pathProblem } from './names.ts';
 
 /**
@@ -28,6 +28,7 @@ const { dirname } = posix;
 
 export interface PrefetchHost {
   readonly dir: string;
+  readonly disk: Disk;
   transfer(): BlobTransfer | undefined;
   /** Whether `.syncignore` keeps `path` on this device now (then nothing is fetched). */
   ignores(path: string): boolean;
@@ -149,7 +150,7 @@ export class Prefetches {
     const earlier = senders.find((prefetch) => prefetch.path === notice.path);
     if (earlier !== undefined) return this.carry(earlier, key, notice);
     if (senders.length >= maxPrefetchesPerSender) this.drop(senders[0]!);
-    const made = writeTemp(this.host.dir, notice.path, '', { makeFolders: false });
+    const made = this.host.disk.writeTemp(notice.path, '', { makeFolders: false });
     if ('problem' in made) return undefined;
     this.host.busyTemps.add(made.temp);
     const idle = setTimeout(() => this.drop(prefetch), this.idleMs);
@@ -233,7 +234,7 @@ export class Prefetches {
   private drop(prefetch: Prefetch): void {
     this.forget(prefetch);
     // Removed now even while a fetch writes to it: that fetch opened it by name and ends on it.
-    removeQuietly(this.host.dir, prefetch.temp);
+    this.host.disk.removeQuietly(prefetch.temp);
     this.host.busyTemps.delete(prefetch.temp);
   }
 

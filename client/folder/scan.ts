@@ -1,6 +1,6 @@
 import { closestVersion } from './ancestors.ts';
 import { conflictName } from './conflicts.ts';
-import { isWithin, readText, removeQuietly, type Stamp, sameStamp, walkFolder } from './disk.ts';
+import { isWithin, type Stamp, sameStamp } from './disk.ts';
 import { addEntry, addVersion, digestOf, type FileEntry, newVersion } from './document.ts';
 import type { FolderMirror } from './mirror.ts';
 import type { DiskRecord } from './state-log.ts';
@@ -18,9 +18,9 @@ export function readFolder(
   origin: unknown,
   scopes: string[] = [''],
 ): Map<string, DiskRecord | null> {
-  const { dir, onDisk, stamps, skippedHere } = mirror;
-  const walk = walkFolder(dir, scopes, (path, isFolder) => mirror.ignores(path, isFolder));
-  for (const temp of walk.temps) if (!mirror.blobs?.busyTemps.has(temp)) removeQuietly(dir, temp);
+  const { disk, onDisk, stamps, skippedHere } = mirror;
+  const walk = disk.walk(scopes, (path, isFolder) => mirror.ignores(path, isFolder));
+  for (const temp of walk.temps) if (!mirror.blobs?.busyTemps.has(temp)) disk.removeQuietly(temp);
   for (const [path, why] of walk.skipped) {
     mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
   }
@@ -35,7 +35,7 @@ export function readFolder(
       const known = record !== undefined || skippedHere.has(path);
       if (known && sameStamp(stamps.get(path), stamp)) continue;
       if (mirror.blobs?.uploading(path, stamp)) continue;
-      const read = readText(dir, path);
+      const read = disk.readText(path);
       if (read === undefined) continue;
       const problem =
         'binary' in read

@@ -1,19 +1,9 @@
-import {
-  closeSync,
-  fdatasyncSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
 import { dirname } from 'node:path';
 import * as Y from 'yjs';
 import { fromBase64, toBase64 } from '../base64.ts';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import type { Stamp } from './disk.ts';
+import { codeOf, type FileSystem, nodeFileSystem, writeAll } from './file-system.ts';
 
 /**
  * What the folder sync keeps between runs, in one append-only file of JSON lines beside the
@@ -67,23 +57,26 @@ export class FolderState {
   /** The last place on the host recorded (kept by `compact`). */
   private store: StoreProgress | undefined;
 
-  private constructor(readonly file: string) {}
+  private constructor(
+    readonly file: string,
+    private readonly fs: FileSystem,
+  ) {}
 
   /**
    * Reads the log into `doc`: resolves with the disk records, the bases and the batch that was
    * not finished (empty when none).
    */
-  static open(file: string, doc: Y.Doc, origin: unknown) {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-    const state = new FolderState(file);
+  static open(file: string, doc: Y.Doc, origin: unknown, fs: FileSystem = nodeFileSystem) {
+    fs.mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    const state = new FolderState(file, fs);
     const onDisk = new Map<string, DiskRecord>();
     const bases = new Map<string, string>();
     let pending: PendingOp[] = [];
     let text = '';
     try {
-      text = readFileSync(file, 'utf8');
+      text = Buffer.from(fs.readFile(file)).toString('utf8');
     } catch (err: unknown) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (codeOf(err) !== 'ENOENT') throw err;
     }
     const updates: Uint8Array[] = [];
     for (const line of text.split('\n')) {
@@ -135,17 +128,17 @@ export class FolderState {
     if (record.done === true) line.d = 1;
     if (Object.keys(line).length === 0) return;
     const json = `${JSON.stringify(line)}\n`;
-    this.fd ??= openSync(this.file, 'a', 0o600);
-    writeSync(this.fd, json);
+    this.fd ??= this.fs.open(this.file, 'append', 0o600);
+    writeAll(this.fs, this.fd, Buffer.from(json));
     // On disk before the files change and before the document's update leaves this device: a
     // power cut cannot leave a written file or a sent edit that the log does not know.
-    if (line.u !== undefined || line.w !== undefined) fdatasyncSync(this.fd);
+    if (line.u !== undefined || line.w !== undefined) this.fs.sync(this.fd, true);
     this.bytes += json.length;
   }
 
   /** Closes the log file (the next append opens it again). */
   close(): void {
-    if (this.fd !== undefined) closeSync(this.fd);
+    if (this.fd !== undefined) this.fs.close(this.fd);
     this.fd = undefined;
   }
 
@@ -164,15 +157,15 @@ export class FolderState {
     } satisfies LogLine)}\n`;
     this.close();
     const temp = `${this.file}.tmp`;
-    const fd = openSync(temp, 'w', 0o600);
+    const fd = this.fs.open(temp, 'replace', 0o600);
     try {
-      writeSync(fd, json);
-      fsyncSync(fd);
+      writeAll(this.fs, fd, Buffer.from(json));
+      this.fs.sync(fd, false);
     } finally {
-      closeSync(fd);
+      this.fs.close(fd);
     }
-    renameSync(temp, this.file);
-    this.bytes = statSync(this.file).size;
+    this.fs.rename(temp, this.file);
+    this.bytes = this.fs.lstat(this.file).size;
     this.compactBytes = this.bytes;
   }
 }

@@ -1,16 +1,5 @@
-import { fileDigestSync } from './blob-queue.ts';
 import { moveToConflictName } from './conflicts.ts';
-import {
-  commitTemp,
-  readText,
-  removeEmptyFolder,
-  removeFile,
-  removeQuietly,
-  type Stamp,
-  sameStamp,
-  statFile,
-  writeTemp,
-} from './disk.ts';
+import { type Disk, type Stamp, sameStamp } from './disk.ts';
 import { type BlobVersion, digestOf, type FileEntry } from './document.ts';
 import type { FolderMirror } from './mirror.ts';
 import type { ReceiveBudget } from './receive-budget.ts';
@@ -36,7 +25,7 @@ export function writeFolder(
   persist: Persist,
   onRecorded: (() => void) | undefined,
 ): { held: number; blocked: boolean } {
-  const { dir, onDisk, index } = mirror;
+  const { disk, onDisk, index } = mirror;
   const plan: PendingOp[] = [];
   const changes = new Map<string, DiskRecord | null>();
   const writes: [string, ReturnType<typeof index.winnerAt> & object][] = [];
@@ -82,10 +71,10 @@ export function writeFolder(
       mirror.retry.add(path);
       continue;
     }
-    let here = statFile(dir, path);
+    let here = disk.statFile(path);
     // An empty folder of this device's own (left by a rename) holds nothing: it gives way.
-    if (here !== undefined && 'problem' in here && removeEmptyFolder(dir, path)) {
-      here = statFile(dir, path);
+    if (here !== undefined && 'problem' in here && disk.removeEmptyFolder(path)) {
+      here = disk.statFile(path);
     }
     if (here !== undefined && 'problem' in here) {
       mirror.retry.add(path);
@@ -140,12 +129,12 @@ export function writeFolder(
 
 /** Whether the file at `path` is still what this process last read or wrote there. */
 function unchangedHere(mirror: FolderMirror, path: string): boolean {
-  const stamp = statFile(mirror.dir, path);
+  const stamp = mirror.disk.statFile(path);
   const record = mirror.onDisk.get(path);
   if (stamp === undefined) return record === undefined;
   if ('problem' in stamp || record === undefined) return false;
   if (sameStamp(stamp, mirror.stamps.get(path))) return true;
-  return fileDigestSync(mirror.dir, path) === record.digest;
+  return mirror.disk.fileDigest(path) === record.digest;
 }
 
 /**
@@ -165,10 +154,10 @@ function tempOf(
   const size = content === undefined ? version.size : Buffer.byteLength(content);
   const fetching = content === undefined && mirror.blobs?.wants(path, version.v) === true;
   if (budget !== undefined && !fetching && !budget.take(size)) return 'held';
-  if (content !== undefined) return writeTemp(mirror.dir, path, content);
+  if (content !== undefined) return mirror.disk.writeTemp(path, content);
   const temp = blobTemp(mirror, path, version);
   if (temp === undefined) return undefined;
-  const stamp = statFile(mirror.dir, temp.temp);
+  const stamp = mirror.disk.statFile(temp.temp);
   return stamp === undefined || 'problem' in stamp ? temp : { ...temp, stamp };
 }
 
@@ -194,7 +183,7 @@ function blobTemp(
 
 /** Whether the file at `path` holds text that merges (not binary, not too large). */
 function isText(mirror: FolderMirror, path: string): boolean {
-  const read = readText(mirror.dir, path);
+  const read = mirror.disk.readText(path);
   return read !== undefined && 'text' in read;
 }
 
@@ -206,25 +195,25 @@ function commitWrite(
   mirror: FolderMirror,
   op: Extract<PendingOp, { op: 'write' }>,
 ): string | undefined {
-  const { dir } = mirror;
-  const here = statFile(dir, op.path);
+  const { disk } = mirror;
+  const here = disk.statFile(op.path);
   if (here !== undefined && 'problem' in here) {
     // A link, a folder or a special file of this device's own has the name: left alone.
-    removeQuietly(dir, op.temp);
+    disk.removeQuietly(op.temp);
     return here.problem;
   }
   if (!unchangedHere(mirror, op.path) && here !== undefined) {
     if (mirror.bases.has(op.path) && isText(mirror, op.path)) {
       // A text file edited here since it was last read: not written over. It is read again,
       // merged three ways with the document from its base, and then written.
-      removeQuietly(dir, op.temp);
+      disk.removeQuietly(op.temp);
       mirror.mergeDue.add(op.path);
       return 'merge';
     }
     // Written here between the last read and now: that version is kept beside it.
-    const aside = moveToConflictName(dir, op.path, mirror.now(), mirror.device);
+    const aside = moveToConflictName(disk, op.path, mirror.now(), mirror.device);
     if (aside === undefined) {
-      removeQuietly(dir, op.temp);
+      disk.removeQuietly(op.temp);
       return 'changed here at the same moment, and could not be moved aside';
     }
     mirror.readAgain.add(aside);
@@ -233,7 +222,7 @@ function commitWrite(
       `kept ${op.path} as ${aside}: changed here while a change from another device arrived`,
     );
   }
-  const stamp = commitTemp(dir, op.temp, op.path);
+  const stamp = disk.commitTemp(op.temp, op.path);
   if ('problem' in stamp) return stamp.problem;
   mirror.stamps.set(op.path, stamp);
   mirror.setBase(op.path, null);
@@ -251,7 +240,7 @@ function commitRemove(
     mirror.readAgain.add(op.path);
     return undefined;
   }
-  const problem = removeFile(mirror.dir, op.path);
+  const problem = mirror.disk.removeFile(op.path);
   if (problem !== undefined) return problem;
   mirror.stamps.delete(op.path);
   mirror.say('out', `received ${op.path} (deleted)`);
@@ -266,7 +255,7 @@ function commitRemove(
  * hold (their rename failed).
  */
 export function finishPending(
-  dir: string,
+  disk: Disk,
   device: string,
   pending: PendingOp[],
   now: number,
@@ -275,27 +264,27 @@ export function finishPending(
   const lost: string[] = [];
   const merge = new Map<string, string>();
   for (const op of pending) {
-    const here = statFile(dir, op.path);
-    const current = fileDigestSync(dir, op.path) ?? null;
+    const here = disk.statFile(op.path);
+    const current = disk.fileDigest(op.path) ?? null;
     if (op.op === 'remove') {
-      if (current === op.before) removeFile(dir, op.path);
+      if (current === op.before) disk.removeFile(op.path);
       continue;
     }
-    if (statFile(dir, op.temp) === undefined) continue; // put in place before the kill
+    if (disk.statFile(op.temp) === undefined) continue; // put in place before the kill
     if (current !== op.before && current !== op.after && here !== undefined) {
       const base = bases.get(op.path);
       if (
         base !== undefined &&
         digestOf(base) === op.before &&
-        'text' in (readText(dir, op.path) ?? {})
+        'text' in (disk.readText(op.path) ?? {})
       ) {
-        removeQuietly(dir, op.temp);
+        disk.removeQuietly(op.temp);
         merge.set(op.path, op.before);
         continue;
       }
-      moveToConflictName(dir, op.path, now, device);
+      moveToConflictName(disk, op.path, now, device);
     }
-    if ('problem' in commitTemp(dir, op.temp, op.path)) lost.push(op.path);
+    if ('problem' in disk.commitTemp(op.temp, op.path)) lost.push(op.path);
   }
   return { lost, merge };
 }

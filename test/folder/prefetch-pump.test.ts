@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChunkTransfer, type PlacedChunk } from '../../client/chunks/index.ts';
 import { type BlobTransfer, blobTransferOf } from '../../client/folder/blob-transfer.ts';
+import { Disk } from '../../client/folder/disk.ts';
 import { Prefetches } from '../../client/folder/prefetch.ts';
 import { openYjsRoom, type YjsRoom } from '../client/yjs-room.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
@@ -61,6 +62,7 @@ describe('fetching ahead (Prefetches) against the real host', () => {
       };
       prefetches = new Prefetches({
         dir,
+        disk: new Disk(dir),
         transfer: () => timed,
         ignores: () => false,
         maxFileBytes: () => 1 << 30,
@@ -111,6 +113,7 @@ describe('fetching ahead (Prefetches) against the real host', () => {
     };
     const prefetches = new Prefetches({
       dir,
+      disk: new Disk(dir),
       transfer: () => counted,
       ignores: () => false,
       maxFileBytes: () => 1 << 30,
