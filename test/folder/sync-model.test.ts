@@ -1,19 +1,19 @@
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 import { FolderDevice, textFiles } from './devices.ts';
+import {
+  diskFiles,
+  doubledTokens,
+  Ledger,
+  lostTokens,
+  type Op,
+  op,
+  perform,
+} from './folder-model.ts';
 
 /**
  * The folder sync's invariant under random use, on the real host: 3 devices create, edit,
@@ -29,211 +29,7 @@ import { FolderDevice, textFiles } from './devices.ts';
  * (a merge never doubles a line). Each written line is a unique token.
  */
 
-/** The names the steps use: a file and a folder of one name, a name that is Object's prototype. */
-const names = [
-  'a.md',
-  'b.md',
-  'notes/c.md',
-  'notes/d.txt',
-  'a.md/x.md',
-  'notes',
-  'e.md',
-  '__proto__',
-];
 const runs = Number(process.env.FOLDER_MODEL_RUNS ?? 60);
-
-type Op =
-  | {
-      kind: 'write';
-      device: number;
-      file: number;
-      how: 'create' | 'append' | 'insert' | 'overwrite' | 'partial';
-      at: number;
-    }
-  | { kind: 'rename'; device: number; file: number; to: number }
-  | { kind: 'delete'; device: number; file: number }
-  | { kind: 'binary'; device: number; file: number }
-  | { kind: 'stop' | 'kill' | 'crash' | 'start' | 'scan'; device: number }
-  | { kind: 'notice'; device: number; file: number }
-  | { kind: 'pause'; ms: number };
-
-const device = fc.integer({ min: 0, max: 2 });
-const file = fc.integer({ min: 0, max: names.length - 1 });
-const op: fc.Arbitrary<Op> = fc.oneof(
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      kind: fc.constant('write' as const),
-      device,
-      file,
-      how: fc.constantFrom('create', 'append', 'insert', 'overwrite', 'partial'),
-      at: fc.nat(20),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('rename' as const), device, file, to: file }),
-  },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), device, file }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('binary' as const), device, file: fc.nat(2) }),
-  },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('stop', 'kill', 'start'), device }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('crash' as const), device }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('scan' as const), device }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('notice' as const), device, file }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      kind: fc.constant('pause' as const),
-      ms: fc.integer({ min: 0, max: 120 }),
-    }),
-  },
-);
-
-/** The tokens (`t<n>`) in a text; greedy, so `t12` never counts as `t1`. */
-function tokensOf(text: string | undefined): Set<string> {
-  return new Set((text ?? '').match(/t\d+/g) ?? []);
-}
-
-function readIfFile(path: string): string | undefined {
-  try {
-    return statSync(path).isFile() ? readFileSync(path, 'utf8') : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** What the run did, checked at its end. */
-class Ledger {
-  private next = 0;
-  readonly written = new Set<string>();
-  readonly removed = new Set<string>();
-  /** What each step did, shown when a run fails. */
-  readonly trace: string[] = [];
-
-  token(): string {
-    this.next += 1;
-    const token = `t${this.next}`;
-    this.written.add(token);
-    return token;
-  }
-
-  /** A device's own write of `path`: the tokens it had on disk there and drops are removed. */
-  write(path: string, content: string): boolean {
-    const before = readIfFile(path);
-    try {
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, content);
-    } catch {
-      return false; // a file where a folder is needed, or the other way round: nothing changed
-    }
-    const after = tokensOf(content);
-    for (const token of tokensOf(before)) if (!after.has(token)) this.removed.add(token);
-    this.trace.push(`write ${path}: ${JSON.stringify(before)} → ${JSON.stringify(content)}`);
-    return true;
-  }
-
-  delete(path: string): void {
-    const before = readIfFile(path);
-    if (before === undefined) return;
-    unlinkSync(path);
-    for (const token of tokensOf(before)) this.removed.add(token);
-    this.trace.push(`delete ${path}: ${JSON.stringify(before)}`);
-  }
-
-  rename(from: string, to: string): void {
-    if (readIfFile(from) === undefined || from === to || to.startsWith(`${from}/`)) return;
-    const overwritten = readIfFile(to);
-    try {
-      mkdirSync(dirname(to), { recursive: true });
-      renameSync(from, to);
-    } catch {
-      return;
-    }
-    for (const token of tokensOf(overwritten)) this.removed.add(token);
-    this.trace.push(`rename ${from} → ${to} (over ${JSON.stringify(overwritten)})`);
-  }
-}
-
-async function perform(ops: Op[], devices: FolderDevice[], ledger: Ledger): Promise<void> {
-  for (const step of ops) {
-    if (step.kind === 'pause') {
-      await new Promise((resolve) => setTimeout(resolve, step.ms));
-      continue;
-    }
-    const target = devices[step.device]!;
-    if (
-      step.kind !== 'write' &&
-      step.kind !== 'rename' &&
-      step.kind !== 'delete' &&
-      step.kind !== 'notice'
-    ) {
-      ledger.trace.push(`${step.kind} device ${step.device}`);
-    }
-    const path = (index: number) => join(target.dir, names[index]!);
-    switch (step.kind) {
-      case 'write': {
-        const before = readIfFile(path(step.file));
-        if (step.how === 'create' && before !== undefined) break;
-        const token = ledger.token();
-        const lines = (before ?? '').split('\n').filter((line) => line !== '');
-        if (step.how === 'overwrite' || before === undefined) lines.splice(0, lines.length, token);
-        else if (step.how === 'insert') lines.splice(step.at % (lines.length + 1), 0, token);
-        else lines.push(token);
-        const content = `${lines.join('\n')}\n`;
-        let written: boolean;
-        if (step.how === 'partial') {
-          // An editor that writes in two steps with a scan between them; what arrived between
-          // the steps is overwritten by the second (the ledger counts it as removed there).
-          // The first step ends at a line's end: a token cut in two and edited on another
-          // device between the steps may merge with that edit inside it (no byte is lost, but
-          // the token could not be found whole).
-          const firstLines = lines.slice(0, Math.floor(lines.length / 2));
-          const first = firstLines.length === 0 ? '' : `${firstLines.join('\n')}\n`;
-          written = ledger.write(path(step.file), first);
-          target.scan();
-          written = written && ledger.write(path(step.file), content);
-        } else written = ledger.write(path(step.file), content);
-        if (!written) ledger.written.delete(token);
-        break;
-      }
-      case 'rename':
-        ledger.rename(path(step.file), path(step.to));
-        break;
-      case 'delete':
-        ledger.delete(path(step.file));
-        break;
-      case 'binary': {
-        // A whole new version of a binary file (a NUL makes it one), overwriting what was here.
-        const token = ledger.token();
-        if (!ledger.write(join(target.dir, `bin-${step.file}.dat`), `\0${token}\n`)) {
-          ledger.written.delete(token);
-        }
-        break;
-      }
-      case 'stop':
-        await target.stop();
-        break;
-      case 'kill':
-        await target.kill();
-        break;
-      case 'crash':
-        target.crashAtNextBatch();
-        break;
-      case 'start':
-        await target.start();
-        break;
-      case 'scan':
-        target.scan();
-        break;
-      case 'notice':
-        target.notice(names[step.file]!);
-        break;
-    }
-  }
-}
 
 /** Waits until every device is joined and all folders agree, twice in a row. */
 async function quiet(devices: FolderDevice[]): Promise<Record<string, string>> {
@@ -299,10 +95,10 @@ describe('folder sync: model-based run over the real host', () => {
           },
         ),
     );
-    const ledger = new Ledger();
+    const ledger = new Ledger(diskFiles);
     try {
       for (const each of devices) await each.start();
-      await perform(ops, devices, ledger);
+      await perform(ops, devices, ledger, diskFiles);
       // Every device back for good: a crash still armed would leave one down.
       for (const each of devices) each.crashAtNextBatch(false);
       for (const each of devices) await each.start();
@@ -311,20 +107,14 @@ describe('folder sync: model-based run over the real host', () => {
         const message = err instanceof Error ? err.message : String(err);
         throw new Error(`${message}\nsteps:\n  ${ledger.trace.join('\n  ')}`);
       });
-      const everything = new Set<string>();
-      for (const text of Object.values(files))
-        for (const token of tokensOf(text)) everything.add(token);
-      const lost = [...ledger.written].filter((t) => !ledger.removed.has(t) && !everything.has(t));
+      const lost = lostTokens(files, ledger);
       const detail = () => {
         const lines = devices.map((each, i) => `device ${i}:\n  ${each.lines.join('\n  ')}`);
         return `files: ${JSON.stringify(files)}\nsteps:\n  ${ledger.trace.join('\n  ')}\n${lines.join('\n')}`;
       };
       expect(lost, lost.length === 0 ? '' : detail()).toEqual([]);
       // No line doubled by a merge: each token (a line of its own) is once in its file.
-      const doubled = Object.entries(files).flatMap(([path, text]) => {
-        const tokens = (text.match(/t\d+/g) ?? []).sort();
-        return tokens.filter((t, i) => tokens[i - 1] === t).map((t) => `${t} in ${path}`);
-      });
+      const doubled = doubledTokens(files, ledger);
       expect(doubled, doubled.length === 0 ? '' : detail()).toEqual([]);
     } finally {
       for (const each of devices) await each.stop();
