@@ -205,6 +205,13 @@ export class Disk {
       return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
     }
     try {
+      // A folder above swapped for a link between the check and the create puts the new file
+      // wherever the link points: checked again before a byte is written, and removed.
+      const moved = this.createdInside(temp, fd);
+      if (moved !== undefined) {
+        this.removeQuietly(temp);
+        return { problem: moved };
+      }
       writeAll(this.fs, fd, Buffer.from(content, 'utf8'));
       return { temp };
     } catch (err: unknown) {
@@ -213,6 +220,22 @@ export class Disk {
     } finally {
       this.fs.close(fd);
     }
+  }
+
+  /**
+   * Why the file just created at `temp` (open as `fd`) may not be inside the folder: a folder
+   * above it is no longer a real folder, or the name leads to another file than the one created.
+   */
+  private createdInside(temp: string, fd: number): string | undefined {
+    const parents = this.parentProblem(temp);
+    if (parents === 'missing') return 'a folder above it was removed while it was written';
+    if (parents !== undefined) return parents;
+    try {
+      if (this.fs.lstat(this.at(temp)).ino === this.fs.fstat(fd).ino) return undefined;
+    } catch {
+      // Gone: said below.
+    }
+    return 'a folder above it changed while it was written';
   }
 
   /** Puts a temporary file in place of `path`; the new file's stamp, or why it failed. */

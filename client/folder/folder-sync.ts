@@ -81,6 +81,8 @@ export class FolderSync {
   /** Paths the watcher named since the last scan; `full` when it could not say. */
   private readonly noticed = new Set<string>();
   private fullScanDue = false;
+  /** A write of the state log failed: the next one rewrites it whole first. */
+  private rewriteDue = false;
   private remoteTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   private keeper: ChunkKeeper | undefined;
@@ -360,7 +362,27 @@ export class FolderSync {
     store?: StoreProgress;
   }): void {
     const update = this.unsaved.length === 0 ? undefined : Y.mergeUpdates(this.unsaved.splice(0));
-    this.state.append({ ...record, update, bases: this.mirror.takeBaseChanges() });
+    const bases = this.mirror.takeBaseChanges();
+    try {
+      // After a write that failed, the log is rewritten whole from what is known here first:
+      // nothing the failed write held is missing from it.
+      if (this.rewriteDue) this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
+      this.rewriteDue = false;
+      this.state.append({ ...record, update, bases });
+    } catch (err: unknown) {
+      this.rewriteDue = true;
+      throw err;
+    }
+  }
+
+  /** Runs a write of `paths`; when it fails (the state log could not be written), they wait for the next settle. */
+  private retryOnFailure<T>(paths: Set<string>, write: () => T): T {
+    try {
+      return write();
+    } catch (err: unknown) {
+      for (const path of paths) this.mirror.retry.add(path);
+      throw err;
+    }
   }
 
   /** Settles the clashes of the entries that changed, then writes what they need. */
@@ -392,12 +414,15 @@ export class FolderSync {
     // A write under a folder that a file of this batch was still in the way of goes next.
     for (let round = 0; round < 3; round += 1) {
       rulesWritten ||= paths.has(syncIgnoreName);
-      const written = writeFolder(
-        this.mirror,
-        paths,
-        this.budget,
-        (r) => this.persist(r),
-        this.options.onRecorded,
+      const batch = paths;
+      const written = this.retryOnFailure(batch, () =>
+        writeFolder(
+          this.mirror,
+          batch,
+          this.budget,
+          (r) => this.persist(r),
+          this.options.onRecorded,
+        ),
       );
       held = Math.max(held, written.held);
       if (!written.blocked) break;

@@ -45,7 +45,9 @@ export function readFolder(
             : undefined;
       if (problem !== undefined) {
         skippedHere.add(path);
-        stamps.set(path, stamp);
+        // A file that could not be read is tried again at every scan: a permission given back
+        // changes none of what a stamp holds.
+        if ('binary' in read) stamps.set(path, stamp);
         mirror.sayOnce(`skip ${path} ${problem}`, `skipped ${path}: ${problem}`);
         continue;
       }

@@ -51,8 +51,19 @@ export class MemoryFs implements FileSystem {
     return statsOf(this.opened(fd).node);
   }
 
-  open(path: string, how: 'read' | 'create' | 'append' | 'replace'): number {
-    const found = this.find(path, how !== 'read' && how !== 'create', 'open');
+  open(
+    path: string,
+    how: 'read' | 'create' | 'append' | 'replace',
+    mode?: number,
+    depth = 0,
+  ): number {
+    const raw = this.find(path, false, 'open').node;
+    if (raw?.kind === 'link' && (how === 'append' || how === 'replace')) {
+      // Through the link, to wherever it points (a file made there when missing).
+      if (depth > 40) fail('ELOOP', 'open', path);
+      return this.open(posix.resolve(posix.dirname(path), raw.target), how, mode, depth + 1);
+    }
+    const found = this.find(path, false, 'open');
     let node = found.node;
     if (how === 'read') {
       if (node === undefined) fail('ENOENT', 'open', path);
@@ -136,6 +147,10 @@ export class MemoryFs implements FileSystem {
       for (let i = 1; i <= parts.length; i += 1) {
         const at = `/${parts.slice(0, i).join('/')}`;
         const node = this.find(at, true, 'mkdir').node;
+        // A link to nothing is in the way, and is no folder to go on from.
+        if (node === undefined && this.find(at, false, 'mkdir').node !== undefined) {
+          fail('ENOENT', 'mkdir', path);
+        }
         if (node === undefined) this.mkdir(at);
         else if (node.kind !== 'dir')
           fail(i === parts.length ? 'EEXIST' : 'ENOTDIR', 'mkdir', path);
@@ -170,24 +185,26 @@ export class MemoryFs implements FileSystem {
 
   rename(from: string, to: string): void {
     const source = this.find(from, false, 'rename');
-    const node = source.node ?? fail('ENOENT', 'rename', from);
     const target = this.find(to, false, 'rename');
+    const node = source.node ?? fail('ENOENT', 'rename', from);
     const there = target.node;
-    if (node.kind === 'dir' && (to === from || to.startsWith(`${from}/`)))
-      fail('EINVAL', 'rename', to);
+    if (there === node) return; // the same file: nothing to do
+    if (node.kind === 'dir' && to.startsWith(`${from}/`)) fail('EINVAL', 'rename', to);
+    // Onto a folder it is in: never empty. A file onto a folder: EISDIR, before its content counts.
+    if (there?.kind === 'dir' && from.startsWith(`${to}/`)) fail('ENOTEMPTY', 'rename', to);
     if (there?.kind === 'dir' && node.kind !== 'dir') fail('EISDIR', 'rename', to);
+    if (there?.kind === 'dir' && there.entries.size > 0) fail('ENOTEMPTY', 'rename', to);
     if (there !== undefined && there.kind !== 'dir' && node.kind === 'dir')
       fail('ENOTDIR', 'rename', to);
-    if (there?.kind === 'dir' && there.entries.size > 0) fail('ENOTEMPTY', 'rename', to);
     this.parentOf(source, from).entries.delete(source.name);
     this.parentOf(target, to).entries.set(target.name, node);
   }
 
   link(from: string, to: string): void {
     const node = this.find(from, false, 'link').node ?? fail('ENOENT', 'link', from);
-    if (node.kind === 'dir') fail('EPERM', 'link', from);
     const target = this.find(to, false, 'link');
     if (target.node !== undefined) fail('EEXIST', 'link', to);
+    if (node.kind === 'dir') fail('EPERM', 'link', from);
     this.parentOf(target, to).entries.set(target.name, node);
   }
 
@@ -232,7 +249,7 @@ export class MemoryFs implements FileSystem {
       for (const [name, child] of [...node.entries].sort(([a], [b]) => (a < b ? -1 : 1))) {
         const path = prefix === '' ? name : `${prefix}/${name}`;
         if (child.kind === 'dir') visit(child, path);
-        else if (child.kind === 'file') files.push([path, child.data.toString('latin1')]);
+        else if (child.kind === 'file') files.push([path, child.data.toString('utf8')]);
       }
     };
     const node = this.find(dir, true, 'scandir').node;
