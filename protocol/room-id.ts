@@ -26,3 +26,13 @@ export function parseRoomId(roomId: unknown): RoomIdParts | undefined {
   const [, user, random, signature] = match as unknown as [string, string, string, string];
   return { user, random, signature };
 }
+
+/**
+ * The user of a room: the part of its id before the first dot (room ids are
+ * `<userId>.<random>.<signature>`, see `parseRoomId`); a room id without a dot (only with
+ * validation off) is its own user. The migration computes the same in SQL.
+ */
+export function userOfRoom(room: string): string {
+  const dot = room.indexOf('.');
+  return dot > 0 ? room.slice(0, dot) : room;
+}

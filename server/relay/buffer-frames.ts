@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { userOfRoom } from './buffer-store.ts';
+import { userOfRoom } from '../../protocol/room-id.ts';
 
 /** The scope whose bound made the buffer drop its oldest frames. */
 export type BoundScope = 'user' | 'buffer';

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { openSyncSqlite } from '../db/sqlite-engine.ts';
+import { reclaimSpace } from '../sqlite-space.ts';
 
 /**
  * relay.db's layout, version 3. A routed frame kept for absent devices is stored once in
@@ -58,16 +59,6 @@ CREATE TABLE IF NOT EXISTS bufferProbe (
   at INTEGER NOT NULL
 );
 `;
-
-/**
- * The user of a room: the part of its id before the first dot (room ids are
- * `<userId>.<random>.<signature>`, see `parseRoomId`); a room id without a dot (only with
- * validation off) is its own user. The migration computes the same in SQL.
- */
-export function userOfRoom(room: string): string {
-  const dot = room.indexOf('.');
-  return dot > 0 ? room.slice(0, dot) : room;
-}
 
 const userOfRoomSql =
   "CASE WHEN instr(room, '.') > 1 THEN substr(room, 1, instr(room, '.') - 1) ELSE room END";
@@ -200,13 +191,4 @@ export function openBufferStore(path: string): {
     }
   }
   return { db, notes };
-}
-
-/**
- * Hands the pages freed by deletions back to the file system: incremental vacuum, then a
- * checkpoint that truncates the WAL.
- */
-export function reclaimSpace(db: BetterSqlite3.Database): void {
-  db.exec('PRAGMA incremental_vacuum');
-  db.pragma('wal_checkpoint(TRUNCATE)');
 }

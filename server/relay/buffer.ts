@@ -1,9 +1,10 @@
 import { statSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
+import { reclaimSpace } from '../sqlite-space.ts';
 import { AbsentRegistry } from './buffer-absent.ts';
 import { type BoundScope, FrameStore } from './buffer-frames.ts';
 import { type Op, WriteQueue } from './buffer-queue.ts';
-import { openBufferStore, reclaimSpace } from './buffer-store.ts';
+import { openBufferStore } from './buffer-store.ts';
 import type { AbsentDevice, BufferEvents, BufferLimits, MessageBuffer } from './buffer-types.ts';
 
 export type { AbsentDevice, BufferEvents, BufferLimits, MessageBuffer } from './buffer-types.ts';

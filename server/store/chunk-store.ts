@@ -1,4 +1,4 @@
-import { userOfRoom } from '../relay/buffer-store.ts';
+import { userOfRoom } from '../../protocol/room-id.ts';
 
 /**
  * The chunks of the projects' files (docs/store.md, "Chunks"): content-addressed pieces of the

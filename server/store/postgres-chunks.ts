@@ -1,5 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
-import { userOfRoom } from '../relay/buffer-store.ts';
+import { userOfRoom } from '../../protocol/room-id.ts';
 import {
   type ChunkStore,
   chunkBytes,

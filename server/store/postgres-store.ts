@@ -1,8 +1,8 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Piece } from '../../protocol/relay-frames.ts';
+import { userOfRoom } from '../../protocol/room-id.ts';
 import type { Logger } from '../log.ts';
-import { userOfRoom } from '../relay/buffer-store.ts';
 import { type ChunkStore, roomsWithChunks, unusedChunkMs } from './chunk-store.ts';
 import { byDocument, droppableEntries, type HistoryRules } from './compaction.ts';
 import type {

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { userOfRoom } from '../relay/buffer-store.ts';
+import { userOfRoom } from '../../protocol/room-id.ts';
 import { ChunkFiles } from './chunk-files.ts';
 import {
   type ChunkStore,

@@ -2,8 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Piece } from '../../protocol/relay-frames.ts';
+import { userOfRoom } from '../../protocol/room-id.ts';
 import { openSyncSqlite } from '../db/sqlite-engine.ts';
-import { reclaimSpace, userOfRoom } from '../relay/buffer-store.ts';
+import { reclaimSpace } from '../sqlite-space.ts';
 import { type ChunkStore, roomsWithChunks, unusedChunkMs } from './chunk-store.ts';
 import { planCompaction } from './compaction.ts';
 import {

@@ -55,6 +55,10 @@ describe('the direction of imports', () => {
     expect(crossing('server', ['client', 'program', 'build', 'electron'])).toEqual([]);
   });
 
+  it('keeps the document store free of the relay that serves it', () => {
+    expect(crossing('server/store', ['server/relay'])).toEqual([]);
+  });
+
   it('keeps the folder engine below the commands that run it', () => {
     expect(crossing('client/folder', ['client/cli'])).toEqual([]);
   });
