@@ -90,29 +90,6 @@ export function fileColumn(db: BetterSqlite3.Database): void {
   db.exec('CREATE INDEX IF NOT EXISTS chunksByFile ON chunks (file)');
 }
 
-/** The bytes counted against the bounds, per user and in all (shared by documents and chunks). */
-export interface ByteCounts {
-  total: number;
-  users: Map<string, number>;
-}
-
-/** Counts the bytes of store.db's documents and chunks, per user. */
-export function countBytes(db: BetterSqlite3.Database, counts: ByteCounts): void {
-  counts.users.clear();
-  counts.total = 0;
-  const rows = db
-    .prepare<[], { user: string; bytes: number }>(
-      `SELECT user, sum(bytes) AS bytes FROM (
-        SELECT user, bytes FROM documents UNION ALL SELECT user, bytes FROM chunks
-      ) GROUP BY user`,
-    )
-    .all();
-  for (const row of rows) {
-    counts.users.set(row.user, row.bytes);
-    counts.total += row.bytes;
-  }
-}
-
 export interface ReportRow {
   room: string;
   doc: string;

@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { userOfRoom } from '../../protocol/room-id.ts';
+import { type ByteCounts, boundPassed, type CountBatch } from './byte-counts.ts';
 import { ChunkFiles } from './chunk-files.ts';
 import {
   type ChunkStore,
@@ -12,7 +13,6 @@ import {
 } from './chunk-store.ts';
 import type { StoreBounds } from './document-store.ts';
 import {
-  type ByteCounts,
   type ChunkPlace,
   chunkStatements,
   fileColumn,
@@ -150,10 +150,13 @@ export class SqliteChunkStore implements ChunkStore {
     return this.#overBound(this.#counts, userOfRoom(room), chunkBytes(chunk));
   }
 
-  #overBound(counted: ByteCounts, user: string, bytes: number): PutOutcome | undefined {
-    if ((counted.users.get(user) ?? 0) + bytes > this.#bounds.userMaxBytes) return { full: 'user' };
-    if (counted.total + bytes > this.#bounds.maxBytes) return { full: 'store' };
-    return undefined;
+  #overBound(
+    counted: ByteCounts | CountBatch,
+    user: string,
+    bytes: number,
+  ): PutOutcome | undefined {
+    const full = boundPassed(counted, this.#bounds, user, bytes);
+    return full === undefined ? undefined : { full };
   }
 
   /**
@@ -175,7 +178,7 @@ export class SqliteChunkStore implements ChunkStore {
     const queue = this.#queue;
     this.#queue = [];
     if (queue.length === 0) return;
-    const counted = { total: this.#counts.total, users: new Map(this.#counts.users) };
+    const counted = this.#counts.batch();
     const unused: number[] = [];
     const lost: number[] = [];
     let outcomes: PutOutcome[];
@@ -192,8 +195,7 @@ export class SqliteChunkStore implements ChunkStore {
       for (const q of queue) q.reject(err);
       return;
     }
-    this.#counts.total = counted.total;
-    for (const [user, bytes] of counted.users) this.#counts.users.set(user, bytes);
+    this.#counts.commit(counted);
     this.#files.remove([...lost, ...unused]);
     queue.forEach((q, i) => {
       q.resolve(outcomes[i] as PutOutcome);
@@ -205,7 +207,7 @@ export class SqliteChunkStore implements ChunkStore {
    * used, and its new file goes in `unused` (as does a refused put's). A row whose file is gone
    * or cut short is replaced (its file number goes in `lost`): the put brings the bytes back.
    */
-  #insert(q: Queued, counted: ByteCounts, unused: number[], lost: number[]): PutOutcome {
+  #insert(q: Queued, counted: CountBatch, unused: number[], lost: number[]): PutOutcome {
     const at = this.#now();
     const { room, kc, id, data } = q.chunk;
     const found = this.#statements.place.get(room, kc, id);
@@ -217,8 +219,7 @@ export class SqliteChunkStore implements ChunkStore {
       }
       this.#statements.delete.run(room, kc, id);
       lost.push(found.file as number); // not intact, so it names a file
-      counted.users.set(found.user, (counted.users.get(found.user) ?? 0) - found.bytes);
-      counted.total -= found.bytes;
+      counted.add(found.user, -found.bytes);
       this.#bytes -= found.bytes;
     }
     const user = userOfRoom(room);
@@ -229,8 +230,7 @@ export class SqliteChunkStore implements ChunkStore {
       return full;
     }
     this.#statements.insert.run(room, kc, id, user, data.length, bytes, at, at, q.file);
-    counted.users.set(user, (counted.users.get(user) ?? 0) + bytes);
-    counted.total += bytes;
+    counted.add(user, bytes);
     this.#bytes += bytes;
     return { stored: true, already: false };
   }
@@ -287,9 +287,7 @@ export class SqliteChunkStore implements ChunkStore {
 
   /** Gives back the bytes of a deleted (committed) row, and removes its file. */
   #forget(row: ChunkPlace): void {
-    const users = this.#counts.users;
-    users.set(row.user, (users.get(row.user) ?? 0) - row.bytes);
-    this.#counts.total -= row.bytes;
+    this.#counts.release(row.user, row.bytes);
     this.#bytes -= row.bytes;
     if (row.file !== null) this.#files.remove([row.file]);
   }

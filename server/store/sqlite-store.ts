@@ -5,6 +5,7 @@ import type { Piece } from '../../protocol/relay-frames.ts';
 import { userOfRoom } from '../../protocol/room-id.ts';
 import { openSyncSqlite } from '../db/sqlite-engine.ts';
 import { reclaimSpace } from '../sqlite-space.ts';
+import { ByteCounts, boundPassed, type CountBatch } from './byte-counts.ts';
 import { type ChunkStore, roomsWithChunks, unusedChunkMs } from './chunk-store.ts';
 import { planCompaction } from './compaction.ts';
 import {
@@ -18,7 +19,7 @@ import {
   type StoredEntry,
   type StoreUsage,
 } from './document-store.ts';
-import { type ByteCounts, chunkSchema, countBytes } from './sqlite-chunk-schema.ts';
+import { chunkSchema } from './sqlite-chunk-schema.ts';
 import { SqliteChunkStore } from './sqlite-chunks.ts';
 
 /**
@@ -133,13 +134,13 @@ function openStoreFile(path: string): BetterSqlite3.Database {
  * that commit. The bytes per user and in total are counted in memory (read once at open), so the
  * bounds are checked without a query.
  */
-class SqliteDocumentStore implements DocumentStore {
+export class SqliteDocumentStore implements DocumentStore {
   readonly #db: BetterSqlite3.Database;
   readonly #bounds: StoreBounds;
   readonly #now: () => number;
   readonly #history: { keepMs: number; stepMs: number };
   /** Bytes per user and in all, of documents and chunks (shared with the chunk store). */
-  readonly #counts: ByteCounts = { total: 0, users: new Map() };
+  readonly #counts = new ByteCounts();
   readonly #chunks: SqliteChunkStore;
   /** Document ids by room and key (`room\0doc`). */
   readonly #documentIds = new Map<string, number>();
@@ -182,7 +183,7 @@ class SqliteDocumentStore implements DocumentStore {
         "SELECT id, pos, at, device, kc, covers, part, keep, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers = ? AND json_extract(part, '$.m') = ? ORDER BY pos",
       ),
     };
-    countBytes(db, this.#counts);
+    this.#counts.recount(db);
     const folder = join(dirname(options.path), 'chunks');
     this.#chunks = new SqliteChunkStore(db, folder, this.#bounds, this.#counts, this.#now);
   }
@@ -207,7 +208,7 @@ class SqliteDocumentStore implements DocumentStore {
     const queue = this.#queue;
     this.#queue = [];
     if (queue.length === 0) return;
-    const counted = { total: this.#counts.total, users: new Map(this.#counts.users) };
+    const counted = this.#counts.batch();
     let outcomes: AppendOutcome[];
     try {
       outcomes = this.#db.transaction(() => queue.map((q) => this.#insert(q.entry, counted)))();
@@ -217,19 +218,17 @@ class SqliteDocumentStore implements DocumentStore {
       for (const q of queue) q.reject(err);
       return;
     }
-    this.#counts.total = counted.total;
-    for (const [user, bytes] of counted.users) this.#counts.users.set(user, bytes);
+    this.#counts.commit(counted);
     queue.forEach((q, i) => {
       q.resolve(outcomes[i] as AppendOutcome);
     });
   }
 
-  #insert(entry: NewEntry, counted: { total: number; users: Map<string, number> }): AppendOutcome {
+  #insert(entry: NewEntry, counted: CountBatch): AppendOutcome {
     const user = userOfRoom(entry.room);
     const bytes = entryBytes(entry);
-    const userBytes = counted.users.get(user) ?? 0;
-    if (userBytes + bytes > this.#bounds.userMaxBytes) return { full: 'user' };
-    if (counted.total + bytes > this.#bounds.maxBytes) return { full: 'store' };
+    const full = boundPassed(counted, this.#bounds, user, bytes);
+    if (full !== undefined) return { full };
     const document = this.#documentId(entry.room, entry.doc, true) as number;
     const { lastPos } = this.#statements.nextPosition.get(bytes, document) as { lastPos: number };
     this.#statements.insertEntry.run(
@@ -244,8 +243,7 @@ class SqliteDocumentStore implements DocumentStore {
       bytes,
       entry.data,
     );
-    counted.users.set(user, userBytes + bytes);
-    counted.total += bytes;
+    counted.add(user, bytes);
     return { pos: lastPos };
   }
 
@@ -312,6 +310,11 @@ class SqliteDocumentStore implements DocumentStore {
     return this.#counts.total;
   }
 
+  /** What the bounds count for each user now (documents and chunks). */
+  countedBytes(): Map<string, number> {
+    return this.#counts.byUser();
+  }
+
   async rooms(): Promise<string[]> {
     const rooms = this.#db.prepare<[], string>('SELECT DISTINCT room FROM documents').pluck().all();
     return [...new Set([...rooms, ...this.#chunks.rooms()])];
@@ -348,12 +351,7 @@ class SqliteDocumentStore implements DocumentStore {
       this.#documentIds.delete(`${row.room}\u0000${row.doc}`);
       freed.set(row.user, (freed.get(row.user) ?? 0) + row.bytes);
     }
-    for (const [user, bytes] of freed) {
-      this.#counts.total -= bytes;
-      const left = (this.#counts.users.get(user) ?? 0) - bytes;
-      if (left > 0) this.#counts.users.set(user, left);
-      else this.#counts.users.delete(user);
-    }
+    for (const [user, bytes] of freed) this.#counts.release(user, bytes);
     reclaimSpace(this.#db);
   }
 
@@ -363,7 +361,7 @@ class SqliteDocumentStore implements DocumentStore {
     const chunks = this.#chunks.dropUnused(now - unusedChunkMs(this.#history.keepMs));
     if (report.dropped === 0 && chunks === 0) return report;
     // Recount from the rows: compaction changed the documents' bytes.
-    countBytes(this.#db, this.#counts);
+    this.#counts.recount(this.#db);
     reclaimSpace(this.#db);
     return { ...report, chunks };
   }
