@@ -202,8 +202,8 @@ export class ClusterBroker implements Broker {
     return count;
   }
 
-  revoked(): Map<string, number> {
-    return this.#revoked;
+  revokedAt(device: string): number | undefined {
+    return this.#revoked.get(device);
   }
 
   settled(): Promise<void> | undefined {

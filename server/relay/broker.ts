@@ -28,10 +28,10 @@ export interface Broker {
   /** A device was revoked: nothing is kept for it in any room, and its tokens stay refused. */
   revoke(device: string, revokedAt: number): void;
   /**
-   * Devices revoked so far, by key, with the Unix second of their revocation: the relay refuses
-   * their tokens issued up to then, and adds to this map what it revokes from now on.
+   * The Unix second a device (by key) was revoked at, or undefined: the relay refuses its tokens
+   * issued up to then. The broker alone keeps the revocations (`revoke` adds one).
    */
-  revoked(): Map<string, number>;
+  revokedAt(device: string): number | undefined;
   /**
    * The relay's periodic sweep: forgets devices whose buffer window passed (they get `gap` when
    * they come back) and tidies what the broker keeps.

@@ -24,7 +24,12 @@ export interface JoinedRoom {
   close(): void;
 }
 
-/** One WebSocket and what the relay knows about it. */
+/**
+ * One WebSocket and what the relay knows about it. Each field has one writer: the room fields
+ * (`room`, `deviceKey`, `deviceId`, `deviceJson`, `routeHead`) only through `enterRoom`,
+ * `leaveRoom` and `routeHeadOf` below (the room calls them), the socket's (`alive`, `joinTimer`,
+ * `held`) the socket handler alone.
+ */
 export interface Connection {
   readonly id: number;
   readonly socket: WebSocket;
@@ -36,15 +41,15 @@ export interface Connection {
   /** Armed and cleared by the socket handler alone: the time left to join. */
   joinTimer: NodeJS.Timeout | undefined;
   /** The joined room; undefined before join and after leave. */
-  room: JoinedRoom | undefined;
+  readonly room: JoinedRoom | undefined;
   /** The key of `deviceId` (its decimal string) once joined: what rooms and the broker know it by. */
-  deviceKey: string;
+  readonly deviceKey: string;
   /** The device id as the client wrote it in its join, echoed in frames about it. */
-  deviceId: DeviceId;
+  readonly deviceId: DeviceId;
   /** `deviceId` as JSON text, spliced into routed frames without serializing again. */
-  deviceJson: string;
+  readonly deviceJson: string;
   /** `{"from":<deviceJson>,"to":` as bytes, made on the first routed frame after a join. */
-  routeHead: Buffer | undefined;
+  readonly routeHead: Buffer | undefined;
   /**
    * Its frames on their way to the socket, within the relay's bounds on unsent bytes (`done`
    * once replaced, revoked or closing: further frames are ignored).
@@ -91,4 +96,30 @@ export function createConnection(
   };
   conn.queue = new SendQueue(conn as Connection, socket, stream, writer);
   return conn as Connection;
+}
+
+type RoomKey = 'room' | 'deviceKey' | 'deviceId' | 'deviceJson' | 'routeHead';
+/** The connection as its room fields' writers below see it. */
+type RoomFields = Omit<Connection, RoomKey> & { -readonly [K in RoomKey]: Connection[K] };
+
+/** The connection is `device` (by key `key`) in `room` from now on (a join the room took). */
+export function enterRoom(conn: Connection, room: JoinedRoom, key: string, device: DeviceId): void {
+  const fields = conn as RoomFields;
+  fields.deviceKey = key;
+  fields.deviceId = device;
+  fields.deviceJson = JSON.stringify(device);
+  fields.routeHead = undefined;
+  fields.room = room;
+}
+
+/** The connection is in no room any more (left, replaced, refused, shut down). */
+export function leaveRoom(conn: Connection): void {
+  (conn as RoomFields).room = undefined;
+}
+
+/** `{"from":<device>,"to":` as bytes, made once per join: the head of its routed frames. */
+export function routeHeadOf(conn: Connection): Buffer {
+  const fields = conn as RoomFields;
+  fields.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
+  return fields.routeHead;
 }

@@ -19,8 +19,8 @@ export interface JoinCheck {
   /** Effective shared secret; '' skips token and room-id validation. */
   secret: string;
   signature: TokenSignature;
-  /** Device key → Unix second of revocation: tokens issued up to then are refused. */
-  revoked: ReadonlyMap<string, number>;
+  /** A device's (by key) Unix second of revocation: tokens issued up to then are refused. */
+  revokedAt: (device: string) => number | undefined;
   /** The auth side's record of each device (stored token digest); undefined: signatures alone. */
   devices?: DeviceCheck | undefined;
 }
@@ -43,7 +43,7 @@ function refuseSigned(
   if (claims === undefined) return { refusal: 'badToken' };
   if (deviceKey(frame.device) !== String(claims.deviceId)) return { refusal: 'deviceMismatch' };
   if (verifyRoomId(frame.room, check.secret) !== claims.userId) return { refusal: 'foreignRoom' };
-  const revokedAt = check.revoked.get(String(claims.deviceId));
+  const revokedAt = check.revokedAt(String(claims.deviceId));
   if (revokedAt !== undefined && claims.issuedAt <= revokedAt) return { refusal: 'revoked' };
   return { refusal: undefined, claims };
 }

@@ -72,8 +72,8 @@ export class LocalBroker implements Broker {
     for (const line of [...this.lines.values()]) line.forgetIfIdle();
   }
 
-  revoked(): Map<string, number> {
-    return this.#revoked;
+  revokedAt(device: string): number | undefined {
+    return this.#revoked.get(device);
   }
 
   sweep(): void {

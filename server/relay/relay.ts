@@ -165,12 +165,11 @@ function openConnections(
     metrics: RelayMetrics;
     documents: DocumentFrames;
     chunks: ChunkFrames;
-    revoked: Map<string, number>;
     devices: DeviceCheck | undefined;
   },
 ): { rooms: Rooms; unjoined: UnjoinedLimit; sockets: SocketHandler } {
   const { config, secret, logger } = options;
-  const { broker, metrics, documents, chunks, revoked, devices } = parts;
+  const { broker, metrics, documents, chunks, devices } = parts;
   const rooms = createRooms(createShards<Room>(tuning.shardCount), {
     broker,
     metrics,
@@ -186,7 +185,12 @@ function openConnections(
     rooms,
     metrics,
     logger,
-    check: { secret, signature: config.tokenSignature, revoked, devices },
+    check: {
+      secret,
+      signature: config.tokenSignature,
+      revokedAt: (device) => broker.revokedAt(device),
+      devices,
+    },
     ratePerSecond: config.ratePerSecond,
     rateBurst: config.rateBurst,
     joinTimeoutMs: tuning.joinTimeoutMs,
@@ -217,11 +221,10 @@ export function createRelay(options: RelayOptions): Relay {
     { metrics, logger, now, failed: () => void broker.close() },
   );
   const { store, documents, chunks, sweep: sweepStore } = handlers;
-  const revoked = broker.revoked();
   const devices = options.devices && createDeviceCheck(options.devices, logger);
   warnIfOpen(secret, logger);
   const { rooms, unjoined, sockets } = openConnections(options, tuning, {
-    ...{ broker, metrics, documents, chunks, revoked, devices },
+    ...{ broker, metrics, documents, chunks, devices },
   });
   let closing = false;
   const port = createWebSocketPort({
@@ -262,11 +265,8 @@ export function createRelay(options: RelayOptions): Relay {
       const device = String(deviceId);
       devices?.forget(deviceId);
       // Told again (a relay following the feed from its start): only open connections matter.
-      const known = revoked.get(device) === revokedAt;
-      if (!known) {
-        revoked.set(device, revokedAt);
-        broker.revoke(device, revokedAt);
-      }
+      const known = broker.revokedAt(device) === revokedAt;
+      if (!known) broker.revoke(device, revokedAt);
       rooms.revoke(device);
       if (!known) logger.info({ device }, 'device revoked at the relay');
     },

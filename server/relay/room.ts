@@ -9,7 +9,13 @@ import {
 } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import type { Admission, Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
-import type { Connection, JoinedRoom } from './connection.ts';
+import {
+  type Connection,
+  enterRoom,
+  type JoinedRoom,
+  leaveRoom,
+  routeHeadOf,
+} from './connection.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { closeWith, sendError } from './protocol-errors.ts';
 import { type PendingJoin, sendAdmission } from './room-admission.ts';
@@ -114,16 +120,12 @@ export class Room implements RoomListener, JoinedRoom {
       );
       return false;
     }
-    conn.deviceKey = key;
-    conn.deviceId = frame.device;
-    conn.deviceJson = JSON.stringify(frame.device);
-    conn.routeHead = undefined;
-    conn.room = this;
+    enterRoom(conn, this, key, frame.device);
     const older = this.members.get(key);
     // what the older connection had queued and never received goes to the newer one first
     let carried: UnsentFrame[] = [];
     if (older !== undefined) {
-      older.room = undefined;
+      leaveRoom(older);
       carried = routedUnsent(older);
       metrics.replaced++;
       closeWith(older, Replaced);
@@ -168,7 +170,7 @@ export class Room implements RoomListener, JoinedRoom {
   /** Shutdown: every connection here becomes absent at once; no presence frames are sent. */
   dropAll(): void {
     const members = [...this.members.values()];
-    for (const conn of members) conn.room = undefined;
+    for (const conn of members) leaveRoom(conn);
     this.members.clear();
     this.host = undefined;
     const unsent = new Map(members.map((conn) => [conn.deviceKey, routedUnsent(conn)]));
@@ -187,8 +189,7 @@ export class Room implements RoomListener, JoinedRoom {
   routeBytes(conn: Connection, to: RouteTarget, data: Buffer, toEnd: number): void {
     const target = this.#target(conn, to);
     if (target === undefined) return;
-    conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
-    this.#forward(conn, target, spliceRoutedFrame(data, toEnd, conn.routeHead, this.roomMember));
+    this.#forward(conn, target, spliceRoutedFrame(data, toEnd, routeHeadOf(conn), this.roomMember));
   }
 
   /**
@@ -198,8 +199,7 @@ export class Room implements RoomListener, JoinedRoom {
   route(conn: Connection, to: RouteTarget, payload: Record<string, unknown>, data: Buffer): void {
     const target = this.#target(conn, to);
     if (target === undefined) return;
-    conn.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
-    const head = conn.routeHead;
+    const head = routeHeadOf(conn);
     this.#forward(conn, target, composeParsedFrame(head, to, payload, data, this.roomMember));
   }
 
@@ -299,7 +299,7 @@ export class Room implements RoomListener, JoinedRoom {
 
   /** The line refused the join: closed with 1013; the older connection's queue is kept. */
   #refuse({ conn, carried }: PendingJoin): void {
-    conn.room = undefined;
+    leaveRoom(conn);
     // the older connection it was to replace is gone too
     if (this.members.get(conn.deviceKey)?.room !== this) this.members.delete(conn.deviceKey);
     this.#findHost();
@@ -310,7 +310,7 @@ export class Room implements RoomListener, JoinedRoom {
   /** Takes a connection out of the room; false when it is not in it (replaced, or gone). */
   #remove(conn: Connection): boolean {
     if (conn.room !== this) return false;
-    conn.room = undefined;
+    leaveRoom(conn);
     const here = this.members.get(conn.deviceKey);
     // `here` is `conn`, or the older connection `conn` was to replace when its join completed
     if (here === conn || here?.room !== this) this.members.delete(conn.deviceKey);
