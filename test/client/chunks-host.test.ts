@@ -8,6 +8,7 @@ import { deriveE2EKey, type E2EKey } from '../../client/e2e-key.ts';
 import type { SyncError } from '../../client/errors.ts';
 import type { RelayConnection } from '../../client/relay-connection.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { metricAt } from '../helpers/metrics.ts';
 import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
 import { eventually } from '../helpers/wait.ts';
 import { trackedWebSocket } from './host.ts';
@@ -43,12 +44,7 @@ async function rejection(promise: Promise<unknown>): Promise<SyncError> {
 }
 
 /** One counter of the relay's `/metrics` (with its labels, as written). */
-async function metric(th: TestHost, name: string): Promise<number> {
-  const text = await (await fetch(`${th.host.urls.status}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  if (line === undefined) throw new Error(`no ${name} in /metrics`);
-  return Number(line.slice(name.length + 1));
-}
+const metric = (th: TestHost, name: string) => metricAt(th.host.urls.status!, name);
 
 const storedNew = 'sync_host_store_chunks_stored_total{kind="new"}';
 const storedHeld = 'sync_host_store_chunks_stored_total{kind="held"}';

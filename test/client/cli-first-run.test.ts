@@ -1,21 +1,16 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
 import { freePort } from '../helpers/ports.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 
-const dirs: string[] = [];
 const { spawnCli, cli, killAll } = createCliRunner();
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-first-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-first-');
 
 let host: TestHost;
 
@@ -26,7 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   killAll();
   await host?.close();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
 const pairingHint =

@@ -1,20 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 
-const dirs: string[] = [];
 const runs: TerminalRun[] = [];
 let host: TestHost;
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-tty-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-tty-');
 
 beforeAll(async () => {
   host = await startTestHost();
@@ -23,7 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const run of runs) if (run.child.exitCode === null) run.child.kill('SIGKILL');
   await host?.close();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
 const defaultName = `${hostname()} (${process.platform})`;

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,15 +7,12 @@ import { chromiumFlags, chromiumPath, hasBrowser } from '../helpers/chromium.ts'
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { startTestHost } from '../helpers/host.ts';
 import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 
 const dirs: string[] = [];
 const { spawnCli, cli, killAll } = createCliRunner();
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-pair-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-pair-');
 
 let host: RunningHost;
 let hostConfig: string;

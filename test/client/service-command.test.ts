@@ -1,17 +1,12 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execWord, systemdUnitName } from '../../client/cli/systemd-unit.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 
-const temps: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-service-'));
-  temps.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-service-');
 
 const xdg = tempDir();
 const { cli } = createCliRunner({ env: { XDG_CONFIG_HOME: xdg } });
@@ -52,7 +47,6 @@ describe.skipIf(process.platform !== 'linux')('sync-host service install and rem
 
   afterAll(async () => {
     await th?.close();
-    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
   });
 
   it('writes a user unit running sync with this copy of sync-host and prints how to start it', async () => {

@@ -1,29 +1,23 @@
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statePath } from '../../client/cli/sync-command.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const { spawnCli, cli, killAll } = createCliRunner();
-const temps: string[] = [];
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-folder-'));
-  temps.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-folder-');
 
 /**
  * Every file under `dir` (dot files left out) by relative path, with its text. The sync process
@@ -84,7 +78,6 @@ describe('sync-host sync: two processes keep two folders in step', () => {
   afterAll(async () => {
     killAll();
     await th?.close();
-    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
   });
 
   const start = (which: 'one' | 'two') =>

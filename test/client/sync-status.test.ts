@@ -1,19 +1,14 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const { spawnCli, cli, killAll } = createCliRunner();
-const temps: string[] = [];
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-status-'));
-  temps.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-status-');
 
 describe('sync-host status: what the running syncs say about their folders', () => {
   let th: TestHost;
@@ -39,7 +34,6 @@ describe('sync-host status: what the running syncs say about their folders', () 
   afterAll(async () => {
     killAll();
     await th?.close();
-    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
   });
 
   const startSync = (configDir: string, folder: string): CliRun =>

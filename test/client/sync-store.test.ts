@@ -1,12 +1,4 @@
-import {
-  appendFileSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statePath } from '../../client/cli/sync-command.ts';
@@ -21,6 +13,7 @@ import {
   startHostProgram,
 } from '../helpers/host-process.ts';
 import { freePort } from '../helpers/ports.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 import { eventually } from '../helpers/wait.ts';
 import { signIn } from './host.ts';
 import { exposes, storeFilesText } from './plaintext.ts';
@@ -36,11 +29,7 @@ const runner = createCliRunner();
 const temps: string[] = [];
 const email = 'nas@example.org';
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-store-'));
-  temps.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-store-');
 
 const bufferExpired = () => new Promise((resolve) => setTimeout(resolve, 2_500));
 

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { shortFingerprint } from '../../protocol/fingerprint.ts';
 import { createCliRunner } from '../helpers/cli-process.ts';
 import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
 import { freePort } from '../helpers/ports.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
 import { eventually } from '../helpers/wait.ts';
 
@@ -16,11 +16,7 @@ const dirs: string[] = [];
 const runs: TerminalRun[] = [];
 const { spawnCli, cli, killAll } = createCliRunner();
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-tls-login-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-tls-login-');
 
 let host: RunningHost;
 let hostConfig: string;

@@ -1,8 +1,7 @@
-import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRoomId } from '../../server/tokens.ts';
 import { type NatsServer, natsSkipReason, startNatsServer } from '../helpers/nats-server.ts';
-import { RelayClient, upgradeStatus } from '../helpers/relay-client.ts';
+import { RelayClient, tcpOf, upgradeStatus } from '../helpers/relay-client.ts';
 import { eventually } from '../helpers/wait.ts';
 import { ClusterProcesses, clusterSecret, deviceToken, type RelayNode } from './processes.ts';
 
@@ -10,11 +9,6 @@ const skip = natsSkipReason();
 const mebibyte = 1024 * 1024;
 const fast = { 'rate.perSecond': 100_000, 'rate.burst': 100_000, 'buffer.seconds': 60 };
 const chunk = 'z'.repeat(64_000);
-
-/** The TCP socket under a `ws` client: paused, the client stops reading (the kernel buffers fill). */
-function tcpOf(client: RelayClient): Socket {
-  return (client.socket as unknown as { _socket: Socket })._socket;
-}
 
 const numbers = (client: RelayClient): number[] =>
   client.allMessages().map((f) => (f.payload as { n: number }).n);

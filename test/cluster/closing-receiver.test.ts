@@ -1,8 +1,7 @@
-import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createRoomId } from '../../server/tokens.ts';
 import { natsSkipReason } from '../helpers/nats-server.ts';
-import type { RelayClient } from '../helpers/relay-client.ts';
+import { tcpOf } from '../helpers/relay-client.ts';
 import { useCluster } from './fixture.ts';
 import { clusterSecret, deviceToken } from './processes.ts';
 
@@ -10,11 +9,6 @@ const skip = natsSkipReason();
 const userId = 63;
 const room = createRoomId(userId, clusterSecret);
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The TCP socket under a `ws` client: paused, the client reads nothing more. */
-function tcpOf(client: RelayClient): Socket {
-  return (client.socket as unknown as { _socket: Socket })._socket;
-}
 
 describe.skipIf(skip !== undefined)(
   `cluster: a receiver whose socket is closing${skip ? ` (skipped: ${skip})` : ''}`,

@@ -1,12 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
 import { writeLoopbackRelayConf } from '../helpers/configs.ts';
 import { type HostProcess, startHostProcess } from '../helpers/host-process.ts';
-import { RelayClient } from '../helpers/relay-client.ts';
+import { RelayClient, tcpOf } from '../helpers/relay-client.ts';
 
 const secret = 'relay-memory-secret-0123456789abcdef';
 const mebibyte = 1024 * 1024;
@@ -45,10 +44,6 @@ async function joined(url: string, user: number, device: number): Promise<RelayC
   const frame = await client.join(rooms.get(user) as string, device, token(user, device));
   if (frame.type !== 'joined') throw new Error(`join failed: ${JSON.stringify(frame)}`);
   return client;
-}
-
-function tcpOf(client: RelayClient): Socket {
-  return (client.socket as unknown as { _socket: Socket })._socket;
 }
 
 const numbers = (client: RelayClient) =>

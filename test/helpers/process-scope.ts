@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach } from 'vitest';
+import { type ConfValues, writeConf } from './configs.ts';
 import { type HostProcess, startHostProcess } from './host-process.ts';
 import { RelayClient } from './relay-client.ts';
 
@@ -37,6 +38,15 @@ export function processScope(prefix: string) {
       const host = await startHostProcess(args, dir, options);
       processes.push(host);
       return host;
+    },
+    /**
+     * `sync-host auth` in `dir` on loopback (port `PORT` or an ephemeral one, no mDNS) with
+     * `AUTH_SECRET` and the other auth.conf keys given; resolves with its process and URL.
+     */
+    async startAuth(dir: string, conf: ConfValues): Promise<{ process: HostProcess; url: string }> {
+      writeConf(dir, 'auth.conf', { PORT: 0, BIND: '127.0.0.1', MDNS: 'off', ...conf });
+      const process = await this.start(['auth'], dir);
+      return { process, url: await process.url('auth') };
     },
     /** A relay client, terminated after the test. */
     connect(url: string): RelayClient {

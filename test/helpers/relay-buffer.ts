@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Repeat, RepeatedTask } from '../../server/relay/relay.ts';
+import { metricAt } from './metrics.ts';
 import type { Frame, RelayClient } from './relay-client.ts';
 import type { RelayHarness } from './relay-harness.ts';
 import { eventually } from './wait.ts';
@@ -82,10 +83,8 @@ export function referenceCounts(dir: string): {
   }));
 }
 
-export async function metric(harness: RelayHarness, name: string): Promise<number> {
-  const text = await (await fetch(`${harness.statusUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.split(' ')[1]);
+export function metric(harness: RelayHarness, name: string): Promise<number> {
+  return metricAt(harness.statusUrl, name);
 }
 
 /** A room of `userId` with a present host (`firstDevice`) and the next `absent` devices dropped. */

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { type ClientOptions, WebSocket } from 'ws';
 import { createWakeup, defaultDeadlineMs, withDeadline } from './wait.ts';
 
@@ -173,4 +174,9 @@ export function upgradeStatus(
     });
     socket.on('error', reject);
   });
+}
+
+/** The TCP socket under a client: paused, the client stops reading (the kernel buffers fill). */
+export function tcpOf(client: RelayClient): Socket {
+  return (client.socket as unknown as { _socket: Socket })._socket;
 }

@@ -33,16 +33,12 @@ async function startAuth(
   dir: string,
   conf: { port?: number; signature?: TokenSignature; db?: string } = {},
 ): Promise<Auth> {
-  writeConf(dir, 'auth.conf', {
+  const { process, url } = await scope.startAuth(dir, {
     PORT: conf.port ?? 0,
-    BIND: '127.0.0.1',
-    MDNS: 'off',
     AUTH_SECRET: secret,
     TOKEN_SIGNATURE: conf.signature ?? 'hmac-sha256',
     ...(conf.db === undefined ? {} : { DB_PATH: conf.db }),
   });
-  const process = await scope.start(['auth'], dir);
-  const url = await process.url('auth');
   return {
     process,
     url,

@@ -1,6 +1,5 @@
-import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RelayClient } from '../helpers/relay-client.ts';
+import { tcpOf } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 
 let harness: RelayHarness;
@@ -8,11 +7,6 @@ let harness: RelayHarness;
 afterEach(async () => {
   await harness.close();
 });
-
-/** The TCP socket under a `ws` client: paused, the client stops reading (the kernel buffers fill). */
-function tcpOf(client: RelayClient): Socket {
-  return (client.socket as unknown as { _socket: Socket })._socket;
-}
 
 const chunk = 'z'.repeat(64_000);
 

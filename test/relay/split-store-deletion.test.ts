@@ -24,17 +24,8 @@ const scope = processScope('sync-host-split-store-');
 const runner = createCliRunner();
 afterAll(() => runner.killAll());
 
-async function startAuth() {
-  const dir = scope.tempDir();
-  writeConf(dir, 'auth.conf', {
-    PORT: 0,
-    BIND: '127.0.0.1',
-    MDNS: 'off',
-    AUTH_SECRET: secret,
-    DEFAULT_TIER: 'pro',
-  });
-  const process = await scope.start(['auth'], dir);
-  return { process, url: await process.url('auth') };
+function startAuth() {
+  return scope.startAuth(scope.tempDir(), { AUTH_SECRET: secret, DEFAULT_TIER: 'pro' });
 }
 
 async function startRelay(authUrl: string) {

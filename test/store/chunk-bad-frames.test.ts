@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { metricAt } from '../helpers/metrics.ts';
 import type { RelayClient } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { chunkCall, plainId, putChunk, sealedId, testKey } from '../helpers/store-client.ts';
@@ -19,12 +20,7 @@ afterEach(async () => {
   harness = undefined;
 });
 
-async function metric(name: string): Promise<number> {
-  const text = await (await fetch(`${harness!.statusUrl}/metrics`)).text();
-  const match = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
-  if (match === null) throw new Error(`no ${name} in /metrics`);
-  return Number(match[1]);
-}
+const metric = (name: string) => metricAt(harness!.statusUrl, name);
 
 /** What one chunk counts against the bounds: bytes + 64 + its id (44) and kc. */
 const counted = (data: Buffer, kc = '') => data.length + 64 + 44 + kc.length;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chunkAnswer } from '../../server/relay/chunk-frames.ts';
+import { metricAt as metric } from '../helpers/metrics.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
 import { chunkCall, plainId, putChunk, sealedId, testKey } from '../helpers/store-client.ts';
 
@@ -12,13 +13,6 @@ afterEach(async () => {
 });
 
 const dayMs = 24 * 60 * 60 * 1_000;
-
-async function metric(statusUrl: string, name: string): Promise<number> {
-  const text = await (await fetch(`${statusUrl}/metrics`)).text();
-  const match = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
-  if (match === null) throw new Error(`no ${name} in /metrics`);
-  return Number(match[1]);
-}
 
 /** What one unencrypted chunk counts against the bounds: bytes + 64 + its id's 44 characters. */
 const counted = (data: Buffer) => data.length + 64 + 44;

@@ -1,7 +1,6 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect as connectTcp } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as connectTls } from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,19 +16,14 @@ import { startHost } from '../../server/host.ts';
 import { createLogger } from '../../server/log.ts';
 import { ensureSelfSigned, makeSelfSigned } from '../../server/tls/certificate.ts';
 import { startTestHost, type TestHost } from '../helpers/host.ts';
+import { tempDirMaker } from '../helpers/temp-dirs.ts';
 
-const dirs: string[] = [];
 const hosts: TestHost[] = [];
 afterAll(async () => {
   for (const host of hosts) await host.close();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sync-tls-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirMaker('sync-tls-');
 
 async function tlsHost(lines: string[] = [], now?: () => number): Promise<TestHost> {
   const host = await startTestHost({ auth: ['TLS=self-signed', ...lines], now });
