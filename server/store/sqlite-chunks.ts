@@ -12,15 +12,7 @@ import {
   roomChunksOf,
 } from './chunk-store.ts';
 import type { StoreBounds } from './document-store.ts';
-import {
-  type ChunkPlace,
-  chunkStatements,
-  fileColumn,
-  ownBytes,
-  type ReportRow,
-  reportOfRow,
-  rowidChunks,
-} from './sqlite-chunk-schema.ts';
+import { fileColumn, rowidChunks } from './sqlite-chunk-schema.ts';
 
 interface Writing {
   chunk: NewChunk;
@@ -395,4 +387,69 @@ export class SqliteChunkStore implements ChunkStore {
     const reports = this.#db.prepare<[], ReportRow>('SELECT * FROM folderReports').all();
     return roomChunksOf(counts, reports.map(reportOfRow));
   }
+}
+
+export interface ReportRow {
+  room: string;
+  doc: string;
+  device: string;
+  files: number;
+  bytes: number;
+  encrypted: number;
+  names: string | null;
+  at: number;
+}
+
+export function reportOfRow(row: ReportRow): FolderReport {
+  return {
+    room: row.room,
+    doc: row.doc,
+    device: row.device,
+    files: row.files,
+    bytes: row.bytes,
+    encrypted: row.encrypted === 1,
+    ...(row.names === null ? {} : { names: JSON.parse(row.names) as string[] }),
+    at: row.at,
+  };
+}
+
+/** A chunk's row but its bytes. */
+export interface ChunkPlace {
+  user: string;
+  size: number;
+  bytes: number;
+  /** The number of the file holding the bytes; null when `data` holds them. */
+  file: number | null;
+}
+
+export interface ChunkRow extends ChunkPlace {
+  data: Buffer | Uint8Array;
+}
+
+/** The bytes a row holds itself (rows written before the chunk files). */
+export const ownBytes = (row: ChunkRow): Buffer =>
+  Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data);
+
+/** The statements the chunk store runs most, prepared once. */
+export function chunkStatements(db: BetterSqlite3.Database) {
+  return {
+    touch: db.prepare<[number, string, string, string]>(
+      'UPDATE chunks SET usedAt = ? WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    insert: db.prepare(
+      "INSERT INTO chunks (room, kc, id, user, size, bytes, storedAt, usedAt, data, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, x'', ?)",
+    ),
+    row: db.prepare<[string, string, string], ChunkRow>(
+      'SELECT user, size, bytes, file, data FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    place: db.prepare<[string, string, string], ChunkPlace>(
+      'SELECT user, size, bytes, file FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    delete: db.prepare<[string, string, string]>(
+      'DELETE FROM chunks WHERE room = ? AND kc = ? AND id = ?',
+    ),
+    report: db.prepare(
+      'INSERT OR REPLACE INTO folderReports (room, doc, user, device, files, bytes, encrypted, names, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+  };
 }
