@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { textFiles } from '../folder/devices.ts';
-import { gitMerge } from '../folder/git-merge.ts';
-import type { CliRun } from '../helpers/cli-process.ts';
-import { eventually } from '../helpers/wait.ts';
+import { textFiles } from '../../folder/devices.ts';
+import { gitMerge } from '../../folder/git-merge.ts';
+import type { CliRun } from '../../helpers/cli-process.ts';
+import { eventually } from '../../helpers/wait.ts';
 import { type CliDevice, syncScope } from './sync-peers.ts';
 
 /**

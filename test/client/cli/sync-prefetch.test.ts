@@ -10,12 +10,12 @@ import {
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ChunkTransfer } from '../../client/chunks/index.ts';
-import { prefetchIdleVariable } from '../../client/cli/sync-command.ts';
-import { noticeSender } from '../../client/folder/blob-notices.ts';
-import { createRelayConnection } from '../../client/relay-connection.ts';
-import type { CliRun } from '../helpers/cli-process.ts';
-import { eventually } from '../helpers/wait.ts';
+import { ChunkTransfer } from '../../../client/chunks/index.ts';
+import { prefetchIdleVariable } from '../../../client/cli/sync-command.ts';
+import { noticeSender } from '../../../client/folder/blob-notices.ts';
+import { createRelayConnection } from '../../../client/relay-connection.ts';
+import type { CliRun } from '../../helpers/cli-process.ts';
+import { eventually } from '../../helpers/wait.ts';
 import { cliDevices } from './cli-devices.ts';
 
 /**

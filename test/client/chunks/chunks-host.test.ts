@@ -3,17 +3,17 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChunkTransfer, downloadFile, uploadFile } from '../../client/chunks/index.ts';
-import { deriveE2EKey, type E2EKey } from '../../client/e2e-key.ts';
-import type { SyncError } from '../../client/errors.ts';
-import type { RelayConnection } from '../../client/relay-connection.ts';
-import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { metricAt } from '../helpers/metrics.ts';
-import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
-import { eventually } from '../helpers/wait.ts';
-import { trackedWebSocket } from './host.ts';
-import { exposes, storeFilesText } from './plaintext.ts';
-import { openYjsRoom, type YjsRoom } from './yjs-room.ts';
+import { ChunkTransfer, downloadFile, uploadFile } from '../../../client/chunks/index.ts';
+import { deriveE2EKey, type E2EKey } from '../../../client/e2e-key.ts';
+import type { SyncError } from '../../../client/errors.ts';
+import type { RelayConnection } from '../../../client/relay-connection.ts';
+import { startTestHost, type TestHost } from '../../helpers/host.ts';
+import { metricAt } from '../../helpers/metrics.ts';
+import { overwriteStoredChunk, storedChunks } from '../../helpers/stored-chunks.ts';
+import { eventually } from '../../helpers/wait.ts';
+import { trackedWebSocket } from '../host.ts';
+import { exposes, storeFilesText } from '../plaintext.ts';
+import { openYjsRoom, type YjsRoom } from '../yjs-room.ts';
 
 /**
  * The chunk library against the real host (auth, relay and its store.db in process): files go

@@ -13,9 +13,9 @@ import {
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type * as Y from 'yjs';
-import { FolderDevice, textFiles } from '../folder/devices.ts';
-import type { CliRun } from '../helpers/cli-process.ts';
-import { eventually } from '../helpers/wait.ts';
+import { FolderDevice, textFiles } from '../../folder/devices.ts';
+import type { CliRun } from '../../helpers/cli-process.ts';
+import { eventually } from '../../helpers/wait.ts';
 import { type CliDevice, readIf, syncScope, tree } from './sync-peers.ts';
 
 const scope = syncScope('data-loss@example.org');

@@ -11,11 +11,11 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { progressDelayVariable } from '../../client/cli/sync-progress.ts';
-import type { CliRun } from '../helpers/cli-process.ts';
-import { overwriteStoredChunk, storedChunks } from '../helpers/stored-chunks.ts';
-import { spawnInTerminal } from '../helpers/terminal.ts';
-import { eventually } from '../helpers/wait.ts';
+import { progressDelayVariable } from '../../../client/cli/sync-progress.ts';
+import type { CliRun } from '../../helpers/cli-process.ts';
+import { overwriteStoredChunk, storedChunks } from '../../helpers/stored-chunks.ts';
+import { spawnInTerminal } from '../../helpers/terminal.ts';
+import { eventually } from '../../helpers/wait.ts';
 import { cliDevices } from './cli-devices.ts';
 
 /**

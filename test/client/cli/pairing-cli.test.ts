@@ -2,12 +2,12 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pair } from '../../client/pairing.ts';
-import { chromiumFlags, chromiumPath, hasBrowser } from '../helpers/chromium.ts';
-import { createCliRunner } from '../helpers/cli-process.ts';
-import { startTestHost } from '../helpers/host.ts';
-import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
+import { pair } from '../../../client/pairing.ts';
+import { chromiumFlags, chromiumPath, hasBrowser } from '../../helpers/chromium.ts';
+import { createCliRunner } from '../../helpers/cli-process.ts';
+import { startTestHost } from '../../helpers/host.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../../helpers/host-process.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
 
 const dirs: string[] = [];
 const { spawnCli, cli, killAll } = createCliRunner();

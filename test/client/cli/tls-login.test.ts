@@ -2,15 +2,20 @@ import { readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveQrText } from '../../client/cli/login.ts';
-import { pinnedFetch } from '../../client/pinning.ts';
-import { shortFingerprint } from '../../protocol/fingerprint.ts';
-import { createCliRunner } from '../helpers/cli-process.ts';
-import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
-import { freePort } from '../helpers/ports.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
-import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
-import { eventually } from '../helpers/wait.ts';
+import { approveQrText } from '../../../client/cli/login.ts';
+import { pinnedFetch } from '../../../client/pinning.ts';
+import { shortFingerprint } from '../../../protocol/fingerprint.ts';
+import { createCliRunner } from '../../helpers/cli-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../../helpers/host-process.ts';
+import { freePort } from '../../helpers/ports.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
+import {
+  hasScript,
+  spawnInTerminal,
+  type TerminalRun,
+  terminalQr,
+} from '../../helpers/terminal.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 const dirs: string[] = [];
 const runs: TerminalRun[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { printable, printableJson } from '../../client/cli/printable.ts';
+import { printable, printableJson } from '../../../client/cli/printable.ts';
 
 describe('printable', () => {
   it('writes C0 and C1 controls and DEL as \\xNN', () => {

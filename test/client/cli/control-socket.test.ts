@@ -3,13 +3,13 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { probeControl } from '../../client/cli/control-client.ts';
+import { probeControl } from '../../../client/cli/control-client.ts';
 import {
   AlreadyRunningError,
   type ControlHandlers,
   type ControlServer,
   serveControl,
-} from '../../client/cli/control-socket.ts';
+} from '../../../client/cli/control-socket.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'control-socket-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -9,11 +9,11 @@ import {
 } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { statePath } from '../../client/cli/sync-command.ts';
-import { createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
-import { eventually } from '../helpers/wait.ts';
+import { statePath } from '../../../client/cli/sync-command.ts';
+import { createCliRunner } from '../../helpers/cli-process.ts';
+import { registerProject, startTestHost, type TestHost } from '../../helpers/host.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 const { spawnCli, cli, killAll } = createCliRunner();
 

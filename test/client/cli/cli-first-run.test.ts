@@ -3,10 +3,10 @@ import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCliRunner } from '../helpers/cli-process.ts';
-import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { freePort } from '../helpers/ports.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
+import { createCliRunner } from '../../helpers/cli-process.ts';
+import { startTestHost, type TestHost } from '../../helpers/host.ts';
+import { freePort } from '../../helpers/ports.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
 
 const { spawnCli, cli, killAll } = createCliRunner();
 

@@ -5,13 +5,13 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { probeControl } from '../../client/cli/control-client.ts';
-import { controlSocketPath } from '../../client/cli/control-path.ts';
-import type { CloseInfo } from '../../client/relay-connection.ts';
-import { createRelayConnection } from '../../client/relay-connection.ts';
-import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
-import { eventually } from '../helpers/wait.ts';
+import { probeControl } from '../../../client/cli/control-client.ts';
+import { controlSocketPath } from '../../../client/cli/control-path.ts';
+import type { CloseInfo } from '../../../client/relay-connection.ts';
+import { createRelayConnection } from '../../../client/relay-connection.ts';
+import { type CliRun, createCliRunner } from '../../helpers/cli-process.ts';
+import { registerProject, startTestHost, type TestHost } from '../../helpers/host.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 // The reconnect pause of `sync` after its connection was taken over: short for the test.
 const { spawnCli, cli, killAll } = createCliRunner({ env: { SYNC_HOST_TEST_RECONNECT_MS: '300' } });

@@ -1,4 +1,4 @@
-import type { FakeRelayConnection, SentFrame } from '../helpers/fake-relay.ts';
+import type { FakeRelayConnection, SentFrame } from '../../helpers/fake-relay.ts';
 
 /**
  * The host's chunk store as the fake relay plays it (its `onFrame`): chunks kept in a map by id,

@@ -3,9 +3,9 @@ import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { plainChunkId } from '../../client/chunks/chunk-id.ts';
-import type { CliRun } from '../helpers/cli-process.ts';
-import { eventually } from '../helpers/wait.ts';
+import { plainChunkId } from '../../../client/chunks/chunk-id.ts';
+import type { CliRun } from '../../helpers/cli-process.ts';
+import { eventually } from '../../helpers/wait.ts';
 import { cliDevices } from './cli-devices.ts';
 
 /**

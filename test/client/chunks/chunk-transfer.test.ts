@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { ChunkTransfer, downloadFile, uploadFile } from '../../client/chunks/index.ts';
-import { deriveE2EKey, type E2EKey } from '../../client/e2e-key.ts';
-import type { SyncError } from '../../client/errors.ts';
-import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
-import { FakeRelay } from '../helpers/fake-relay.ts';
-import { eventually } from '../helpers/wait.ts';
+import { ChunkTransfer, downloadFile, uploadFile } from '../../../client/chunks/index.ts';
+import { deriveE2EKey, type E2EKey } from '../../../client/e2e-key.ts';
+import type { SyncError } from '../../../client/errors.ts';
+import { createRelayConnection, type RelayConnection } from '../../../client/relay-connection.ts';
+import { FakeRelay } from '../../helpers/fake-relay.ts';
+import { eventually } from '../../helpers/wait.ts';
 import { ChunkHostFake } from './chunk-host-fake.ts';
 
 /**

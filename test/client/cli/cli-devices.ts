@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect } from 'vitest';
-import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
+import { type CliRun, createCliRunner } from '../../helpers/cli-process.ts';
+import { registerProject, startTestHost, type TestHost } from '../../helpers/host.ts';
 
 /**
  * For a test file of `sync-host` processes: an in-process host with a project `files` and two

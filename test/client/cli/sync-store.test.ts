@@ -1,22 +1,22 @@
 import { appendFileSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { statePath } from '../../client/cli/sync-command.ts';
-import { textFiles } from '../folder/devices.ts';
-import { gitMerge } from '../folder/git-merge.ts';
-import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject } from '../helpers/host.ts';
+import { statePath } from '../../../client/cli/sync-command.ts';
+import { textFiles } from '../../folder/devices.ts';
+import { gitMerge } from '../../folder/git-merge.ts';
+import { type CliRun, createCliRunner } from '../../helpers/cli-process.ts';
+import { registerProject } from '../../helpers/host.ts';
 import {
   type HostPorts,
   hostDir,
   type RunningHost,
   startHostProgram,
-} from '../helpers/host-process.ts';
-import { freePort } from '../helpers/ports.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
-import { eventually } from '../helpers/wait.ts';
-import { signIn } from './host.ts';
-import { exposes, storeFilesText } from './plaintext.ts';
+} from '../../helpers/host-process.ts';
+import { freePort } from '../../helpers/ports.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
+import { eventually } from '../../helpers/wait.ts';
+import { signIn } from '../host.ts';
+import { exposes, storeFilesText } from '../plaintext.ts';
 
 /**
  * Two `sync` processes of one user that never run at the same time (a laptop at work, a desktop

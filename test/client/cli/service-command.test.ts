@@ -1,17 +1,17 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execWord, systemdUnitName } from '../../client/cli/systemd-unit.ts';
-import { createCliRunner } from '../helpers/cli-process.ts';
-import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
+import { execWord, systemdUnitName } from '../../../client/cli/systemd-unit.ts';
+import { createCliRunner } from '../../helpers/cli-process.ts';
+import { startTestHost, type TestHost } from '../../helpers/host.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
 
 const tempDir = tempDirMaker('sync-service-');
 
 const xdg = tempDir();
 const { cli } = createCliRunner({ env: { XDG_CONFIG_HOME: xdg } });
 const unitFolder = join(xdg, 'systemd', 'user');
-const launcher = resolve(import.meta.dirname, '../../bin/sync-host');
+const launcher = resolve(import.meta.dirname, '../../../bin/sync-host');
 
 /** The `key=value` directives of a unit, in order (comments, sections and blanks left out). */
 function directives(text: string): string[] {

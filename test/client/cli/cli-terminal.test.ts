@@ -1,9 +1,14 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestHost, type TestHost } from '../helpers/host.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
-import { hasScript, spawnInTerminal, type TerminalRun, terminalQr } from '../helpers/terminal.ts';
-import { eventually } from '../helpers/wait.ts';
+import { startTestHost, type TestHost } from '../../helpers/host.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
+import {
+  hasScript,
+  spawnInTerminal,
+  type TerminalRun,
+  terminalQr,
+} from '../../helpers/terminal.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 const runs: TerminalRun[] = [];
 let host: TestHost;

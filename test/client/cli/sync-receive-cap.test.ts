@@ -2,8 +2,8 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
-import { FolderDevice } from '../folder/devices.ts';
-import { eventually } from '../helpers/wait.ts';
+import { FolderDevice } from '../../folder/devices.ts';
+import { eventually } from '../../helpers/wait.ts';
 import type { Attacker } from './sync-peers.ts';
 import { syncScope } from './sync-peers.ts';
 

@@ -3,9 +3,9 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
-import { printable } from '../../client/cli/printable.ts';
-import type { CliRun } from '../helpers/cli-process.ts';
-import { eventually } from '../helpers/wait.ts';
+import { printable } from '../../../client/cli/printable.ts';
+import type { CliRun } from '../../helpers/cli-process.ts';
+import { eventually } from '../../helpers/wait.ts';
 import { type Attacker, readIf, syncScope, tree } from './sync-peers.ts';
 
 const scope = syncScope('hostile@example.org');

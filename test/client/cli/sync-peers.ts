@@ -4,13 +4,13 @@ import { join, relative } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { WebSocket } from 'ws';
 import * as Y from 'yjs';
-import { folderDocName } from '../../client/folder/document.ts';
-import { folderMarker } from '../../client/folder/folder-sync.ts';
-import { createRelayConnection, type RelayConnection } from '../../client/relay-connection.ts';
-import { createYjsProvider, type YjsProvider } from '../../client/yjs-provider.ts';
-import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
-import { eventually } from '../helpers/wait.ts';
+import { folderDocName } from '../../../client/folder/document.ts';
+import { folderMarker } from '../../../client/folder/folder-sync.ts';
+import { createRelayConnection, type RelayConnection } from '../../../client/relay-connection.ts';
+import { createYjsProvider, type YjsProvider } from '../../../client/yjs-provider.ts';
+import { type CliRun, createCliRunner } from '../../helpers/cli-process.ts';
+import { registerProject, startTestHost, type TestHost } from '../../helpers/host.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 /** A device of the test user with its own config folder, logged in with the CLI. */
 export interface CliDevice {

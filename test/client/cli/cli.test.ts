@@ -1,11 +1,11 @@
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAuthClient } from '../../client/auth-client.ts';
-import { createCliRunner } from '../helpers/cli-process.ts';
-import { hostDir, type RunningHost, startHostProgram } from '../helpers/host-process.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
-import { eventually } from '../helpers/wait.ts';
+import { createAuthClient } from '../../../client/auth-client.ts';
+import { createCliRunner } from '../../helpers/cli-process.ts';
+import { hostDir, type RunningHost, startHostProgram } from '../../helpers/host-process.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 const dirs: string[] = [];
 const { spawnCli, cli, killAll } = createCliRunner();

@@ -1,10 +1,10 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type CliRun, createCliRunner } from '../helpers/cli-process.ts';
-import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
-import { tempDirMaker } from '../helpers/temp-dirs.ts';
-import { eventually } from '../helpers/wait.ts';
+import { type CliRun, createCliRunner } from '../../helpers/cli-process.ts';
+import { registerProject, startTestHost, type TestHost } from '../../helpers/host.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 const { spawnCli, cli, killAll } = createCliRunner();
 

@@ -2,8 +2,8 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
-import { type FolderDevice, putFile, twoDeviceFixture } from '../folder/devices.ts';
 import { eventually } from '../helpers/wait.ts';
+import { type FolderDevice, putFile, twoDeviceFixture } from './devices.ts';
 
 /**
  * `.syncignore` on two devices of one folder, through the real host: what it matches (and dot

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { closestClientCommand } from '../../client/cli/commands.ts';
-import { closest } from '../../client/cli/suggest.ts';
+import { closestClientCommand } from '../../../client/cli/commands.ts';
+import { closest } from '../../../client/cli/suggest.ts';
 
 describe('did you mean, for the client commands', () => {
   it('names the closest word for a typo, a swap of neighbours or a missing letter', () => {
