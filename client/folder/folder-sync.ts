@@ -136,8 +136,8 @@ export class FolderSync {
     }
     this.mirror.refreshRules();
     for (const [path, record] of opened.onDisk) {
-      this.mirror.retry.add(path);
-      if (record.stamp !== undefined) this.mirror.stamps.set(path, record.stamp);
+      this.mirror.retryLater(path);
+      if (record.stamp !== undefined) this.mirror.setStamp(path, record.stamp);
     }
     const { device } = options;
     const { lost, merge } = finishPending(disk, device, opened.pending, now(), opened.bases);
@@ -275,7 +275,7 @@ export class FolderSync {
         this.guarded(() => {
           if (this.closed || !this.folderThere()) return;
           const changes = publishBlob(mirror, localOrigin, path, file, stamp);
-          mirror.stamps.set(path, stamp);
+          mirror.setStamp(path, stamp);
           mirror.setRecords(changes);
           this.unconfirmed.changed(path, file.size);
           this.persist({ disk: changes });
@@ -292,7 +292,7 @@ export class FolderSync {
       prefetchIdleMs: this.options.prefetchIdleMs,
       wanted: (path, version) => this.index.winnerAt(path)?.blob?.v === version,
       downloaded: (path) => {
-        mirror.retry.add(path);
+        mirror.retryLater(path);
         this.guarded(() => this.flushRemote());
       },
       say: (kind, line) => mirror.say(kind, line),
@@ -340,9 +340,8 @@ export class FolderSync {
   }
 
   private readNoticed(): void {
-    const scopes = [...this.noticed, ...this.mirror.readAgain];
+    const scopes = [...this.noticed, ...this.mirror.takeReadAgain()];
     this.noticed.clear();
-    this.mirror.readAgain.clear();
     if (scopes.length > 0) this.read(scopes);
   }
 
@@ -350,7 +349,7 @@ export class FolderSync {
     const changes = readFolder(this.mirror, localOrigin, scopes);
     this.mirror.setRecords(changes);
     for (const path of changes.keys()) {
-      this.unconfirmed.changed(path, this.mirror.stamps.get(path)?.size ?? 0);
+      this.unconfirmed.changed(path, this.mirror.stampOf(path)?.size ?? 0);
     }
     if (changes.size > 0 || this.unsaved.length > 0) this.persist({ disk: changes });
   }
@@ -380,7 +379,7 @@ export class FolderSync {
     try {
       return write();
     } catch (err: unknown) {
-      for (const path of paths) this.mirror.retry.add(path);
+      for (const path of paths) this.mirror.retryLater(path);
       throw err;
     }
   }
@@ -400,8 +399,7 @@ export class FolderSync {
       for (const line of lines) this.mirror.say('out', line);
     }
     for (const id of this.index.takeChanged()) touched.add(id);
-    let paths = new Set(this.mirror.retry);
-    this.mirror.retry.clear();
+    let paths = this.mirror.takeRetries();
     for (const id of touched) {
       const entry = this.index.get(id);
       if (typeof entry === 'string') this.mirror.reportBadEntry(id, entry);
@@ -426,8 +424,7 @@ export class FolderSync {
       );
       held = Math.max(held, written.held);
       if (!written.blocked) break;
-      paths = new Set(this.mirror.retry);
-      this.mirror.retry.clear();
+      paths = this.mirror.takeRetries();
     }
     // New files over the receive limits wait; a line when that starts, a retry later.
     this.budget.hold(
@@ -446,9 +443,8 @@ export class FolderSync {
     }
     // Texts saved here while their writes were due: merged now, then written (after a few
     // rounds of an editor saving again each time, at the next read).
-    const due = [...this.mirror.mergeDue];
-    this.mirror.mergeDue.clear();
-    if (due.length > 0 && rounds >= 3) for (const path of due) this.mirror.readAgain.add(path);
+    const due = this.mirror.takeMergeDue();
+    if (due.length > 0 && rounds >= 3) for (const path of due) this.mirror.readLater(path);
     else if (due.length > 0) {
       this.read(due);
       this.settle(rounds + 1);

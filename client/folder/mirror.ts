@@ -20,13 +20,14 @@ export type FolderLog = (line: { kind: 'out' | 'problem'; line: string }) => voi
  * files here that do not sync, and the paths to look at again at the next settle.
  */
 export class FolderMirror {
-  readonly stamps = new Map<string, Stamp>();
+  /** Each file's stamp when last read or written here. */
+  readonly #stamps = new Map<string, Stamp>();
   /** Files here that do not sync (binary, too large, unreadable): never overwritten nor deleted. */
-  readonly skippedHere = new Set<string>();
+  readonly #skipped = new Set<string>();
   /** Paths whose write waited (held back, blocked, failed): looked at again at the next settle. */
-  readonly retry = new Set<string>();
+  readonly #retry = new Set<string>();
   /** Paths to read at the next scan, also a partial one (a file moved aside, one left in place). */
-  readonly readAgain = new Set<string>();
+  readonly #readAgain = new Set<string>();
   /**
    * For a text file whose document moved on from what the file holds (other devices' edits not
    * written here yet): the content the file last had in step, the base that an edit made here
@@ -34,7 +35,7 @@ export class FolderMirror {
    */
   readonly bases: Map<string, string>;
   /** Text files edited here while a write over them was due: read and merged, then written. */
-  readonly mergeDue = new Set<string>();
+  readonly #mergeDue = new Set<string>();
   /** Changes of `bases` not in the state log yet (null: dropped). */
   private basesChanged = new Map<string, string | null>();
   /** The folder's `.syncignore` rules as last read. */
@@ -75,6 +76,73 @@ export class FolderMirror {
     this.bases = bases;
   }
 
+  /** The stamp `path` had when last read or written here. */
+  stampOf(path: string): Stamp | undefined {
+    return this.#stamps.get(path);
+  }
+
+  setStamp(path: string, stamp: Stamp): void {
+    this.#stamps.set(path, stamp);
+  }
+
+  forgetStamp(path: string): void {
+    this.#stamps.delete(path);
+  }
+
+  /** A file here that does not sync (or, `false`, one that does again). */
+  skipHere(path: string, skipped = true): void {
+    if (skipped) this.#skipped.add(path);
+    else this.#skipped.delete(path);
+  }
+
+  isSkippedHere(path: string): boolean {
+    return this.#skipped.has(path);
+  }
+
+  /** The files here that do not sync (a copy). */
+  skippedHere(): string[] {
+    return [...this.#skipped];
+  }
+
+  /** `path` is written (or removed) at the next settle. */
+  retryLater(path: string): void {
+    this.#retry.add(path);
+  }
+
+  /** The paths due at this settle; none are due after. */
+  takeRetries(): Set<string> {
+    const due = new Set(this.#retry);
+    this.#retry.clear();
+    return due;
+  }
+
+  /** The paths waiting for a write (a copy). */
+  retries(): string[] {
+    return [...this.#retry];
+  }
+
+  /** `path` is read at the next scan, also a partial one. */
+  readLater(path: string): void {
+    this.#readAgain.add(path);
+  }
+
+  takeReadAgain(): string[] {
+    const due = [...this.#readAgain];
+    this.#readAgain.clear();
+    return due;
+  }
+
+  /** A text at `path` was edited here while a write over it was due: merged at this settle. */
+  mergeLater(path: string): void {
+    this.#mergeDue.add(path);
+  }
+
+  takeMergeDue(): string[] {
+    const due = [...this.#mergeDue];
+    this.#mergeDue.clear();
+    return due;
+  }
+
   /** Sets (or with null drops) the base of the text file at `path`. */
   setBase(path: string, base: string | null): void {
     if (base === null && !this.bases.has(path)) return;
@@ -99,7 +167,11 @@ export class FolderMirror {
           this.setBase(path, entry.text.toString());
         }
         const stamp = this.disk.statFile(path);
-        if (stamp === undefined || 'problem' in stamp || !sameStamp(stamp, this.stamps.get(path))) {
+        if (
+          stamp === undefined ||
+          'problem' in stamp ||
+          !sameStamp(stamp, this.#stamps.get(path))
+        ) {
           paths.push(path);
         }
       }
@@ -136,7 +208,7 @@ export class FolderMirror {
     if (problem !== undefined) {
       this.say('problem', `${syncIgnoreName}: ${problem}; only dot files are left out`);
     }
-    for (const path of this.index.paths()) this.retry.add(path);
+    for (const path of this.index.paths()) this.#retry.add(path);
     return true;
   }
 
@@ -160,7 +232,7 @@ export class FolderMirror {
    * `record` (the changed record, for the state log).
    */
   restamp(path: string, stamp: Stamp, record: boolean): Map<string, DiskRecord> {
-    this.stamps.set(path, stamp);
+    this.#stamps.set(path, stamp);
     const before = this.onDisk.get(path);
     if (before === undefined || !record) return new Map();
     const changes = new Map([[path, { ...before, stamp }]]);

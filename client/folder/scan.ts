@@ -18,7 +18,7 @@ export function readFolder(
   origin: unknown,
   scopes: string[] = [''],
 ): Map<string, DiskRecord | null> {
-  const { disk, onDisk, stamps, skippedHere } = mirror;
+  const { disk, onDisk } = mirror;
   const walk = disk.walk(scopes, (path, isFolder) => mirror.ignores(path, isFolder));
   for (const temp of walk.temps) if (!mirror.blobs?.busyTemps.has(temp)) disk.removeQuietly(temp);
   for (const [path, why] of walk.skipped) {
@@ -32,8 +32,8 @@ export function readFolder(
   mirror.doc.transact(() => {
     for (const [path, stamp] of walk.files) {
       const record = onDisk.get(path);
-      const known = record !== undefined || skippedHere.has(path);
-      if (known && sameStamp(stamps.get(path), stamp)) continue;
+      const known = record !== undefined || mirror.isSkippedHere(path);
+      if (known && sameStamp(mirror.stampOf(path), stamp)) continue;
       if (mirror.blobs?.uploading(path, stamp)) continue;
       const read = disk.readText(path);
       if (read === undefined) continue;
@@ -44,14 +44,14 @@ export function readFolder(
             ? read.problem
             : undefined;
       if (problem !== undefined) {
-        skippedHere.add(path);
+        mirror.skipHere(path);
         // A file that could not be read is tried again at every scan: a permission given back
         // changes none of what a stamp holds.
-        if ('binary' in read) stamps.set(path, stamp);
+        if ('binary' in read) mirror.setStamp(path, stamp);
         mirror.sayOnce(`skip ${path} ${problem}`, `skipped ${path}: ${problem}`);
         continue;
       }
-      skippedHere.delete(path);
+      mirror.skipHere(path, false);
       if ('binary' in read) {
         // Sent as chunks; its version goes in the document once the host holds them all (its
         // stamp is recorded then: until that, a write here from another device waits).
@@ -59,18 +59,18 @@ export function readFolder(
         continue;
       }
       if (!('text' in read)) continue;
-      stamps.set(path, read.stamp);
+      mirror.setStamp(path, read.stamp);
       const digest = digestOf(read.text);
       if (record === undefined) added.push({ path, text: read.text, digest });
       else if (digest !== record.digest)
         editHere(mirror, path, record, read.text, digest, changes, now);
     }
-    for (const path of skippedHere) {
-      if (inScope(path) && !walk.files.has(path)) skippedHere.delete(path);
+    for (const path of mirror.skippedHere()) {
+      if (inScope(path) && !walk.files.has(path)) mirror.skipHere(path, false);
     }
     const missing = new Map<string, DiskRecord>();
     for (const [path, record] of onDisk) {
-      if (walk.files.has(path) || skippedHere.has(path) || !inScope(path)) continue;
+      if (walk.files.has(path) || mirror.isSkippedHere(path) || !inScope(path)) continue;
       // A file that became ignored is not gone: it stays here, and its entry as it was.
       if (mirror.ignores(path)) continue;
       if (walk.unreadable.some((folder) => isWithin(path, folder))) continue;
@@ -108,9 +108,9 @@ export function readFolder(
       if (entry !== undefined) {
         entry.map.set('deleted', record.digest);
         mirror.say('out', `sent ${path} (deleted)`);
-      } else mirror.retry.add(path);
+      } else mirror.retryLater(path);
       changes.set(path, null);
-      stamps.delete(path);
+      mirror.forgetStamp(path);
     }
   }, origin);
   return changes;
@@ -257,7 +257,7 @@ function editHere(
   // version is kept whole as a conflict copy, and the document's goes in its place.
   const to = conflictName(path, now, mirror.device);
   addEntry(mirror.files, { path: to, content: text, device: mirror.device, time: now });
-  mirror.retry.add(path);
+  mirror.retryLater(path);
   mirror.say('out', `sent ${to} (conflict copy of ${path}: edited here from an older version)`);
 }
 

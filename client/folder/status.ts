@@ -48,7 +48,7 @@ export class UnconfirmedFiles {
 export function folderStatus(index: EntryIndex, mirror: FolderMirror) {
   const down: Waiting = { files: 0, bytes: 0 };
   const blobs = mirror.blobs?.waiting();
-  for (const path of mirror.retry) {
+  for (const path of mirror.retries()) {
     const winner = index.winnerAt(path);
     if (winner === undefined || mirror.ignores(path)) continue;
     down.files += 1;
@@ -70,7 +70,7 @@ export function folderStatus(index: EntryIndex, mirror: FolderMirror) {
     /** Files read here that wait to go up as chunks (besides those the relay has not confirmed). */
     blobsUp: blobs?.up ?? { files: 0, bytes: 0 },
     conflicts: conflicts.sort(),
-    skipped: mirror.skippedHere.size,
+    skipped: mirror.skippedHere().length,
     storeFull: mirror.blobs?.storeFull ?? false,
   };
 }

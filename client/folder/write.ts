@@ -46,7 +46,7 @@ export function writeFolder(
           `kept ${path}: another device sent a bad entry for it (${why}); it is sent again as a new file`,
         );
         changes.set(path, null);
-        mirror.readAgain.add(path);
+        mirror.readLater(path);
         continue;
       }
       plan.push({ op: 'remove', path, before: record.digest });
@@ -59,7 +59,7 @@ export function writeFolder(
   let blocked = false;
   for (const [path, entry] of writes) {
     const record = onDisk.get(path);
-    if (mirror.skippedHere.has(path)) {
+    if (mirror.isSkippedHere(path)) {
       mirror.sayOnce(
         `here ${path}`,
         `not written ${path}: a file here that does not sync has that name`,
@@ -68,7 +68,7 @@ export function writeFolder(
     }
     if (mirror.blobs?.sending(path)) {
       // Changed here and being sent: its version goes in first, then the two are settled.
-      mirror.retry.add(path);
+      mirror.retryLater(path);
       continue;
     }
     let here = disk.statFile(path);
@@ -77,19 +77,19 @@ export function writeFolder(
       here = disk.statFile(path);
     }
     if (here !== undefined && 'problem' in here) {
-      mirror.retry.add(path);
+      mirror.retryLater(path);
       mirror.sayOnce(`here ${path} ${here.problem}`, `not written ${path}: ${here.problem}`);
       continue;
     }
     const temp = tempOf(mirror, path, entry, record === undefined ? budget : undefined);
     if (temp === 'held') {
       held += 1;
-      mirror.retry.add(path);
+      mirror.retryLater(path);
       continue;
     }
     if (temp === undefined) continue;
     if ('problem' in temp) {
-      mirror.retry.add(path);
+      mirror.retryLater(path);
       if (plan.some((op) => op.op === 'remove' && path.startsWith(`${op.path}/`))) blocked = true;
       else mirror.sayOnce(`write ${path} ${temp.problem}`, `not written ${path}: ${temp.problem}`);
       continue;
@@ -113,11 +113,11 @@ export function writeFolder(
     const previous = onDisk.get(op.path) ?? null;
     const problem = op.op === 'write' ? commitWrite(mirror, op) : commitRemove(mirror, op);
     if (problem === 'merge') {
-      mirror.retry.add(op.path);
+      mirror.retryLater(op.path);
       corrections.set(op.path, previous);
     } else if (problem !== undefined) {
       mirror.sayOnce(`commit ${op.path} ${problem}`, `not written ${op.path}: ${problem}`);
-      mirror.retry.add(op.path);
+      mirror.retryLater(op.path);
       corrections.set(op.path, previous);
     }
   }
@@ -133,7 +133,7 @@ function unchangedHere(mirror: FolderMirror, path: string): boolean {
   const record = mirror.onDisk.get(path);
   if (stamp === undefined) return record === undefined;
   if ('problem' in stamp || record === undefined) return false;
-  if (sameStamp(stamp, mirror.stamps.get(path))) return true;
+  if (sameStamp(stamp, mirror.stampOf(path))) return true;
   return mirror.disk.fileDigest(path) === record.digest;
 }
 
@@ -207,7 +207,7 @@ function commitWrite(
       // A text file edited here since it was last read: not written over. It is read again,
       // merged three ways with the document from its base, and then written.
       disk.removeQuietly(op.temp);
-      mirror.mergeDue.add(op.path);
+      mirror.mergeLater(op.path);
       return 'merge';
     }
     // Written here between the last read and now: that version is kept beside it.
@@ -216,7 +216,7 @@ function commitWrite(
       disk.removeQuietly(op.temp);
       return 'changed here at the same moment, and could not be moved aside';
     }
-    mirror.readAgain.add(aside);
+    mirror.readLater(aside);
     mirror.say(
       'out',
       `kept ${op.path} as ${aside}: changed here while a change from another device arrived`,
@@ -224,7 +224,7 @@ function commitWrite(
   }
   const stamp = disk.commitTemp(op.temp, op.path);
   if ('problem' in stamp) return stamp.problem;
-  mirror.stamps.set(op.path, stamp);
+  mirror.setStamp(op.path, stamp);
   mirror.setBase(op.path, null);
   mirror.say('out', `received ${op.path}`);
   return undefined;
@@ -236,13 +236,13 @@ function commitRemove(
 ): string | undefined {
   if (!unchangedHere(mirror, op.path)) {
     // Changed here since: the edit wins, and the next read sends it as a file of its own.
-    mirror.stamps.delete(op.path);
-    mirror.readAgain.add(op.path);
+    mirror.forgetStamp(op.path);
+    mirror.readLater(op.path);
     return undefined;
   }
   const problem = mirror.disk.removeFile(op.path);
   if (problem !== undefined) return problem;
-  mirror.stamps.delete(op.path);
+  mirror.forgetStamp(op.path);
   mirror.say('out', `received ${op.path} (deleted)`);
   return undefined;
 }

@@ -189,9 +189,20 @@ export class MemoryFs implements FileSystem {
     const node = source.node ?? fail('ENOENT', 'rename', from);
     const there = target.node;
     if (there === node) return; // the same file: nothing to do
-    if (node.kind === 'dir' && to.startsWith(`${from}/`)) fail('EINVAL', 'rename', to);
+    // A folder into itself (also through a link): refused.
+    const into = target.parent;
+    if (node.kind === 'dir' && into !== undefined && (into === node || holds(node, into))) {
+      fail('EINVAL', 'rename', to);
+    }
     // Onto a folder it is in: never empty. A file onto a folder: EISDIR, before its content counts.
-    if (there?.kind === 'dir' && from.startsWith(`${to}/`)) fail('ENOTEMPTY', 'rename', to);
+    const fromFolder = source.parent;
+    if (
+      there?.kind === 'dir' &&
+      fromFolder !== undefined &&
+      (fromFolder === there || holds(there, fromFolder))
+    ) {
+      fail('ENOTEMPTY', 'rename', to);
+    }
     if (there?.kind === 'dir' && node.kind !== 'dir') fail('EISDIR', 'rename', to);
     if (there?.kind === 'dir' && there.entries.size > 0) fail('ENOTEMPTY', 'rename', to);
     if (there !== undefined && there.kind !== 'dir' && node.kind === 'dir')
@@ -309,6 +320,14 @@ export class MemoryFs implements FileSystem {
     }
     return { parent: undefined, name: '', node: this.root };
   }
+}
+
+/** Whether `dir` is somewhere inside `folder`. */
+function holds(folder: DirNode, dir: DirNode): boolean {
+  for (const child of folder.entries.values()) {
+    if (child.kind === 'dir' && (child === dir || holds(child, dir))) return true;
+  }
+  return false;
 }
 
 function statsOf(node: Node): FsStats {
