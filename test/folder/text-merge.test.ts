@@ -9,6 +9,7 @@ import {
   mergeEdits,
   textEdits,
 } from '../../client/folder/text-merge.ts';
+import { editedApart } from './edited-apart.ts';
 import { gitMergeAll, linesWithEnds } from './git-merge.ts';
 import { scenario } from './note-edits.ts';
 
@@ -23,15 +24,7 @@ import { scenario } from './note-edits.ts';
 
 /** Each device's version sent as `sync` sends it, all merged in the shared text. */
 function mergedAsCrdt(base: string, versions: string[]): string {
-  const origin = new Y.Doc();
-  origin.getText('t').insert(0, base);
-  const start = Y.encodeStateAsUpdate(origin);
-  const docs = versions.map((version) => {
-    const doc = new Y.Doc();
-    Y.applyUpdate(doc, start);
-    editText(doc.getText('t'), version);
-    return doc;
-  });
+  const docs = editedApart(base, versions);
   for (const doc of docs)
     for (const other of docs) Y.applyUpdate(doc, Y.encodeStateAsUpdate(other));
   const texts = docs.map((doc) => doc.getText('t').toString());

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { editText } from '../../client/folder/text-merge.ts';
 import { dropTwins } from '../../client/folder/text-twins.ts';
+import { editedApart } from './edited-apart.ts';
 import { gitMergeAll } from './git-merge.ts';
 import { edited, type LineEdit, scenario } from './note-edits.ts';
 
@@ -17,15 +18,7 @@ const runs = Number(process.env.TEXT_MERGE_RUNS ?? 200);
 
 /** Devices that edit `base` into `versions` at once, then exchange everything. */
 function atOnce(base: string, versions: string[], drop: boolean): string[] {
-  const origin = new Y.Doc();
-  origin.getText('t').insert(0, base);
-  const start = Y.encodeStateAsUpdate(origin);
-  const docs = versions.map((version) => {
-    const doc = new Y.Doc();
-    Y.applyUpdate(doc, start);
-    editText(doc.getText('t'), version);
-    return doc;
-  });
+  const docs = editedApart(base, versions);
   // Each device receives the others' updates, drops the twins, and sends that on.
   for (let round = 0; round < 2; round += 1) {
     for (const doc of docs) {

@@ -16,36 +16,9 @@ import type * as Y from 'yjs';
 import { FolderDevice, textFiles } from '../../folder/devices.ts';
 import type { CliRun } from '../../helpers/cli-process.ts';
 import { eventually } from '../../helpers/wait.ts';
-import { type CliDevice, readIf, syncScope, tree } from './sync-peers.ts';
+import { agreed, type CliDevice, readIf, syncScope, tree } from './sync-peers.ts';
 
 const scope = syncScope('data-loss@example.org');
-
-/**
- * Waits until every folder holds the same text files, twice in a row 200 ms apart (so a
- * conflict copy or a duplicate on its way is seen); resolves with them.
- */
-async function agreed(dirs: string[], deadlineMs = 20_000): Promise<Record<string, string>> {
-  let last = '';
-  let lastAt = 0;
-  return eventually(
-    () => {
-      const listings = dirs.map((dir) => JSON.stringify(textFiles(dir)));
-      const first = listings[0]!;
-      if (first === undefined || !listings.every((l) => l === first)) {
-        last = '';
-        return undefined;
-      }
-      if (first !== last) {
-        last = first;
-        lastAt = Date.now();
-        return undefined;
-      }
-      return Date.now() - lastAt >= 200 ? (JSON.parse(first) as Record<string, string>) : undefined;
-    },
-    'the folders alike',
-    deadlineMs,
-  );
-}
 
 const conflictCopy = /^meeting\.sync-conflict-\d{8}-\d{6}-(\d+)\.md$/;
 

@@ -1,11 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { textFiles } from '../../folder/devices.ts';
 import { gitMerge } from '../../folder/git-merge.ts';
 import type { CliRun } from '../../helpers/cli-process.ts';
 import { eventually } from '../../helpers/wait.ts';
-import { type CliDevice, syncScope } from './sync-peers.ts';
+import { agreed, type CliDevice, syncScope } from './sync-peers.ts';
 
 /**
  * A first `sync` on a folder whose notes another device already syncs: a note copied from an
@@ -23,21 +22,6 @@ function withLine(text: string, n: number, by: string): string {
   const lines = text.split('\n');
   lines[n - 1] = by;
   return lines.join('\n');
-}
-
-async function agreed(dirs: string[]): Promise<Record<string, string>> {
-  let last = '';
-  return eventually(
-    () => {
-      const listings = dirs.map((dir) => JSON.stringify(textFiles(dir)));
-      const same = listings.every((l) => l === listings[0]);
-      const settled = same && listings[0] === last;
-      last = same ? listings[0]! : '';
-      return settled ? (JSON.parse(last) as Record<string, string>) : undefined;
-    },
-    'the folders alike',
-    20_000,
-  );
 }
 
 describe('sync-host sync: a first sync merges a note copied from an earlier version', () => {

@@ -8,6 +8,7 @@ import { folderDocName } from '../../../client/folder/document.ts';
 import { folderMarker } from '../../../client/folder/folder-sync.ts';
 import { createRelayConnection, type RelayConnection } from '../../../client/relay-connection.ts';
 import { createYjsProvider, type YjsProvider } from '../../../client/yjs-provider.ts';
+import { textFiles } from '../../folder/devices.ts';
 import { type CliRun, createCliRunner } from '../../helpers/cli-process.ts';
 import { registerProject, startTestHost, type TestHost } from '../../helpers/host.ts';
 import { eventually } from '../../helpers/wait.ts';
@@ -206,4 +207,31 @@ export function readIf(path: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Waits until every folder holds the same text files, twice in a row 200 ms apart (so a
+ * conflict copy or a duplicate on its way is seen); resolves with them.
+ */
+export async function agreed(dirs: string[], deadlineMs = 20_000): Promise<Record<string, string>> {
+  let last = '';
+  let lastAt = 0;
+  return eventually(
+    () => {
+      const listings = dirs.map((dir) => JSON.stringify(textFiles(dir)));
+      const first = listings[0]!;
+      if (first === undefined || !listings.every((l) => l === first)) {
+        last = '';
+        return undefined;
+      }
+      if (first !== last) {
+        last = first;
+        lastAt = Date.now();
+        return undefined;
+      }
+      return Date.now() - lastAt >= 200 ? (JSON.parse(first) as Record<string, string>) : undefined;
+    },
+    'the folders alike',
+    deadlineMs,
+  );
 }
