@@ -30,6 +30,29 @@ export interface Resume {
 /** An existing file, opened for writing in place; never through a symbolic link. */
 const inPlaceFlags = constants.O_RDWR | constants.O_NOFOLLOW;
 
+/**
+ * Opens the temporary file at `tempPath` to write into: the existing file when its inode is
+ * given (`ino`: the file the caller made; a folder above it swapped for a link since leads to
+ * another file or none, and nothing is written), else a file created or emptied there.
+ */
+async function openTemp(
+  tempPath: string,
+  ino: number | undefined,
+  inPlace: boolean,
+): Promise<FileHandle> {
+  if (ino === undefined) return open(tempPath, inPlace ? inPlaceFlags : 'w');
+  const handle = await open(tempPath, inPlaceFlags);
+  if ((await handle.stat()).ino !== ino) {
+    await handle.close();
+    throw new SyncError(
+      'folder_unusable',
+      `${tempPath} is no longer the file made for it (a folder above it changed)`,
+    );
+  }
+  if (!inPlace) await handle.truncate(0);
+  return handle;
+}
+
 /** Checks a chunk list that came from another device before anything is fetched. */
 export function checkRefs(chunks: ChunkRef[]): void {
   for (const ref of chunks) {
@@ -58,6 +81,7 @@ export async function downloadFile(
   tempPath: string,
   onBytes?: (n: number) => void,
   resume?: Resume,
+  ino?: number,
 ): Promise<DownloadedFile> {
   checkRefs(chunks);
   const hash = resume?.hash ?? createHash('sha256');
@@ -68,8 +92,9 @@ export async function downloadFile(
     if (resume?.present.has(index) !== true) placed.push({ ...ref, offset: size });
     size += ref.size;
   }
+  // Not removed when it cannot be opened as the file made for it: that path is not ours then.
+  const handle = await openTemp(tempPath, ino, resume !== undefined);
   try {
-    const handle = await open(tempPath, resume === undefined ? 'w' : inPlaceFlags);
     try {
       await writeChunks(t, placed, handle, (ref, plain) => {
         if (ref.offset === hashed) {
@@ -99,9 +124,10 @@ export async function fetchChunksInto(
   chunks: PlacedChunk[],
   tempPath: string,
   onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
+  ino?: number,
 ): Promise<void> {
   checkRefs(chunks);
-  const handle = await open(tempPath, inPlaceFlags);
+  const handle = await openTemp(tempPath, ino, true);
   try {
     await writeChunks(t, chunks, handle, onChunk);
   } finally {

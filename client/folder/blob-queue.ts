@@ -292,6 +292,7 @@ export class BlobQueue {
         join(this.host.dir, temp.temp),
         progress,
         claimed?.resume,
+        temp.ino,
       );
       if (got.digest !== job.version.digest || got.size !== job.version.size) {
         throw new Error(`${path} did not come out as its version says (fetched again)`);

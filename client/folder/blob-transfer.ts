@@ -21,18 +21,23 @@ export interface BlobTransfer {
     onBytes: (n: number) => void,
     announce?: { path: string; size: number },
   ): Promise<{ chunks: ChunkList; size: number; digest: string }>;
-  /** `resume`: what a prefetch wrote into `temp` already. */
+  /**
+   * `resume`: what a prefetch wrote into `temp` already; `ino`: the inode of the temporary file
+   * made for it (nothing is written to another file at that path).
+   */
   download(
     chunks: ChunkList,
     temp: string,
     onBytes: (n: number) => void,
     resume?: Resume,
+    ino?: number,
   ): Promise<{ size: number; digest: string }>;
   /** Fetches `chunks` into the existing file `temp`, each at its offset (a prefetch). */
   fetchInto(
     chunks: PlacedChunk[],
     temp: string,
     onChunk: (chunk: PlacedChunk, plain: Uint8Array) => void,
+    ino?: number,
   ): Promise<void>;
   /** Which of `ids` the host holds (and marks them used there). */
   held(ids: string[]): Promise<Set<string>>;
@@ -61,15 +66,16 @@ export function blobTransferOf(
         digest: sent.digest,
       };
     },
-    download: (chunks, temp, onBytes, resume) =>
+    download: (chunks, temp, onBytes, resume, ino) =>
       downloadFile(
         t,
         chunks.map(([id, size]) => ({ id, size })),
         temp,
         onBytes,
         resume,
+        ino,
       ),
-    fetchInto: (chunks, temp, onChunk) => fetchChunksInto(t, chunks, temp, onChunk),
+    fetchInto: (chunks, temp, onChunk, ino) => fetchChunksInto(t, chunks, temp, onChunk, ino),
     held: (ids) => t.held(ids),
     close: () => t.close(),
   };

@@ -191,7 +191,7 @@ export class Disk {
     path: string,
     content: string,
     options: { makeFolders?: boolean } = {},
-  ): { temp: string } | { problem: string } {
+  ): { temp: string; ino: number } | { problem: string } {
     if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
     const parents = this.makeParents(path, options.makeFolders ?? true);
     if (parents !== undefined) return { problem: parents };
@@ -213,7 +213,7 @@ export class Disk {
         return { problem: moved };
       }
       writeAll(this.fs, fd, Buffer.from(content, 'utf8'));
-      return { temp };
+      return { temp, ino: this.fs.fstat(fd).ino };
     } catch (err: unknown) {
       this.removeQuietly(temp);
       return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };

@@ -45,6 +45,8 @@ interface Prefetch {
   path: string;
   size: number;
   temp: string;
+  /** The inode of that file: nothing is written to another file at its path. */
+  ino: number;
   /** Chunks written to the temporary file, by offset. */
   written: Map<number, PlacedChunk>;
   /**
@@ -65,6 +67,8 @@ interface Prefetch {
 /** A prefetch the download takes over: its file, what it holds of the version, its bytes. */
 export interface Claimed {
   temp: string;
+  /** The temporary file's inode (what is written goes to that file only). */
+  ino: number;
   resume: Resume;
   bytes: number;
 }
@@ -124,7 +128,11 @@ export class Prefetches {
     this.forget(prefetch);
     prefetch.queued = [];
     await prefetch.running?.catch(() => undefined);
-    return { temp: prefetch.temp, ...resumeOf(prefetch.written, prefetch, version.chunks) };
+    return {
+      ...resumeOf(prefetch.written, prefetch, version.chunks),
+      temp: prefetch.temp,
+      ino: prefetch.ino,
+    };
   }
 
   /** Drops every prefetch and its file (the sync stops). */
@@ -162,6 +170,7 @@ export class Prefetches {
       path: notice.path,
       size: notice.size,
       temp: made.temp,
+      ino: made.ino,
       written: new Map(),
       named: new Map(),
       carried: new Set(),
@@ -204,17 +213,23 @@ export class Prefetches {
         const batch = prefetch.queued.splice(0);
         const transfer = this.host.transfer();
         if (transfer === undefined) throw new Error('not connected');
-        await transfer.fetchInto(batch, join(this.host.dir, prefetch.temp), (chunk, plain) => {
-          prefetch.written.set(chunk.offset, chunk);
-          if (chunk.offset < prefetch.hashedBytes) {
-            // another chunk over hashed bytes (a carried prefetch): the download hashes anew
-            prefetch.hash = createHash('sha256');
-            prefetch.hashedBytes = 0;
-          }
-          if (chunk.offset !== prefetch.hashedBytes) return;
-          prefetch.hash.update(plain);
-          prefetch.hashedBytes += plain.length;
-        });
+        const temp = join(this.host.dir, prefetch.temp);
+        await transfer.fetchInto(
+          batch,
+          temp,
+          (chunk, plain) => {
+            prefetch.written.set(chunk.offset, chunk);
+            if (chunk.offset < prefetch.hashedBytes) {
+              // another chunk over hashed bytes (a carried prefetch): the download hashes anew
+              prefetch.hash = createHash('sha256');
+              prefetch.hashedBytes = 0;
+            }
+            if (chunk.offset !== prefetch.hashedBytes) return;
+            prefetch.hash.update(plain);
+            prefetch.hashedBytes += plain.length;
+          },
+          prefetch.ino,
+        );
       }
     })()
       .catch(() => {
@@ -274,7 +289,7 @@ function resumeOf(
   held: Map<number, PlacedChunk>,
   prefetch: Prefetch,
   chunks: ChunkList,
-): Omit<Claimed, 'temp'> {
+): Omit<Claimed, 'temp' | 'ino'> {
   const present = new Set<number>();
   let offset = 0;
   let bytes = 0;

@@ -1,11 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChunkTransfer, downloadFile, uploadFile } from '../../../client/chunks/index.ts';
 import { deriveE2EKey, type E2EKey } from '../../../client/e2e-key.ts';
 import type { SyncError } from '../../../client/errors.ts';
+import { Disk } from '../../../client/folder/disk.ts';
 import type { RelayConnection } from '../../../client/relay-connection.ts';
 import { startTestHost, type TestHost } from '../../helpers/host.ts';
 import { metricAt } from '../../helpers/metrics.ts';
@@ -121,6 +132,34 @@ describe('file chunks through the real host', () => {
     expect(changed.chunks.filter((c, i) => c.id !== first.chunks[i]!.id)).toHaveLength(1);
     expect(await metric(th, storedNew)).toBe(before.new + 8);
     expect(await metric(th, storedHeld)).toBe(before.held);
+  });
+
+  it('writes a download only into the temporary file made for it, not where a folder swapped for a link leads', async () => {
+    const [laptop, desktop] = [await device(0), await device(1)];
+    const up = await uploadFile(laptop, write('swap.bin', sample(laptop.chunkBytes, 1)));
+    const folder = join(dir, 'swap-folder');
+    const outside = join(dir, 'swap-outside');
+    mkdirSync(join(folder, 'sub'), { recursive: true });
+    mkdirSync(outside);
+    const disk = new Disk(folder);
+    const made = disk.writeTemp('sub/photo.bin', '');
+    if ('problem' in made) throw new Error(made.problem);
+    // sub becomes a link outside, where a file of the temporary file's name waits.
+    renameSync(join(folder, 'sub'), join(folder, 'sub-moved'));
+    symlinkSync(outside, join(folder, 'sub'));
+    const trap = join(outside, made.temp.slice('sub/'.length));
+    writeFileSync(trap, '');
+    const refused = await rejection(
+      downloadFile(desktop, up.chunks, disk.at(made.temp), undefined, undefined, made.ino),
+    );
+    expect(refused.code).toBe('folder_unusable');
+    expect(readFileSync(trap).length).toBe(0);
+    // With no such file there, nothing is made outside either.
+    rmSync(trap);
+    await expect(
+      downloadFile(desktop, up.chunks, disk.at(made.temp), undefined, undefined, made.ino),
+    ).rejects.toThrow(/ENOENT/);
+    expect(readdirSync(outside)).toEqual([]);
   });
 
   it('detects a chunk damaged in store.db, never returns it, and has the host drop it so it is put again', async () => {
