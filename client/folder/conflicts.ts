@@ -108,6 +108,7 @@ export function applyClashFixes(index: ClashView, fixes: ClashFix[]): string[] {
         { ...fields, content: { ...version, replaces: null } },
         blobSplitId(entry.id, version.v),
       );
+      lines.push(`conflict: ${entry.path} from device ${version.device} kept as ${fix.to}`);
     }
   }
   return lines;

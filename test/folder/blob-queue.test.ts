@@ -158,6 +158,9 @@ describe('files kept as chunks', () => {
       expect(copy).toContain(`-${fixture.credentials[0]!.deviceId}.bin`);
       expect(read(a.dir, copy!)!.equals(fromA)).toBe(true);
       expect(read(b.dir, copy!)!.equals(fromA)).toBe(true);
+      // Said as every conflict is, by a device that settled it.
+      const line = `conflict: photo.bin from device ${fixture.credentials[0]!.deviceId} kept as ${copy}`;
+      expect([...a.lines, ...b.lines]).toContain(line);
       expect(a.folder!.folderStatus().conflicts).toEqual([copy]);
       expect(b.folder!.folderStatus().conflicts).toEqual([copy]);
     } finally {
