@@ -1,6 +1,6 @@
 import * as Y from 'yjs';
 import type { BlobQueue } from './blob-queue.ts';
-import { type Disk, type Stamp, sameStamp } from './disk.ts';
+import { type Disk, isWithin, type Stamp, sameStamp } from './disk.ts';
 import type { EntryIndex } from './entry-index.ts';
 import type { DiskRecord } from './state-log.ts';
 import { SyncIgnore, syncIgnoreName } from './syncignore.ts';
@@ -28,6 +28,8 @@ export class FolderMirror {
   readonly #retry = new Set<string>();
   /** Paths to read at the next scan, also a partial one (a file moved aside, one left in place). */
   readonly #readAgain = new Set<string>();
+  /** Names the walks passed over (a name that does not sync, a link, a special file). */
+  readonly #skippedNames = new Set<string>();
   /**
    * For a text file whose document moved on from what the file holds (other devices' edits not
    * written here yet): the content the file last had in step, the base that an edit made here
@@ -102,6 +104,22 @@ export class FolderMirror {
   /** The files here that do not sync (a copy). */
   skippedHere(): string[] {
     return [...this.#skipped];
+  }
+
+  /**
+   * The names a walk of `scopes` passed over: those it found now, none of the others under
+   * those scopes (gone, or syncing now).
+   */
+  noteSkippedNames(scopes: string[], found: Iterable<string>): void {
+    for (const path of [...this.#skippedNames]) {
+      if (scopes.some((scope) => isWithin(path, scope))) this.#skippedNames.delete(path);
+    }
+    for (const path of found) this.#skippedNames.add(path);
+  }
+
+  /** How many names here do not sync: files read and skipped, and names the walks passed over. */
+  get skippedCount(): number {
+    return this.#skipped.size + this.#skippedNames.size;
   }
 
   /** `path` is written (or removed) at the next settle. */

@@ -21,6 +21,7 @@ export function readFolder(
   const { disk, onDisk } = mirror;
   const walk = disk.walk(scopes, (path, isFolder) => mirror.ignores(path, isFolder));
   for (const temp of walk.temps) if (!mirror.blobs?.busyTemps.has(temp)) disk.removeQuietly(temp);
+  mirror.noteSkippedNames(scopes, walk.skipped.keys());
   for (const [path, why] of walk.skipped) {
     mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
   }

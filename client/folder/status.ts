@@ -70,7 +70,7 @@ export function folderStatus(index: EntryIndex, mirror: FolderMirror) {
     /** Files read here that wait to go up as chunks (besides those the relay has not confirmed). */
     blobsUp: blobs?.up ?? { files: 0, bytes: 0 },
     conflicts: conflicts.sort(),
-    skipped: mirror.skippedHere().length,
+    skipped: mirror.skippedCount,
     storeFull: mirror.blobs?.storeFull ?? false,
   };
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { conflictName, conflictPattern } from '../../client/folder/conflicts.ts';
 import { UnconfirmedFiles } from '../../client/folder/status.ts';
+import { MemoryDevice, MemoryRoom } from './memory-devices.ts';
+import { MemoryFs } from './memory-fs.ts';
 
 describe('what sync-host status counts', () => {
   it('drops a file once a flush started after its change is confirmed, not one changed since', () => {
@@ -25,5 +27,20 @@ describe('what sync-host status counts', () => {
       expect(conflictPattern.test(path)).toBe(false);
     }
     expect(conflictPattern.test('plan.sync-conflict-notes.md')).toBe(false);
+  });
+
+  it('counts every name here that does not sync, and forgets one once it is gone', async () => {
+    const fs = new MemoryFs();
+    const device = new MemoryDevice(fs, new MemoryRoom(), 1, '/home/d/notes', '/home/d/state.log');
+    await device.start();
+    fs.writeFile('/home/d/notes/aux.md', 'a name Windows refuses\n');
+    fs.writeFile('/home/d/notes/ok.md', 'syncs\n');
+    fs.symlink('/etc', '/home/d/notes/link');
+    device.scan();
+    expect(device.folder!.folderStatus().skipped).toBe(2);
+    fs.unlink('/home/d/notes/aux.md');
+    device.scan();
+    expect(device.folder!.folderStatus().skipped).toBe(1);
+    await device.stop();
   });
 });
