@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as Y from 'yjs';
 import type { StoreProgress } from '../yjs-store-cursor.ts';
 import { textVersions } from './ancestors.ts';
@@ -10,7 +11,7 @@ import { Disk } from './disk.ts';
 import { entriesChanged } from './document.ts';
 import { EntryIndex } from './entry-index.ts';
 import type { FileSystem } from './file-system.ts';
-import { folderMarker, folderThere, writeMarker } from './marker.ts';
+import { folderMarker, folderThere, markerId, writeMarker } from './marker.ts';
 import { type FolderLog, FolderMirror } from './mirror.ts';
 import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
 import { publishBlob, readFolder } from './scan.ts';
@@ -143,7 +144,7 @@ export class FolderSync {
     const { lost, merge } = finishPending(disk, device, opened.pending, now(), opened.bases);
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
     this.mirror.backToBase(merge);
-    if (opened.onDisk.size === 0) writeMarker(disk);
+    this.giveFolderAnId(opened.onDisk.size === 0);
     this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
   }
 
@@ -318,8 +319,48 @@ export class FolderSync {
     }
   }
 
+  /**
+   * Whether the folder is there (its marker); when the marker there is not the one this folder
+   * was given (made anew by hand after the folder was emptied or removed), the folder starts
+   * afresh first: nothing missing from it is taken for deleted.
+   */
   private folderThere(): boolean {
-    return folderThere(this.mirror, this.options.stateFile);
+    if (!folderThere(this.mirror)) return false;
+    if (markerId(this.mirror.disk) !== this.state.folderId) this.startAfresh();
+    return true;
+  }
+
+  /**
+   * The folder's id, in the state log and in its marker, for a folder that has none yet (its
+   * first start, or a log from before ids): a marker made later by hand lacks it. The marker is
+   * written at a first start; a folder with records and no marker is gone until it is back.
+   */
+  private giveFolderAnId(firstStart: boolean): void {
+    if (this.state.folderId !== undefined) return;
+    const id = randomBytes(12).toString('hex');
+    const found = markerId(this.mirror.disk);
+    this.state.setFolderId(id);
+    if (found !== null) writeMarker(this.mirror.disk, id, true);
+    else if (firstStart) writeMarker(this.mirror.disk, id);
+  }
+
+  /**
+   * The folder as at a first start: no file is known to be on disk any more, so a file missing
+   * is written back from the document instead of sent as deleted, and a file there is read as
+   * new (the same text is the same file; another is settled as a conflict).
+   */
+  private startAfresh(): void {
+    const forgotten = new Map<string, DiskRecord | null>();
+    for (const path of this.mirror.onDisk.keys()) forgotten.set(path, null);
+    for (const path of forgotten.keys()) this.mirror.forgetStamp(path);
+    this.mirror.setRecords(forgotten);
+    for (const path of this.index.paths()) this.mirror.retryLater(path);
+    this.persist({ disk: forgotten });
+    writeMarker(this.mirror.disk, this.state.folderId!, true);
+    this.options.log({
+      kind: 'problem',
+      line: `${folderMarker} was made anew: the folder starts afresh (files here are read as new, files missing are written back; nothing is deleted)`,
+    });
   }
 
   /**

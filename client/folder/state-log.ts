@@ -45,6 +45,8 @@ interface LogLine {
   b?: Record<string, string | null>;
   w?: PendingOp[];
   d?: 1;
+  /** The folder's id, also in its marker file (a marker made anew by hand has another, or none). */
+  f?: string;
 }
 
 /** Past this size the log is rewritten as one line, when also 4× what that line would take. */
@@ -56,6 +58,8 @@ export class FolderState {
   private fd: number | undefined;
   /** The last place on the host recorded (kept by `compact`). */
   private store: StoreProgress | undefined;
+  /** The folder's id (see `LogLine.f`); undefined in a log written before folders had one. */
+  folderId: string | undefined;
 
   private constructor(
     readonly file: string,
@@ -98,6 +102,7 @@ export class FolderState {
         else bases.delete(path);
       }
       if (entry.s !== undefined) state.store = entry.s;
+      if (entry.f !== undefined) state.folderId = entry.f;
       if (entry.w !== undefined) pending = entry.w;
       if (entry.d === 1) pending = [];
     }
@@ -127,13 +132,23 @@ export class FolderState {
     if (record.pending !== undefined && record.pending.length > 0) line.w = record.pending;
     if (record.done === true) line.d = 1;
     if (Object.keys(line).length === 0) return;
+    // On disk before the files change and before the document's update leaves this device: a
+    // power cut cannot leave a written file or a sent edit that the log does not know.
+    this.writeLine(line, line.u !== undefined || line.w !== undefined);
+  }
+
+  private writeLine(line: LogLine, durable: boolean): void {
     const json = `${JSON.stringify(line)}\n`;
     this.fd ??= this.fs.open(this.file, 'append', 0o600);
     writeAll(this.fs, this.fd, Buffer.from(json));
-    // On disk before the files change and before the document's update leaves this device: a
-    // power cut cannot leave a written file or a sent edit that the log does not know.
-    if (line.u !== undefined || line.w !== undefined) this.fs.sync(this.fd, true);
+    if (durable) this.fs.sync(this.fd, true);
     this.bytes += json.length;
+  }
+
+  /** Records the folder's id. */
+  setFolderId(id: string): void {
+    this.folderId = id;
+    this.writeLine({ f: id }, false);
   }
 
   /** Closes the log file (the next append opens it again). */
@@ -152,6 +167,7 @@ export class FolderState {
     const json = `${JSON.stringify({
       u: toBase64(Y.encodeStateAsUpdate(doc)),
       ...(this.store === undefined ? {} : { s: this.store }),
+      ...(this.folderId === undefined ? {} : { f: this.folderId }),
       p: Object.fromEntries(onDisk),
       ...(bases.size === 0 ? {} : { b: Object.fromEntries(bases) }),
     } satisfies LogLine)}\n`;
