@@ -43,10 +43,38 @@ const options = {
  */
 export function parseCommandLine(argv: string[]) {
   try {
-    return parseArgs({ args: argv, allowPositionals: true, strict: true, options });
+    return parseArgs({ args: joinDashValues(argv), allowPositionals: true, strict: true, options });
   } catch (err: unknown) {
     throw usageOfParseError(err);
   }
+}
+
+/**
+ * A value that starts with `-` joined to its option (`--fingerprint -Abc…` → `--fingerprint=-Abc…`):
+ * a base64url fingerprint starts with `-` one time in 64, and node:util refuses such a value as
+ * ambiguous. Only after an option that takes a value, and only when the word is no option.
+ */
+function joinDashValues(argv: string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < argv.length; i += 1) {
+    const word = argv[i]!;
+    const next = argv[i + 1];
+    const name = word.startsWith('--') ? word.slice(2) : undefined;
+    const takesValue =
+      name !== undefined &&
+      !name.includes('=') &&
+      options[name as keyof typeof options]?.type === 'string';
+    if (takesValue && next?.startsWith('-') && !isOption(next)) {
+      joined.push(`${word}=${next}`);
+      i += 1;
+    } else joined.push(word);
+  }
+  return joined;
+}
+
+function isOption(word: string): boolean {
+  if (word === '-h') return true;
+  return word.startsWith('--') && word.slice(2).split('=')[0]! in options;
 }
 
 /** Options people try for the host's address, which the client takes as one URL. */
@@ -64,7 +92,9 @@ function usageOfParseError(err: unknown): unknown {
     const where = meant === '' && hostWords.has(name.toLowerCase()) ? `: ${inAuthUrl}` : meant;
     return new UsageError(`unknown option ${unknown}${where}`);
   }
-  const missing = /^Option '(--[\w-]+)(?: <value>)?' argument missing/.exec(err.message)?.[1];
+  const missing =
+    /^Option '(--[\w-]+)(?: <value>)?' argument missing/.exec(err.message)?.[1] ??
+    /^Option '(--[\w-]+)' argument is ambiguous/.exec(err.message)?.[1];
   if (missing !== undefined) return new UsageError(`option ${missing} needs a value`);
   const needless = /^Option '(--[\w-]+)' does not take an argument/.exec(err.message)?.[1];
   if (needless !== undefined) return new UsageError(`option ${needless} takes no value`);
