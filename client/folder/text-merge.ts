@@ -5,7 +5,8 @@ import type * as Y from 'yjs';
  * How a text changed on one device becomes edits that merge with the other devices' edits.
  *
  * A change is found line by line first (as `git merge-file` does), then inside each changed run
- * of lines word by word: every separate changed region is its own edit, so a concurrent edit
+ * of lines word by word (whole words matched first, so a word is never taken for removed and
+ * added again elsewhere): every separate changed region is its own edit, so a concurrent edit
  * elsewhere in the text, even in the same line, is never deleted and inserted again around it.
  * Lines added or removed whole are added or removed with their line ends; an edit inside a line
  * never touches the line's end, so a merge cannot join two lines. Words, not characters: two
@@ -16,8 +17,10 @@ import type * as Y from 'yjs';
  * (a file changed on disk while other devices' edits arrived): where git merges cleanly, it
  * gives git's result; where the two sides change neighbouring lines or one line in different
  * places, every edit once in place; where both change the same words two ways, both texts side
- * by side (this device's first). It is what the shared text gives when the two sides' edits
- * meet as a CRDT, except that a change made identically on both sides is kept once here.
+ * by side (this device's first), and no word twice that neither side wrote twice. It is what
+ * the shared text gives when the two sides' edits meet as a CRDT, except that a change made
+ * identically on both sides is kept once here, and an edit of a line the other side deleted
+ * keeps the whole line.
  */
 
 /** One replacement in a text: `remove` code units at `at`, then `insert` there. */
@@ -136,6 +139,59 @@ function slideDown(hunks: Hunk[], a: string[], b: string[]): Hunk[] {
   return hunks;
 }
 
+/**
+ * Where each word of `tokens` starts: a word, or a single other character, with the spaces and
+ * the one line end after it; spaces and line ends after none (a blank line, an indent) are a
+ * word of their own.
+ */
+function wordStarts(tokens: string[]): number[] {
+  const starts: number[] = [];
+  let trailing = false; // inside the spaces after a word, before its line end
+  for (let k = 0; k < tokens.length; k += 1) {
+    const token = tokens[k]!;
+    const lineEnd = token === '\n' || token === '\r\n';
+    if (!(trailing && /^\s/.test(token))) starts.push(k);
+    trailing = !lineEnd && (!/^\s/.test(token) || trailing);
+  }
+  starts.push(tokens.length);
+  return starts;
+}
+
+/**
+ * The changed runs between two lists of tokens, found word by word first (a word with the spaces
+ * and line end after it is one unit), then token by token inside each changed run of words. A
+ * diff of tokens alone may keep a line end or a space and take a word for removed and added again
+ * elsewhere (equally long, for the diff); a merge of two such diffs then holds the word twice.
+ * Matching whole words first keeps each word where it is; the hunks are still of tokens, so an
+ * edit of a line's last word leaves its line end alone.
+ */
+function wordHunksOf(x: string[], y: string[], listDiff?: ListDiff): Hunk[] {
+  const xStarts = wordStarts(x);
+  const yStarts = wordStarts(y);
+  const wordsOf = (tokens: string[], starts: number[]) =>
+    starts.slice(0, -1).map((start, k) => tokens.slice(start, starts[k + 1]).join(''));
+  const hunks: Hunk[] = [];
+  for (const run of hunksOf(wordsOf(x, xStarts), wordsOf(y, yStarts), listDiff)) {
+    const aStart = xStarts[run.aStart]!;
+    const aEnd = xStarts[run.aEnd]!;
+    const bStart = yStarts[run.bStart]!;
+    const bEnd = yStarts[run.bEnd]!;
+    if (aStart === aEnd || bStart === bEnd) {
+      hunks.push({ aStart, aEnd, bStart, bEnd });
+      continue;
+    }
+    for (const hunk of hunksOf(x.slice(aStart, aEnd), y.slice(bStart, bEnd), listDiff)) {
+      hunks.push({
+        aStart: aStart + hunk.aStart,
+        aEnd: aStart + hunk.aEnd,
+        bStart: bStart + hunk.bStart,
+        bEnd: bStart + hunk.bEnd,
+      });
+    }
+  }
+  return hunks;
+}
+
 /** Offsets of each unit's start, and the total length at the end. */
 function offsetsOf(units: string[]): number[] {
   const offsets = new Array<number>(units.length + 1);
@@ -172,7 +228,7 @@ export function textEdits(from: string, to: string, listDiff?: ListDiff): TextEd
     const y = tokensOf(inserted);
     const xAt = offsetsOf(x);
     const yAt = offsetsOf(y);
-    for (const word of hunksOf(x, y, listDiff)) {
+    for (const word of wordHunksOf(x, y, listDiff)) {
       edits.push({
         at: at + xAt[word.aStart]!,
         remove: xAt[word.aEnd]! - xAt[word.aStart]!,
@@ -238,6 +294,13 @@ interface Sides<T> {
   theirsHunks: Hunk[];
 }
 
+/** A changed run of the base: where it starts, and each side's changed runs inside it. */
+interface Run {
+  start: number;
+  ours: Hunk[];
+  theirs: Hunk[];
+}
+
 /** Who changed a run of the base: one side, both the same way, or both differently. */
 type Change = 'ours' | 'theirs' | 'same' | 'clash';
 
@@ -250,7 +313,10 @@ type Change = 'ours' | 'theirs' | 'same' | 'clash';
 function walk<T>(
   sides: Sides<T>,
   same: (x: T[], y: T[]) => boolean,
-  out: { keep(units: T[]): void; change(b: T[], o: T[], t: T[], who: Change): void },
+  out: {
+    keep(units: T[]): void;
+    change(b: T[], o: T[], t: T[], who: Change, run: Run): void;
+  },
 ): void {
   const { base, ours, theirs, oursHunks, theirsHunks } = sides;
   let i = 0; // next ours hunk
@@ -291,7 +357,11 @@ function walk<T>(
     const t = theirs.slice(tStart, end + tShift);
     const who: Change =
       j === tFrom ? 'ours' : i === oFrom ? 'theirs' : same(o, t) ? 'same' : 'clash';
-    out.change(b, o, t, who);
+    out.change(b, o, t, who, {
+      start,
+      ours: oursHunks.slice(oFrom, i),
+      theirs: theirsHunks.slice(tFrom, j),
+    });
     at = end;
   }
   out.keep(base.slice(at));
@@ -301,14 +371,13 @@ function sameUnits(x: string[], y: string[]): boolean {
   return x.length === y.length && x.every((unit, k) => unit === y[k]);
 }
 
-function sidesOf(base: string[], ours: string[], theirs: string[]): Sides<string> {
-  return {
-    base,
-    ours,
-    theirs,
-    oursHunks: hunksOf(base, ours),
-    theirsHunks: hunksOf(base, theirs),
-  };
+function sidesOf(
+  base: string[],
+  ours: string[],
+  theirs: string[],
+  diff: (a: string[], b: string[]) => Hunk[] = hunksOf,
+): Sides<string> {
+  return { base, ours, theirs, oursHunks: diff(base, ours), theirsHunks: diff(base, theirs) };
 }
 
 /**
@@ -317,18 +386,59 @@ function sidesOf(base: string[], ours: string[], theirs: string[]): Sides<string
  * texts side by side (ours first).
  */
 function mergeWords(base: string, ours: string, theirs: string): string {
+  const sides = sidesOf(tokensOf(base), tokensOf(ours), tokensOf(theirs), wordHunksOf);
   const out: string[] = [];
   const push = (units: string[]) => {
     for (const unit of units) out.push(unit);
   };
-  walk(sidesOf(tokensOf(base), tokensOf(ours), tokensOf(theirs)), sameUnits, {
+  walk(sides, sameUnits, {
     keep: push,
-    change: (_b, o, t, who) => {
-      if (who === 'ours' || who === 'clash') push(o);
-      if (who !== 'ours') push(t);
+    change: (b, o, t, who, run) => {
+      if (who === 'clash') push(interleaved(sides, b, run));
+      else push(who === 'ours' ? o : t);
     },
   });
   return out.join('');
+}
+
+/**
+ * The words of a run both sides changed two ways, as the shared text merges the two sides' edits
+ * (`editsInto`: a replacement's words after the words it replaces; at one place, ours first):
+ * every word either side added is there once, where it was added, and a base word is gone when
+ * a side removed it, unless the other side added words inside what it removed (an edit of a
+ * line the other side deleted keeps the whole line, line end included). So no word is there
+ * twice that neither side wrote twice, and two sides that rewrote the same words keep both texts
+ * side by side.
+ */
+function interleaved(sides: Sides<string>, base: string[], run: Run): string[] {
+  const added = new Map<number, string[]>();
+  // Per base word: 1 removed by ours, 2 by theirs, 4 by ours where theirs added inside, 8 the same
+  // for theirs.
+  const removed = new Map<number, number>();
+  const mark = (hunks: Hunk[], units: string[], others: Hunk[], side: 1 | 2) => {
+    for (const hunk of hunks) {
+      const inside = others.some(
+        (other) => other.bEnd > other.bStart && other.aEnd > hunk.aStart && other.aEnd < hunk.aEnd,
+      );
+      for (let k = hunk.aStart; k < hunk.aEnd; k += 1)
+        removed.set(k, (removed.get(k) ?? 0) | (inside ? side * 4 : side));
+      added.set(hunk.aEnd, [
+        ...(added.get(hunk.aEnd) ?? []),
+        ...units.slice(hunk.bStart, hunk.bEnd),
+      ]);
+    }
+  };
+  mark(run.ours, sides.ours, run.theirs, 1);
+  mark(run.theirs, sides.theirs, run.ours, 2);
+  // Gone: removed by a side whose removal stands, or by both.
+  const gone = (how: number) => (how & 3) !== 0 || ((how & 4) !== 0 && (how & 8) !== 0);
+  const out: string[] = [];
+  for (let k = 0; k <= base.length; k += 1) {
+    const at = run.start + k;
+    for (const word of added.get(at) ?? []) out.push(word);
+    if (k < base.length && !gone(removed.get(at) ?? 0)) out.push(base[k]!);
+  }
+  return out;
 }
 
 /**

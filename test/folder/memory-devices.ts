@@ -43,6 +43,7 @@ export class MemoryDevice implements ModelDevice {
     private readonly id: number,
     readonly dir: string,
     private readonly stateFile: string,
+    private readonly now?: () => number,
   ) {
     fs.mkdir(dir, { recursive: true });
   }
@@ -54,6 +55,7 @@ export class MemoryDevice implements ModelDevice {
       stateFile: this.stateFile,
       device: String(this.id),
       fs: this.fs,
+      now: this.now,
       limits: { filesPerMinute: 100_000, bytesPerMinute: 1 << 30 },
       log: ({ line }) => this.lines.push(line),
       onRecorded: () => {

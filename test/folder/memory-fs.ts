@@ -268,6 +268,11 @@ export class MemoryFs implements FileSystem {
     return files;
   }
 
+  /** The file system's clock: later than every time it gave before. */
+  now(): number {
+    return this.tick();
+  }
+
   private tick(): number {
     this.clock += 1;
     return this.clock;

@@ -66,6 +66,45 @@ function expectUntouchedLines(untouched: string[], merged: string, joinable = fa
   }
 }
 
+/** Lines of unique words `t<n>`, and two sides' edits of them that may overlap and touch. */
+const overlappingEdits = fc
+  .record({
+    lines: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 6 }),
+    ours: fc.array(fc.tuple(fc.nat(), fc.nat(4)), { maxLength: 4 }),
+    theirs: fc.array(fc.tuple(fc.nat(), fc.nat(4)), { maxLength: 4 }),
+  })
+  .map(({ lines, ours, theirs }) => {
+    let next = 0;
+    const fresh = () => {
+      next += 1;
+      return `t${next}`;
+    };
+    const baseLines = lines.map((words) => Array.from({ length: words }, fresh));
+    const edit = (steps: [number, number][]) => {
+      const out = baseLines.map((line) => [...line]);
+      for (const [at, how] of steps) {
+        const line = out[at % out.length]!;
+        const word = at % Math.max(1, line.length);
+        if (how === 0) out.splice(at % (out.length + 1), 0, [fresh()]);
+        else if (how === 1 && out.length > 1) out.splice(at % out.length, 1);
+        else if (how === 2 && line.length > 0) line[word] = fresh();
+        else if (how === 3 && line.length > 0) line[word] = `${line[word]}${fresh()}`;
+        else line.splice(word, 0, fresh());
+      }
+      return out.map((line) => `${line.join(' ')}\n`).join('');
+    };
+    return { base: edit([]), ours: edit(ours), theirs: edit(theirs) };
+  });
+
+function wordsIn(text: string): string[] {
+  return text.match(/t\d+/g) ?? [];
+}
+
+/** The word `t<n>` alone, not the start of `t<n><m>`. */
+function wordOf(word: string): RegExp {
+  return new RegExp(`${word}(?!\\d)`, 'g');
+}
+
 function expectEveryWordOnce(words: string[], merged: string): void {
   for (const word of words) {
     expect(merged.split(word).length - 1, `${word} in ${JSON.stringify(merged)}`).toBe(1);
@@ -162,6 +201,39 @@ describe('text merge: edits region by region, checked against git merge-file', (
     expect(merge3('status: t1\n', 'status: t9\n', 'status: t12\n')).toBe('status: t9t12\n');
     const merged = mergedAsCrdt('status: t1\n', ['status: t9\n', 'status: t12\n']);
     expect(merged.match(/t\d+/g)?.sort()).toEqual(['t12', 't9']);
+  });
+
+  it('keeps a line added before a word the other side rewrote, and the rewrite, once each', () => {
+    // One side rewrote `t3` (into `t3t2`, as after an earlier conflict); the other added a line
+    // above it. The two changes meet and do not overlap: both kept, `t3` once.
+    expect(merge3('t3\n', 't5\nt3\n', 't3t2\n')).toBe('t5\nt3t2\n');
+    expect(merge3('t3\n', 't3t2\n', 't5\nt3\n')).toBe('t5\nt3t2\n');
+    expect(merge3('a t3 b\n', 'a t3 t9 b\n', 'a t3x b\n')).toBe('a t3x t9 b\n');
+  });
+
+  it('keeps every word once whatever two devices change, and both texts where they overlap', () => {
+    fc.assert(
+      fc.property(overlappingEdits, ({ base, ours, theirs }) => {
+        const merged = merge3(base, ours, theirs);
+        const count = (text: string, word: string) => text.match(wordOf(word))?.length ?? 0;
+        const whole = (text: string, word: string) => text.split(/\s/).includes(word);
+        for (const word of new Set(wordsIn(base + ours + theirs))) {
+          const found = count(merged, word);
+          const detail = `${word} in ${JSON.stringify({ base, ours, theirs, merged })}`;
+          if (count(base, word) === 0) {
+            // A word one side added is there once.
+            expect(found, detail).toBe(1);
+          } else if (whole(ours, word) && whole(theirs, word)) {
+            // A word neither side touched is there once.
+            expect(found, detail).toBe(1);
+          } else {
+            // A word both sides changed two ways may be in both of their texts, side by side.
+            expect(found, detail).toBeLessThanOrEqual(count(ours, word) + count(theirs, word));
+          }
+        }
+      }),
+      { numRuns: Number(process.env.TEXT_MERGE_RUNS ?? 400) },
+    );
   });
 
   it('keeps an edit of a line another device deleted, as a whole line', () => {
