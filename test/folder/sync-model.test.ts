@@ -113,15 +113,9 @@ describe('folder sync: model-based run over the real host', () => {
         return `files: ${JSON.stringify(files)}\nsteps:\n  ${ledger.trace.join('\n  ')}\n${lines.join('\n')}`;
       };
       expect(lost, lost.length === 0 ? '' : detail()).toEqual([]);
-      // No line doubled by a merge: each token (a line of its own) is once in its file. With
-      // FOLDER_MODEL_DOUBLED=1 only: 600 runs found a line doubled (and words of two lines
-      // joined) after devices changed the same lines two ways at once, about once in 300 runs,
-      // an open limit of the merge in conflicts (docs/folder-sync.md); the merge model test
-      // holds every clean merge to git's result in every run.
-      if (process.env.FOLDER_MODEL_DOUBLED === '1') {
-        const doubled = doubledTokens(files, ledger);
-        expect(doubled, doubled.length === 0 ? '' : detail()).toEqual([]);
-      }
+      // No line doubled by a merge: each token (a line of its own) is once in its file.
+      const doubled = doubledTokens(files, ledger);
+      expect(doubled, doubled.length === 0 ? '' : detail()).toEqual([]);
     } finally {
       for (const each of devices) await each.stop();
     }
