@@ -17,6 +17,7 @@ import {
 } from '../db/pairings.ts';
 import type { User } from '../db/users.ts';
 import { randomHex, sha256Hex } from '../hashing.ts';
+import { addressGroup } from '../address-group.ts';
 import type { Logger } from '../log.ts';
 import { signDeviceToken } from '../tokens.ts';
 import { AppError, notFound } from './errors.ts';
@@ -94,6 +95,8 @@ export interface PairingDeps {
   limiters: PairingLimiters;
   /** Pairings waiting for approval at once, from every address together. */
   maxPending: number;
+  /** Pending pairings at once from one client address (its /64 for IPv6). */
+  maxPendingPerClient: number;
   settings: { secret: string; tokenSignature: TokenSignature; baseUrl: string };
   /** A new device of a user, with its freshly signed token. */
   addDevice(
@@ -144,14 +147,19 @@ export function createPairingService(deps: PairingDeps) {
    * another approver behind the same address always passes.
    */
   async function pendingByCode(input: string, approverKey: string, client: string) {
-    await limiters.codeFailuresPerApprover.refuseIfSpent(approverKey);
+    // The administrator sees every pending code in the admin UI: nothing to guess, and never
+    // locked out of approving or denying by wrong codes.
+    const limited = approverKey !== 'admin';
+    if (limited) await limiters.codeFailuresPerApprover.refuseIfSpent(approverKey);
     const code = normalizeCode(input);
     const pairing =
       code === undefined ? undefined : await findPendingByCode(db, code, new Date(now()));
     if (pairing !== undefined) return pairing;
     logger.warn({ client, approver: approverKey }, 'pairing: unknown or wrong code');
-    await limiters.codeFailuresPerApprover.consume(approverKey);
-    await limiters.codeFailuresPerClient.consume(client);
+    if (limited) {
+      await limiters.codeFailuresPerApprover.consume(approverKey);
+      await limiters.codeFailuresPerClient.consume(client);
+    }
     throw notFound('pairing code');
   }
 
@@ -234,8 +242,23 @@ export function createPairingService(deps: PairingDeps) {
     ) {
       await limiters.creations.consume(client);
       await housekeeping();
+      const pending = await listPendingPairings(db, new Date(now()));
+      // A cap per address first: a few addresses cannot take every place from the others.
+      const group = addressGroup(client);
+      const fromHere = pending.filter((each) => addressGroup(each.clientAddress) === group);
+      if (fromHere.length >= deps.maxPendingPerClient) {
+        logger.warn(
+          { client, limit: deps.maxPendingPerClient },
+          'pairing refused: too many pending from this address',
+        );
+        throw new AppError(
+          'rate_limited',
+          'too many devices from this address are waiting for approval; approve or deny them, or try again in a few minutes',
+          60,
+        );
+      }
       // A cap for all addresses together: many addresses cannot bury the admin UI in cards.
-      if ((await listPendingPairings(db, new Date(now()))).length >= deps.maxPending) {
+      if (pending.length >= deps.maxPending) {
         logger.warn({ client, limit: deps.maxPending }, 'pairing refused: too many pending');
         throw new AppError(
           'rate_limited',

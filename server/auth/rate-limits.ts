@@ -25,6 +25,11 @@ export interface AuthLimits {
   pairCodeFailuresPerClient: { points: number; seconds: number };
   /** Pairings waiting for approval at once, all client addresses together. */
   pendingPairings: number;
+  /**
+   * Pairings waiting at once from one client address (an IPv6 address counts for its /64): a
+   * flood from a few addresses cannot take every place from a device at another.
+   */
+  pendingPairingsPerClient: number;
 }
 
 export const defaultAuthLimits: AuthLimits = {
@@ -38,6 +43,7 @@ export const defaultAuthLimits: AuthLimits = {
   pairCodeFailuresPerApprover: { points: 10, seconds: 15 * 60 },
   pairCodeFailuresPerClient: { points: 20, seconds: 15 * 60 },
   pendingPairings: 50,
+  pendingPairingsPerClient: 5,
 };
 
 /**

@@ -85,6 +85,7 @@ export function createAuthService(options: AuthServiceOptions) {
       ),
     },
     maxPending: limits.pendingPairings,
+    maxPendingPerClient: limits.pendingPairingsPerClient,
     settings,
     addDevice,
     userFor,

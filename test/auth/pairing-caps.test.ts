@@ -74,4 +74,47 @@ describe('pairing limits', () => {
     h.clock.advance(10 * 60_000 + 1);
     expect((await pair(h, '198.51.100.100')).status).toBe(201);
   });
+
+  it('cap the pairings waiting from one address, so that a flood from two leaves a place for a third', async () => {
+    h = await startAuth(sqlite, {
+      admin: true,
+      conf: { 'trust.proxy': '127.0.0.1, ::1' },
+      limits: { pendingPairings: 12, pendingPairingsPerClient: 5 },
+    });
+    for (const address of ['198.51.100.1', '2001:db8:aa:bb::1']) {
+      for (let i = 0; i < 5; i++) expect((await pair(h, address)).status).toBe(201);
+      const refused = await pair(h, address);
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+        'rate_limited',
+      );
+    }
+    // Another address of the same /64 shares its cap.
+    expect((await pair(h, '2001:db8:aa:bb::2')).status).toBe(429);
+    expect(await pendingCount(h)).toBe(10);
+    expect(h.logs.some((l) => l.includes('too many pending from this address'))).toBe(true);
+    // A device at a third address still gets a place.
+    expect((await pair(h, '203.0.113.9')).status).toBe(201);
+  });
+
+  it('never lock the administrator out of approving or denying by wrong codes', async () => {
+    h = await startAuth(sqlite, {
+      admin: true,
+      conf: { 'trust.proxy': '127.0.0.1, ::1' },
+      limits: { pairCodeFailuresPerApprover: { points: 2, seconds: 900 } },
+    });
+    const started = (await (await pair(h, '198.51.100.7')).json()) as { code: string };
+    for (let i = 0; i < 5; i++) {
+      const wrong = await h.request('POST', '/admin/api/pairings/deny', {
+        token: adminToken,
+        body: { code: 'BBBB-BBBB' },
+      });
+      expect(wrong.status).toBe(404);
+    }
+    const deny = await h.request('POST', '/admin/api/pairings/deny', {
+      token: adminToken,
+      body: { code: started.code },
+    });
+    expect(deny.status).toBe(204);
+  });
 });

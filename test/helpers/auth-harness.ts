@@ -61,6 +61,7 @@ export const roomyLimits = {
   pairPollFailuresPerClient: roomy,
   pairCodeFailuresPerApprover: roomy,
   pairCodeFailuresPerClient: roomy,
+  pendingPairingsPerClient: 1000,
 };
 
 export const adminToken = 'test-admin-token-0123456789abcdef';
