@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { parseDeviceToken } from '../../protocol/device-token.ts';
+import { addressGroup } from '../address-group.ts';
 import type { TokenSignature } from '../config/common.ts';
 import type { Db } from '../db/connect.ts';
 import { type Device, deleteDevice, findDeviceForAuth } from '../db/devices.ts';
@@ -17,7 +18,6 @@ import {
 } from '../db/pairings.ts';
 import type { User } from '../db/users.ts';
 import { randomHex, sha256Hex } from '../hashing.ts';
-import { addressGroup } from '../address-group.ts';
 import type { Logger } from '../log.ts';
 import { signDeviceToken } from '../tokens.ts';
 import { AppError, notFound } from './errors.ts';
