@@ -17,7 +17,7 @@ import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
 import { publishBlob, readFolder } from './scan.ts';
 import { type DiskRecord, FolderState, type PendingOp } from './state-log.ts';
 import { folderStatus, liveFiles, UnconfirmedFiles } from './status.ts';
-import { syncIgnoreName } from './syncignore.ts';
+import { KeptLocal, syncIgnoreName } from './syncignore.ts';
 import { finishPending, writeFolder } from './write.ts';
 
 /** Origins of the disk document's transactions. */
@@ -135,6 +135,7 @@ export class FolderSync {
       this.mirror.blobs = this.blobQueue(options.transfer);
       this.keeper = keeperOf(options.dir, options.transfer, this.index, this.mirror, now);
     }
+    this.mirror.keptLocal = new KeptLocal(opened.state.keptLocal);
     this.mirror.refreshRules();
     for (const [path, record] of opened.onDisk) {
       this.mirror.retryLater(path);
@@ -180,6 +181,7 @@ export class FolderSync {
     this.fullScanDue = false;
     this.mirror.refreshRules();
     this.read(['']);
+    this.mirror.settleKeptLocal(false);
     this.mirror.ancestors = undefined;
     this.lastFullScanMs = performance.now() - started;
     this.applyRemote();
@@ -392,7 +394,14 @@ export class FolderSync {
     for (const path of changes.keys()) {
       this.unconfirmed.changed(path, this.mirror.stampOf(path)?.size ?? 0);
     }
-    if (changes.size > 0 || this.unsaved.length > 0) this.persist({ disk: changes });
+    if (changes.size > 0 || this.unsaved.length > 0 || this.mirror.keptLocal.unsaved)
+      this.persist({ disk: changes });
+    // The rules were edited here: what was kept here and they now let through is sent.
+    if (changes.has(syncIgnoreName)) {
+      this.mirror.refreshRules();
+      const freed = this.mirror.settleKeptLocal(true);
+      if (freed.length > 0) this.read(freed);
+    }
   }
 
   private persist(record: {
@@ -403,12 +412,13 @@ export class FolderSync {
   }): void {
     const update = this.unsaved.length === 0 ? undefined : Y.mergeUpdates(this.unsaved.splice(0));
     const bases = this.mirror.takeBaseChanges();
+    const keptLocal = this.mirror.keptLocal.take();
     try {
       // After a write that failed, the log is rewritten whole from what is known here first:
       // nothing the failed write held is missing from it.
       if (this.rewriteDue) this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
       this.rewriteDue = false;
-      this.state.append({ ...record, update, bases });
+      this.state.append({ ...record, update, bases, keptLocal });
     } catch (err: unknown) {
       this.rewriteDue = true;
       throw err;

@@ -3,7 +3,7 @@ import type { BlobQueue } from './blob-queue.ts';
 import { type Disk, isWithin, type Stamp, sameStamp } from './disk.ts';
 import type { EntryIndex } from './entry-index.ts';
 import type { DiskRecord } from './state-log.ts';
-import { SyncIgnore, syncIgnoreName } from './syncignore.ts';
+import { KeptLocal, SyncIgnore, syncIgnoreName } from './syncignore.ts';
 import { editText } from './text-merge.ts';
 import { dropTwins } from './text-twins.ts';
 
@@ -62,6 +62,8 @@ export class FolderMirror {
   }
 
   private readonly reported = new Set<string>();
+  /** Paths found here that the rules kept here (see `KeptLocal`). */
+  keptLocal = new KeptLocal();
 
   constructor(
     readonly disk: Disk,
@@ -281,9 +283,53 @@ export class FolderMirror {
     else paths.add(path);
   }
 
-  /** Whether `path` stays on this device: never read, sent, written nor deleted here. */
+  /**
+   * Whether `path` stays on this device: never read, sent, written nor deleted here. The rules
+   * keep it, or it is a file of this device's that it kept here before rules from another device
+   * let it through (never written over).
+   */
   ignores(path: string, isFolder = false): boolean {
-    return this.rules.ignores(path, isFolder);
+    if (this.rules.ignores(path, isFolder)) return true;
+    return !this.onDisk.has(path) && this.keptLocal.covers(path) && this.exists(path);
+  }
+
+  /**
+   * The walk's test of a path found on disk: one the rules keep here is remembered as kept
+   * local; a file kept local that the rules now let through stays (said once) unless the sync
+   * wrote or read it since (it has a record). A folder is walked: files another device sent
+   * into a folder kept here are read as any others.
+   */
+  skipsFound(path: string, isFolder: boolean): boolean {
+    if (this.rules.ignores(path, isFolder)) {
+      this.keptLocal.add(path, isFolder);
+      return true;
+    }
+    if (isFolder || this.onDisk.has(path) || !this.keptLocal.covers(path)) return false;
+    this.sayOnce(
+      `kept ${path}`,
+      `${path} stays on this device: it was kept here before rules from another device let it through (edit ${syncIgnoreName} on this device to send it)`,
+    );
+    return true;
+  }
+
+  private exists(path: string): boolean {
+    try {
+      this.disk.fs.lstat(`${this.disk.root}/${path}`);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Lets go of kept-local paths gone from disk that the rules still keep, and, when `edited`
+   * (the rules were edited on this device), of those the rules let through: resolves with
+   * those, to be read now.
+   */
+  settleKeptLocal(edited: boolean): string[] {
+    const freed = this.keptLocal.settle(this.rules, (path) => this.exists(path), edited);
+    for (const path of freed) this.unsay(`kept ${path}`);
+    return freed;
   }
 
   say(kind: 'out' | 'problem', line: string): void {

@@ -19,7 +19,7 @@ export function readFolder(
   scopes: string[] = [''],
 ): Map<string, DiskRecord | null> {
   const { disk, onDisk } = mirror;
-  const walk = disk.walk(scopes, (path, isFolder) => mirror.ignores(path, isFolder));
+  const walk = disk.walk(scopes, (path, isFolder) => mirror.skipsFound(path, isFolder));
   for (const temp of walk.temps) if (!mirror.blobs?.busyTemps.has(temp)) disk.removeQuietly(temp);
   mirror.noteSkippedNames(scopes, walk.skipped.keys());
   for (const [path, why] of walk.skipped) {

@@ -10,7 +10,8 @@ import { codeOf, type FileSystem, nodeFileSystem, writeAll } from './file-system
  * credentials: the folder document as it is on disk (Yjs updates), which entry each file on disk
  * is (`p`: path → entry id and content digest), the disk changes about to be made (`w`), and for
  * a text file whose document moved on before the file was written, the content it last had in
- * step (`b`: the base an edit made here meanwhile merges from; null when dropped).
+ * step (`b`: the base an edit made here meanwhile merges from; null when dropped), and the
+ * paths found here that the rules kept here (`k`).
  *
  * A change from another device is recorded before the files change (the new document state,
  * the new disk records and the list of replacements, with the temporary files already written),
@@ -47,6 +48,8 @@ interface LogLine {
   d?: 1;
   /** The folder's id, also in its marker file (a marker made anew by hand has another, or none). */
   f?: string;
+  /** The paths found here that the rules kept here, all of them (see `KeptLocal`). */
+  k?: string[];
 }
 
 /** Past this size the log is rewritten as one line, when also 4× what that line would take. */
@@ -60,6 +63,8 @@ export class FolderState {
   private store: StoreProgress | undefined;
   /** The folder's id (see `LogLine.f`); undefined in a log written before folders had one. */
   folderId: string | undefined;
+  /** The paths kept here (see `LogLine.k`), as last recorded. */
+  keptLocal: string[] = [];
 
   private constructor(
     readonly file: string,
@@ -103,6 +108,7 @@ export class FolderState {
       }
       if (entry.s !== undefined) state.store = entry.s;
       if (entry.f !== undefined) state.folderId = entry.f;
+      if (entry.k !== undefined) state.keptLocal = entry.k;
       if (entry.w !== undefined) pending = entry.w;
       if (entry.d === 1) pending = [];
     }
@@ -119,8 +125,13 @@ export class FolderState {
     pending?: PendingOp[];
     done?: boolean;
     store?: StoreProgress;
+    keptLocal?: string[];
   }): void {
     const line: LogLine = {};
+    if (record.keptLocal !== undefined) {
+      line.k = record.keptLocal;
+      this.keptLocal = record.keptLocal;
+    }
     if (record.update !== undefined) line.u = toBase64(record.update);
     if (record.store !== undefined) {
       line.s = record.store;
@@ -168,6 +179,7 @@ export class FolderState {
       u: toBase64(Y.encodeStateAsUpdate(doc)),
       ...(this.store === undefined ? {} : { s: this.store }),
       ...(this.folderId === undefined ? {} : { f: this.folderId }),
+      ...(this.keptLocal.length === 0 ? {} : { k: this.keptLocal }),
       p: Object.fromEntries(onDisk),
       ...(bases.size === 0 ? {} : { b: Object.fromEntries(bases) }),
     } satisfies LogLine)}\n`;
