@@ -13,6 +13,7 @@ import {
   type FileEntry,
   folderDocName,
   newVersion,
+  setTextMeta,
 } from '../folder/document.ts';
 import { editText } from '../folder/text-merge.ts';
 import type { RelayConnection } from '../relay-connection.ts';
@@ -148,8 +149,11 @@ export async function history(ctx: Context): Promise<number> {
   });
 }
 
-/** What a file held at a moment of the history: its text, or its version kept as chunks. */
-type Content = { text: string } | { blob: BlobVersion };
+/**
+ * What a file held at a moment of the history: its text (with its time and mode when the entry
+ * kept them), or its version kept as chunks (which carries its own).
+ */
+type Content = { text: string; mtime?: number; mode?: number } | { blob: BlobVersion };
 
 /** The newest of `entries` (of one path), the live ones first. */
 function newestLive(entries: FileEntry[]): FileEntry | undefined {
@@ -177,7 +181,13 @@ function contentAt(
   const chosen =
     newestLive(candidates) ?? candidates.sort((a, b) => b.time - a.time)[0] ?? undefined;
   if (chosen === undefined) return undefined;
-  return chosen.text === undefined ? { blob: chosen.blob! } : { text: chosen.text.toString() };
+  if (chosen.text === undefined) return { blob: chosen.blob! };
+  const { mtime, mode } = chosen;
+  return {
+    text: chosen.text.toString(),
+    ...(mtime === undefined ? {} : { mtime }),
+    ...(mode === undefined ? {} : { mode }),
+  };
 }
 
 /**
@@ -212,13 +222,20 @@ function putBack(doc: Y.Doc, path: string, content: Content, device: string): bo
   const current = newestLive(entriesAt(doc, path));
   const same =
     'text' in content
-      ? current?.text?.toString() === content.text
-      : current?.blob?.digest === content.blob.digest;
+      ? current?.text?.toString() === content.text &&
+        (content.mtime ?? current.mtime) === current.mtime &&
+        (content.mode ?? current.mode) === current.mode
+      : current?.blob?.digest === content.blob.digest &&
+        (content.blob.mtime ?? current.blob.mtime) === current.blob.mtime &&
+        (content.blob.mode ?? current.blob.mode) === current.blob.mode;
   if (current !== undefined && same) return false;
   const time = Date.now();
   doc.transact(() => {
+    // The file comes back with the time and the mode it had then, on every device.
+    const meta = 'text' in content ? { mtime: content.mtime, mode: content.mode } : {};
     if ('text' in content && current?.text !== undefined) {
       editText(current.text, content.text);
+      setTextMeta(current.map, meta);
       return;
     }
     const fresh = 'blob' in content ? newVersion(content.blob, device, time) : content.text;
@@ -227,7 +244,7 @@ function putBack(doc: Y.Doc, path: string, content: Content, device: string): bo
       return;
     }
     if (current !== undefined) current.map.set('deleted', entryDigest(current));
-    addEntry(doc.getMap<unknown>('files'), { path, content: fresh, device, time });
+    addEntry(doc.getMap<unknown>('files'), { path, content: fresh, device, time, meta });
   });
   return true;
 }

@@ -54,6 +54,8 @@ export async function runFolderSync(options: {
   limits?: ReceiveLimits;
   /** Files larger than this are not synced (1 GiB by default). */
   maxFileBytes?: number;
+  /** Whether permission bits sync (false: `--no-perms`). */
+  perms?: boolean;
   /** How long a transfer runs before the progress line shows (3 s). */
   progressAfterMs?: number;
   /** How long a prefetch no notice touched is kept (5 minutes). */
@@ -278,6 +280,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
       passphrase: await passphrase(),
       maxFileBytes,
+      perms: ctx.flags['no-perms'] !== true,
       progressAfterMs: progressAfterMsFrom(ctx.env),
       prefetchIdleMs: prefetchIdleMsFrom(ctx.env),
       stopped: stopSignal(),
@@ -336,6 +339,7 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
       device: String(supervisor.connection.device),
       limits: options.limits,
       maxFileBytes: options.maxFileBytes,
+      perms: options.perms,
       prefetchIdleMs: options.prefetchIdleMs,
       transfer: transfers.current,
       log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
