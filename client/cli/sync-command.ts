@@ -26,6 +26,11 @@ const minFullScanMs = 2_000;
 const maxFullScanMs = 60_000;
 /** Quiet time after a folder event before the scan (editors write in several steps). */
 const settleMs = 50;
+/**
+ * How long a stop waits for the host to take what was read last: with the close after it, the
+ * process is gone within 2 s of SIGINT/SIGTERM.
+ */
+const stopFlushMs = 1_500;
 /** How long the host's history may take on a first run. */
 const historyTimeoutMs = 30_000;
 
@@ -165,12 +170,17 @@ export async function runFolderSync(options: {
     const outcome = await Promise.race([stopped, ended]);
     if (outcome !== 'stopped' && outcome !== undefined) throw outcome;
     folder.guarded(() => folder.scan());
-    // Up to 2 s for the relay and the host to take what was read last; a connection that ends
-    // meanwhile leaves it to the next start (the host summary says what the host lacks).
+    // Up to 1.5 s for the relay and the host to take what was read last; a connection that
+    // ends meanwhile leaves it to the next start (the host summary says what the host lacks).
+    // The timer is cleared: one left running would hold the process that long after the stop.
+    let flushTimer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       provider.flush().catch(() => undefined),
-      new Promise((r) => setTimeout(r, 2_000)),
+      new Promise((resolve) => {
+        flushTimer = setTimeout(resolve, stopFlushMs);
+      }),
     ]);
+    clearTimeout(flushTimer);
     return 0;
   } finally {
     watcher?.close();
