@@ -35,6 +35,7 @@ const options = {
   at: { type: 'string' },
   'max-file-bytes': { type: 'string' },
   'no-perms': { type: 'boolean' },
+  'new-passphrase': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -47,7 +47,7 @@ export const clientUsage = `Client commands:
       the relay has it; through the running sync of the project when there is one, else joining
   sync-host listen <projectKey>         print each message for this device as one JSON line
       (through the running sync of the project when there is one)
-  sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F]] [--max-file-bytes N] [--no-perms]
+  sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F] [--new-passphrase]] [--max-file-bytes N] [--no-perms]
       keep the files of <dir> in step with the project's other devices (text merged as Yjs
       documents; binary files and files over 1 MiB, up to N bytes (1 GiB), as chunks the host
       keeps; links, what .syncignore matches and dot files it does not let through are skipped;
@@ -56,7 +56,9 @@ export const clientUsage = `Client commands:
       permission bits are kept, the bits neither read nor set with --no-perms); rejoins by
       itself when its connection is taken over; one sync per project and device (a second one
       is refused). --encrypt reads a passphrase from stdin, or from the first line of F (mode
-      0600 or 0400), and encrypts end to end (every device must use the same)
+      0600 or 0400), and encrypts end to end (every device must use the same: checked with the
+      host first; another one exits with code 3, having done nothing; --new-passphrase makes
+      this one the project's)
   sync-host history <projectKey> [path] [--encrypt [--passphrase-file F]]
       when each file of the project's folder changed, and on which device, from what the host
       keeps (30 days of history by default); stop the project's sync on this device first
@@ -85,7 +87,7 @@ const exitUsage = 2;
  * it (`RestartPreventExitStatus=2 3`).
  */
 const exitDeviceRefused = 3;
-const deviceRefusals: ReadonlySet<string> = new Set(['revoked', 'auth_failed']);
+const deviceRefusals: ReadonlySet<string> = new Set(['revoked', 'auth_failed', 'wrong_passphrase']);
 
 /** Runs a client subcommand; resolves with the exit code. Errors are one line on stderr. */
 export async function runClientCommand(

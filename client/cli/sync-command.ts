@@ -15,6 +15,7 @@ import { connectionTransfers } from './connection-transfers.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
 import type { CliIo } from './io.ts';
 import { passphraseSource } from './passphrase.ts';
+import { checkPassphrase, type PassphraseVerdict } from './passphrase-check.ts';
 import { printable } from './printable.ts';
 import { roomOf, stopSignal } from './project-room.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
@@ -69,12 +70,22 @@ export async function runFolderSync(options: {
   addStatus?: (fields: () => Record<string, unknown>) => void;
   /** The host's history of the folder document, fetched on a first run with files here. */
   history?: (key: E2EKey | undefined) => Promise<{ entries: HistoryEntry[]; last: number }>;
+  /** What the host says of this device's passphrase (passphrase-check.ts), asked first. */
+  checkPassphrase?: (key: E2EKey) => Promise<PassphraseVerdict>;
 }): Promise<number> {
   const { supervisor, passphrase } = options;
   const key =
     passphrase === undefined
       ? undefined
       : await deriveE2EKey(passphrase, supervisor.connection.room);
+  // Before anything is read, written or sent: a device with another passphrase than the
+  // project's would send its files under a key the others cannot open, and write nothing of theirs.
+  if (key !== undefined && (await options.checkPassphrase?.(key)) === 'other') {
+    throw new SyncError(
+      'wrong_passphrase',
+      `this device's passphrase is not the one this project's other devices use (the host holds what they wrote under another); nothing was read, sent or written. Start sync again with their passphrase (or, to change the project's passphrase, with --new-passphrase)`,
+    );
+  }
   const { dir, folder, out, problem, files } = openSyncedFolder(options, key);
   // A first run with files here: the host's history first, so that a file copied from an
   // earlier version of another device's text merges with it (client/folder/ancestors.ts).
@@ -296,6 +307,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       stopped: stopSignal(),
       addStatus: session.addStatus,
       history: (key) => hostHistory(open, key),
+      checkPassphrase: (key) => checkPassphrase(open, key, ctx.flags['new-passphrase'] === true),
     });
   } finally {
     await session.close();
