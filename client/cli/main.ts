@@ -35,10 +35,11 @@ export const clientUsage = `Client commands:
   sync-host logout                      remove this device at the host and forget its token
   sync-host pair approve <code>         let a new device showing <code> join your account
   sync-host pair deny <code>            refuse it
-  sync-host devices                     list this user's devices (JSON; "thisDevice": true marks
-                                        this one)
+  sync-host devices [--json]            list this user's devices (a table on a terminal; JSON
+                                        with --json or into a pipe, "thisDevice": true marks this one)
   sync-host devices remove <id>         remove a device (its token stops working at once)
-  sync-host projects                    list synced projects (JSON)
+  sync-host projects [--json]           list synced projects (a table on a terminal; JSON with
+                                        --json or into a pipe)
   sync-host project add <key> <name>    register a workspace (idempotent); prints the project
   sync-host project remove <key>        stop syncing a workspace
   sync-host subscription                tier, effective tier, expiry and project limit (JSON)
@@ -68,7 +69,7 @@ export const clientUsage = `Client commands:
       the host still holds its chunks
   sync-host status [<projectKey>] [--json]
       what the running syncs say: connected or not, when last in step, files waiting to go up
-      and to be written here, conflict copies, the other devices present
+      and to be written here, conflict copies, the other devices online (by device id)
   sync-host service install <projectKey> <dir> [--encrypt --passphrase-file F]
       write a systemd user unit running that sync (~/.config/systemd/user/sync-host-<key>.service)
       and print the systemctl commands that start it; elsewhere, print what to run at login

@@ -32,6 +32,8 @@ const settleMs = 50;
  * process is gone within 2 s of SIGINT/SIGTERM.
  */
 const stopFlushMs = 1_500;
+/** How often `in sync` waits for the files still being received to be written. */
+const inSyncCheckMs = 250;
 /** How long the host's history may take on a first run. */
 const historyTimeoutMs = 30_000;
 
@@ -119,11 +121,33 @@ export async function runFolderSync(options: {
   };
   folder.onChange = confirmSent;
   let inSync = false;
+  // `in sync` comes after the files the catch-up brought are written (their `received` lines),
+  // those fetched as chunks included: it is looked at again every 250 ms while files wait to be
+  // written and some are on their way (one that cannot be written, a link in the way or a
+  // download that fails, is in `status`, not a reason to stay silent).
+  let inSyncTimer: ReturnType<typeof setTimeout> | undefined;
+  let waitingBefore = -1;
+  const sayInSync = () => {
+    inSyncTimer = undefined;
+    if (!inSync) return;
+    folder.guarded(() => folder.flushRemote());
+    const waiting = folder.folderStatus().waitingDown.files;
+    const moving = folder.transfers().some((transfer) => transfer.direction === 'down');
+    if (waiting === 0 || (!moving && waiting === waitingBefore)) {
+      waitingBefore = -1;
+      out('in sync');
+      return;
+    }
+    waitingBefore = waiting;
+    inSyncTimer = setTimeout(sayInSync, inSyncCheckMs);
+  };
   provider.on('synced', (synced) => {
-    out(synced ? 'in sync' : 'offline; reconnecting');
+    clearTimeout(inSyncTimer);
+    if (!synced) out('offline; reconnecting');
     if (inSync && !synced) lastInSync = new Date().toISOString();
     inSync = synced;
     if (synced) {
+      sayInSync();
       confirmSent();
       folder.resume();
       files.reports.changed();
@@ -195,6 +219,7 @@ export async function runFolderSync(options: {
     return 0;
   } finally {
     watcher?.close();
+    clearTimeout(inSyncTimer);
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
     files.stop();
