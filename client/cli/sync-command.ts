@@ -13,6 +13,9 @@ import { cursorAfter, fetchHistory, type HistoryEntry } from '../yjs-history.ts'
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { connectionTransfers } from './connection-transfers.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
+import type { ControlRequest } from './control-protocol.ts';
+import type { ControlHandlers } from './control-socket.ts';
+import { historyOutput, type Output, putBack, restoreOutput } from './folder-history.ts';
 import type { CliIo } from './io.ts';
 import { passphraseSource } from './passphrase.ts';
 import { checkPassphrase, type PassphraseVerdict } from './passphrase-check.ts';
@@ -70,6 +73,10 @@ export async function runFolderSync(options: {
   prefetchIdleMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
+  /** Answers `history` and `restore` on the control socket with this sync's connection. */
+  serveFolder?: (handler: NonNullable<ControlHandlers['folder']>) => void;
+  /** The project's key, as `history` names it. */
+  projectKey?: string;
   /** The host's history of the folder document, fetched on a first run with files here. */
   history?: (key: E2EKey | undefined) => Promise<{ entries: HistoryEntry[]; last: number }>;
   /** What the host says of this device's passphrase (passphrase-check.ts), asked first. */
@@ -153,6 +160,16 @@ export async function runFolderSync(options: {
       files.reports.changed();
     }
   });
+  options.serveFolder?.((request) =>
+    folderRequest(request, {
+      supervisor,
+      key,
+      folder,
+      provider,
+      projectKey: options.projectKey,
+      held: files.held,
+    }),
+  );
   options.addStatus?.(() => {
     const { blobsUp, ...fields } = folder.folderStatus();
     const sent = folder.unconfirmed.summary;
@@ -227,6 +244,40 @@ export async function runFolderSync(options: {
     provider.destroy();
     await supervisor.stop();
   }
+}
+
+/**
+ * `history` or `restore` asked of this sync through its control socket: the host's history of
+ * the folder read on this sync's connection (the device's one in the room); a restore is an
+ * edit of the folder here, written here and sent like any other.
+ */
+async function folderRequest(
+  request: Extract<ControlRequest, { op: 'history' | 'restore' }>,
+  running: {
+    supervisor: ConnectionSupervisor;
+    key: E2EKey | undefined;
+    folder: FolderSync;
+    provider: { flush(): Promise<void> };
+    projectKey: string | undefined;
+    held: (ids: string[]) => Promise<Set<string>>;
+  },
+): Promise<Output> {
+  const { supervisor, key, folder, provider, held } = running;
+  const projectKey = running.projectKey ?? 'this project';
+  if (supervisor.state !== 'joined') {
+    throw new SyncError(
+      'not_joined',
+      'the running sync is not connected to the host now; try again once it is',
+    );
+  }
+  const connection = supervisor.connection;
+  const kept = { connection, key, held, ...(await fetchHistory(connection, folderDocName, key)) };
+  if (request.op === 'history') return historyOutput(kept, projectKey, request.path);
+  return restoreOutput(kept, projectKey, request.path, request.at, async (content) => {
+    const changed = putBack(folder.shared, request.path, content, String(connection.device));
+    if (changed) await provider.flush();
+    return changed;
+  });
 }
 
 /** The host's history for a first run; a line and none when it cannot be had. */
@@ -331,6 +382,8 @@ export async function syncFolder(ctx: Context): Promise<number> {
       prefetchIdleMs: prefetchIdleMsFrom(ctx.env),
       stopped: stopSignal(),
       addStatus: session.addStatus,
+      serveFolder: session.serveFolder,
+      projectKey,
       history: (key) => hostHistory(open, key),
       checkPassphrase: (key) => checkPassphrase(open, key, ctx.flags['new-passphrase'] === true),
     });
@@ -409,5 +462,13 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
     reports.stop();
     transfers.close();
   };
-  return { dir, folder, out, problem, files: { reports, stop } };
+  /** Which chunks the host holds, asked with this sync's own transfer. */
+  const held = (ids: string[]) => {
+    const transfer = transfers.current();
+    if (transfer === undefined) {
+      return Promise.reject(new SyncError('not_joined', 'the running sync is not connected now'));
+    }
+    return transfer.held(ids);
+  };
+  return { dir, folder, out, problem, files: { reports, stop, held } };
 }
