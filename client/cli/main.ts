@@ -58,8 +58,8 @@ export const clientUsage = `Client commands:
       itself when its connection is taken over; one sync per project and device (a second one
       is refused). --encrypt reads a passphrase from stdin, or from the first line of F (mode
       0600 or 0400), and encrypts end to end (every device must use the same: checked with the
-      host first; another one exits with code 3, having done nothing; --new-passphrase makes
-      this one the project's)
+      host first; another one exits with code 3, having done nothing; --new-passphrase records
+      this one as the project's too)
   sync-host history <projectKey> [path] [--encrypt [--passphrase-file F]]
       when each file of the project's folder changed, and on which device, from what the host
       keeps (30 days of history by default); through the running sync of the project when

@@ -163,4 +163,41 @@ describe('sync with another passphrase than the project', () => {
     );
     await stop(two);
   }, 150_000);
+
+  it('takes another passphrase with --new-passphrase, recorded beside the first', async () => {
+    const { th, config, folder } = await setUp();
+    const first = join(tempDir(), 'first');
+    const second = join(tempDir(), 'second');
+    writeFileSync(first, 'the first passphrase\n', { mode: 0o600 });
+    writeFileSync(second, 'the new passphrase\n', { mode: 0o600 });
+    const sync = (which: 'one' | 'two', passphrase: string, extra: string[] = []) =>
+      spawnCli(
+        [
+          'sync',
+          'files',
+          folder[which],
+          '--relay',
+          th.relayUrl,
+          '--encrypt',
+          '--passphrase-file',
+          passphrase,
+          ...extra,
+        ],
+        config[which],
+      );
+    const one = sync('one', first);
+    await eventually(() => one.out.stdout.includes('in sync\n'), 'one in sync', 30_000);
+    await stop(one);
+    writeFileSync(join(folder.two, 'new.md'), 'under the new passphrase\n');
+    const refused = sync('two', second);
+    expect(await refused.exited).toBe(3);
+    const renewed = sync('two', second, ['--new-passphrase']);
+    await eventually(() => renewed.out.stdout.includes('sent new.md (new)\n'), 'sent', 30_000);
+    await eventually(() => renewed.out.stdout.includes('in sync\n'), 'in sync', 30_000);
+    await stop(renewed);
+    // Recorded now: the next start needs no flag.
+    const again = sync('two', second);
+    await eventually(() => again.out.stdout.includes('in sync\n'), 'in sync again', 30_000);
+    await stop(again);
+  }, 120_000);
 });
