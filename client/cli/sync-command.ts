@@ -35,6 +35,8 @@ const settleMs = 50;
  * process is gone within 2 s of SIGINT/SIGTERM.
  */
 const stopFlushMs = 1_500;
+/** How long a stop takes at most, the wait for the host and the close of the connection. */
+const stopWithinMs = 1_900;
 /** How often `in sync` waits for the files still being received to be written. */
 const inSyncCheckMs = 250;
 /** How long the host's history may take on a first run. */
@@ -184,7 +186,11 @@ export async function runFolderSync(options: {
   const ended = supervisor.ended;
   supervisor.start();
   confirmSent();
-  const stopped = options.stopped.then(() => 'stopped' as const);
+  let stoppedAt: number | undefined;
+  const stopped = options.stopped.then(() => {
+    stoppedAt = performance.now();
+    return 'stopped' as const;
+  });
   out(`watching ${dir}`);
 
   // The watcher's events read what they name; a full scan besides, for what it missed, at most
@@ -242,7 +248,9 @@ export async function runFolderSync(options: {
     files.stop();
     folder.close(provider.store.progress());
     provider.destroy();
-    await supervisor.stop();
+    // What is left of the 2 s a stop takes at most, for the close of the connection.
+    const spentMs = stoppedAt === undefined ? 0 : performance.now() - stoppedAt;
+    await supervisor.stop({ cutAfterMs: Math.max(100, stopWithinMs - spentMs) });
   }
 }
 
