@@ -197,9 +197,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
    * Ends the connection: sends `leave` (the relay forgets this device at once) unless
    * `leave: false`, in which case the relay keeps buffering for it for 60 s, so that the next
    * connection with this device id receives what was missed. Messages not yet sent are dropped
-   * (await `flush()` first to keep them).
+   * (await `flush()` first to keep them). The relay has `cutAfterMs` (2 s) to answer the close
+   * handshake before the socket is cut.
    */
-  close(options: { leave?: boolean } = {}): Promise<void> {
+  close(options: { leave?: boolean; cutAfterMs?: number } = {}): Promise<void> {
     if (this.closing !== undefined) return this.closing;
     const socket = this.socket;
     this.timers.clear('reconnect');
@@ -212,7 +213,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
       done();
       return this.closing;
     }
-    const cancelCut = this.options.clock.after(closeHandshakeMs, () =>
+    const cancelCut = this.options.clock.after(options.cutAfterMs ?? closeHandshakeMs, () =>
       this.abort(socket, 'close timeout'),
     );
     const stop = this.on('close', () => {

@@ -31,40 +31,7 @@ export async function fetchHistory(
   name: string,
   key: E2EKey | undefined,
 ): Promise<{ entries: HistoryEntry[]; last: number; skipped: number }> {
-  const doc = docKeyOf(name, key);
-  const raw: StoredEntry[] = [];
-  const last = await new Promise<number>((resolve, reject) => {
-    const stops = [
-      connection.on('store', (frame) => {
-        if (frame.doc !== doc) return;
-        if (frame.type === 'stored') raw.push(...frame.entries);
-        else if (frame.type === 'caughtup') done(() => resolve(frame.pos));
-        else if (frame.type === 'error')
-          done(() =>
-            reject(
-              new SyncError(
-                isRelayErrorCode(frame.code) ? frame.code : 'relay_error',
-                frame.message,
-              ),
-            ),
-          );
-      }),
-      connection.on('close', () =>
-        done(() => reject(new SyncError('closed', 'the connection ended during the catch-up'))),
-      ),
-    ];
-    const done = (then: () => void) => {
-      for (const stop of stops) stop();
-      then();
-    };
-    connection.sendStoreFrame({
-      type: 'catchup',
-      doc,
-      after: 0,
-      snapshots: false,
-      ...(key === undefined ? {} : { kc: key.check }),
-    });
-  });
+  const { raw, last } = await storedEntries(connection, docKeyOf(name, key), key);
   const reassembler = new Reassembler({
     check: key?.check,
     maxMessageBytes: defaultMaxReceiveBytes,
@@ -107,4 +74,50 @@ export function cursorAfter(entries: HistoryEntry[], last: number, doc: string):
   const cursor = new StoreCursor({ doc, position: last, host: { v: {}, d: {} } });
   for (const entry of entries) cursor.host.add(entry.update);
   return cursor;
+}
+
+/**
+ * Every entry the host keeps of the document stored as `doc` (its doc key), raw: each with the
+ * key check value it was sealed under (`catchup` with `"snapshots":false`), and the host's last
+ * position. Rejects with the store's error (`store_unavailable`...) or when the connection ends.
+ */
+export async function storedEntries(
+  connection: RelayConnection,
+  doc: string,
+  key: E2EKey | undefined,
+): Promise<{ raw: StoredEntry[]; last: number }> {
+  const raw: StoredEntry[] = [];
+  const last = await new Promise<number>((resolve, reject) => {
+    const stops = [
+      connection.on('store', (frame) => {
+        if (frame.doc !== doc) return;
+        if (frame.type === 'stored') raw.push(...frame.entries);
+        else if (frame.type === 'caughtup') done(() => resolve(frame.pos));
+        else if (frame.type === 'error')
+          done(() =>
+            reject(
+              new SyncError(
+                isRelayErrorCode(frame.code) ? frame.code : 'relay_error',
+                frame.message,
+              ),
+            ),
+          );
+      }),
+      connection.on('close', () =>
+        done(() => reject(new SyncError('closed', 'the connection ended during the catch-up'))),
+      ),
+    ];
+    const done = (then: () => void) => {
+      for (const stop of stops) stop();
+      then();
+    };
+    connection.sendStoreFrame({
+      type: 'catchup',
+      doc,
+      after: 0,
+      snapshots: false,
+      ...(key === undefined ? {} : { kc: key.check }),
+    });
+  });
+  return { raw, last };
 }

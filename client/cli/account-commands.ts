@@ -7,8 +7,12 @@ import {
   unknownSubcommand,
 } from './context.ts';
 import { findProject } from './project-room.ts';
+import { printRows } from './table.ts';
 
-/** `devices` (list, JSON, this device marked `"thisDevice": true`) and `devices remove <id>`. */
+/**
+ * `devices` (a table on a terminal, this device marked; JSON with `--json` or into a pipe, this
+ * device `"thisDevice": true`) and `devices remove <id>`.
+ */
 export async function devicesCommand(ctx: Context): Promise<number> {
   if (ctx.args[0] === 'remove') {
     ctx.args.shift();
@@ -30,17 +34,26 @@ export async function devicesCommand(ctx: Context): Promise<number> {
   }
   if (ctx.args[0] !== undefined) throw unknownSubcommand('devices', ctx.args[0], ['remove']);
   const { auth, credential } = await signedIn(ctx);
-  const devices = await auth.devices();
-  return printJson(
-    ctx,
-    devices.map((device) => ({ ...device, thisDevice: device.id === credential.deviceId })),
-  );
+  const devices = (await auth.devices()).map((device) => ({
+    ...device,
+    thisDevice: device.id === credential.deviceId,
+  }));
+  const rows = devices.map((device) => [
+    String(device.id),
+    device.deviceName,
+    device.platform,
+    device.lastSeen ?? 'never',
+    device.thisDevice ? 'this device' : '',
+  ]);
+  return printRows(ctx, devices, ['ID', 'NAME', 'PLATFORM', 'LAST SEEN', ''], rows, 'no devices');
 }
 
-/** `projects`: the synced projects (JSON). */
+/** `projects`: the synced projects (a table on a terminal; JSON with `--json` or into a pipe). */
 export async function projectsCommand(ctx: Context): Promise<number> {
   expectArgs(ctx, 0, '');
-  return printJson(ctx, await (await signedIn(ctx)).auth.projects());
+  const projects = await (await signedIn(ctx)).auth.projects();
+  const rows = projects.map((project) => [project.projectKey, project.name, project.createdAt]);
+  return printRows(ctx, projects, ['KEY', 'NAME', 'CREATED'], rows, 'no projects yet');
 }
 
 /** `subscription`: tier, effective tier, expiry and project limit (JSON). */

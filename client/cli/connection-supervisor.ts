@@ -136,12 +136,15 @@ export class ConnectionSupervisor extends Emitter<SupervisorEvents> {
     if (error !== undefined) throw error;
   }
 
-  /** Stops: no further connection; the current one closes without `leave` (the relay buffers). */
-  async stop(): Promise<void> {
+  /**
+   * Stops: no further connection; the current one closes without `leave` (the relay buffers),
+   * cut after `cutAfterMs` when the relay does not answer the close (2 s by default).
+   */
+  async stop(options: { cutAfterMs?: number } = {}): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     clearTimeout(this.retry);
-    if (this.current.state !== 'closed') await this.current.close({ leave: false });
+    if (this.current.state !== 'closed') await this.current.close({ leave: false, ...options });
     this.setState('stopped');
     this.resolveEnded(undefined);
   }

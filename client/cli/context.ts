@@ -34,6 +34,8 @@ const options = {
   account: { type: 'string' },
   at: { type: 'string' },
   'max-file-bytes': { type: 'string' },
+  'no-perms': { type: 'boolean' },
+  'new-passphrase': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -17,6 +17,10 @@ export const controlRequestSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('listen') }),
   /** What the sync is doing (connection state, folder, devices present...). */
   z.object({ op: z.literal('status') }),
+  /** `history`, run by the sync on its connection: what it prints, in `output`. */
+  z.object({ op: z.literal('history'), path: z.string().optional() }),
+  /** `restore`, run by the sync on its connection and its folder: what it prints, in `output`. */
+  z.object({ op: z.literal('restore'), path: z.string(), at: z.number().optional() }),
 ]);
 
 export type ControlRequest = z.infer<typeof controlRequestSchema>;
@@ -47,7 +51,12 @@ export type SyncStatus = z.infer<typeof syncStatusSchema>;
 const errorSchema = z.object({ code: z.string(), message: z.string() });
 
 export const controlResponseSchema = z.union([
-  z.object({ ok: z.literal(true), status: syncStatusSchema.optional() }),
+  z.object({
+    ok: z.literal(true),
+    status: syncStatusSchema.optional(),
+    /** What a command run by the sync prints (`history`, `restore`). */
+    output: z.object({ stdout: z.string(), stderr: z.string() }).optional(),
+  }),
   z.object({ ok: z.literal(false), error: errorSchema }),
 ]);
 

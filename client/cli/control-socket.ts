@@ -36,6 +36,10 @@ export interface ControlHandlers {
   subscribe(listener: (event: ControlEvent) => void): () => void;
   /** The status `status` answers with (called at each request). */
   status(): SyncStatus;
+  /** `history` and `restore` run by the sync (undefined until its folder is open). */
+  folder?: (
+    request: Extract<ControlRequest, { op: 'history' | 'restore' }>,
+  ) => Promise<{ stdout: string; stderr: string }>;
 }
 
 /** A sync of the same project is running already: its status says which. */
@@ -226,6 +230,17 @@ function serveSocket(socket: Socket, handlers: ControlHandlers): void {
         write({ ok: true });
         unsubscribe = handlers.subscribe(write);
         return;
+      case 'history':
+      case 'restore': {
+        if (handlers.folder === undefined) {
+          throw new SyncError(
+            'not_joined',
+            'the running sync has not opened its folder yet; try again',
+          );
+        }
+        write({ ok: true, output: await handlers.folder(request) });
+        return;
+      }
     }
   }
 }

@@ -35,10 +35,11 @@ export const clientUsage = `Client commands:
   sync-host logout                      remove this device at the host and forget its token
   sync-host pair approve <code>         let a new device showing <code> join your account
   sync-host pair deny <code>            refuse it
-  sync-host devices                     list this user's devices (JSON; "thisDevice": true marks
-                                        this one)
+  sync-host devices [--json]            list this user's devices (a table on a terminal; JSON
+                                        with --json or into a pipe, "thisDevice": true marks this one)
   sync-host devices remove <id>         remove a device (its token stops working at once)
-  sync-host projects                    list synced projects (JSON)
+  sync-host projects [--json]           list synced projects (a table on a terminal; JSON with
+                                        --json or into a pipe)
   sync-host project add <key> <name>    register a workspace (idempotent); prints the project
   sync-host project remove <key>        stop syncing a workspace
   sync-host subscription                tier, effective tier, expiry and project limit (JSON)
@@ -47,25 +48,30 @@ export const clientUsage = `Client commands:
       the relay has it; through the running sync of the project when there is one, else joining
   sync-host listen <projectKey>         print each message for this device as one JSON line
       (through the running sync of the project when there is one)
-  sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F]] [--max-file-bytes N]
+  sync-host sync <projectKey> <dir> [--encrypt [--passphrase-file F] [--new-passphrase]] [--max-file-bytes N] [--no-perms]
       keep the files of <dir> in step with the project's other devices (text merged as Yjs
       documents; binary files and files over 1 MiB, up to N bytes (1 GiB), as chunks the host
       keeps; links, what .syncignore matches and dot files it does not let through are skipped;
       an edit wins over a delete; versions that cannot merge are kept as
-      <name>.sync-conflict-<time>-<device>.<ext> copies); rejoins by itself when its connection is
-      taken over; one sync per project and device (a second one is refused). --encrypt reads a
-      passphrase from stdin, or from the first line of F (mode 0600 or 0400), and encrypts end
-      to end (every device must use the same)
+      <name>.sync-conflict-<time>-<device>.<ext> copies; each file's modification time and
+      permission bits are kept, the bits neither read nor set with --no-perms); rejoins by
+      itself when its connection is taken over; one sync per project and device (a second one
+      is refused). --encrypt reads a passphrase from stdin, or from the first line of F (mode
+      0600 or 0400), and encrypts end to end (every device must use the same: checked with the
+      host first; another one exits with code 3, having done nothing; --new-passphrase records
+      this one as the project's too)
   sync-host history <projectKey> [path] [--encrypt [--passphrase-file F]]
       when each file of the project's folder changed, and on which device, from what the host
-      keeps (30 days of history by default); stop the project's sync on this device first
+      keeps (30 days of history by default); through the running sync of the project when
+      there is one
   sync-host restore <projectKey> <path> [--at TIME] [--encrypt [--passphrase-file F]]
       bring <path> back as it was at TIME (ISO 8601; default: its last version, a deleted file
       as it was when deleted) as a new edit that reaches every device; a binary file too, when
-      the host still holds its chunks
+      the host still holds its chunks; through the running sync of the project when there is
+      one
   sync-host status [<projectKey>] [--json]
       what the running syncs say: connected or not, when last in step, files waiting to go up
-      and to be written here, conflict copies, the other devices present
+      and to be written here, conflict copies, the other devices online (by device id)
   sync-host service install <projectKey> <dir> [--encrypt --passphrase-file F]
       write a systemd user unit running that sync (~/.config/systemd/user/sync-host-<key>.service)
       and print the systemctl commands that start it; elsewhere, print what to run at login
@@ -84,7 +90,7 @@ const exitUsage = 2;
  * it (`RestartPreventExitStatus=2 3`).
  */
 const exitDeviceRefused = 3;
-const deviceRefusals: ReadonlySet<string> = new Set(['revoked', 'auth_failed']);
+const deviceRefusals: ReadonlySet<string> = new Set(['revoked', 'auth_failed', 'wrong_passphrase']);
 
 /** Runs a client subcommand; resolves with the exit code. Errors are one line on stderr. */
 export async function runClientCommand(

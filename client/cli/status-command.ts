@@ -78,7 +78,7 @@ function describe(status: SyncStatus): string {
   const others = status.devices.filter((device) => device !== status.device);
   const lines = [
     `${status.projectKey}: ${status.folder} (pid ${status.pid})`,
-    `  ${connectionWords[status.state] ?? status.state} as device ${status.device}; other devices present: ${others.length === 0 ? 'none' : others.join(', ')}`,
+    `  ${connectionWords[status.state] ?? status.state} as device ${status.device}; other devices online: ${others.length === 0 ? 'none' : others.map((device) => `device ${device}`).join(', ')}`,
     `  ${fields.inSync ? 'in step with the other devices' : fields.lastInSync ? `last in step ${fields.lastInSync}` : 'not in step with another device yet'}`,
     `  waiting to go up: ${amount(fields.waitingUp)}; to be written here: ${amount(fields.waitingDown)}`,
   ];

@@ -13,8 +13,12 @@ import { cursorAfter, fetchHistory, type HistoryEntry } from '../yjs-history.ts'
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { connectionTransfers } from './connection-transfers.ts';
 import { type Context, expectArgs, UsageError } from './context.ts';
+import type { ControlRequest } from './control-protocol.ts';
+import type { ControlHandlers } from './control-socket.ts';
+import { historyOutput, type Output, putBack, restoreOutput } from './folder-history.ts';
 import type { CliIo } from './io.ts';
 import { passphraseSource } from './passphrase.ts';
+import { checkPassphrase, type PassphraseVerdict } from './passphrase-check.ts';
 import { printable } from './printable.ts';
 import { roomOf, stopSignal } from './project-room.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
@@ -26,6 +30,15 @@ const minFullScanMs = 2_000;
 const maxFullScanMs = 60_000;
 /** Quiet time after a folder event before the scan (editors write in several steps). */
 const settleMs = 50;
+/**
+ * How long a stop waits for the host to take what was read last: with the close after it, the
+ * process is gone within 2 s of SIGINT/SIGTERM.
+ */
+const stopFlushMs = 1_500;
+/** How long a stop takes at most, the wait for the host and the close of the connection. */
+const stopWithinMs = 1_900;
+/** How often `in sync` waits for the files still being received to be written. */
+const inSyncCheckMs = 250;
 /** How long the host's history may take on a first run. */
 const historyTimeoutMs = 30_000;
 
@@ -54,20 +67,36 @@ export async function runFolderSync(options: {
   limits?: ReceiveLimits;
   /** Files larger than this are not synced (1 GiB by default). */
   maxFileBytes?: number;
+  /** Whether permission bits sync (false: `--no-perms`). */
+  perms?: boolean;
   /** How long a transfer runs before the progress line shows (3 s). */
   progressAfterMs?: number;
   /** How long a prefetch no notice touched is kept (5 minutes). */
   prefetchIdleMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
+  /** Answers `history` and `restore` on the control socket with this sync's connection. */
+  serveFolder?: (handler: NonNullable<ControlHandlers['folder']>) => void;
+  /** The project's key, as `history` names it. */
+  projectKey?: string;
   /** The host's history of the folder document, fetched on a first run with files here. */
   history?: (key: E2EKey | undefined) => Promise<{ entries: HistoryEntry[]; last: number }>;
+  /** What the host says of this device's passphrase (passphrase-check.ts), asked first. */
+  checkPassphrase?: (key: E2EKey) => Promise<PassphraseVerdict>;
 }): Promise<number> {
   const { supervisor, passphrase } = options;
   const key =
     passphrase === undefined
       ? undefined
       : await deriveE2EKey(passphrase, supervisor.connection.room);
+  // Before anything is read, written or sent: a device with another passphrase than the
+  // project's would send its files under a key the others cannot open, and write nothing of theirs.
+  if (key !== undefined && (await options.checkPassphrase?.(key)) === 'other') {
+    throw new SyncError(
+      'wrong_passphrase',
+      `this device's passphrase is not the one this project's other devices use (the host holds what they wrote under another); nothing was read, sent or written. Start sync again with their passphrase (or, to change the project's passphrase, with --new-passphrase)`,
+    );
+  }
   const { dir, folder, out, problem, files } = openSyncedFolder(options, key);
   // A first run with files here: the host's history first, so that a file copied from an
   // earlier version of another device's text merges with it (client/folder/ancestors.ts).
@@ -101,16 +130,48 @@ export async function runFolderSync(options: {
   };
   folder.onChange = confirmSent;
   let inSync = false;
+  // `in sync` comes after the files the catch-up brought are written (their `received` lines),
+  // those fetched as chunks included: it is looked at again every 250 ms while files wait to be
+  // written and some are on their way (one that cannot be written, a link in the way or a
+  // download that fails, is in `status`, not a reason to stay silent).
+  let inSyncTimer: ReturnType<typeof setTimeout> | undefined;
+  let waitingBefore = -1;
+  const sayInSync = () => {
+    inSyncTimer = undefined;
+    if (!inSync) return;
+    folder.guarded(() => folder.flushRemote());
+    const waiting = folder.folderStatus().waitingDown.files;
+    const moving = folder.transfers().some((transfer) => transfer.direction === 'down');
+    if (waiting === 0 || (!moving && waiting === waitingBefore)) {
+      waitingBefore = -1;
+      out('in sync');
+      return;
+    }
+    waitingBefore = waiting;
+    inSyncTimer = setTimeout(sayInSync, inSyncCheckMs);
+  };
   provider.on('synced', (synced) => {
-    out(synced ? 'in sync' : 'offline; reconnecting');
+    clearTimeout(inSyncTimer);
+    if (!synced) out('offline; reconnecting');
     if (inSync && !synced) lastInSync = new Date().toISOString();
     inSync = synced;
     if (synced) {
+      sayInSync();
       confirmSent();
       folder.resume();
       files.reports.changed();
     }
   });
+  options.serveFolder?.((request) =>
+    folderRequest(request, {
+      supervisor,
+      key,
+      folder,
+      provider,
+      projectKey: options.projectKey,
+      held: files.held,
+    }),
+  );
   options.addStatus?.(() => {
     const { blobsUp, ...fields } = folder.folderStatus();
     const sent = folder.unconfirmed.summary;
@@ -125,7 +186,11 @@ export async function runFolderSync(options: {
   const ended = supervisor.ended;
   supervisor.start();
   confirmSent();
-  const stopped = options.stopped.then(() => 'stopped' as const);
+  let stoppedAt: number | undefined;
+  const stopped = options.stopped.then(() => {
+    stoppedAt = performance.now();
+    return 'stopped' as const;
+  });
   out(`watching ${dir}`);
 
   // The watcher's events read what they name; a full scan besides, for what it missed, at most
@@ -163,22 +228,64 @@ export async function runFolderSync(options: {
     const outcome = await Promise.race([stopped, ended]);
     if (outcome !== 'stopped' && outcome !== undefined) throw outcome;
     folder.guarded(() => folder.scan());
-    // Up to 2 s for the relay and the host to take what was read last; a connection that ends
-    // meanwhile leaves it to the next start (the host summary says what the host lacks).
+    // Up to 1.5 s for the relay and the host to take what was read last; a connection that
+    // ends meanwhile leaves it to the next start (the host summary says what the host lacks).
+    // The timer is cleared: one left running would hold the process that long after the stop.
+    let flushTimer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       provider.flush().catch(() => undefined),
-      new Promise((r) => setTimeout(r, 2_000)),
+      new Promise((resolve) => {
+        flushTimer = setTimeout(resolve, stopFlushMs);
+      }),
     ]);
+    clearTimeout(flushTimer);
     return 0;
   } finally {
     watcher?.close();
+    clearTimeout(inSyncTimer);
     clearTimeout(fullScanTimer);
     clearTimeout(scanTimer);
     files.stop();
     folder.close(provider.store.progress());
     provider.destroy();
-    await supervisor.stop();
+    // What is left of the 2 s a stop takes at most, for the close of the connection.
+    const spentMs = stoppedAt === undefined ? 0 : performance.now() - stoppedAt;
+    await supervisor.stop({ cutAfterMs: Math.max(100, stopWithinMs - spentMs) });
   }
+}
+
+/**
+ * `history` or `restore` asked of this sync through its control socket: the host's history of
+ * the folder read on this sync's connection (the device's one in the room); a restore is an
+ * edit of the folder here, written here and sent like any other.
+ */
+async function folderRequest(
+  request: Extract<ControlRequest, { op: 'history' | 'restore' }>,
+  running: {
+    supervisor: ConnectionSupervisor;
+    key: E2EKey | undefined;
+    folder: FolderSync;
+    provider: { flush(): Promise<void> };
+    projectKey: string | undefined;
+    held: (ids: string[]) => Promise<Set<string>>;
+  },
+): Promise<Output> {
+  const { supervisor, key, folder, provider, held } = running;
+  const projectKey = running.projectKey ?? 'this project';
+  if (supervisor.state !== 'joined') {
+    throw new SyncError(
+      'not_joined',
+      'the running sync is not connected to the host now; try again once it is',
+    );
+  }
+  const connection = supervisor.connection;
+  const kept = { connection, key, held, ...(await fetchHistory(connection, folderDocName, key)) };
+  if (request.op === 'history') return historyOutput(kept, projectKey, request.path);
+  return restoreOutput(kept, projectKey, request.path, request.at, async (content) => {
+    const changed = putBack(folder.shared, request.path, content, String(connection.device));
+    if (changed) await provider.flush();
+    return changed;
+  });
 }
 
 /** The host's history for a first run; a line and none when it cannot be had. */
@@ -278,11 +385,15 @@ export async function syncFolder(ctx: Context): Promise<number> {
       state: statePath(ctx.store.dir, authUrl, projectKey, dir),
       passphrase: await passphrase(),
       maxFileBytes,
+      perms: ctx.flags['no-perms'] !== true,
       progressAfterMs: progressAfterMsFrom(ctx.env),
       prefetchIdleMs: prefetchIdleMsFrom(ctx.env),
       stopped: stopSignal(),
       addStatus: session.addStatus,
+      serveFolder: session.serveFolder,
+      projectKey,
       history: (key) => hostHistory(open, key),
+      checkPassphrase: (key) => checkPassphrase(open, key, ctx.flags['new-passphrase'] === true),
     });
   } finally {
     await session.close();
@@ -336,6 +447,7 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
       device: String(supervisor.connection.device),
       limits: options.limits,
       maxFileBytes: options.maxFileBytes,
+      perms: options.perms,
       prefetchIdleMs: options.prefetchIdleMs,
       transfer: transfers.current,
       log: ({ kind, line }) => (kind === 'out' ? out(line) : problem(line)),
@@ -358,5 +470,13 @@ function openSyncedFolder(options: Parameters<typeof runFolderSync>[0], key: E2E
     reports.stop();
     transfers.close();
   };
-  return { dir, folder, out, problem, files: { reports, stop } };
+  /** Which chunks the host holds, asked with this sync's own transfer. */
+  const held = (ids: string[]) => {
+    const transfer = transfers.current();
+    if (transfer === undefined) {
+      return Promise.reject(new SyncError('not_joined', 'the running sync is not connected now'));
+    }
+    return transfer.held(ids);
+  };
+  return { dir, folder, out, problem, files: { reports, stop, held } };
 }

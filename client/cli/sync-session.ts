@@ -32,6 +32,8 @@ export interface SyncSession {
   readonly supervisor: ConnectionSupervisor;
   /** Adds fields to the status the control socket answers with (called at each request). */
   addStatus(fields: () => Record<string, unknown>): void;
+  /** Answers `history` and `restore` on the control socket from now on. */
+  serveFolder(handler: NonNullable<ControlHandlers['folder']>): void;
   /** Stops answering on the control socket (the supervisor is stopped by its user). */
   close(): Promise<void>;
 }
@@ -80,13 +82,17 @@ export async function startSyncSession(options: SyncSessionOptions): Promise<Syn
       startedAt,
     };
   };
+  const handlers: ControlHandlers = controlHandlers(supervisor, status);
   const server = await serveControl(
     controlSocketPath(options.configDir, options.authUrl, options.projectKey),
-    controlHandlers(supervisor, status),
+    handlers,
   );
   return {
     supervisor,
     addStatus: (fields) => extras.push(fields),
+    serveFolder: (handler) => {
+      handlers.folder = handler;
+    },
     close: () => server.close(),
   };
 }

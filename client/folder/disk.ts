@@ -18,15 +18,21 @@ export const tempSuffix = '.sync-host-tmp';
 /** The start of sync-host's own names in the folder (the marker `.sync-host-folder`). */
 const ownPrefix = '.sync-host';
 
-/** What identifies one version of a file on disk without reading it. */
+/**
+ * What identifies one version of a file on disk without reading it; its permission bits too,
+ * so that a change of mode alone is read (a stamp kept by an older version has none: the file
+ * is read once more).
+ */
 export interface Stamp {
   size: number;
   mtimeMs: number;
   ino: number;
+  /** The permission bits (`mode & 0o777`). */
+  mode: number;
 }
 
 export function stampOf(stats: FsStats): Stamp {
-  return { size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino };
+  return { size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino, mode: stats.mode & 0o777 };
 }
 
 export function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
@@ -35,8 +41,24 @@ export function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
     b !== undefined &&
     a.size === b.size &&
     a.mtimeMs === b.mtimeMs &&
-    a.ino === b.ino
+    a.ino === b.ino &&
+    a.mode === b.mode
   );
+}
+
+/**
+ * A file's modification time (whole milliseconds) and permission bits, as entries keep them;
+ * either may be absent (an entry from an older version, `--no-perms`): it is then left as the
+ * write makes it.
+ */
+export interface FileMeta {
+  mtime?: number;
+  mode?: number;
+}
+
+/** The modification time an entry keeps of a stamp: whole milliseconds, cut (as `ls` shows). */
+export function mtimeOf(stamp: Stamp): number {
+  return Math.floor(stamp.mtimeMs);
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -190,7 +212,7 @@ export class Disk {
   writeTemp(
     path: string,
     content: string,
-    options: { makeFolders?: boolean } = {},
+    options: { makeFolders?: boolean; meta?: FileMeta } = {},
   ): { temp: string; ino: number } | { problem: string } {
     if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
     const parents = this.makeParents(path, options.makeFolders ?? true);
@@ -213,6 +235,7 @@ export class Disk {
         return { problem: moved };
       }
       writeAll(this.fs, fd, Buffer.from(content, 'utf8'));
+      if (options.meta !== undefined) this.applyMeta(fd, options.meta);
       return { temp, ino: this.fs.fstat(fd).ino };
     } catch (err: unknown) {
       this.removeQuietly(temp);
@@ -236,6 +259,37 @@ export class Disk {
       // Gone: said below.
     }
     return 'a folder above it changed while it was written';
+  }
+
+  /** Sets the time and the permission bits `meta` has on the open file `fd`. */
+  private applyMeta(fd: number, meta: FileMeta): void {
+    if (meta.mode !== undefined) this.fs.chmod(fd, meta.mode & 0o777);
+    if (meta.mtime !== undefined) this.fs.setTimes(fd, meta.mtime);
+  }
+
+  /**
+   * Sets the time and permission bits of the regular file at `path` (a temporary file
+   * downloaded, or a file whose content stays): opened without following a link, like any read.
+   * Its new stamp, or why it could not be done.
+   */
+  setMeta(path: string, meta: FileMeta): Stamp | { problem: string } {
+    const parents = this.parentProblem(path);
+    if (parents !== undefined) return { problem: parents === 'missing' ? 'not there' : parents };
+    let fd: number;
+    try {
+      fd = this.fs.open(this.at(path), 'read');
+    } catch (err: unknown) {
+      return { problem: `cannot be opened (${codeOf(err) ?? String(err)})` };
+    }
+    try {
+      if (!this.fs.fstat(fd).isFile()) return { problem: 'not a regular file' };
+      this.applyMeta(fd, meta);
+      return stampOf(this.fs.fstat(fd));
+    } catch (err: unknown) {
+      return { problem: `its time or mode cannot be set (${codeOf(err) ?? String(err)})` };
+    } finally {
+      this.fs.close(fd);
+    }
   }
 
   /** Puts a temporary file in place of `path`; the new file's stamp, or why it failed. */

@@ -19,6 +19,10 @@ import { pathProblem } from './names.ts';
  * - `time`, `device`: when and where the entry was made (the newer of two entries with one path
  *   keeps the name; the other's conflict copy is named by its own); for a blob, those of its
  *   current version;
+ * - `mtime`, `mode`: for a text file, its modification time (whole milliseconds) and permission
+ *   bits (`0o777` at most) as last read on the device that last changed it; every device writes
+ *   the file with them. A blob version carries its own. Absent in entries of older versions
+ *   (and `mode` from a device with `--no-perms`): the file is then written as before;
  * - `deleted`: absent for a live file; a delete stores the digest of the content it removed. The
  *   file stays deleted while its content has that digest: an edit made anywhere meanwhile (on a
  *   device that had not seen the delete) changes it, and the file is back with that edit on
@@ -42,6 +46,10 @@ export interface BlobVersion {
   device: string;
   /** The version this one replaced (null for the first). */
   replaces: string | null;
+  /** The file's modification time, whole milliseconds (absent in older versions). */
+  mtime?: number;
+  /** The file's permission bits (absent in older versions, or from `--no-perms`). */
+  mode?: number;
 }
 
 export interface FileEntry {
@@ -57,6 +65,21 @@ export interface FileEntry {
   time: number;
   device: string;
   deleted: string | undefined;
+  /** The file's modification time and permission bits (for a blob, its current version's). */
+  mtime: number | undefined;
+  mode: number | undefined;
+}
+
+/** A modification time another device sent, when it is one (whole milliseconds). */
+export function validMtime(value: unknown): number | undefined {
+  return Number.isSafeInteger(value) ? (value as number) : undefined;
+}
+
+/** Permission bits another device sent, when they are some (setuid and the like never are). */
+export function validMode(value: unknown): number | undefined {
+  return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0o777
+    ? (value as number)
+    : undefined;
 }
 
 /** The digest of a file's content that deletes and the disk records compare. */
@@ -105,7 +128,12 @@ function versionOf(v: string, value: unknown): BlobVersion | undefined {
     total += chunk[1] as number;
   }
   if (total !== size) return undefined;
-  return { v, size, digest, chunks, time, device, replaces } as BlobVersion;
+  const version = { v, size, digest, chunks, time, device, replaces } as BlobVersion;
+  // A time or mode that is not one is left out: the file is written as without them.
+  const { mtime, mode } = value as Record<string, unknown>;
+  if (validMtime(mtime) !== undefined) version.mtime = mtime as number;
+  if (validMode(mode) !== undefined) version.mode = mode as number;
+  return version;
 }
 
 /** Most recent edit first; the version id breaks ties, so every device picks the same. */
@@ -158,19 +186,42 @@ export function entryOf(id: string, value: unknown): FileEntry | string {
     time: time as number,
     device: device as string,
     deleted: deleted as string | undefined,
+    mtime: current === undefined ? validMtime(map.get('mtime')) : current.mtime,
+    mode: current === undefined ? validMode(map.get('mode')) : current.mode,
   };
+}
+
+/**
+ * Sets a text entry's modification time and permission bits (inside the caller's transaction),
+ * each only when given and different from what the entry has.
+ */
+export function setTextMeta(map: Y.Map<unknown>, meta: { mtime?: number; mode?: number }): void {
+  if (meta.mtime !== undefined && map.get('mtime') !== meta.mtime) map.set('mtime', meta.mtime);
+  if (meta.mode !== undefined && map.get('mode') !== meta.mode) map.set('mode', meta.mode);
 }
 
 /** Adds a new file entry (inside the caller's transaction); its id. */
 export function addEntry(
   files: Y.Map<unknown>,
-  fields: { path: string; content: string | BlobVersion; device: string; time: number },
+  fields: {
+    path: string;
+    content: string | BlobVersion;
+    device: string;
+    time: number;
+    /** For a text, the file's time and mode (a blob version carries its own). */
+    meta?: { mtime?: number; mode?: number };
+  },
   id = newEntryId(),
 ): string {
   const map = new Y.Map<unknown>();
   map.set('path', fields.path);
-  if (typeof fields.content === 'string') map.set('text', new Y.Text(fields.content));
-  else {
+  if (typeof fields.content === 'string') {
+    map.set('text', new Y.Text(fields.content));
+    // Set before the map is in the document (which a read of it would need).
+    const { mtime, mode } = fields.meta ?? {};
+    if (mtime !== undefined) map.set('mtime', mtime);
+    if (mode !== undefined) map.set('mode', mode);
+  } else {
     const blob = new Y.Map<unknown>();
     blob.set(fields.content.v, fields.content);
     map.set('blob', blob);
@@ -193,13 +244,31 @@ export function addVersion(entry: FileEntry, version: BlobVersion, replace: bool
   blob.set(version.v, { ...version, replaces });
 }
 
-/** A version's fields for a file just uploaded. */
+/** A version's fields for a file just uploaded (with its time and mode when known). */
 export function newVersion(
-  file: { size: number; digest: string; chunks: [string, number][] },
+  file: {
+    size: number;
+    digest: string;
+    chunks: [string, number][];
+    mtime?: number;
+    mode?: number;
+  },
   device: string,
   time: number,
 ): BlobVersion {
-  return { ...file, v: newEntryId(), time, device, replaces: null };
+  const { size, digest, chunks, mtime, mode } = file;
+  const version: BlobVersion = {
+    size,
+    digest,
+    chunks,
+    v: newEntryId(),
+    time,
+    device,
+    replaces: null,
+  };
+  if (mtime !== undefined) version.mtime = mtime;
+  if (mode !== undefined) version.mode = mode;
+  return version;
 }
 
 /**

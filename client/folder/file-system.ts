@@ -1,9 +1,11 @@
 import {
   closeSync,
   constants,
+  fchmodSync,
   fdatasyncSync,
   fstatSync,
   fsyncSync,
+  futimesSync,
   linkSync,
   lstatSync,
   mkdirSync,
@@ -58,6 +60,10 @@ export interface FileSystem {
   rename(from: string, to: string): void;
   /** A second name for a file (`EEXIST` when taken). */
   link(from: string, to: string): void;
+  /** Sets an open file's permission bits. */
+  chmod(fd: number, mode: number): void;
+  /** Sets an open file's modification (and access) time, in whole milliseconds. */
+  setTimes(fd: number, mtimeMs: number): void;
 }
 
 export interface FsStats {
@@ -67,6 +73,8 @@ export interface FsStats {
   size: number;
   mtimeMs: number;
   ino: number;
+  /** The type and permission bits (`& 0o777` for the permissions). */
+  mode: number;
 }
 
 export interface FsDirent {
@@ -97,6 +105,14 @@ export const nodeFileSystem: FileSystem = {
   unlink: (path) => unlinkSync(path),
   rename: (from, to) => renameSync(from, to),
   link: (from, to) => linkSync(from, to),
+  chmod: (fd, mode) => fchmodSync(fd, mode),
+  setTimes: (fd, mtimeMs) => {
+    // In seconds as a double, whose error near today's times is a quarter of a microsecond:
+    // half a microsecond more keeps the file's time at or just past `mtimeMs`, never below it
+    // (a time read back and cut to milliseconds is the one given).
+    const seconds = mtimeMs / 1000 + 5e-7;
+    futimesSync(fd, seconds, seconds);
+  },
 };
 
 /** Writes all of `data` (a write may be short). */

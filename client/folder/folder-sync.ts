@@ -7,8 +7,8 @@ import { BlobQueue, type Transfer } from './blob-queue.ts';
 import type { BlobTransfer } from './blob-transfer.ts';
 import { type ChunkKeeper, keeperOf } from './chunk-keeper.ts';
 import { applyClashFixes, clashFixes } from './conflicts.ts';
-import { Disk } from './disk.ts';
-import { entriesChanged } from './document.ts';
+import { Disk, type Stamp } from './disk.ts';
+import { type BlobVersion, entriesChanged } from './document.ts';
 import { EntryIndex } from './entry-index.ts';
 import type { FileSystem } from './file-system.ts';
 import { folderMarker, folderThere, markerId, writeMarker } from './marker.ts';
@@ -51,6 +51,8 @@ export interface FolderSyncOptions {
   editText?: (text: Y.Text, content: string) => void;
   /** The file system of the folder and the state log (the real one by default; tests swap it). */
   fs?: FileSystem;
+  /** Whether permission bits sync (true; false for `--no-perms`: neither read nor written). */
+  perms?: boolean;
   /** How long a prefetch no notice touched is kept (5 minutes; prefetch.ts). */
   prefetchIdleMs?: number;
 }
@@ -130,6 +132,7 @@ export class FolderSync {
       opened.bases,
     );
     if (options.maxFileBytes !== undefined) this.mirror.maxFileBytes = options.maxFileBytes;
+    if (options.perms === false) this.mirror.perms = false;
     if (options.editText !== undefined) this.mirror.editText = options.editText;
     if (options.transfer !== undefined) {
       this.mirror.blobs = this.blobQueue(options.transfer);
@@ -274,21 +277,13 @@ export class FolderSync {
       disk: mirror.disk,
       transfer,
       recordDigest: (path) => mirror.onDisk.get(path)?.digest,
-      publish: (path, stamp, file) =>
-        this.guarded(() => {
-          if (this.closed || !this.folderThere()) return;
-          const changes = publishBlob(mirror, localOrigin, path, file, stamp);
-          mirror.setStamp(path, stamp);
-          mirror.setRecords(changes);
-          this.unconfirmed.changed(path, file.size);
-          this.persist({ disk: changes });
-          this.onChange?.();
-          this.settle();
-        }),
+      publish: (path, stamp, file) => this.guarded(() => this.publish(path, stamp, file)),
       unchanged: (path, stamp) =>
         this.guarded(() => {
           const changes = mirror.restamp(path, stamp, !this.closed);
           if (changes.size > 0) this.persist({ disk: changes });
+          const same = this.blobWithOtherMeta(path, stamp);
+          if (same !== undefined) this.publish(path, stamp, same);
         }),
       ignores: (path) => mirror.ignores(path),
       maxFileBytes: () => mirror.maxFileBytes,
@@ -302,6 +297,40 @@ export class FolderSync {
       sayOnce: (key, line) => mirror.sayOnce(key, line),
       unsay: (key) => mirror.unsay(key),
     });
+  }
+
+  /** A version of a file sent as chunks goes in the document (the host holds its chunks). */
+  private publish(
+    path: string,
+    stamp: Stamp,
+    file: { size: number; digest: string; chunks: [string, number][] },
+  ): void {
+    if (this.closed || !this.folderThere()) return;
+    const { mirror } = this;
+    const changes = publishBlob(mirror, localOrigin, path, file, stamp);
+    mirror.setStamp(path, stamp);
+    mirror.setRecords(changes);
+    this.unconfirmed.changed(path, file.size);
+    this.persist({ disk: changes });
+    this.onChange?.();
+    this.settle();
+  }
+
+  /**
+   * The current version of the file kept as chunks at `path`, read again with the same content,
+   * when its time or mode changed here (or the version, from an older one, has no time): it is
+   * sent again as a new version of the same chunks. Undefined otherwise.
+   */
+  private blobWithOtherMeta(path: string, stamp: Stamp): BlobVersion | undefined {
+    if (this.closed) return undefined;
+    const record = this.mirror.onDisk.get(path);
+    const entry = record === undefined ? undefined : this.index.get(record.id);
+    if (typeof entry !== 'object' || entry.blob === undefined || entry.path !== path) return;
+    if (!this.index.isLive(entry.id) || this.index.digest(entry.id) !== record!.digest) return;
+    const meta = this.mirror.metaOf(stamp);
+    const differs =
+      entry.blob.mtime !== meta.mtime || (meta.mode !== undefined && entry.blob.mode !== meta.mode);
+    return differs ? entry.blob : undefined;
   }
 
   /** What `status` shows: files waiting up and down, conflict copies, files not synced. */

@@ -1,6 +1,6 @@
 import * as Y from 'yjs';
 import type { BlobQueue } from './blob-queue.ts';
-import { type Disk, isWithin, type Stamp, sameStamp } from './disk.ts';
+import { type Disk, type FileMeta, isWithin, mtimeOf, type Stamp, sameStamp } from './disk.ts';
 import type { EntryIndex } from './entry-index.ts';
 import type { DiskRecord } from './state-log.ts';
 import { KeptLocal, SyncIgnore, syncIgnoreName } from './syncignore.ts';
@@ -46,6 +46,8 @@ export class FolderMirror {
   blobs: BlobQueue | undefined;
   /** Files larger than this are not synced (skipped with a line). */
   maxFileBytes = 1_073_741_824;
+  /** Whether permission bits sync (`--no-perms`: neither read nor written here). */
+  perms = true;
   /** How a text changed here becomes edits of its entry (the benchmark swaps in another). */
   editText: (text: Y.Text, content: string) => void = editText;
   /** How many lines about bad entries were printed. */
@@ -78,6 +80,28 @@ export class FolderMirror {
   ) {
     for (const [path, record] of onDisk) this.link(record.id, path);
     this.bases = bases;
+  }
+
+  /** What an entry keeps of a file read here: its time, and its mode unless `--no-perms`. */
+  metaOf(stamp: Stamp): FileMeta {
+    return this.perms ? { mtime: mtimeOf(stamp), mode: stamp.mode } : { mtime: mtimeOf(stamp) };
+  }
+
+  /**
+   * The time and mode to give a file written here for an entry with `meta`: the entry's; a mode
+   * the entry lacks (or any, with `--no-perms`) is the one of the file it replaces, if any.
+   */
+  writeMeta(meta: FileMeta, here: Stamp | undefined): FileMeta {
+    const mode = this.perms && meta.mode !== undefined ? meta.mode : here?.mode;
+    return { mtime: meta.mtime, mode };
+  }
+
+  /** Whether the file at `path`, as last read or written here, lacks the entry's time or mode. */
+  metaDiffers(path: string, meta: FileMeta): boolean {
+    const stamp = this.#stamps.get(path);
+    if (stamp === undefined) return false;
+    if (meta.mtime !== undefined && mtimeOf(stamp) !== meta.mtime) return true;
+    return this.perms && meta.mode !== undefined && stamp.mode !== meta.mode;
   }
 
   /** The stamp `path` had when last read or written here. */

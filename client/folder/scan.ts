@@ -1,7 +1,14 @@
 import { closestVersion } from './ancestors.ts';
 import { conflictName } from './conflicts.ts';
-import { isWithin, type Stamp, sameStamp } from './disk.ts';
-import { addEntry, addVersion, digestOf, type FileEntry, newVersion } from './document.ts';
+import { type FileMeta, isWithin, type Stamp, sameStamp } from './disk.ts';
+import {
+  addEntry,
+  addVersion,
+  digestOf,
+  type FileEntry,
+  newVersion,
+  setTextMeta,
+} from './document.ts';
 import type { FolderMirror } from './mirror.ts';
 import type { DiskRecord } from './state-log.ts';
 import { applyEdits, editsInto, mergeEdits } from './text-merge.ts';
@@ -62,9 +69,11 @@ export function readFolder(
       if (!('text' in read)) continue;
       mirror.setStamp(path, read.stamp);
       const digest = digestOf(read.text);
-      if (record === undefined) added.push({ path, text: read.text, digest });
+      const meta = mirror.metaOf(read.stamp);
+      if (record === undefined) added.push({ path, text: read.text, digest, meta });
       else if (digest !== record.digest)
-        editHere(mirror, path, record, read.text, digest, changes, now);
+        editHere(mirror, path, record, { text: read.text, digest, meta }, changes, now);
+      else metaHere(mirror, path, record, meta);
     }
     for (const path of mirror.skippedHere()) {
       if (inScope(path) && !walk.files.has(path)) mirror.skipHere(path, false);
@@ -89,6 +98,7 @@ export function readFolder(
       if (from !== undefined && entry !== undefined) {
         missing.delete(from);
         entry.map.set('path', file.path);
+        setTextMeta(entry.map, file.meta);
         changes.set(from, null);
         changes.set(file.path, { id: entry.id, digest: file.digest });
         mirror.say('out', `sent ${from} → ${file.path} (renamed)`);
@@ -122,6 +132,7 @@ interface FoundFile {
   path: string;
   text: string;
   digest: string;
+  meta: FileMeta;
 }
 
 function addNew(
@@ -130,8 +141,8 @@ function addNew(
   changes: Map<string, DiskRecord | null>,
   now: number,
 ): void {
-  const { path, text: content, digest } = file;
-  const id = addEntry(mirror.files, { path, content, device: mirror.device, time: now });
+  const { path, text: content, digest, meta } = file;
+  const id = addEntry(mirror.files, { path, content, device: mirror.device, time: now, meta });
   changes.set(path, { id, digest });
   mirror.say('out', `sent ${path} (new)`);
 }
@@ -166,6 +177,7 @@ function meetHere(
     const current = entry.text.toString();
     const edits = mergeEdits(base, text, current);
     editsInto(entry.text, edits);
+    setTextMeta(entry.map, file.meta);
     const merged = applyEdits(current, edits);
     // The file holds `text` until the merged text is written over it.
     mirror.setBase(path, merged === text ? null : text);
@@ -221,14 +233,15 @@ function editHere(
   mirror: FolderMirror,
   path: string,
   record: DiskRecord,
-  text: string,
-  digest: string,
+  read: { text: string; digest: string; meta: FileMeta },
   changes: Map<string, DiskRecord | null>,
   now: number,
 ): void {
+  const { text, digest, meta } = read;
   const entry = entryAt(mirror, path, record);
   if (entry?.text !== undefined) {
     mirror.editText(entry.text, text);
+    setTextMeta(entry.map, meta);
     mirror.setBase(path, null);
     changes.set(path, { id: entry.id, digest });
     mirror.say('out', `sent ${path}`);
@@ -239,6 +252,7 @@ function editHere(
     const current = moved.text.toString();
     const edits = mergeEdits(mirror.bases.get(path)!, text, current);
     editsInto(moved.text, edits);
+    setTextMeta(moved.map, meta);
     const merged = applyEdits(current, edits);
     // The file holds `text` until the merged text is written over it.
     mirror.setBase(path, merged === text ? null : text);
@@ -249,7 +263,8 @@ function editHere(
   if (entry !== undefined) {
     // A file kept as chunks that is text now: its entry is deleted, a text entry takes its place.
     entry.map.set('deleted', record.digest);
-    const id = addEntry(mirror.files, { path, content: text, device: mirror.device, time: now });
+    const fields = { path, content: text, device: mirror.device, time: now, meta };
+    const id = addEntry(mirror.files, fields);
     changes.set(path, { id, digest });
     mirror.say('out', `sent ${path}`);
     return;
@@ -257,9 +272,23 @@ function editHere(
   // The document has moved on from what this file was built on (a write here failed): this
   // version is kept whole as a conflict copy, and the document's goes in its place.
   const to = conflictName(path, now, mirror.device);
-  addEntry(mirror.files, { path: to, content: text, device: mirror.device, time: now });
+  addEntry(mirror.files, { path: to, content: text, device: mirror.device, time: now, meta });
   mirror.retryLater(path);
   mirror.say('out', `sent ${to} (conflict copy of ${path}: edited here from an older version)`);
+}
+
+/**
+ * A text file read again with the content it had: a change of its time or mode alone (a
+ * `chmod`, a `touch`) goes in its entry. An entry of an older version, with neither, takes
+ * them without a line.
+ */
+function metaHere(mirror: FolderMirror, path: string, record: DiskRecord, meta: FileMeta): void {
+  const entry = entryAt(mirror, path, record);
+  if (entry?.text === undefined) return;
+  const modeChanged =
+    meta.mode !== undefined && entry.mode !== undefined && meta.mode !== entry.mode;
+  setTextMeta(entry.map, meta);
+  if (modeChanged) mirror.say('out', `sent ${path} (mode ${meta.mode!.toString(8)})`);
 }
 
 /**
@@ -281,12 +310,14 @@ export function publishBlob(
 ): Map<string, DiskRecord | null> {
   const { onDisk, index, device } = mirror;
   const time = Math.min(Math.floor(stamp.mtimeMs), mirror.now());
-  const version = newVersion(file, device, time);
   const digest = file.digest.slice(0, 32);
   const changes = new Map<string, DiskRecord | null>();
   mirror.doc.transact(() => {
     const record = onDisk.get(path);
     const current = record === undefined ? undefined : entryAt(mirror, path, record);
+    // With `--no-perms` the mode the entry had stays.
+    const meta = { mode: current?.mode, ...mirror.metaOf(stamp) };
+    const version = newVersion({ ...file, ...meta }, device, time);
     const known = record === undefined ? undefined : index.get(record.id);
     // The entry moved on since this file was written here (a version not fetched yet): this
     // one goes beside it, and the most recent edit keeps the name on every device.

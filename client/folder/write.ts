@@ -1,5 +1,5 @@
 import { moveToConflictName } from './conflicts.ts';
-import { type Disk, type Stamp, sameStamp } from './disk.ts';
+import { type Disk, type FileMeta, type Stamp, sameStamp } from './disk.ts';
 import { type BlobVersion, digestOf, type FileEntry } from './document.ts';
 import type { FolderMirror } from './mirror.ts';
 import type { ReceiveBudget } from './receive-budget.ts';
@@ -53,6 +53,9 @@ export function writeFolder(
       changes.set(path, null);
     } else if (record?.id !== winner.id || record.digest !== index.digest(winner.id)) {
       writes.push([path, winner]);
+    } else if (mirror.metaDiffers(path, winner)) {
+      const stamped = metaInPlace(mirror, path, winner);
+      if (stamped !== undefined) changes.set(path, stamped);
     }
   }
   let held = 0;
@@ -81,7 +84,8 @@ export function writeFolder(
       mirror.sayOnce(`here ${path} ${here.problem}`, `not written ${path}: ${here.problem}`);
       continue;
     }
-    const temp = tempOf(mirror, path, entry, record === undefined ? budget : undefined);
+    const meta = mirror.writeMeta(entry, here);
+    const temp = tempOf(mirror, path, entry, meta, record === undefined ? budget : undefined);
     if (temp === 'held') {
       held += 1;
       mirror.retryLater(path);
@@ -127,6 +131,30 @@ export function writeFolder(
   return { held, blocked };
 }
 
+/**
+ * A file here with the content of its entry and another time or mode (a `chmod` or `touch` on
+ * another device): both are set on it, when it is still as it was last read or written here
+ * (else it is read first). The changed record, when it keeps a stamp.
+ */
+function metaInPlace(mirror: FolderMirror, path: string, entry: FileEntry): DiskRecord | undefined {
+  const here = mirror.disk.statFile(path);
+  if (here === undefined || 'problem' in here || !sameStamp(here, mirror.stampOf(path))) {
+    mirror.readLater(path);
+    return undefined;
+  }
+  const stamp = mirror.disk.setMeta(path, mirror.writeMeta(entry, here));
+  if ('problem' in stamp) {
+    mirror.sayOnce(`meta ${path} ${stamp.problem}`, `not changed ${path}: ${stamp.problem}`);
+    return undefined;
+  }
+  mirror.setStamp(path, stamp);
+  if (entry.mode !== undefined && mirror.perms && entry.mode !== here.mode) {
+    mirror.say('out', `received ${path} (mode ${entry.mode.toString(8)})`);
+  }
+  const record = mirror.onDisk.get(path);
+  return record?.stamp === undefined ? undefined : { ...record, stamp };
+}
+
 /** Whether the file at `path` is still what this process last read or wrote there. */
 function unchangedHere(mirror: FolderMirror, path: string): boolean {
   const stamp = mirror.disk.statFile(path);
@@ -147,6 +175,7 @@ function tempOf(
   mirror: FolderMirror,
   path: string,
   entry: FileEntry,
+  meta: FileMeta,
   budget: ReceiveBudget | undefined,
 ): { temp: string; stamp?: Stamp } | { problem: string } | 'held' | undefined {
   const content = entry.text?.toString();
@@ -154,11 +183,12 @@ function tempOf(
   const size = content === undefined ? version.size : Buffer.byteLength(content);
   const fetching = content === undefined && mirror.blobs?.wants(path, version.v) === true;
   if (budget !== undefined && !fetching && !budget.take(size)) return 'held';
-  if (content !== undefined) return mirror.disk.writeTemp(path, content);
+  if (content !== undefined) return mirror.disk.writeTemp(path, content, { meta });
   const temp = blobTemp(mirror, path, version);
   if (temp === undefined) return undefined;
-  const stamp = mirror.disk.statFile(temp.temp);
-  return stamp === undefined || 'problem' in stamp ? temp : { ...temp, stamp };
+  // The time and mode go on the temporary file: the rename keeps them, and its stamp is the file's.
+  const stamp = mirror.disk.setMeta(temp.temp, meta);
+  return 'problem' in stamp ? temp : { ...temp, stamp };
 }
 
 /**

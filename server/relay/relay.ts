@@ -74,7 +74,7 @@ interface Running {
   logger: Logger;
   broker: Broker;
   store: DocumentStore | undefined;
-  sweepStore: () => Promise<void>;
+  sweepStore: (options?: { final?: boolean }) => Promise<void>;
   rooms: Rooms;
   sockets: SocketHandler;
   wsServer: Server;
@@ -103,7 +103,7 @@ async function shutdown(running: Running): Promise<void> {
   await stopAccepting;
   running.wss.close();
   await broker.close();
-  await running.sweepStore();
+  await running.sweepStore({ final: true });
   await store?.close();
   await closeServer(running.statusServer);
   running.logger.info('relay closed');

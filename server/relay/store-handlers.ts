@@ -14,7 +14,7 @@ export interface StoreHandlers {
   documents: DocumentFrames;
   chunks: ChunkFrames;
   /** The store's sweep (deleted projects, compaction, unused chunks); resolves at once without one. */
-  sweep: () => Promise<void>;
+  sweep: (options?: { final?: boolean }) => Promise<void>;
   /** The store's lines of `/metrics`. */
   metrics: () => string;
 }

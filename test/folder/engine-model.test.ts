@@ -8,6 +8,7 @@ import {
   Ledger,
   lostTokens,
   type ModelFiles,
+  names,
   type Op,
   op,
   perform,
@@ -23,9 +24,10 @@ import { MemoryFs } from './memory-fs.ts';
  * (about 25,000 steps) take a few seconds, ten times the runs of the model over the real host in
  * a tenth of its time; `ENGINE_MODEL_RUNS=20000` took about two minutes here and passed. The
  * steps are the same, without files kept as chunks (they need the host's chunk store). After
- * each run, once every device is back and all is delivered: every folder holds the same files,
- * every line written is in one of them unless a device removed it, and no line is twice in one
- * file (20,000 runs with this check passed here in about four minutes).
+ * each run, once every device is back and all is delivered: every folder holds the same files
+ * (with the same modification times and permission bits: a step here also changes a file's mode
+ * alone), every line written is in one of them unless a device removed it, and no line is twice
+ * in one file (20,000 runs with this check passed here in about four minutes).
  *
  * A run is the same every time: its entry ids and Yjs client ids come from a seed made of its
  * steps, its times from the in-memory file system's clock. A failure found with
@@ -50,12 +52,37 @@ function memoryFiles(fs: MemoryFs): ModelFiles {
   };
 }
 
-/** A folder's synced files (no dot files), as pairs: `__proto__` is a name like any other. */
+/**
+ * A folder's synced files (no dot files), as pairs of the path and the text with the time and
+ * mode: `__proto__` is a name like any other.
+ */
 function listing(fs: MemoryFs, dir: string): [string, string][] {
-  return fs.tree(dir).filter(([path]) => !path.split('/').some((part) => part.startsWith('.')));
+  return fs
+    .tree(dir)
+    .filter(([path]) => !path.split('/').some((part) => part.startsWith('.')))
+    .map(([path, text]) => {
+      const stats = fs.lstat(posix.join(dir, path));
+      return [path, `${text}@${stats.mtimeMs} ${(stats.mode & 0o777).toString(8)}`];
+    });
 }
 
-async function run(ops: Op[]): Promise<void> {
+/** A step of this model besides the shared ones: a device changes a file's mode alone. */
+type ModeOp = { kind: 'mode'; device: number; file: number; mode: number };
+const modeOp: fc.Arbitrary<ModeOp> = fc.record({
+  kind: fc.constant('mode' as const),
+  device: fc.integer({ min: 0, max: 2 }),
+  file: fc.integer({ min: 0, max: names.length - 1 }),
+  mode: fc.constantFrom(0o644, 0o755, 0o600),
+});
+
+/** The tokens of a text with its time and mode (`listing`) as the shared checks take it. */
+function textsOf(agreed: [string, string][]): Record<string, string> {
+  return Object.fromEntries(
+    agreed.map(([path, shown]) => [path, shown.slice(0, shown.lastIndexOf('@'))]),
+  );
+}
+
+async function run(ops: (Op | ModeOp)[]): Promise<void> {
   // The same steps make the same ids and times: a failing run replays, and shrinks, exactly.
   seedRandom(seedOf(ops));
   try {
@@ -65,7 +92,7 @@ async function run(ops: Op[]): Promise<void> {
   }
 }
 
-async function runSeeded(ops: Op[]): Promise<void> {
+async function runSeeded(ops: (Op | ModeOp)[]): Promise<void> {
   const fs = new MemoryFs();
   const room = new MemoryRoom();
   const devices = [0, 1, 2].map(
@@ -78,9 +105,17 @@ async function runSeeded(ops: Op[]): Promise<void> {
   const ledger = new Ledger(files);
   for (const each of devices) await each.start();
   // A pause: the network delivers to one device (a short one) or to all.
-  await perform(ops, devices, ledger, files, async (ms) => {
-    for (const [i, each] of devices.entries()) if (ms >= 60 || ms % 3 === i) each.deliver();
-  });
+  for (const step of ops) {
+    if (step.kind === 'mode') {
+      const path = posix.join(devices[step.device]!.dir, names[step.file]!);
+      ledger.trace.push(`mode ${step.mode.toString(8)} of ${path}`);
+      if (fs.textAt(path) !== undefined) fs.setMode(path, step.mode);
+      continue;
+    }
+    await perform([step], devices, ledger, files, async (ms) => {
+      for (const [i, each] of devices.entries()) if (ms >= 60 || ms % 3 === i) each.deliver();
+    });
+  }
   for (const each of devices) each.crashAtNextBatch(false);
   for (const each of devices) await each.start();
   let last = '';
@@ -104,7 +139,7 @@ async function runSeeded(ops: Op[]): Promise<void> {
       )
       .join('\n')}`;
   expect(agreed, agreed === undefined ? `the folders never agreed\n${detail()}` : '').toBeDefined();
-  const byPath = Object.fromEntries(agreed!);
+  const byPath = textsOf(agreed!);
   const lost = lostTokens(byPath, ledger);
   expect(lost, lost.length === 0 ? '' : detail()).toEqual([]);
   const doubled = doubledTokens(byPath, ledger);
@@ -117,7 +152,10 @@ describe('folder engine: the model in memory, no host and no disk', () => {
     'keeps every folder identical and every written line somewhere, whatever the order',
     async () => {
       const steps = fc.array(
-        op.filter((step) => step.kind !== 'binary'),
+        fc.oneof(
+          { weight: 19, arbitrary: op.filter((step) => step.kind !== 'binary') },
+          { weight: 1, arbitrary: modeOp },
+        ),
         { minLength: 10, maxLength: 80, size: 'max' },
       );
       await fc.assert(fc.asyncProperty(steps, run), {

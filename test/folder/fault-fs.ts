@@ -95,6 +95,16 @@ export class FaultFs implements FileSystem {
     this.inner.link(from, to);
   }
 
+  chmod(fd: number, mode: number): void {
+    this.hear('chmod', this.pathOf(fd));
+    this.inner.chmod(fd, mode);
+  }
+
+  setTimes(fd: number, mtimeMs: number): void {
+    this.hear('setTimes', this.pathOf(fd));
+    this.inner.setTimes(fd, mtimeMs);
+  }
+
   private hear(call: FsCall, path: string): void {
     this.before?.(call, path);
   }

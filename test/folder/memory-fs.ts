@@ -5,7 +5,7 @@ import type { FileSystem, FsDirent, FsStats } from '../../client/folder/file-sys
  * A file system in memory, for the folder engine's tests: folders, files, hard links and
  * symbolic links (followed inside a path, never at its end where the engine says not to), inode
  * numbers, modification times (each change a millisecond later than the last, so every change
- * shows in a stamp), and `node:fs`'s errors (`ENOENT`, `EEXIST`, `ENOTDIR`, `EISDIR`, `ELOOP`,
+ * shows in a stamp), permission bits (a new file's are the mode it was created with, no umask), and `node:fs`'s errors (`ENOENT`, `EEXIST`, `ENOTDIR`, `EISDIR`, `ELOOP`,
  * `ENOTEMPTY`, `EBADF`). Synchronous like the engine's seam; a run of the engine over it touches
  * no disk. Besides the seam, what a user (or a test) does: `writeFile`, `symlink`, `tree`.
  */
@@ -15,6 +15,7 @@ interface FileNode {
   kind: 'file';
   ino: number;
   mtimeMs: number;
+  mode: number;
   data: Buffer;
 }
 interface DirNode {
@@ -71,7 +72,13 @@ export class MemoryFs implements FileSystem {
     } else if (how === 'create' && node !== undefined) fail('EEXIST', 'open', path);
     if (node?.kind === 'dir' && how !== 'read') fail('EISDIR', 'open', path);
     if (node === undefined) {
-      node = { kind: 'file', ino: this.nextIno++, mtimeMs: this.tick(), data: Buffer.alloc(0) };
+      node = {
+        kind: 'file',
+        ino: this.nextIno++,
+        mtimeMs: this.tick(),
+        mode: (mode ?? 0o666) & 0o777,
+        data: Buffer.alloc(0),
+      };
       this.parentOf(found, path).entries.set(found.name, node);
     } else if (how === 'replace' && node.kind === 'file') {
       node.data = Buffer.alloc(0);
@@ -115,6 +122,15 @@ export class MemoryFs implements FileSystem {
 
   sync(fd: number): void {
     this.opened(fd);
+  }
+
+  chmod(fd: number, mode: number): void {
+    const open = this.opened(fd);
+    if (open.node.kind === 'file') open.node.mode = mode & 0o777;
+  }
+
+  setTimes(fd: number, mtimeMs: number): void {
+    this.opened(fd).node.mtimeMs = mtimeMs;
   }
 
   close(fd: number): void {
@@ -223,9 +239,16 @@ export class MemoryFs implements FileSystem {
 
   /** Writes a whole file as an editor does (created, or emptied and written, through links). */
   writeFile(path: string, content: string | Uint8Array): void {
-    const fd = this.open(path, 'replace');
+    const fd = this.open(path, 'replace', 0o644);
     const data = typeof content === 'string' ? Buffer.from(content) : content;
     this.write(fd, data, 0, data.length);
+    this.close(fd);
+  }
+
+  /** Sets a file's permission bits, as `chmod` does (the modification time stays). */
+  setMode(path: string, mode: number): void {
+    const fd = this.open(path, 'read');
+    this.chmod(fd, mode);
     this.close(fd);
   }
 
@@ -344,6 +367,7 @@ function statsOf(node: Node): FsStats {
       node.kind === 'file' ? node.data.length : node.kind === 'link' ? node.target.length : 4096,
     mtimeMs: node.mtimeMs,
     ino: node.ino,
+    mode: node.kind === 'file' ? 0o100000 | node.mode : node.kind === 'dir' ? 0o40755 : 0o120777,
   };
 }
 

@@ -1,15 +1,21 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
-/** A TCP proxy the test controls: `cut()` drops every connection and refuses new ones until `restore()`. */
+/**
+ * A TCP proxy the test controls: `cut()` drops every connection and refuses new ones until
+ * `restore()`; `freeze()` keeps them open and forwards nothing more either way (a host that
+ * hangs).
+ */
 export interface TcpProxy {
   port: number;
   cut(): Promise<void>;
+  freeze(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   let server: Server | undefined;
   let port = 0;
   const open = () =>
@@ -26,6 +32,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
         client.on('error', drop).on('close', drop);
         upstream.on('error', drop).on('close', drop);
         client.pipe(upstream).pipe(client);
+        pairs.add([client, upstream]);
       });
       s.once('error', reject);
       s.listen(port, '127.0.0.1', () => {
@@ -49,6 +56,14 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       return port;
     },
     cut: shut,
+    freeze() {
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
     restore: open,
     close: shut,
   };

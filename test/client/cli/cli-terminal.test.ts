@@ -72,3 +72,42 @@ describe.skipIf(!hasScript)('sync-host login in a terminal', { timeout: 60_000 }
     );
   });
 });
+
+describe.skipIf(!hasScript)('devices and projects in a terminal', { timeout: 60_000 }, () => {
+  it('print a table on a terminal, and JSON there with --json', async () => {
+    const config = tempDir();
+    const { deviceToken, deviceId, userId } = await host.signIn('tables@example.org', 'desk "one"');
+    await host.signIn('tables@example.org', 'laptop');
+    const tier = { tier: 'pro', expiresAt: null };
+    expect((await host.admin('PUT', `/users/${userId}/subscription`, tier)).status).toBe(200);
+    for (const args of [
+      ['login', '--auth', host.base, '--token', deviceToken],
+      ['project', 'add', 'notes', 'My notes'],
+    ]) {
+      const run = spawnInTerminal(args, config);
+      runs.push(run);
+      expect(await run.exited, run.out.text).toBe(0);
+    }
+    const shown = async (args: string[]) => {
+      const run = spawnInTerminal(args, config);
+      runs.push(run);
+      expect(await run.exited).toBe(0);
+      return run.out.text.split('\r\n').filter((line) => line !== '');
+    };
+    const devices = await shown(['devices']);
+    expect(devices[0]).toMatch(/^ID +NAME +PLATFORM +LAST SEEN$/);
+    expect(devices.find((line) => line.startsWith(`${deviceId} `))).toMatch(
+      /^\d+ +desk "one" +linux +\S+ +this device$/,
+    );
+    expect(devices.some((line) => / laptop /.test(line) && !line.endsWith('this device'))).toBe(
+      true,
+    );
+    const projects = await shown(['projects']);
+    expect(projects[0]).toMatch(/^KEY +NAME +CREATED$/);
+    expect(projects[1]).toMatch(/^notes +My notes +\d{4}-/);
+    const json = JSON.parse((await shown(['projects', '--json'])).join('\n')) as {
+      projectKey: string;
+    }[];
+    expect(json.map((project) => project.projectKey)).toEqual(['notes']);
+  });
+});

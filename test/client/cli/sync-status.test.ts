@@ -93,6 +93,11 @@ describe('sync-host status: what the running syncs say about their folders', () 
     expect(all.code).toBe(0);
     expect(all.stdout).toContain(`notes: ${folder.two}`);
     expect(all.stdout).toContain('connected as device');
+    // The other device by its id, never a bare number that reads as a count.
+    const other = shown.devices.find(
+      (device) => !all.stdout.includes(`connected as device ${device};`),
+    );
+    expect(all.stdout).toContain(`; other devices online: device ${other}\n`);
     expect(all.stdout).toContain('conflict copies: 1');
     expect(all.stdout).toContain(`    ${shown.conflicts[0]}`);
 

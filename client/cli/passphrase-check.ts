@@ -1,0 +1,97 @@
+import { isRelayErrorCode } from '../../protocol/relay-codes.ts';
+import { docKeyOf } from '../doc-key.ts';
+import type { E2EKey } from '../e2e-key.ts';
+import { SyncError } from '../errors.ts';
+import { folderDocName } from '../folder/document.ts';
+import type { RelayConnection } from '../relay-connection.ts';
+import { storedEntries } from '../yjs-history.ts';
+
+/**
+ * The document of the host's store where the devices of an encrypted project record the key
+ * check value of their passphrase (a plain name: every device finds it whatever its key). Its
+ * entries carry only that value and the store proof of the key (the host keeps an entry under a
+ * check value only with the proof), never anything of the passphrase itself.
+ */
+export const passphraseCheckDoc = 'sync-host-passphrase';
+
+/** How long the check may take before `sync` goes on without it. */
+const checkTimeoutMs = 30_000;
+
+/**
+ * What the host says of this device's passphrase: `matches` (the project's devices recorded
+ * this one, or none was recorded and this device records it now), `other` (the project holds
+ * what devices wrote under another passphrase, and nothing of this one), or `unknown` (the host
+ * keeps no documents, or did not answer).
+ */
+export type PassphraseVerdict = 'matches' | 'other' | 'unknown';
+
+/**
+ * Checks `key` against the passphrase the project's devices use, on a connection of its own,
+ * before `sync` reads or sends anything. A device whose folder document already holds entries
+ * under its key (a project encrypted before devices recorded their key) is taken as matching
+ * and records its key too; `replace` (`--new-passphrase`) records this one whatever the others.
+ */
+export async function checkPassphrase(
+  open: () => RelayConnection,
+  key: E2EKey,
+  replace: boolean,
+): Promise<PassphraseVerdict> {
+  const connection = open();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<'unknown'>((resolve) => {
+    timer = setTimeout(() => resolve('unknown'), checkTimeoutMs);
+  });
+  try {
+    return await Promise.race([verdictOn(connection, key, replace), late]);
+  } catch {
+    // No store on this host, or no answer: the sync itself meets the same connection next.
+    return 'unknown';
+  } finally {
+    clearTimeout(timer);
+    if (connection.state !== 'closed') await connection.close();
+  }
+}
+
+async function verdictOn(
+  connection: RelayConnection,
+  key: E2EKey,
+  replace: boolean,
+): Promise<PassphraseVerdict> {
+  await connection.connect();
+  const { raw } = await storedEntries(connection, passphraseCheckDoc, key);
+  const checks = new Set(raw.map((entry) => entry.kc));
+  if (checks.has(key.check)) return 'matches';
+  if (checks.size > 0 && !replace) {
+    const folder = await storedEntries(connection, docKeyOf(folderDocName, key), key);
+    if (!folder.raw.some((entry) => entry.kc === key.check)) return 'other';
+  }
+  await record(connection, key);
+  return 'matches';
+}
+
+/** Appends this key's check value to the check document; resolves once the host stored it. */
+function record(connection: RelayConnection, key: E2EKey): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const stops = [
+      connection.on('store', (frame) => {
+        if (frame.doc !== passphraseCheckDoc) return;
+        if (frame.type === 'appended') done(resolve);
+        else if (frame.type === 'error') {
+          const code = isRelayErrorCode(frame.code) ? frame.code : 'relay_error';
+          done(() => reject(new SyncError(code, frame.message)));
+        }
+      }),
+      connection.on('close', () =>
+        done(() => reject(new SyncError('closed', 'the connection ended during the check'))),
+      ),
+    ];
+    const done = (then: () => void) => {
+      for (const stop of stops) stop();
+      then();
+    };
+    connection.sendStoreFrame(
+      { type: 'append', doc: passphraseCheckDoc, ref: 1, kc: key.check, kp: key.proof },
+      new TextEncoder().encode(key.check),
+    );
+  });
+}

@@ -1,0 +1,203 @@
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import type { CliRun } from '../../helpers/cli-process.ts';
+import { eventually } from '../../helpers/wait.ts';
+import { cliDevices } from './cli-devices.ts';
+
+/**
+ * A device whose passphrase is not the project's, with real `sync` processes and a real host:
+ * its first `sync --encrypt` checks the passphrase before anything else, says so in one line
+ * and exits (code 3, no restart by a service); the host's store (every row, every chunk file)
+ * and the other device's folder stay byte for byte as they were, and its own folder gets no
+ * file, not even the marker. With the right passphrase it then syncs.
+ */
+
+const { cli, spawnCli, tempDir, setUp } = cliDevices('sync-passphrase');
+
+/**
+ * Every row of every table of store.db and every chunk file, as one string; but when a chunk was
+ * last asked about (`usedAt`: the other device asks at each connection).
+ */
+function storeImage(hostDir: string): string {
+  const files = readdirSync(hostDir, { recursive: true, encoding: 'utf8' });
+  const storePath = join(hostDir, files.find((name) => name.endsWith('store.db'))!);
+  const db = new Database(storePath, { readonly: true });
+  const tables = db
+    .prepare<[], { name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    )
+    .all();
+  const rows = tables.map(({ name }) => [
+    name,
+    db
+      .prepare(`SELECT * FROM "${name}" ORDER BY rowid`)
+      .all()
+      .map((row) => ({ ...(row as object), usedAt: undefined })),
+  ]);
+  db.close();
+  const chunkFiles = files
+    .filter((name) => name.includes('chunks/') && statSync(join(hostDir, name)).isFile())
+    .sort()
+    .map((name) => [name, readFileSync(join(hostDir, name)).toString('hex')]);
+  return JSON.stringify({ rows, chunkFiles }, (_, value: unknown) =>
+    value instanceof Uint8Array ? Buffer.from(value).toString('hex') : value,
+  );
+}
+
+/** A folder's names and bytes (dot files included). */
+function folderImage(dir: string): string {
+  const names = readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+  return JSON.stringify(
+    names.map((name) => {
+      const path = join(dir, name);
+      return [name, statSync(path).isFile() ? readFileSync(path).toString('hex') : 'folder'];
+    }),
+  );
+}
+
+function textAt(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+async function stop(sync: CliRun): Promise<void> {
+  sync.child.kill('SIGTERM');
+  expect(await sync.exited).toBe(0);
+}
+
+describe('sync with another passphrase than the project', () => {
+  it('checks the passphrase before anything else, writes and sends nothing, and syncs once it matches', async () => {
+    const { th, config, folder } = await setUp();
+    const right = join(tempDir(), 'right');
+    const wrong = join(tempDir(), 'wrong');
+    writeFileSync(right, 'the project passphrase\n', { mode: 0o600 });
+    writeFileSync(wrong, 'another passphrase\n', { mode: 0o600 });
+    const sync = (which: 'one' | 'two', passphrase: string) =>
+      spawnCli(
+        [
+          'sync',
+          'files',
+          folder[which],
+          '--relay',
+          th.relayUrl,
+          '--encrypt',
+          '--passphrase-file',
+          passphrase,
+        ],
+        config[which],
+      );
+    writeFileSync(join(folder.one, 'note.md'), 'from one\n');
+    writeFileSync(
+      join(folder.one, 'photo.bin'),
+      Buffer.concat([Buffer.from([0]), randomBytes(5_000)]),
+    );
+    let one = sync('one', right);
+    await eventually(
+      () =>
+        one.out.stdout.includes('sent note.md (new)\n') &&
+        one.out.stdout.includes('sent photo.bin (new)\n'),
+      'one sent both',
+      30_000,
+    );
+    await eventually(
+      async () => {
+        const status = await cli(['status', 'files', '--json'], config.one);
+        const fields = JSON.parse(status.stdout || '{}') as {
+          inSync?: boolean;
+          waitingUp?: { files: number };
+        };
+        return fields.inSync === true && fields.waitingUp?.files === 0;
+      },
+      'one confirmed',
+      30_000,
+    );
+    await stop(one);
+
+    writeFileSync(join(folder.two, 'wrongpass-note.md'), 'from two\n');
+    writeFileSync(
+      join(folder.two, 'scan.bin'),
+      Buffer.concat([Buffer.from([0]), randomBytes(5_000)]),
+    );
+    const store = storeImage(th.dir);
+    const folders = { one: folderImage(folder.one), two: folderImage(folder.two) };
+
+    // Alone on the host: the check is all it does.
+    const refused = sync('two', wrong);
+    expect(await refused.exited).toBe(3);
+    expect(refused.out.stdout).not.toMatch(/sent|received|in sync/);
+    const lines = refused.out.stderr.trim().split('\n');
+    expect(lines.filter((line) => line.includes('passphrase'))).toHaveLength(1);
+    expect(refused.out.stderr).toContain('(wrong_passphrase)');
+    expect(storeImage(th.dir)).toBe(store);
+    expect(folderImage(folder.two)).toBe(folders.two);
+
+    // With the other device online: the same, and nothing reaches it.
+    one = sync('one', right);
+    await eventually(() => one.out.stdout.includes('in sync\n'), 'one in sync', 30_000);
+    const again = sync('two', wrong);
+    expect(await again.exited).toBe(3);
+    expect(again.out.stdout).not.toMatch(/sent|received/);
+    expect(folderImage(folder.two)).toBe(folders.two);
+    await stop(one);
+    expect(one.out.stdout).not.toContain('received');
+    expect(folderImage(folder.one)).toBe(folders.one);
+    expect(storeImage(th.dir)).toBe(store);
+
+    // Its passphrase matching now, the device syncs.
+    const two = sync('two', right);
+    await eventually(
+      () => textAt(join(folder.two, 'note.md')) === 'from one\n',
+      'note.md at two',
+      30_000,
+    );
+    await eventually(
+      () => two.out.stdout.includes('sent wrongpass-note.md (new)\n'),
+      'sent',
+      30_000,
+    );
+    await stop(two);
+  }, 150_000);
+
+  it('takes another passphrase with --new-passphrase, recorded beside the first', async () => {
+    const { th, config, folder } = await setUp();
+    const first = join(tempDir(), 'first');
+    const second = join(tempDir(), 'second');
+    writeFileSync(first, 'the first passphrase\n', { mode: 0o600 });
+    writeFileSync(second, 'the new passphrase\n', { mode: 0o600 });
+    const sync = (which: 'one' | 'two', passphrase: string, extra: string[] = []) =>
+      spawnCli(
+        [
+          'sync',
+          'files',
+          folder[which],
+          '--relay',
+          th.relayUrl,
+          '--encrypt',
+          '--passphrase-file',
+          passphrase,
+          ...extra,
+        ],
+        config[which],
+      );
+    const one = sync('one', first);
+    await eventually(() => one.out.stdout.includes('in sync\n'), 'one in sync', 30_000);
+    await stop(one);
+    writeFileSync(join(folder.two, 'new.md'), 'under the new passphrase\n');
+    const refused = sync('two', second);
+    expect(await refused.exited).toBe(3);
+    const renewed = sync('two', second, ['--new-passphrase']);
+    await eventually(() => renewed.out.stdout.includes('sent new.md (new)\n'), 'sent', 30_000);
+    await eventually(() => renewed.out.stdout.includes('in sync\n'), 'in sync', 30_000);
+    await stop(renewed);
+    // Recorded now: the next start needs no flag.
+    const again = sync('two', second);
+    await eventually(() => again.out.stdout.includes('in sync\n'), 'in sync again', 30_000);
+    await stop(again);
+  }, 120_000);
+});
