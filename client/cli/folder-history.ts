@@ -1,4 +1,4 @@
-import * as Y from 'yjs';
+import type * as Y from 'yjs';
 import { ChunkTransfer } from '../chunks/index.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
@@ -16,6 +16,7 @@ import {
 import { editText } from '../folder/text-merge.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import { documentAt, type HistoryEntry } from '../yjs-history.ts';
+import { changeLines } from './history-lines.ts';
 import { printable } from './printable.ts';
 
 /**
@@ -88,73 +89,6 @@ export async function restoreOutput(
   if (!(await put(content)))
     return { stdout: `${printable(path)} is already as it was\n`, stderr: '' };
   return { stdout: `restored ${printable(path)} as of ${when}\n`, stderr: '' };
-}
-
-/**
- * Each path's state in a folder document (the digests of its live versions, or deleted), and
- * the path of each live entry by id (a rename keeps the id).
- */
-function pathStates(doc: Y.Doc): { states: Map<string, string>; paths: Map<string, string> } {
-  const byPath = new Map<string, FileEntry[]>();
-  const paths = new Map<string, string>();
-  for (const [id, value] of doc.getMap<unknown>('files')) {
-    const entry = entryOf(id, value);
-    if (typeof entry === 'string') continue;
-    byPath.set(entry.path, [...(byPath.get(entry.path) ?? []), entry]);
-    if (entryLive(entry)) paths.set(id, entry.path);
-  }
-  const states = new Map<string, string>();
-  for (const [path, entries] of byPath) {
-    const live = entries.filter(entryLive);
-    states.set(path, live.length === 0 ? 'deleted' : live.map(entryDigest).sort().join(','));
-  }
-  return { states, paths };
-}
-
-/**
- * One line per change of a file (of `path` only, when given), oldest first. A file renamed
- * (its entry at another path) is one line, `renamed  <old> → <new>`, listed for either path,
- * instead of a file created at the new path while the old one drops out of the history.
- */
-function changeLines(entries: HistoryEntry[], path: string | undefined): string[] {
-  const lines: string[] = [];
-  let before = { states: new Map<string, string>(), paths: new Map<string, string>() };
-  const doc = new Y.Doc();
-  for (const entry of entries) {
-    Y.applyUpdate(doc, entry.update);
-    const after = pathStates(doc);
-    const line = (change: string, name: string) =>
-      lines.push(`${new Date(entry.at).toISOString()}  device ${entry.from}  ${change}  ${name}`);
-    const renamedFrom = new Map<string, string>();
-    for (const [id, now] of after.paths) {
-      const was = before.paths.get(id);
-      if (was !== undefined && was !== now) renamedFrom.set(now, was);
-    }
-    const renamedAway = new Set(renamedFrom.values());
-    for (const [to, from] of renamedFrom) {
-      if (path === undefined || path === from || path === to) line('renamed', `${from} → ${to}`);
-    }
-    for (const [name, state] of after.states) {
-      if (path !== undefined && name !== path) continue;
-      const was = before.states.get(name);
-      if (was === state) continue;
-      // The two ends of a rename are its line: the new path is not created, the old one is
-      // not deleted (unless another file there was, or is, live).
-      if (renamedFrom.has(name) && (was === undefined || was === 'deleted')) continue;
-      if (renamedAway.has(name) && state === 'deleted') continue;
-      const change =
-        state === 'deleted'
-          ? 'deleted'
-          : was === undefined
-            ? 'created'
-            : was === 'deleted'
-              ? 'restored'
-              : 'changed';
-      line(change, name);
-    }
-    before = after;
-  }
-  return lines;
 }
 
 /**
