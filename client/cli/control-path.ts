@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { SyncError } from '../errors.ts';
@@ -17,9 +17,39 @@ function hashOf(...parts: string[]): string {
 }
 
 /**
+ * A secret of the credentials folder `absolute` (made once, `run.key`, readable by this user
+ * only): the name of its socket folder under the shared temporary folder is a hash of it, which
+ * another local user cannot compute, so cannot make first (a folder of theirs there would stop
+ * this user's `sync`).
+ */
+function folderSecret(absolute: string): string {
+  const file = join(absolute, 'run.key');
+  const read = () => readFileSync(file, 'utf8').trim();
+  try {
+    return read();
+  } catch (err: unknown) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(absolute, { recursive: true, mode: 0o700 });
+  try {
+    writeFileSync(file, randomBytes(16).toString('hex'), { mode: 0o600, flag: 'wx' });
+  } catch (err: unknown) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return read();
+}
+
+/** The socket folder of `absolute` under the shared temporary folder `tmp`. */
+function tmpFolder(absolute: string, tmp: string): string {
+  const uid = process.getuid?.() ?? 0;
+  return join(tmp, `sync-host-${uid}-${hashOf(folderSecret(absolute), absolute).slice(0, 12)}`);
+}
+
+/**
  * The control socket of the sync of `projectKey` on `authUrl` for the credentials in
  * `configDir`: `<configDir>/run/<hash>.sock`, or, when that path is too long for a socket,
- * `<tmpdir>/sync-host-<uid>-<hash of configDir>/<hash>.sock`. A named pipe on Windows.
+ * `<tmpdir>/sync-host-<uid>-<hash of a secret of configDir>/<hash>.sock`. A named pipe on
+ * Windows.
  */
 export function controlSocketPath(
   configDir: string,
@@ -34,8 +64,7 @@ export function controlSocketPath(
   }
   const inConfig = join(absolute, 'run', `${name}.sock`);
   if (Buffer.byteLength(inConfig) <= maxSocketPathBytes) return inConfig;
-  const uid = process.getuid?.() ?? 0;
-  const inTmp = join(tmp, `sync-host-${uid}-${hashOf(absolute).slice(0, 12)}`, `${name}.sock`);
+  const inTmp = join(tmpFolder(absolute, tmp), `${name}.sock`);
   if (Buffer.byteLength(inTmp) <= maxSocketPathBytes) return inTmp;
   throw new SyncError(
     'path_too_long',
@@ -47,8 +76,14 @@ export function controlSocketPath(
 export function controlSocketFolders(configDir: string, tmp: string = tmpdir()): string[] {
   if (process.platform === 'win32') return [];
   const absolute = resolve(configDir);
-  const uid = process.getuid?.() ?? 0;
-  return [join(absolute, 'run'), join(tmp, `sync-host-${uid}-${hashOf(absolute).slice(0, 12)}`)];
+  const inConfig = join(absolute, 'run');
+  // A folder whose sockets all fit there never made a secret: nothing under tmp to look at.
+  try {
+    lstatSync(join(absolute, 'run.key'));
+  } catch {
+    return [inConfig];
+  }
+  return [inConfig, tmpFolder(absolute, tmp)];
 }
 
 /**
