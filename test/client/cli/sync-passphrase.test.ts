@@ -18,8 +18,10 @@ import { cliDevices } from './cli-devices.ts';
 const { cli, spawnCli, tempDir, setUp } = cliDevices('sync-passphrase');
 
 /**
- * Every row of every table of store.db and every chunk file, as one string; but when a chunk was
- * last asked about (`usedAt`: the other device asks at each connection).
+ * Every row of store.db and every chunk file, as one string; but when a chunk was last asked
+ * about (`usedAt`: the other device asks at each connection) and the folder reports (what each
+ * running device last said of its folder, for the admin UI: the device with the right
+ * passphrase runs meanwhile and reports when it likes).
  */
 function storeImage(hostDir: string): string {
   const files = readdirSync(hostDir, { recursive: true, encoding: 'utf8' });
@@ -30,13 +32,15 @@ function storeImage(hostDir: string): string {
       "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
     )
     .all();
-  const rows = tables.map(({ name }) => [
-    name,
-    db
-      .prepare(`SELECT * FROM "${name}" ORDER BY rowid`)
-      .all()
-      .map((row) => ({ ...(row as object), usedAt: undefined })),
-  ]);
+  const rows = tables
+    .filter(({ name }) => name !== 'folderReports')
+    .map(({ name }) => [
+      name,
+      db
+        .prepare(`SELECT * FROM "${name}" ORDER BY rowid`)
+        .all()
+        .map((row) => ({ ...(row as object), usedAt: undefined })),
+    ]);
   db.close();
   const chunkFiles = files
     .filter((name) => name.includes('chunks/') && statSync(join(hostDir, name)).isFile())
