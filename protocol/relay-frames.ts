@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isStandardBase64 } from './base64.ts';
+import { maxGrantLength } from './room-grant.ts';
 
 /**
  * The frames of the relay protocol, both directions. The relay validates what clients send with
@@ -36,6 +37,8 @@ export const joinSchema = z.object({
   device: deviceIdSchema,
   /** Optional in the shape so a missing token is reported as `auth_failed`, not `invalid_message`. */
   token: z.string().max(maxTokenLength).optional(),
+  /** A member's room grant (protocol/room-grant.ts), for a room of another user; checked as the token is. */
+  grant: z.string().max(maxGrantLength).optional(),
 });
 
 export const leaveSchema = z.object({ type: z.literal('leave') });

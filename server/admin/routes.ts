@@ -8,7 +8,6 @@ import { clientOf } from '../auth/request.ts';
 import { emailSchema, idSchema, parseInput } from '../auth/schemas.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { Db } from '../db/connect.ts';
-import { deleteProject } from '../db/projects.ts';
 import { findUserByEmail, findUserById, setSubscription } from '../db/users.ts';
 import type { Host } from '../host.ts';
 import type { Logger } from '../log.ts';
@@ -203,7 +202,7 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
 
   router.delete('/projects/:id', async (req, res) => {
     const id = userId(req.params);
-    if (!(await deleteProject(db, id, undefined))) throw notFound('project');
+    if (!(await service.removeProject(id, undefined))) throw notFound('project');
     logger.info({ projectId: id }, 'admin: project removed');
     res.status(204).end();
   });

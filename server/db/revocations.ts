@@ -3,13 +3,36 @@ import type { Db } from './connect.ts';
 import type { Database } from './schema.ts';
 
 /** One deleted device, as the revocation feed hands it to relays. */
-export interface RevocationEvent {
+export interface DeviceRevocationEvent {
   /** Sequence number: increases with every deletion, never reused. */
   seq: number;
   deviceId: number;
   userId: number;
   /** Unix second of the deletion. */
   revokedAt: number;
+}
+
+/**
+ * One removed membership (teams): the member `userId` loses the room `roomId`; its room grants
+ * of membership `memberId` and older are refused from then on.
+ */
+export interface MemberRevocationEvent {
+  seq: number;
+  roomId: string;
+  userId: number;
+  memberId: number;
+  /** Unix second of the removal. */
+  revokedAt: number;
+}
+
+/** What the revocation feed carries: deleted devices and removed memberships, in one order. */
+export type RevocationEvent = DeviceRevocationEvent | MemberRevocationEvent;
+
+/** A removed membership, as recorded. */
+export interface RemovedMember {
+  roomId: string;
+  userId: number;
+  memberId: number;
 }
 
 /** A time as the Unix second the feed carries. */
@@ -28,6 +51,27 @@ export async function recordRevocations(
     .execute();
 }
 
+/** Records removed memberships at `revokedAt` (Unix seconds), inside the caller's transaction. */
+export async function recordMemberRevocations(
+  trx: Kysely<Database>,
+  members: readonly RemovedMember[],
+  revokedAt: number,
+): Promise<void> {
+  if (members.length === 0) return;
+  await trx
+    .insertInto('revocations')
+    .values(
+      members.map(({ roomId, userId, memberId }) => ({
+        deviceId: 0,
+        userId,
+        roomId,
+        memberId,
+        revokedAt,
+      })),
+    )
+    .execute();
+}
+
 /** Up to `limit` revocations after sequence number `since`, oldest first. */
 export async function revocationsSince(
   db: Db,
@@ -36,17 +80,22 @@ export async function revocationsSince(
 ): Promise<RevocationEvent[]> {
   const rows = await db.kysely
     .selectFrom('revocations')
-    .select(['id', 'deviceId', 'userId', 'revokedAt'])
+    .select(['id', 'deviceId', 'userId', 'revokedAt', 'roomId', 'memberId'])
     .where('id', '>', since)
     .orderBy('id')
     .limit(limit)
     .execute();
-  return rows.map((row) => ({
-    seq: Number(row.id),
-    deviceId: Number(row.deviceId),
-    userId: Number(row.userId),
-    revokedAt: Number(row.revokedAt),
-  }));
+  return rows.map((row): RevocationEvent => {
+    const common = {
+      seq: Number(row.id),
+      userId: Number(row.userId),
+      revokedAt: Number(row.revokedAt),
+    };
+    if (row.roomId !== null && row.memberId !== null) {
+      return { ...common, roomId: row.roomId, memberId: Number(row.memberId) };
+    }
+    return { ...common, deviceId: Number(row.deviceId) };
+  });
 }
 
 /**
@@ -77,4 +126,32 @@ export async function pruneRevocations(db: Db, before: number): Promise<number> 
     .where('id', '<', latest)
     .executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/**
+ * The memberships that go when projects or users are deleted, read inside the deleting
+ * transaction (before the cascade): those of `projectIds`, and those held by `userId`.
+ */
+export async function membershipsOf(
+  trx: Kysely<Database>,
+  where: { projectIds?: readonly number[]; userId?: number },
+): Promise<RemovedMember[]> {
+  const found: RemovedMember[] = [];
+  const base = () =>
+    trx
+      .selectFrom('projectMembers')
+      .innerJoin('projects', 'projects.id', 'projectMembers.projectId')
+      .select(['projectMembers.id', 'projectMembers.userId', 'projects.roomId']);
+  const collect = (rows: { id: number | string; userId: number | string; roomId: string }[]) => {
+    for (const row of rows) {
+      found.push({ roomId: row.roomId, userId: Number(row.userId), memberId: Number(row.id) });
+    }
+  };
+  if (where.projectIds !== undefined && where.projectIds.length > 0) {
+    collect(await base().where('projectMembers.projectId', 'in', where.projectIds).execute());
+  }
+  if (where.userId !== undefined) {
+    collect(await base().where('projectMembers.userId', '=', where.userId).execute());
+  }
+  return found;
 }

@@ -52,13 +52,17 @@ for (const target of await dbTargets()) {
         const at = new Date('2026-11-23T10:00:00Z');
         expect(await deleteDevice(db, second, user.id, at)).toBe(true);
         expect(await deleteDevice(db, second, user.id, at)).toBe(false);
-        expect(await deleteUser(db, user.id, new Date('2026-11-23T10:00:05Z'))).toEqual([
-          kept,
-          third,
-        ]);
+        expect(await deleteUser(db, user.id, new Date('2026-11-23T10:00:05Z'))).toEqual({
+          deviceIds: [kept, third],
+          members: [],
+        });
         const events = await revocationsSince(db, 0, 100);
         expect(
-          events.map(({ deviceId, userId, revokedAt }) => ({ deviceId, userId, revokedAt })),
+          events.map((event) => ({
+            deviceId: 'deviceId' in event ? event.deviceId : undefined,
+            userId: event.userId,
+            revokedAt: event.revokedAt,
+          })),
         ).toEqual([
           { deviceId: second, userId: user.id, revokedAt: 1_795_428_000 },
           { deviceId: kept, userId: user.id, revokedAt: 1_795_428_005 },
