@@ -58,3 +58,10 @@ export function parseGrant(grant: unknown): GrantParts | undefined {
 export function memberRevocationKey(roomId: string, userId: number): string {
   return `member:${userId}@${roomId}`;
 }
+
+/** A membership that ended, as relays are told of it: refuse `userId`'s grants of `roomId` up to `memberId`. */
+export interface MemberRevocation {
+  roomId: string;
+  userId: number;
+  memberId: number;
+}

@@ -169,6 +169,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       stops.push(
         ...revocation.follow({
           revokeDevice: applyRevocation,
+          revokeMember: (member) => relay.revokeMember(member),
           recheckDevices: async () => relay.relay?.recheckDevices(),
         }),
       );
@@ -221,6 +222,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
       urls.admin = `${baseUrl}/admin/#token=${generated.adminToken}`;
       if (mode === 'headless') {
         auth.service.onDeviceRevoked((deviceId) => applyRevocation(deviceId));
+        auth.service.onMembersRemoved((members) => {
+          for (const member of members) relay.revokeMember(member);
+        });
       }
       // The wait for an unreachable database ends early when the start is aborted.
       await unlessAborted(auth.ready, options.signal).catch((err: unknown) => {

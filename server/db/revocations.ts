@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { MemberRevocation } from '../../protocol/room-grant.ts';
 import type { Db } from './connect.ts';
 import type { Database } from './schema.ts';
 
@@ -29,11 +30,7 @@ export interface MemberRevocationEvent {
 export type RevocationEvent = DeviceRevocationEvent | MemberRevocationEvent;
 
 /** A removed membership, as recorded. */
-export interface RemovedMember {
-  roomId: string;
-  userId: number;
-  memberId: number;
-}
+export type RemovedMember = MemberRevocation;
 
 /** A time as the Unix second the feed carries. */
 export const unixSeconds = (at: Date): number => Math.floor(at.getTime() / 1000);
