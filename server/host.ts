@@ -199,6 +199,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         stops.push(
           publishDeviceRevocations(config.auth.clusterNats, {
             onDeviceRevoked: (listener) => auth.service.onDeviceRevoked(listener),
+            onMembersRemoved: (listener) => auth.service.onMembersRemoved(listener),
             relayDevice: (deviceId) => auth.service.relayDevice(deviceId),
             rooms: authDatabaseRooms(() => auth.db),
             secret,
