@@ -36,7 +36,7 @@ function keyOf(revocation: Revocation): string {
 }
 
 /** The bucket's value of a revocation. */
-function valueOf(revocation: Revocation): string {
+function bucketValue(revocation: Revocation): string {
   return JSON.stringify(
     'deviceId' in revocation
       ? { revokedAt: revocation.revokedAt }
@@ -115,7 +115,7 @@ export function createRevocationPublisher(
     try {
       const kv = await openBucket(nc, replicas, logger);
       for (const [key, revocation] of [...pending]) {
-        await kv.put(key, seal.seal('revocation', key, valueOf(revocation)));
+        await kv.put(key, seal.seal('revocation', key, bucketValue(revocation)));
         if (pending.get(key) === revocation) pending.delete(key);
         logger.info(
           'deviceId' in revocation
