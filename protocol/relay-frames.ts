@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isStandardBase64 } from './base64.ts';
-import { maxGrantLength } from './room-grant.ts';
+import { maxGrantLength, memberRoles } from './room-grant.ts';
 
 /**
  * The frames of the relay protocol, both directions. The relay validates what clients send with
@@ -206,6 +206,11 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     devices: z.array(deviceId),
     buffered: z.number().int().nonnegative(),
     gap: z.boolean(),
+    /**
+     * A shared project's room: each device's role (`owner`, `editor`, `viewer`) by device id,
+     * for the devices connected to this relay process. Absent: every device is the owner's.
+     */
+    roles: z.record(z.string(), z.enum(['owner', ...memberRoles])).optional(),
   });
   const presence = z.object({
     type: z.literal('presence'),
@@ -214,6 +219,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     state: z.enum(['joined', 'left']),
     /** Why a device left: `leave`, `disconnect` or `revoked`. */
     reason: z.string().optional(),
+    /** A joining device's role in a shared project's room (absent: the owner's device). */
+    role: z.enum(['owner', ...memberRoles]).optional(),
   });
   const host = z.object({ type: z.literal('host'), room: z.string(), device: deviceId });
   const error = z.object({

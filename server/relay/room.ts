@@ -8,6 +8,7 @@ import {
   type PresenceFrame,
   type RouteTarget,
 } from '../../protocol/relay-frames.ts';
+import type { ProjectRole } from '../../protocol/room-grant.ts';
 import type { Logger } from '../log.ts';
 import type { Admission, Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
 import {
@@ -228,8 +229,16 @@ export class Room implements RoomListener, JoinedRoom {
   joined(device: DeviceId): void {
     this.#records.joined(device);
     this.#findHost();
-    const frame: PresenceFrame = { type: 'presence', room: this.id, device, state: 'joined' };
-    this.#toEveryone(frame, this.members.get(deviceKey(device)));
+    const conn = this.members.get(deviceKey(device));
+    const role = conn?.access.role;
+    const frame: PresenceFrame = {
+      type: 'presence',
+      room: this.id,
+      device,
+      state: 'joined',
+      ...(role !== undefined && role !== 'owner' && { role }),
+    };
+    this.#toEveryone(frame, conn);
   }
 
   left(device: DeviceId, reason: DepartureReason): void {
@@ -290,7 +299,7 @@ export class Room implements RoomListener, JoinedRoom {
     // in the older connection's place, if any: same position, same role
     this.members.set(conn.deviceKey, conn);
     this.#findHost();
-    const joined = sendAdmission(this.id, this.#records, pending, admission);
+    const joined = sendAdmission(this.id, this.#records, this.members, pending, admission);
     this.#context.logger.debug(
       { room: this.id, device: conn.deviceKey, role: joined.role, buffered: joined.buffered },
       'joined',
@@ -413,6 +422,7 @@ export interface PendingJoin {
 export function sendAdmission(
   roomId: string,
   records: MemberRecords,
+  members: ReadonlyMap<string, Connection>,
   { conn, carried }: PendingJoin,
   { frames, gap }: Admission,
 ): JoinedFrame {
@@ -428,6 +438,8 @@ export function sendAdmission(
     buffered: carried.length + frames.length,
     gap,
   };
+  const roles = rolesOf(members);
+  if (roles !== undefined) joined.roles = roles;
   conn.queue.send(Buffer.from(JSON.stringify(joined)));
   const replay = frames.map((text) => Buffer.from(text));
   // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out
@@ -436,4 +448,17 @@ export function sendAdmission(
   for (const { frame, position } of carried) conn.queue.send(frame, position);
   for (const frame of replay) conn.queue.send(frame);
   return joined;
+}
+
+/** The roles of the devices connected here, by id; undefined when all are the owner's. */
+function rolesOf(
+  members: ReadonlyMap<string, Connection>,
+): Record<string, ProjectRole> | undefined {
+  let shared = false;
+  const roles: Record<string, ProjectRole> = {};
+  for (const [key, conn] of members) {
+    roles[key] = conn.access.role;
+    if (conn.access.role !== 'owner') shared = true;
+  }
+  return shared ? roles : undefined;
 }

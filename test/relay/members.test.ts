@@ -145,4 +145,58 @@ describe('a co-hosted relay admits a project’s members on their grant', () => 
     expect((await editorSide.client.waitClosed(revocationDeadlineMs)).code).toBe(4003);
     await refused(editor, project.roomId, editorGrant);
   });
+
+  it('refuses a viewer’s appends and chunk puts with forbidden, lets it read, and tells roles in joined and presence', async () => {
+    const { h, owner, editor, viewer, project } = await team();
+    const room = project.roomId;
+    const ownerSide = await joinAs(owner, room, undefined);
+    const editorSide = await joinAs(
+      editor,
+      room,
+      (await listedProject(h.base, editor, project.id)).grant,
+    );
+    expect(editorSide.answer).toMatchObject({
+      roles: { [owner.deviceId]: 'owner', [editor.deviceId]: 'editor' },
+    });
+    expect(await ownerSide.client.next('presence')).toMatchObject({
+      device: editor.deviceId,
+      state: 'joined',
+      role: 'editor',
+    });
+    const viewerSide = await joinAs(
+      viewer,
+      room,
+      (await listedProject(h.base, viewer, project.id)).grant,
+    );
+    expect(viewerSide.answer).toMatchObject({
+      roles: {
+        [owner.deviceId]: 'owner',
+        [editor.deviceId]: 'editor',
+        [viewer.deviceId]: 'viewer',
+      },
+    });
+    expect(await editorSide.client.next('presence')).toMatchObject({ role: 'viewer' });
+    const data = Buffer.from('written by the editor').toString('base64');
+    editorSide.client.send({ type: 'append', doc: 'notes.md', ref: 1, data });
+    expect(await editorSide.client.next('appended')).toMatchObject({
+      doc: 'notes.md',
+      ref: 1,
+      pos: 1,
+    });
+
+    viewerSide.client.send({ type: 'append', doc: 'notes.md', ref: 7, data });
+    expect(await viewerSide.client.next('error')).toMatchObject({
+      code: 'forbidden',
+      doc: 'notes.md',
+      ref: 7,
+    });
+    const id = `h${'A'.repeat(43)}`;
+    viewerSide.client.send({ type: 'chunk-put', ref: 8, id, data });
+    expect(await viewerSide.client.next('error')).toMatchObject({ code: 'forbidden', ref: 8, id });
+    // what it reads is what the editor wrote, and nothing of its own
+    viewerSide.client.send({ type: 'catchup', doc: 'notes.md', after: 0 });
+    expect(await viewerSide.client.next('caughtup')).toMatchObject({ doc: 'notes.md', pos: 1 });
+    const pages = viewerSide.client.frames.filter((frame) => frame.type === 'stored');
+    expect(pages.flatMap((page) => (page as { entries: unknown[] }).entries)).toHaveLength(1);
+  });
 });
