@@ -231,6 +231,17 @@ export async function startHost(options: HostOptions): Promise<Host> {
       await unlessAborted(auth.ready, options.signal).catch((err: unknown) => {
         throw err instanceof StartAborted ? err : databaseConfigError(err, config.auth.db);
       });
+      if (mode === 'headless') {
+        // relay.db may be new or replaced: the ended memberships come from the auth database
+        const ended = await auth.service.memberRevocations().catch((err: unknown) => {
+          logger.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'relay: ended memberships not read from the auth database; relay.db decides',
+          );
+          return [];
+        });
+        for (const member of ended) relay.revokeMember(member);
+      }
       if (config.auth.mdns) {
         const advertisement = advertise({
           port,

@@ -2,6 +2,7 @@ import type { Db } from '../db/connect.ts';
 import { type Device, deviceDigest } from '../db/devices.ts';
 import { consumeMagicLink, releaseMagicLink } from '../db/magic-links.ts';
 import {
+  memberRevocations,
   type RemovedMember,
   type RevocationEvent,
   revocationBounds,
@@ -237,6 +238,9 @@ export function createAuthService(options: AuthServiceOptions) {
     revocationBounds(): Promise<{ oldest: number; latest: number }> {
       return revocationBounds(db);
     },
+
+    /** Every ended membership (never pruned): what a co-hosted relay applies at start. */
+    memberRevocations: () => memberRevocations(db),
 
     /** 200 when a trivial query answers, else throws `unavailable`. */
     async health(): Promise<void> {

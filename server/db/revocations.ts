@@ -96,19 +96,45 @@ export async function revocationsSince(
 }
 
 /**
- * The sequence numbers of the oldest and the latest revocation still recorded; both 0 when
- * there is none. A relay whose cursor is below `oldest - 1` may have missed pruned rows.
+ * The sequence numbers of the oldest device revocation and of the latest revocation still
+ * recorded; both 0 when there is none. A relay whose cursor is below `oldest - 1` may have
+ * missed pruned rows. Membership rows are never pruned, so they do not count for `oldest`.
  */
 export async function revocationBounds(db: Db): Promise<{ oldest: number; latest: number }> {
   const row = await db.kysely
     .selectFrom('revocations')
-    .select((eb) => [eb.fn.min('id').as('oldest'), eb.fn.max('id').as('latest')])
+    .select((eb) => [eb.fn.max('id').as('latest')])
     .executeTakeFirst();
-  return { oldest: Number(row?.oldest ?? 0), latest: Number(row?.latest ?? 0) };
+  const devices = await db.kysely
+    .selectFrom('revocations')
+    .select((eb) => [eb.fn.min('id').as('oldest')])
+    .where('roomId', 'is', null)
+    .executeTakeFirst();
+  const latest = Number(row?.latest ?? 0);
+  return { oldest: Number(devices?.oldest ?? latest), latest };
+}
+
+/** Every ended membership still recorded (all of them: they are never pruned), oldest first. */
+export async function memberRevocations(db: Db): Promise<MemberRevocationEvent[]> {
+  const rows = await db.kysely
+    .selectFrom('revocations')
+    .select(['id', 'userId', 'revokedAt', 'roomId', 'memberId'])
+    .where('roomId', 'is not', null)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({
+    seq: Number(row.id),
+    userId: Number(row.userId),
+    revokedAt: Number(row.revokedAt),
+    roomId: row.roomId as string,
+    memberId: Number(row.memberId),
+  }));
 }
 
 /**
- * Deletes the revocations recorded before `before` (Unix seconds), except the latest one: it
+ * Deletes the device revocations recorded before `before` (Unix seconds), except the latest one
+ * (ended memberships stay: a room grant has no expiry, so a relay that was away for longer than
+ * the retention still learns that it is void): it
  * stays so that the feed still tells a cursor of a replaced database (beyond the latest) from
  * one of this database, and so that no driver hands out a sequence number again. Resolves with
  * the number of rows deleted.
@@ -121,6 +147,7 @@ export async function pruneRevocations(db: Db, before: number): Promise<number> 
     .deleteFrom('revocations')
     .where('revokedAt', '<', before)
     .where('id', '<', latest)
+    .where('roomId', 'is', null)
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
