@@ -233,10 +233,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   private open(): void {
     this.setState('connecting');
-    const { room, device, token } = this.options;
+    const { room, device, token, grant } = this.options;
     const socket = openRelaySocket(
       this.options,
-      { type: 'join', room, device, token },
+      { type: 'join', room, device, token, ...(grant === undefined ? {} : { grant }) },
       {
         frame: (from, text) => {
           if (this.socket === from) this.handleFrame(from, text);

@@ -34,6 +34,7 @@ const options = {
   account: { type: 'string' },
   at: { type: 'string' },
   'max-file-bytes': { type: 'string' },
+  viewer: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -17,16 +17,36 @@ async function relayUrl(ctx: Context, auth: AuthClient): Promise<string> {
   }
 }
 
-/** The caller's project of a key, else `not_found` saying how to register it. */
-export async function findProject(auth: AuthClient, key: string): Promise<Project> {
-  const project = (await auth.projects()).find((p) => p.projectKey === key);
-  if (project === undefined) {
-    throw new SyncError(
-      'not_found',
-      `no project with key "${key}": register it with sync-host project add "${key}" <name>`,
+/** A project's name that no other can take: `<owner-email>/<key>`. */
+export function qualifiedName(project: Project): string {
+  return project.owner === undefined
+    ? project.projectKey
+    : `${project.owner.email}/${project.projectKey}`;
+}
+
+/**
+ * The project a name means among those the user reaches (its own and those shared with it): its
+ * key where only one has that key, else `<owner-email>/<key>`. Several: a usage error listing
+ * their full names; none: `not_found` saying how to register it.
+ */
+export function pickProject(projects: readonly Project[], name: string): Project {
+  const found = projects.filter((p) => p.projectKey === name || qualifiedName(p) === name);
+  if (found.length === 1) return found[0] as Project;
+  if (found.length > 1) {
+    const names = found.map((p) => `"${qualifiedName(p)}"`).join(', ');
+    throw new UsageError(
+      `"${name}" names more than one project (${names}): name it as <owner-email>/<key>`,
     );
   }
-  return project;
+  throw new SyncError(
+    'not_found',
+    `no project with key "${name}": register it with sync-host project add "${name}" <name>`,
+  );
+}
+
+/** The project a name means for this user (`pickProject`). */
+export async function findProject(auth: AuthClient, name: string): Promise<Project> {
+  return pickProject(await auth.projects(), name);
 }
 
 /**
@@ -46,6 +66,7 @@ export async function roomOf(ctx: Context, projectKey: string) {
       room: project.roomId,
       device: String(credential.deviceId),
       token: credential.deviceToken,
+      ...(project.grant === undefined ? {} : { grant: project.grant }),
       WebSocket: socketClass,
     });
   return { open, authUrl, project };

@@ -1,0 +1,121 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCliRunner } from '../../helpers/cli-process.ts';
+import { startTestHost, type TestHost } from '../../helpers/host.ts';
+import { tempDirMaker } from '../../helpers/temp-dirs.ts';
+import { eventually } from '../../helpers/wait.ts';
+
+const { spawnCli, cli, killAll } = createCliRunner();
+const tempDir = tempDirMaker('team-cli-');
+
+/** A file's text once it exists with `text`; the sync processes write it in their own time. */
+const fileWith = (path: string, text: string) =>
+  eventually(
+    () => (existsSync(path) && readFileSync(path, 'utf8') === text ? true : undefined),
+    `${path} holding "${text}"`,
+    30_000,
+  );
+
+describe('sync-host project share|members|unshare|leave, and a shared project synced', {
+  timeout: 120_000,
+}, () => {
+  let th: TestHost;
+  const config = { owner: '', member: '', other: '' };
+  beforeAll(async () => {
+    th = await startTestHost({ ui: false });
+    for (const who of ['owner', 'member', 'other'] as const) {
+      const signed = await th.signIn(`${who}@example.org`, `${who} laptop`);
+      if (who !== 'member') {
+        const set = await th.admin('PUT', `/users/${signed.userId}/subscription`, {
+          tier: 'team',
+          expiresAt: null,
+        });
+        expect(set.status).toBe(200);
+      }
+      config[who] = tempDir();
+      const login = await cli(
+        ['login', '--auth', th.base, '--token', signed.deviceToken],
+        config[who],
+      );
+      expect(login.code, login.stderr).toBe(0);
+    }
+  });
+  afterAll(async () => {
+    killAll();
+    await th?.close();
+  });
+
+  const json = (text: string) => JSON.parse(text) as Record<string, unknown>;
+
+  it('shares, lists members, names an ambiguous key as <owner-email>/<key>, unshares and leaves', async () => {
+    expect((await cli(['project', 'add', 'notes', 'Notes'], config.owner)).code).toBe(0);
+    const shared = await cli(['project', 'share', 'notes', 'member@example.org'], config.owner);
+    expect(shared.code, shared.stderr).toBe(0);
+    expect(json(shared.stdout)).toMatchObject({ email: 'member@example.org', role: 'editor' });
+    const members = await cli(['project', 'members', 'notes'], config.member);
+    expect(members.code, members.stderr).toBe(0);
+    expect(json(members.stdout)).toMatchObject({
+      owner: { email: 'owner@example.org' },
+      members: [{ email: 'member@example.org', role: 'editor' }],
+    });
+
+    // a second "notes", of another owner: the key alone is ambiguous for the member
+    expect((await cli(['project', 'add', 'notes', 'Other notes'], config.other)).code).toBe(0);
+    const viewer = await cli(
+      ['project', 'share', 'notes', 'member@example.org', '--viewer'],
+      config.other,
+    );
+    expect(json(viewer.stdout)).toMatchObject({ role: 'viewer' });
+    const ambiguous = await cli(['project', 'members', 'notes'], config.member);
+    expect(ambiguous.code).not.toBe(0);
+    expect(ambiguous.stderr).toMatch(/owner@example\.org\/notes.*other@example\.org\/notes/);
+    const named = await cli(['project', 'members', 'other@example.org/notes'], config.member);
+    expect(named.code, named.stderr).toBe(0);
+    expect(json(named.stdout)).toMatchObject({ owner: { email: 'other@example.org' } });
+
+    // a member cannot share, and cannot remove the project
+    const byMember = await cli(
+      ['project', 'share', 'owner@example.org/notes', 'x@example.org'],
+      config.member,
+    );
+    expect(byMember.code).not.toBe(0);
+    expect(byMember.stderr).toMatch(/forbidden|owner/);
+    const removeByMember = await cli(
+      ['project', 'remove', 'other@example.org/notes'],
+      config.member,
+    );
+    expect(removeByMember.code).not.toBe(0);
+    expect(removeByMember.stderr).toMatch(/project leave/);
+
+    const left = await cli(['project', 'leave', 'other@example.org/notes'], config.member);
+    expect(left.code, left.stderr).toBe(0);
+    const listed = await cli(['projects'], config.member);
+    expect(
+      (JSON.parse(listed.stdout) as Array<{ owner: { email: string } }>).map((p) => p.owner.email),
+    ).toEqual(['owner@example.org']);
+    const unshared = await cli(['project', 'unshare', 'notes', 'member@example.org'], config.owner);
+    expect(unshared.code, unshared.stderr).toBe(0);
+    expect(JSON.parse((await cli(['projects'], config.member)).stdout)).toEqual([]);
+  });
+
+  it('keeps one folder in step between the owner and an editor of another account', async () => {
+    expect((await cli(['project', 'add', 'shared', 'Shared'], config.owner)).code).toBe(0);
+    expect(
+      (await cli(['project', 'share', 'shared', 'member@example.org'], config.owner)).code,
+    ).toBe(0);
+    const folders = { owner: tempDir(), member: tempDir() };
+    const owner = spawnCli(['sync', 'shared', folders.owner, '--relay', th.relayUrl], config.owner);
+    const member = spawnCli(
+      ['sync', 'shared', folders.member, '--relay', th.relayUrl],
+      config.member,
+    );
+    writeFileSync(join(folders.owner, 'from-owner.md'), 'written by the owner\n');
+    await fileWith(join(folders.member, 'from-owner.md'), 'written by the owner\n');
+    writeFileSync(join(folders.member, 'from-member.md'), 'written by the member\n');
+    await fileWith(join(folders.owner, 'from-member.md'), 'written by the member\n');
+    owner.child.kill('SIGINT');
+    member.child.kill('SIGINT');
+    await Promise.all([owner.exited, member.exited]);
+  });
+});
