@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { registerProject, startTestHost, type TestHost } from '../helpers/host.ts';
 import { RelayClient } from '../helpers/relay-client.ts';
 import { authCall, listedProject, share, type TeamDevice } from '../helpers/team.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const secret = 'team-members-secret-0123456789abcdef01';
 
@@ -193,6 +194,20 @@ describe('a co-hosted relay admits a project’s members on their grant', () => 
     const id = `h${'A'.repeat(43)}`;
     viewerSide.client.send({ type: 'chunk-put', ref: 8, id, data });
     expect(await viewerSide.client.next('error')).toMatchObject({ code: 'forbidden', ref: 8, id });
+    // its routed messages reach nobody; the others' reach it
+    viewerSide.client.send({ to: 'broadcast', payload: { update: 'from the viewer' } });
+    expect(await viewerSide.client.next('error')).toMatchObject({ code: 'forbidden' });
+    editorSide.client.send({ to: 'broadcast', payload: { update: 'from the editor' } });
+    await eventually(
+      () => viewerSide.client.allMessages().find((m) => m.from === editor.deviceId),
+      'the editor’s broadcast at the viewer',
+    );
+    await viewerSide.client.sync();
+    await ownerSide.client.sync();
+    await editorSide.client.sync();
+    for (const side of [ownerSide, editorSide]) {
+      expect(side.client.allMessages().filter((m) => m.from === viewer.deviceId)).toEqual([]);
+    }
     // what it reads is what the editor wrote, and nothing of its own
     viewerSide.client.send({ type: 'catchup', doc: 'notes.md', after: 0 });
     expect(await viewerSide.client.next('caughtup')).toMatchObject({ doc: 'notes.md', pos: 1 });
