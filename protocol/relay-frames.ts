@@ -301,6 +301,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
   /** A routed message: `from` the sender, `to` as the sender wrote it. */
   const routed = z.object({
     from: deviceId,
+    /** `viewer`: the sender is a viewer's device (a shared project): its document updates are ignored. */
+    role: z.literal('viewer').optional(),
     to: deviceId,
     room: z.string(),
     payload: z.record(z.string(), z.unknown()),

@@ -124,9 +124,14 @@ export function leaveRoom(conn: Connection): void {
   (conn as RoomFields).room = undefined;
 }
 
-/** `{"from":<device>,"to":` as bytes, made once per join: the head of its routed frames. */
+/**
+ * `{"from":<device>,"to":` as bytes, made once per join: the head of its routed frames. A
+ * viewer's frames say so, `{"from":<device>,"role":"viewer","to":`, on every relay node the
+ * frame reaches: the devices ignore document updates in them.
+ */
 export function routeHeadOf(conn: Connection): Buffer {
   const fields = conn as RoomFields;
-  fields.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
+  const role = conn.access.role === 'viewer' ? '"role":"viewer",' : '';
+  fields.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},${role}"to":`);
   return fields.routeHead;
 }

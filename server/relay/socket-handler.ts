@@ -278,19 +278,6 @@ class RelaySocketHandler implements SocketHandler {
     else chunks.report(conn, frame);
   }
 
-  /**
-   * A routed message from a viewer's device: refused, so that nothing a viewer writes reaches the
-   * others, whether or not they could read it (an encrypted update is opaque to the relay).
-   */
-  #viewerRouted(conn: Connection): void {
-    sendError(
-      conn,
-      this.#metrics,
-      'forbidden',
-      'a viewer of this project sends nothing to the room',
-    );
-  }
-
   #notJoined(conn: Connection): void {
     sendError(conn, this.#metrics, 'not_joined', 'join a room first');
   }
@@ -318,7 +305,6 @@ class RelaySocketHandler implements SocketHandler {
     const routed = recogniseRouted(bytes);
     if (routed !== undefined) {
       if (conn.room === undefined) this.#notJoined(conn);
-      else if (conn.access.role === 'viewer') this.#viewerRouted(conn);
       else conn.room.routeBytes(conn, routed.to, bytes, routed.toEnd);
       return;
     }
@@ -326,7 +312,6 @@ class RelaySocketHandler implements SocketHandler {
     switch (frame.type) {
       case 'route':
         if (conn.room === undefined) this.#notJoined(conn);
-        else if (conn.access.role === 'viewer') this.#viewerRouted(conn);
         else conn.room.route(conn, frame.to, frame.payload, bytes);
         return;
       case 'ping':

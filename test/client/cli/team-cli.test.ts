@@ -118,4 +118,43 @@ describe('sync-host project share|members|unshare|leave, and a shared project sy
     member.child.kill('SIGINT');
     await Promise.all([owner.exited, member.exited]);
   });
+
+  it('a viewer receives the folder and its own edits never leave it', async () => {
+    expect((await cli(['project', 'add', 'readonly', 'Read only'], config.owner)).code).toBe(0);
+    const viewer = await cli(
+      ['project', 'share', 'readonly', 'member@example.org', '--viewer'],
+      config.owner,
+    );
+    expect(viewer.code, viewer.stderr).toBe(0);
+    const folders = { owner: tempDir(), viewer: tempDir() };
+    const owner = spawnCli(
+      ['sync', 'readonly', folders.owner, '--relay', th.relayUrl],
+      config.owner,
+    );
+    const reader = spawnCli(
+      ['sync', 'readonly', folders.viewer, '--relay', th.relayUrl],
+      config.member,
+    );
+    writeFileSync(join(folders.owner, 'spec.md'), 'the owner’s spec\n');
+    await fileWith(join(folders.viewer, 'spec.md'), 'the owner’s spec\n').catch((err: unknown) => {
+      throw new Error(
+        `${String(err)}\nviewer: ${reader.out.stderr}\n${reader.out.stdout}\nowner: ${owner.out.stderr}`,
+      );
+    });
+    writeFileSync(join(folders.viewer, 'local.md'), 'the viewer’s note\n');
+    writeFileSync(join(folders.viewer, 'spec.md'), 'the viewer rewrote it\n');
+    writeFileSync(join(folders.owner, 'later.md'), 'after the viewer’s edits\n');
+    await fileWith(join(folders.viewer, 'later.md'), 'after the viewer’s edits\n');
+    // for a few seconds more, nothing of the viewer's reaches the owner
+    const until = Date.now() + 4_000;
+    while (Date.now() < until) {
+      expect(existsSync(join(folders.owner, 'local.md'))).toBe(false);
+      expect(readFileSync(join(folders.owner, 'spec.md'), 'utf8')).toBe('the owner’s spec\n');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(reader.out.stderr).not.toMatch(/forbidden/);
+    owner.child.kill('SIGINT');
+    reader.child.kill('SIGINT');
+    await Promise.all([owner.exited, reader.exited]);
+  });
 });
