@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, mkdirSync, realpathSync, statSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { Project } from '../auth-types.ts';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
@@ -12,11 +13,11 @@ import type { RelayConnection } from '../relay-connection.ts';
 import { cursorAfter, fetchHistory, type HistoryEntry } from '../yjs-history.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { connectionTransfers } from './connection-transfers.ts';
-import { type Context, expectArgs, UsageError } from './context.ts';
+import { type Context, expectArgs, signedIn, UsageError } from './context.ts';
 import type { CliIo } from './io.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
-import { roomOf, stopSignal } from './project-room.ts';
+import { qualifiedName, roomOf, stopSignal } from './project-room.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
 import { folderReports, progressAfterMsFrom, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
@@ -260,7 +261,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
   const [projectKey, dir] = ctx.args as [string, string];
   const passphrase = passphraseSource(ctx);
   const maxFileBytes = maxFileBytesOf(ctx.flags['max-file-bytes']);
-  const { open, authUrl } = await roomOf(ctx, projectKey);
+  const { open, authUrl, project } = await roomOf(ctx, projectKey);
   const session = await startSyncSession({
     configDir: ctx.store.dir,
     authUrl,
@@ -284,9 +285,33 @@ export async function syncFolder(ctx: Context): Promise<number> {
       addStatus: session.addStatus,
       history: (key) => hostHistory(open, key),
     });
+  } catch (err: unknown) {
+    throw await membershipEnded(ctx, project, dir, err);
   } finally {
     await session.close();
   }
+}
+
+/**
+ * A shared project's sync refused by the relay (`revoked`, `auth_failed`): when the project is
+ * no longer shared with this user (removed, left, or deleted by its owner), one line that says
+ * so instead of the relay's; any other error as it was.
+ */
+async function membershipEnded(
+  ctx: Context,
+  project: Project,
+  dir: string,
+  err: unknown,
+): Promise<unknown> {
+  const refused =
+    err instanceof SyncError && (err.code === 'revoked' || err.code === 'auth_failed');
+  if (!refused || project.role === undefined || project.role === 'owner') return err;
+  const listed = await (await signedIn(ctx)).auth.projects().catch(() => undefined);
+  if (listed === undefined || listed.some((p) => p.id === project.id)) return err;
+  return new SyncError(
+    'not_found',
+    `"${qualifiedName(project)}" is no longer shared with you (you were removed, or its owner deleted it): sync stopped; the files stay in ${dir}`,
+  );
 }
 
 /**

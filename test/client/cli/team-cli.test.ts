@@ -114,9 +114,20 @@ describe('sync-host project share|members|unshare|leave, and a shared project sy
     await fileWith(join(folders.member, 'from-owner.md'), 'written by the owner\n');
     writeFileSync(join(folders.member, 'from-member.md'), 'written by the member\n');
     await fileWith(join(folders.owner, 'from-member.md'), 'written by the member\n');
+    // the owner deletes the project: the member's sync stops with one line; its files stay
+    expect((await cli(['project', 'remove', 'shared'], config.owner)).code).toBe(0);
+    const code = await member.exited;
+    expect(code).not.toBe(0);
+    const lines = member.out.stderr.trim().split('\n');
+    expect(lines.at(-1)).toMatch(
+      /"owner@example\.org\/shared" is no longer shared with you.*the files stay/,
+    );
+    expect(lines.filter((line) => line.includes('no longer shared'))).toHaveLength(1);
+    expect(readFileSync(join(folders.member, 'from-owner.md'), 'utf8')).toBe(
+      'written by the owner\n',
+    );
     owner.child.kill('SIGINT');
-    member.child.kill('SIGINT');
-    await Promise.all([owner.exited, member.exited]);
+    await owner.exited;
   });
 
   it('a viewer receives the folder and its own edits never leave it', async () => {
