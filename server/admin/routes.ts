@@ -207,6 +207,14 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     res.status(204).end();
   });
 
+  /** Teams: removes a member from a project; its relay connections to the room close with 4003. */
+  router.delete('/projects/:id/members/:userId', async (req, res) => {
+    const id = userId(req.params);
+    const member = parseInput(idSchema, req.params.userId, 'userId');
+    if (!(await service.members.removeByAdmin(id, member))) throw notFound('member');
+    res.status(204).end();
+  });
+
   router.get('/pending-links', (_req, res) => {
     res.json(pending());
   });

@@ -9,6 +9,7 @@ import {
   removeMember,
   sharedProjects,
 } from '../db/members.ts';
+import { findProjectById } from '../db/projects.ts';
 import type { RemovedMember } from '../db/revocations.ts';
 import { findUserById, type User } from '../db/users.ts';
 import type { Logger } from '../log.ts';
@@ -129,6 +130,17 @@ export function createMemberService(options: MemberServiceOptions) {
       if (change.removed !== undefined) notifyMembersRemoved([change.removed]);
       logger.info({ projectId, userId, role }, 'member role changed');
       return change.member;
+    },
+
+    /** The administrator removes a member; false when there was no such project or member. */
+    async removeByAdmin(projectId: number, userId: number): Promise<boolean> {
+      const project = await findProjectById(db, projectId);
+      if (project === undefined) return false;
+      const removed = await removeMember(db, project, userId, new Date(now()));
+      if (removed === undefined) return false;
+      notifyMembersRemoved([removed]);
+      logger.info({ projectId, userId }, 'admin: member removed');
+      return true;
     },
 
     /** Removes a member: the owner removes anyone, a member only itself (leaving). */

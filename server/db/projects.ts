@@ -40,6 +40,16 @@ export async function findProjectByKey(
   return row && toProject(row);
 }
 
+/** A project by id, whoever owns it. */
+export async function findProjectById(db: Db, id: number): Promise<Project | undefined> {
+  const row = await db.kysely
+    .selectFrom('projects')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row && toProject(row);
+}
+
 export type RegisterResult = { created: boolean; project: Project } | { limited: true };
 
 /**
