@@ -37,6 +37,10 @@ export const memberSchema = z.object({
 export const membersSchema = z.object({
   owner: z.object({ userId: z.number(), email: z.string() }),
   members: z.array(memberSchema),
+  /** The devices of the owner and the members. */
+  devices: z
+    .array(z.object({ id: z.number(), userId: z.number(), deviceName: z.string() }))
+    .optional(),
 });
 export const memberAnswerSchema = z.object({ member: memberSchema });
 export const subscriptionSchema = z.object({

@@ -23,7 +23,7 @@ import { requestControl } from './control-client.ts';
 import { controlSocketPath } from './control-path.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
-import { roomOf } from './project-room.ts';
+import { findProject, roomOf } from './project-room.ts';
 
 /** How long joining and the catch-up may take. */
 const timeoutMs = 30_000;
@@ -100,7 +100,11 @@ function pathStates(doc: Y.Doc): Map<string, string> {
 }
 
 /** One line per change of a file (of `path` only, when given), oldest first. */
-function changeLines(entries: HistoryEntry[], path: string | undefined): string[] {
+function changeLines(
+  entries: HistoryEntry[],
+  path: string | undefined,
+  names: ReadonlyMap<string, string>,
+): string[] {
   const lines: string[] = [];
   let before = new Map<string, string>();
   const doc = new Y.Doc();
@@ -119,11 +123,35 @@ function changeLines(entries: HistoryEntry[], path: string | undefined): string[
             : was === 'deleted'
               ? 'restored'
               : 'changed';
-      lines.push(`${new Date(entry.at).toISOString()}  device ${entry.from}  ${change}  ${name}`);
+      const who = names.get(entry.from);
+      const by = who === undefined ? `device ${entry.from}` : `device ${entry.from} (${who})`;
+      lines.push(`${new Date(entry.at).toISOString()}  ${by}  ${change}  ${name}`);
     }
     before = after;
   }
   return lines;
+}
+
+/**
+ * Who each device of the project is, `<e-mail>, <device name>` by device id: its owner's and its
+ * members' devices (a deleted device is not among them). Empty when the auth service does not say.
+ */
+async function deviceNames(ctx: Context, projectKey: string): Promise<Map<string, string>> {
+  const { auth } = await signedIn(ctx);
+  const project = await findProject(auth, projectKey);
+  const answer = await auth.members(project.id).catch(() => undefined);
+  const names = new Map<string, string>();
+  if (answer === undefined) return names;
+  const emails = new Map([
+    [answer.owner.userId, answer.owner.email],
+    ...answer.members.map((m): [number, string] => [m.userId, m.email]),
+  ]);
+  for (const device of answer.devices ?? []) {
+    // one space at most in a row: columns are parted by two
+    const name = device.deviceName.replace(/\s+/g, ' ');
+    names.set(String(device.id), `${emails.get(device.userId) ?? '?'}, ${name}`);
+  }
+  return names;
 }
 
 /** `history <projectKey> [path] [--encrypt [--passphrase-file F]]`: when each file changed. */
@@ -131,8 +159,11 @@ export async function history(ctx: Context): Promise<number> {
   if (ctx.args.length < 1) throw new UsageError('missing arguments: expected <projectKey> [path]');
   if (ctx.args.length > 2) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
   const [projectKey, path] = ctx.args as [string, string | undefined];
+  const names = await deviceNames(ctx, projectKey);
   return withFolderHistory(ctx, projectKey, async ({ entries, skipped }) => {
-    for (const line of changeLines(entries, path)) ctx.io.stdout.write(`${printable(line)}\n`);
+    for (const line of changeLines(entries, path, names)) {
+      ctx.io.stdout.write(`${printable(line)}\n`);
+    }
     if (entries.length === 0 && skipped === 0) {
       // A passphrase names the document too: another one (or none) finds nothing kept.
       ctx.io.stderr.write(

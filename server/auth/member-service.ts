@@ -1,6 +1,7 @@
 import type { MemberRole } from '../../protocol/room-grant.ts';
 import type { Db } from '../db/connect.ts';
 import {
+  devicesOfUsers,
   listMembers,
   type Member,
   type ProjectAccess,
@@ -95,9 +96,12 @@ export function createMemberService(options: MemberServiceOptions) {
       ];
     },
 
+    /** The owner, the members, and the devices of them all (what `history` names changes by). */
     async members(caller: Caller, projectId: number) {
       const access = await accessOf(caller, projectId);
-      return { owner: access.owner, members: await listMembers(db, projectId) };
+      const members = await listMembers(db, projectId);
+      const users = [access.owner.userId, ...members.map((m) => m.userId)];
+      return { owner: access.owner, members, devices: await devicesOfUsers(db, users) };
     },
 
     /** Shares a project with the user of `email` (invited when new) as `role`. */

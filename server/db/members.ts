@@ -193,3 +193,22 @@ export async function removeMember(
     return removed;
   });
 }
+
+/** The devices of `userIds` (id, user, name), ordered by id. */
+export async function devicesOfUsers(
+  db: Db,
+  userIds: readonly number[],
+): Promise<Array<{ id: number; userId: number; deviceName: string }>> {
+  if (userIds.length === 0) return [];
+  const rows = await db.kysely
+    .selectFrom('devices')
+    .select(['id', 'userId', 'deviceName'])
+    .where('userId', 'in', userIds)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({
+    id: Number(row.id),
+    userId: Number(row.userId),
+    deviceName: row.deviceName,
+  }));
+}

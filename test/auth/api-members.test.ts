@@ -71,6 +71,11 @@ await describeEachDatabase('auth API: project members', { limits: roomyLimits },
     expect(await members.json()).toEqual({
       owner: { userId: owner.user.id, email: owner.user.email },
       members: [added],
+      // every device of the owner and the members, by name (what history names changes by)
+      devices: [
+        { id: owner.device.id, userId: owner.user.id, deviceName: owner.device.deviceName },
+        { id: member.device.id, userId: member.user.id, deviceName: member.device.deviceName },
+      ],
     });
   });
 

@@ -114,15 +114,27 @@ describe('sync-host project share|members|unshare|leave, and a shared project sy
     await fileWith(join(folders.member, 'from-owner.md'), 'written by the owner\n');
     writeFileSync(join(folders.member, 'from-member.md'), 'written by the member\n');
     await fileWith(join(folders.owner, 'from-member.md'), 'written by the member\n');
+    // history names who made each change: the member's e-mail and device name
+    owner.child.kill('SIGINT');
+    await owner.exited;
+    const history = await cli(['history', 'shared'], config.owner);
+    expect(history.code, history.stderr).toBe(0);
+    const lines = history.stdout.trim().split('\n');
+    expect(lines.find((line) => line.endsWith('  from-owner.md'))).toMatch(
+      /device \d+ \(owner@example\.org, owner laptop\) {2}created {2}from-owner\.md$/,
+    );
+    expect(lines.find((line) => line.endsWith('  from-member.md'))).toMatch(
+      /device \d+ \(member@example\.org, member laptop\) {2}created {2}from-member\.md$/,
+    );
     // the owner deletes the project: the member's sync stops with one line; its files stay
     expect((await cli(['project', 'remove', 'shared'], config.owner)).code).toBe(0);
     const code = await member.exited;
     expect(code).not.toBe(0);
-    const lines = member.out.stderr.trim().split('\n');
-    expect(lines.at(-1)).toMatch(
+    const said = member.out.stderr.trim().split('\n');
+    expect(said.at(-1)).toMatch(
       /"owner@example\.org\/shared" is no longer shared with you.*the files stay/,
     );
-    expect(lines.filter((line) => line.includes('no longer shared'))).toHaveLength(1);
+    expect(said.filter((line) => line.includes('no longer shared'))).toHaveLength(1);
     expect(readFileSync(join(folders.member, 'from-owner.md'), 'utf8')).toBe(
       'written by the owner\n',
     );
