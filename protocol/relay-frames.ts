@@ -207,8 +207,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     buffered: z.number().int().nonnegative(),
     gap: z.boolean(),
     /**
-     * A shared project's room: each device's role (`owner`, `editor`, `viewer`) by device id,
-     * for the devices connected to this relay process. Absent: every device is the owner's.
+     * A shared project's room: each present device's role (`owner`, `editor`, `viewer`) by
+     * device id. Absent: every device is the owner's.
      */
     roles: z.record(z.string(), z.enum(['owner', ...memberRoles])).optional(),
   });

@@ -8,7 +8,7 @@ import {
   type PresenceFrame,
   type RouteTarget,
 } from '../../protocol/relay-frames.ts';
-import type { ProjectRole } from '../../protocol/room-grant.ts';
+import type { MemberRole } from '../../protocol/room-grant.ts';
 import type { Logger } from '../log.ts';
 import type { Admission, Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
 import {
@@ -136,7 +136,7 @@ export class Room implements RoomListener, JoinedRoom {
     this.#joining.set(ticket, { conn, carried });
     // Until the line admits it (during this call in-process), the connection is in the room but
     // not among the members: messages for it go to the broker, which keeps their order.
-    this.#line.join(frame.device, ticket);
+    this.#line.join(frame.device, ticket, conn.access.role);
     return true;
   }
 
@@ -226,17 +226,16 @@ export class Room implements RoomListener, JoinedRoom {
     if (pending.conn.room === this) this.#refuse(pending);
   }
 
-  joined(device: DeviceId): void {
-    this.#records.joined(device);
+  joined(device: DeviceId, role?: MemberRole): void {
+    this.#records.joined(device, role);
     this.#findHost();
     const conn = this.members.get(deviceKey(device));
-    const role = conn?.access.role;
     const frame: PresenceFrame = {
       type: 'presence',
       room: this.id,
       device,
       state: 'joined',
-      ...(role !== undefined && role !== 'owner' && { role }),
+      ...(role !== undefined && { role }),
     };
     this.#toEveryone(frame, conn);
   }
@@ -299,7 +298,7 @@ export class Room implements RoomListener, JoinedRoom {
     // in the older connection's place, if any: same position, same role
     this.members.set(conn.deviceKey, conn);
     this.#findHost();
-    const joined = sendAdmission(this.id, this.#records, this.members, pending, admission);
+    const joined = sendAdmission(this.id, this.#records, pending, admission);
     this.#context.logger.debug(
       { room: this.id, device: conn.deviceKey, role: joined.role, buffered: joined.buffered },
       'joined',
@@ -422,7 +421,6 @@ export interface PendingJoin {
 export function sendAdmission(
   roomId: string,
   records: MemberRecords,
-  members: ReadonlyMap<string, Connection>,
   { conn, carried }: PendingJoin,
   { frames, gap }: Admission,
 ): JoinedFrame {
@@ -438,7 +436,7 @@ export function sendAdmission(
     buffered: carried.length + frames.length,
     gap,
   };
-  const roles = rolesOf(members);
+  const roles = records.roles();
   if (roles !== undefined) joined.roles = roles;
   conn.queue.send(Buffer.from(JSON.stringify(joined)));
   const replay = frames.map((text) => Buffer.from(text));
@@ -448,17 +446,4 @@ export function sendAdmission(
   for (const { frame, position } of carried) conn.queue.send(frame, position);
   for (const frame of replay) conn.queue.send(frame);
   return joined;
-}
-
-/** The roles of the devices connected here, by id; undefined when all are the owner's. */
-function rolesOf(
-  members: ReadonlyMap<string, Connection>,
-): Record<string, ProjectRole> | undefined {
-  let shared = false;
-  const roles: Record<string, ProjectRole> = {};
-  for (const [key, conn] of members) {
-    roles[key] = conn.access.role;
-    if (conn.access.role !== 'owner') shared = true;
-  }
-  return shared ? roles : undefined;
 }

@@ -63,7 +63,19 @@ describe.skipIf(skip !== undefined)(
       const laptopOnA = await joinAs(nodeA.url, laptop, project.roomId, grant);
       const desktopOnB = await joinAs(nodeB.url, desktop, project.roomId, grant);
       expect(laptopOnA.frame).toMatchObject({ type: 'joined' });
-      expect(desktopOnB.frame).toMatchObject({ type: 'joined' });
+      // the roles of devices on the other node too
+      expect(desktopOnB.frame).toMatchObject({
+        type: 'joined',
+        roles: {
+          [owner.deviceId]: 'owner',
+          [laptop.deviceId]: 'editor',
+          [desktop.deviceId]: 'editor',
+        },
+      });
+      await ownerOnA.client.take(
+        (frame) =>
+          frame.type === 'presence' && frame.device === desktop.deviceId && frame.role === 'editor',
+      );
 
       const removedAt = Date.now();
       const removed = await authCall(
