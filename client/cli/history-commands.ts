@@ -23,7 +23,7 @@ import { requestControl } from './control-client.ts';
 import { controlSocketPath } from './control-path.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
-import { findProject, roomOf } from './project-room.ts';
+import { findProject, projectDevices, roomOf } from './project-room.ts';
 
 /** How long joining and the catch-up may take. */
 const timeoutMs = 30_000;
@@ -132,24 +132,13 @@ function changeLines(
   return lines;
 }
 
-/**
- * Who each device of the project is, `<e-mail>, <device name>` by device id: its owner's and its
- * members' devices (a deleted device is not among them). Empty when the auth service does not say.
- */
+/** Who each device of the project is, `<e-mail>, <device name>` by device id. */
 async function deviceNames(ctx: Context, projectKey: string): Promise<Map<string, string>> {
   const { auth } = await signedIn(ctx);
   const project = await findProject(auth, projectKey);
-  const answer = await auth.members(project.id).catch(() => undefined);
   const names = new Map<string, string>();
-  if (answer === undefined) return names;
-  const emails = new Map([
-    [answer.owner.userId, answer.owner.email],
-    ...answer.members.map((m): [number, string] => [m.userId, m.email]),
-  ]);
-  for (const device of answer.devices ?? []) {
-    // one space at most in a row: columns are parted by two
-    const name = device.deviceName.replace(/\s+/g, ' ');
-    names.set(String(device.id), `${emails.get(device.userId) ?? '?'}, ${name}`);
+  for (const [id, who] of await projectDevices(auth, project.id)) {
+    names.set(id, `${who.email}, ${who.deviceName}`);
   }
   return names;
 }

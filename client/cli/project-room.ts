@@ -44,6 +44,43 @@ export function pickProject(projects: readonly Project[], name: string): Project
   );
 }
 
+/** Who a device of a project is: its user's e-mail, its name, and its user's role. */
+export interface DeviceOwner {
+  email: string;
+  deviceName: string;
+  role: 'owner' | 'editor' | 'viewer';
+}
+
+/**
+ * The devices of a project's owner and members by device id (from its members endpoint); empty
+ * when the auth service does not answer. Device names have one space at most in a row (lines
+ * that show them part their columns by two).
+ */
+export async function projectDevices(
+  auth: AuthClient,
+  projectId: number,
+): Promise<Map<string, DeviceOwner>> {
+  const devices = new Map<string, DeviceOwner>();
+  const answer = await auth.members(projectId).catch(() => undefined);
+  if (answer === undefined) return devices;
+  const users = new Map<number, { email: string; role: DeviceOwner['role'] }>([
+    [answer.owner.userId, { email: answer.owner.email, role: 'owner' }],
+    ...answer.members.map((m): [number, { email: string; role: DeviceOwner['role'] }] => [
+      m.userId,
+      { email: m.email, role: m.role },
+    ]),
+  ]);
+  for (const device of answer.devices ?? []) {
+    const user = users.get(device.userId);
+    if (user === undefined) continue;
+    devices.set(String(device.id), {
+      ...user,
+      deviceName: device.deviceName.replace(/\s+/g, ' '),
+    });
+  }
+  return devices;
+}
+
 /** The project a name means for this user (`pickProject`). */
 export async function findProject(auth: AuthClient, name: string): Promise<Project> {
   return pickProject(await auth.projects(), name);
@@ -69,7 +106,7 @@ export async function roomOf(ctx: Context, projectKey: string) {
       ...(project.grant === undefined ? {} : { grant: project.grant }),
       WebSocket: socketClass,
     });
-  return { open, authUrl, project };
+  return { open, authUrl, project, auth };
 }
 
 /** A relay connection to the project's room as this device (not connected yet). */

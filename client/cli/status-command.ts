@@ -74,8 +74,16 @@ function describe(status: SyncStatus): string {
     conflicts?: string[];
     skipped?: number;
     storeFull?: boolean;
+    who?: Record<string, { email?: string; deviceName?: string; role?: string }>;
   };
-  const others = status.devices.filter((device) => device !== status.device);
+  const others = status.devices
+    .filter((device) => device !== status.device)
+    .map((device) => {
+      const who = fields.who?.[device];
+      return who?.email === undefined
+        ? device
+        : `${device} (${who.email}, ${who.deviceName ?? '?'}, ${who.role ?? '?'})`;
+    });
   const lines = [
     `${status.projectKey}: ${status.folder} (pid ${status.pid})`,
     `  ${connectionWords[status.state] ?? status.state} as device ${status.device}; other devices present: ${others.length === 0 ? 'none' : others.join(', ')}`,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, mkdirSync, realpathSync, statSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { AuthClient } from '../auth-client.ts';
 import type { Project } from '../auth-types.ts';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
@@ -17,7 +18,13 @@ import { type Context, expectArgs, signedIn, UsageError } from './context.ts';
 import type { CliIo } from './io.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
-import { qualifiedName, roomOf, stopSignal } from './project-room.ts';
+import {
+  type DeviceOwner,
+  projectDevices,
+  qualifiedName,
+  roomOf,
+  stopSignal,
+} from './project-room.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
 import { folderReports, progressAfterMsFrom, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
@@ -63,6 +70,8 @@ export async function runFolderSync(options: {
   addStatus?: (fields: () => Record<string, unknown>) => void;
   /** The host's history of the folder document, fetched on a first run with files here. */
   history?: (key: E2EKey | undefined) => Promise<{ entries: HistoryEntry[]; last: number }>;
+  /** Who the devices of the project are (their users' e-mail and role), for `status`. */
+  who?: DeviceDirectory;
 }): Promise<number> {
   const { supervisor, passphrase } = options;
   const key =
@@ -87,7 +96,10 @@ export async function runFolderSync(options: {
         : cursorAfter(history.entries, history.last, docKeyOf(folderDocName, key)).progress(),
   });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
-  provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
+  provider.on('peers', (peers) => {
+    out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`);
+    options.who?.seen(peers);
+  });
   // What `sync-host status` shows: files sent and not yet confirmed by the relay drop out once
   // a flush after them is confirmed (after each read, and when the connection is back).
   let lastInSync: string | null = null;
@@ -118,6 +130,7 @@ export async function runFolderSync(options: {
     return {
       inSync,
       lastInSync: inSync ? new Date().toISOString() : lastInSync,
+      ...(options.who && { who: Object.fromEntries(options.who.known()) }),
       waitingUp: { files: sent.files + blobsUp.files, bytes: sent.bytes + blobsUp.bytes },
       ...fields,
     };
@@ -261,7 +274,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
   const [projectKey, dir] = ctx.args as [string, string];
   const passphrase = passphraseSource(ctx);
   const maxFileBytes = maxFileBytesOf(ctx.flags['max-file-bytes']);
-  const { open, authUrl, project } = await roomOf(ctx, projectKey);
+  const { open, authUrl, project, auth } = await roomOf(ctx, projectKey);
   const session = await startSyncSession({
     configDir: ctx.store.dir,
     authUrl,
@@ -282,14 +295,45 @@ export async function syncFolder(ctx: Context): Promise<number> {
       progressAfterMs: progressAfterMsFrom(ctx.env),
       prefetchIdleMs: prefetchIdleMsFrom(ctx.env),
       stopped: stopSignal(),
-      addStatus: session.addStatus,
+      addStatus: (fields) => session.addStatus(fields),
       history: (key) => hostHistory(open, key),
+      who: devicesOf(auth, project.id),
     });
   } catch (err: unknown) {
     throw await membershipEnded(ctx, project, dir, err);
   } finally {
     await session.close();
   }
+}
+
+/** Who the devices of a project are, looked up again when a device not known yet shows. */
+export interface DeviceDirectory {
+  known(): ReadonlyMap<string, DeviceOwner>;
+  seen(devices: readonly string[]): void;
+}
+
+/** The devices of project `projectId` at the auth service, asked at start and for new devices. */
+function devicesOf(auth: AuthClient, projectId: number): DeviceDirectory {
+  let known: ReadonlyMap<string, DeviceOwner> = new Map();
+  let asking = false;
+  const ask = () => {
+    if (asking) return;
+    asking = true;
+    void projectDevices(auth, projectId)
+      .then((found) => {
+        if (found.size > 0) known = found;
+      })
+      .finally(() => {
+        asking = false;
+      });
+  };
+  ask();
+  return {
+    known: () => known,
+    seen(devices) {
+      if (devices.some((device) => !known.has(device))) ask();
+    },
+  };
 }
 
 /**

@@ -176,6 +176,12 @@ describe('sync-host project share|members|unshare|leave, and a shared project sy
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(reader.out.stderr).not.toMatch(/forbidden/);
+    // status names the members' devices present
+    const status = await cli(['status', 'readonly'], config.owner);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(
+      /other devices present: \d+ \(member@example\.org, member laptop, viewer\)/,
+    );
     owner.child.kill('SIGINT');
     reader.child.kill('SIGINT');
     await Promise.all([owner.exited, reader.exited]);
