@@ -75,6 +75,8 @@ function describe(status: SyncStatus): string {
     skipped?: number;
     storeFull?: boolean;
     who?: Record<string, { email?: string; deviceName?: string; role?: string }>;
+    viewer?: boolean;
+    notSent?: string[];
   };
   const others = status.devices
     .filter((device) => device !== status.device)
@@ -94,6 +96,13 @@ function describe(status: SyncStatus): string {
     lines.push("  the host's store is full: files wait to go up (tried again every 30 s)");
   }
   if ((fields.skipped ?? 0) > 0) lines.push(`  files here that do not sync: ${fields.skipped}`);
+  if (fields.viewer === true) {
+    const kept = fields.notSent ?? [];
+    lines.push(
+      `  a viewer of this project: changes made here are not sent (${kept.length === 0 ? 'none yet' : kept.length})`,
+    );
+    for (const path of kept) lines.push(`    ${path}`);
+  }
   const conflicts = fields.conflicts ?? [];
   lines.push(`  conflict copies: ${conflicts.length === 0 ? 'none' : conflicts.length}`);
   for (const path of conflicts) lines.push(`    ${path}`);

@@ -106,6 +106,11 @@ export async function runFolderSync(options: {
   const confirmSent = () => {
     const mark = folder.unconfirmed.mark();
     if (mark === undefined) return;
+    // a viewer's device sends nothing: what changed here stays listed as not sent
+    if (supervisor.connection.readOnly) {
+      files.reports.changed();
+      return;
+    }
     provider.flush().then(
       () => folder.unconfirmed.confirmed(mark),
       () => undefined, // the connection ended: confirmed after the next one synced
@@ -131,7 +136,11 @@ export async function runFolderSync(options: {
       inSync,
       lastInSync: inSync ? new Date().toISOString() : lastInSync,
       ...(options.who && { who: Object.fromEntries(options.who.known()) }),
-      waitingUp: { files: sent.files + blobsUp.files, bytes: sent.bytes + blobsUp.bytes },
+      ...(supervisor.connection.readOnly
+        ? { waitingUp: { files: 0, bytes: 0 }, viewer: true, notSent: folder.unconfirmed.paths() }
+        : {
+            waitingUp: { files: sent.files + blobsUp.files, bytes: sent.bytes + blobsUp.bytes },
+          }),
       ...fields,
     };
   });

@@ -176,6 +176,12 @@ describe('sync-host project share|members|unshare|leave, and a shared project sy
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(reader.out.stderr).not.toMatch(/forbidden/);
+    // the viewer's status lists what stayed here
+    const kept = await cli(['status', 'readonly'], config.member);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stdout).toMatch(
+      /a viewer of this project: changes made here are not sent \(2\)\n {4}local\.md\n {4}spec\.md/,
+    );
     // status names the members' devices present
     const status = await cli(['status', 'readonly'], config.owner);
     expect(status.code, status.stderr).toBe(0);
