@@ -192,4 +192,32 @@ describe('sync-host project share|members|unshare|leave, and a shared project sy
     reader.child.kill('SIGINT');
     await Promise.all([owner.exited, reader.exited]);
   });
+
+  it('an encrypted shared project: members with the passphrase sync it; one without reads nothing and costs the others nothing', async () => {
+    expect((await cli(['project', 'add', 'secret', 'Secret'], config.owner)).code).toBe(0);
+    for (const email of ['member@example.org', 'other@example.org']) {
+      expect((await cli(['project', 'share', 'secret', email], config.owner)).code).toBe(0);
+    }
+    const passphrase = join(tempDir(), 'passphrase');
+    writeFileSync(passphrase, 'shared out of band\n', { mode: 0o600 });
+    const encrypt = ['--encrypt', '--passphrase-file', passphrase];
+    const folders = { owner: tempDir(), member: tempDir(), other: tempDir() };
+    const run = (who: 'owner' | 'member' | 'other', extra: string[]) =>
+      spawnCli(['sync', 'secret', folders[who], '--relay', th.relayUrl, ...extra], config[who]);
+    const syncs = [run('owner', encrypt), run('member', encrypt), run('other', [])];
+    writeFileSync(join(folders.owner, 'plan.md'), 'the plan\n');
+    await fileWith(join(folders.member, 'plan.md'), 'the plan\n');
+    writeFileSync(join(folders.other, 'plan.md'), 'written without the passphrase\n');
+    writeFileSync(join(folders.member, 'next.md'), 'after the one without\n');
+    await fileWith(join(folders.owner, 'next.md'), 'after the one without\n');
+    const until = Date.now() + 3_000;
+    while (Date.now() < until) {
+      expect(readFileSync(join(folders.owner, 'plan.md'), 'utf8')).toBe('the plan\n');
+      expect(readFileSync(join(folders.member, 'plan.md'), 'utf8')).toBe('the plan\n');
+      expect(existsSync(join(folders.other, 'next.md'))).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    for (const sync of syncs) sync.child.kill('SIGINT');
+    await Promise.all(syncs.map((sync) => sync.exited));
+  });
 });
