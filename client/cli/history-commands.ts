@@ -23,7 +23,7 @@ import { requestControl } from './control-client.ts';
 import { controlSocketPath } from './control-path.ts';
 import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
-import { findProject, projectDevices, roomOf } from './project-room.ts';
+import { findProject, localNameOf, projectDevices, roomOf } from './project-room.ts';
 
 /** How long joining and the catch-up may take. */
 const timeoutMs = 30_000;
@@ -50,7 +50,7 @@ async function withFolderHistory<T>(
   const passphrase = passphraseSource(ctx);
   const { authUrl } = await signedIn(ctx);
   const running = await requestControl(
-    controlSocketPath(ctx.store.dir, authUrl, projectKey),
+    controlSocketPath(ctx.store.dir, authUrl, await localNameOf(ctx, projectKey)),
     { op: 'status' },
     5_000,
     'the running sync did not answer',

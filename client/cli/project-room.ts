@@ -81,6 +81,31 @@ export async function projectDevices(
   return devices;
 }
 
+/**
+ * The name a project's local files go by (its sync's state log and control socket): its key for
+ * the user's own project, `<owner-email>/<key>` for a shared one, whichever name the user typed.
+ */
+export function localName(project: Project): string {
+  return project.role === undefined || project.role === 'owner'
+    ? project.projectKey
+    : qualifiedName(project);
+}
+
+/**
+ * `localName` of the project `name` means; the name itself when the auth service cannot say
+ * or knows no such project (a running sync is then found by the name it was started with).
+ */
+export async function localNameOf(ctx: Context, name: string): Promise<string> {
+  const { auth } = await signedIn(ctx);
+  try {
+    return localName(await findProject(auth, name));
+  } catch (err: unknown) {
+    // unknown, or the auth service out of reach: the name as typed (an ambiguous one is refused)
+    if (err instanceof SyncError) return name;
+    throw err;
+  }
+}
+
 /** The project a name means for this user (`pickProject`). */
 export async function findProject(auth: AuthClient, name: string): Promise<Project> {
   return pickProject(await auth.projects(), name);

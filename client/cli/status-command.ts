@@ -7,6 +7,7 @@ import { probeControl } from './control-client.ts';
 import { controlSocketFolders, controlSocketPath } from './control-path.ts';
 import type { SyncStatus } from './control-protocol.ts';
 import { printable } from './printable.ts';
+import { localNameOf } from './project-room.ts';
 
 /**
  * `status [projectKey] [--json]`: what the running syncs of this device say about their
@@ -19,7 +20,8 @@ export async function statusCommand(ctx: Context): Promise<number> {
   const projectKey = ctx.args[0];
   if (projectKey !== undefined) {
     const { authUrl } = await signedIn(ctx);
-    const probe = await probeControl(controlSocketPath(ctx.store.dir, authUrl, projectKey));
+    const local = await localNameOf(ctx, projectKey);
+    const probe = await probeControl(controlSocketPath(ctx.store.dir, authUrl, local));
     if (probe.kind !== 'running' || probe.status === undefined) {
       throw new SyncError(
         'not_running',

@@ -20,6 +20,7 @@ import { passphraseSource } from './passphrase.ts';
 import { printable } from './printable.ts';
 import {
   type DeviceOwner,
+  localName,
   projectDevices,
   qualifiedName,
   roomOf,
@@ -284,10 +285,12 @@ export async function syncFolder(ctx: Context): Promise<number> {
   const passphrase = passphraseSource(ctx);
   const maxFileBytes = maxFileBytesOf(ctx.flags['max-file-bytes']);
   const { open, authUrl, project, auth } = await roomOf(ctx, projectKey);
+  // one name for the folder's local files, whichever name of the project was typed
+  const local = localName(project);
   const session = await startSyncSession({
     configDir: ctx.store.dir,
     authUrl,
-    projectKey,
+    projectKey: local,
     folder: dir,
     open,
     onLine: (line) => ctx.io.stderr.write(`${printable(line)}\n`),
@@ -298,7 +301,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       io: ctx.io,
       supervisor: session.supervisor,
       dir,
-      state: statePath(ctx.store.dir, authUrl, projectKey, dir),
+      state: statePath(ctx.store.dir, authUrl, local, dir),
       passphrase: await passphrase(),
       maxFileBytes,
       progressAfterMs: progressAfterMsFrom(ctx.env),

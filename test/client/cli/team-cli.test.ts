@@ -114,6 +114,12 @@ describe('sync-host project share|members|unshare|leave, and a shared project sy
     await fileWith(join(folders.member, 'from-owner.md'), 'written by the owner\n');
     writeFileSync(join(folders.member, 'from-member.md'), 'written by the member\n');
     await fileWith(join(folders.owner, 'from-member.md'), 'written by the member\n');
+    // either name of the shared project finds the member's running sync
+    for (const name of ['shared', 'owner@example.org/shared']) {
+      const status = await cli(['status', name], config.member);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toContain(folders.member);
+    }
     // history names who made each change: the member's e-mail and device name
     owner.child.kill('SIGINT');
     await owner.exited;
