@@ -11,6 +11,10 @@ import {
   type HostInfo,
   hostInfoSchema,
   jwtLoginSchema,
+  type Member,
+  type Members,
+  memberAnswerSchema,
+  membersSchema,
   type PairingPoll,
   type PairingStarted,
   type Project,
@@ -92,6 +96,12 @@ export interface AuthClient {
     name: string,
   ): Promise<{ project: Project; created: boolean }>;
   deleteProject(id: number): Promise<void>;
+  /** A project's owner and members (its owner or a member may ask). */
+  members(projectId: number): Promise<Members>;
+  /** Shares a project (its owner, on the team tier) with `email` as `role`. */
+  share(projectId: number, email: string, role: Member['role']): Promise<Member>;
+  /** Removes a member (the owner), or the caller itself (leaving). */
+  removeMember(projectId: number, userId: number): Promise<void>;
   subscription(): Promise<Subscription>;
   /** `POST /auth/pair`: starts pairing this device; `pair()` runs the whole flow. */
   startPairing(device: DeviceDescription, email?: string): Promise<PairingStarted>;
@@ -274,6 +284,25 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       await call('DELETE', `/auth/project/${encodeURIComponent(String(id))}`, undefined, {
         bearer: bearer(),
       });
+    },
+
+    async members(projectId) {
+      const path = `/auth/project/${encodeURIComponent(String(projectId))}/members`;
+      return (await call('GET', path, membersSchema, { bearer: bearer() })).data;
+    },
+
+    async share(projectId, email, role) {
+      const path = `/auth/project/${encodeURIComponent(String(projectId))}/members`;
+      const { data } = await call('POST', path, memberAnswerSchema, {
+        body: { email, role },
+        bearer: bearer(),
+      });
+      return data.member;
+    },
+
+    async removeMember(projectId, userId) {
+      const path = `/auth/project/${encodeURIComponent(String(projectId))}/members/${encodeURIComponent(String(userId))}`;
+      await call('DELETE', path, undefined, { bearer: bearer() });
     },
 
     async startPairing(device, email) {

@@ -20,7 +20,29 @@ export const projectSchema = z.object({
   name: z.string(),
   roomId: z.string(),
   createdAt: timestamp,
+  /** In `GET /auth/projects`: the caller's role (`owner`, `editor`, `viewer`). */
+  role: z.enum(['owner', 'editor', 'viewer']).optional(),
+  /** In `GET /auth/projects`: whose project it is. */
+  owner: z.object({ userId: z.number(), email: z.string() }).optional(),
+  /** A shared project's room grant: what this user's devices join its room with. */
+  grant: z.string().optional(),
 });
+/** A user a project is shared with. */
+export const memberSchema = z.object({
+  userId: z.number(),
+  email: z.string(),
+  role: z.enum(['editor', 'viewer']),
+  addedAt: timestamp,
+});
+export const membersSchema = z.object({
+  owner: z.object({ userId: z.number(), email: z.string() }),
+  members: z.array(memberSchema),
+  /** The devices of the owner and the members. */
+  devices: z
+    .array(z.object({ id: z.number(), userId: z.number(), deviceName: z.string() }))
+    .optional(),
+});
+export const memberAnswerSchema = z.object({ member: memberSchema });
 export const subscriptionSchema = z.object({
   tier: z.string(),
   effectiveTier: z.string(),
@@ -109,6 +131,8 @@ export type WaitingPairing = z.infer<typeof waitingPairingSchema>['pairing'];
 export type Paired = Extract<PairingPoll, { status: 'approved' }>;
 export type Device = z.infer<typeof deviceSchema>;
 export type Project = z.infer<typeof projectSchema>;
+export type Member = z.infer<typeof memberSchema>;
+export type Members = z.infer<typeof membersSchema>;
 export type Subscription = z.infer<typeof subscriptionSchema>;
 /** `GET /.well-known/sync-host`: where the relay of this auth service is. */
 export type HostInfo = z.infer<typeof hostInfoSchema>;

@@ -42,6 +42,11 @@ export interface RelayConnectionOptions {
   device: string | number;
   /** Device token. */
   token: string;
+  /**
+   * A member's room grant for a project shared with this device's user (`grant` of the project
+   * in `GET /auth/projects`); absent for the user's own projects.
+   */
+  grant?: string;
   /** Default: the global `WebSocket` (browsers, Node 22+); pass `ws`'s class on Node 20. */
   WebSocket?: WebSocketConstructor;
   /** Reconnect delays (default 250 ms doubling to 10 s, 50 % jitter). */
@@ -73,7 +78,9 @@ export interface RelayConnectionOptions {
 
 /** The options with every default applied and checked, as the connection uses them. */
 export type ResolvedConnectionOptions = Readonly<
-  Required<Omit<RelayConnectionOptions, 'backoff'>> & {
+  Required<Omit<RelayConnectionOptions, 'backoff' | 'grant'>> & {
+    /** A member's room grant, when the room is of a project shared with this device's user. */
+    grant: string | undefined;
     /** The reconnect delays, built from the `backoff` option. */
     backoff: Backoff;
     /**
@@ -144,6 +151,7 @@ export function resolveConnectionOptions(
     room: options.room,
     device: options.device,
     token: options.token,
+    grant: options.grant,
     WebSocket,
     backoff: createBackoff(options.backoff),
     maxQueuedMessages: checkCount(

@@ -59,6 +59,8 @@ export class RelayConnection extends Emitter<RelayEvents> {
   private readonly timers: NamedTimers<TimerName>;
   private firstJoin: { resolve: (f: JoinedFrame) => void; reject: (e: Error) => void }[] = [];
   private roomHost: string | undefined;
+  /** This device's role in the project (`owner`, `editor`, `viewer`) as of the last `joined`. */
+  private ownRole = 'owner';
   private roomDevices = new Set<string>();
   private role: 'host' | 'member' | undefined;
   private closing: Promise<void> | undefined;
@@ -99,6 +101,15 @@ export class RelayConnection extends Emitter<RelayEvents> {
   /** Whether this device is the room's host. */
   get isHost(): boolean {
     return this.role !== undefined && this.roomHost === String(this.device);
+  }
+
+  /**
+   * Whether this device only reads in its room: its user is a viewer of the shared project (as
+   * the last `joined` said). The host refuses a viewer's appends and the others ignore its
+   * document updates; a client sends neither then.
+   */
+  get readOnly(): boolean {
+    return this.ownRole === 'viewer';
   }
 
   /** Device ids present in the room (this one included) as of the last event. */
@@ -234,10 +245,10 @@ export class RelayConnection extends Emitter<RelayEvents> {
 
   private open(): void {
     this.setState('connecting');
-    const { room, device, token } = this.options;
+    const { room, device, token, grant } = this.options;
     const socket = openRelaySocket(
       this.options,
-      { type: 'join', room, device, token },
+      { type: 'join', room, device, token, ...(grant === undefined ? {} : { grant }) },
       {
         frame: (from, text) => {
           if (this.socket === from) this.handleFrame(from, text);
@@ -312,7 +323,13 @@ export class RelayConnection extends Emitter<RelayEvents> {
   private received(frame: RoutedMessage): void {
     const payload = this.envelope.open(frame.from, frame.payload);
     if (payload === undefined) return;
-    this.emit('message', { from: frame.from, to: frame.to, room: frame.room, payload });
+    this.emit('message', {
+      from: frame.from,
+      to: frame.to,
+      room: frame.room,
+      payload,
+      ...(frame.role === undefined ? {} : { role: frame.role }),
+    });
   }
 
   private joined(frame: JoinedFrame): void {
@@ -320,6 +337,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.options.backoff.reset();
     this.roomHost = frame.host;
     this.role = frame.role;
+    this.ownRole = frame.roles?.[String(this.device)] ?? 'owner';
     this.roomDevices = new Set(frame.devices);
     this.setState('joined');
     this.emit('joined', frame);

@@ -42,18 +42,27 @@ export type Applied =
   | { kind: 'awareness' }
   | { kind: 'step1'; reply: Uint8Array }
   | { kind: 'step2' }
-  | { kind: 'update' };
+  | { kind: 'update' }
+  /** A document update (step 2 or update) from a viewer's device: not applied. */
+  | { kind: 'ignored' };
 
 /**
  * Applies one message from device `from` to the document (in a transaction of `origin`) or to
- * the awareness. Throws on a message that cannot be read.
+ * the awareness; from a viewer's device (`viewer`), document updates are ignored. Throws on a
+ * message that cannot be read.
  */
 export function applyMessage(
   body: Uint8Array,
-  target: { doc: Y.Doc; awareness: Awareness; origin: unknown; from: string },
+  target: { doc: Y.Doc; awareness: Awareness; origin: unknown; from: string; viewer?: boolean },
 ): Applied {
   const decoder = decoding.createDecoder(body);
   const type = decoding.readVarUint(decoder);
+  if (target.viewer === true && type === messageSync) {
+    // a viewer's device may ask (step 1) but what it writes is not taken
+    const peek = decoding.createDecoder(body);
+    decoding.readVarUint(peek);
+    if (decoding.readVarUint(peek) !== sync.messageYjsSyncStep1) return { kind: 'ignored' };
+  }
   if (type === messageAwareness) {
     applyAwarenessUpdate(
       target.awareness,

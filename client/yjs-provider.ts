@@ -193,7 +193,8 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
 
   private readonly docOnUpdate = (update: Uint8Array, origin: unknown): void => {
     // What is made while away reaches the others at the rejoin (sync step 1, the catch-up).
-    if (origin === this || this.connection.state !== 'joined') return;
+    // a viewer's device keeps its edits local: the others would ignore them
+    if (origin === this || this.connection.state !== 'joined' || this.connection.readOnly) return;
     this.send('broadcast', updateMessage(update));
     this.session?.local(update);
   };
@@ -333,7 +334,9 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
     this.inbound = this.inbound.then(async () => {
       const opened = await unseal(this.key, this.name, from, assembled);
       if ('refused' in opened) this.report(opened.refused, from, opened.message);
-      else if (!this.destroyed) this.apply(from, message.to === 'broadcast', opened.body);
+      else if (!this.destroyed) {
+        this.apply(from, message.to === 'broadcast', opened.body, message.role === 'viewer');
+      }
     });
   }
 
@@ -342,16 +345,18 @@ export class YjsProvider extends Emitter<YjsProviderEvents> {
    * device's step 1 (so it learns what this device has); a step 1 sent to this device alone is
    * such an answer and gets only step 2, which ends the exchange.
    */
-  private apply(from: string, broadcast: boolean, body: Uint8Array): void {
+  private apply(from: string, broadcast: boolean, body: Uint8Array, viewer: boolean): void {
     try {
       const applied = applyMessage(body, {
         doc: this.doc,
         awareness: this.awareness,
         origin: this,
         from,
+        viewer,
       });
       if (applied.kind === 'step1') {
-        this.send(from, applied.reply);
+        // a viewer's step 2 would carry its local edits
+        if (!this.connection.readOnly) this.send(from, applied.reply);
         if (broadcast) this.send(from, step1Message(this.doc));
       } else if (applied.kind === 'step2') {
         this.peerAnswered = true;

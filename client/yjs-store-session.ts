@@ -286,6 +286,8 @@ export class StoreSession {
 
   /** Seals (when encrypted), cuts in pieces and sends one message, in order with the others. */
   private append(update: Uint8Array, snapshot: boolean, covers?: number): void {
+    // a viewer's device keeps its edits local: the host would refuse them
+    if (this.options.connection.readOnly) return;
     const { key, docKey } = this.options;
     const { chunkBytes } = this;
     this.messageCount += 1;

@@ -9,6 +9,10 @@ export const authErrors = {
   token_expired: 401,
   token_used: 401,
   project_limit: 403,
+  /** Sharing a project needs its owner on the `team` tier. */
+  tier_required: 403,
+  /** A member who is not the owner changing a project's membership. */
+  forbidden: 403,
   device_limit: 403,
   pair_denied: 403,
   not_found: 404,

@@ -82,6 +82,7 @@ export const relayErrors = {
   store_full: 'an append past store.userMaxBytes or store.maxBytes: nothing was stored',
   store_unavailable: 'this relay keeps no documents: append and catchup are not served',
   chunk_missing: 'a chunk-get of an id the host does not hold under that kc',
+  forbidden: 'an append or chunk-put from a viewer of a shared project: nothing was stored',
 } as const;
 
 /** A relay error frame's `code`. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isStandardBase64 } from './base64.ts';
+import { maxGrantLength, memberRoles } from './room-grant.ts';
 
 /**
  * The frames of the relay protocol, both directions. The relay validates what clients send with
@@ -36,6 +37,8 @@ export const joinSchema = z.object({
   device: deviceIdSchema,
   /** Optional in the shape so a missing token is reported as `auth_failed`, not `invalid_message`. */
   token: z.string().max(maxTokenLength).optional(),
+  /** A member's room grant (protocol/room-grant.ts), for a room of another user; checked as the token is. */
+  grant: z.string().max(maxGrantLength).optional(),
 });
 
 export const leaveSchema = z.object({ type: z.literal('leave') });
@@ -203,6 +206,11 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     devices: z.array(deviceId),
     buffered: z.number().int().nonnegative(),
     gap: z.boolean(),
+    /**
+     * A shared project's room: each present device's role (`owner`, `editor`, `viewer`) by
+     * device id. Absent: every device is the owner's.
+     */
+    roles: z.record(z.string(), z.enum(['owner', ...memberRoles])).optional(),
   });
   const presence = z.object({
     type: z.literal('presence'),
@@ -211,6 +219,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     state: z.enum(['joined', 'left']),
     /** Why a device left: `leave`, `disconnect` or `revoked`. */
     reason: z.string().optional(),
+    /** A joining device's role in a shared project's room (absent: the owner's device). */
+    role: z.enum(['owner', ...memberRoles]).optional(),
   });
   const host = z.object({ type: z.literal('host'), room: z.string(), device: deviceId });
   const error = z.object({
@@ -291,6 +301,8 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
   /** A routed message: `from` the sender, `to` as the sender wrote it. */
   const routed = z.object({
     from: deviceId,
+    /** `viewer`: the sender is a viewer's device (a shared project): its document updates are ignored. */
+    role: z.literal('viewer').optional(),
     to: deviceId,
     room: z.string(),
     payload: z.record(z.string(), z.unknown()),

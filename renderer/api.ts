@@ -18,6 +18,8 @@ export function createAdminApi(token: string) {
     deleteUser: (userId: number) => call<void>('DELETE', `/users/${userId}`),
     revokeDevice: (deviceId: number) => call<void>('DELETE', `/devices/${deviceId}`),
     removeProject: (projectId: number) => call<void>('DELETE', `/projects/${projectId}`),
+    removeMember: (projectId: number, userId: number) =>
+      call<void>('DELETE', `/projects/${projectId}/members/${userId}`),
     approvePairing: (code: string, email: string) =>
       call<{ device: AdminDevice; user: AdminUser }>('POST', '/pairings/approve', { code, email }),
     denyPairing: (code: string) => call<void>('POST', '/pairings/deny', { code }),

@@ -143,6 +143,18 @@ function start(api: AdminApi): void {
           () => {},
         );
     },
+    async removeMember(project, member) {
+      const ok = await confirmAction(
+        `Remove ${member.email} from “${project.name}”?`,
+        `${member.email} stops syncing this project of ${project.email} at once; the files on their devices stay.`,
+        'Remove member',
+      );
+      if (ok)
+        await act(
+          () => api.removeMember(project.id, member.userId),
+          `Could not remove ${member.email}`,
+        ).catch(() => {});
+    },
     editing(userId, dirty) {
       if (dirty) editingUsers.add(userId);
       else editingUsers.delete(userId);

@@ -1,5 +1,6 @@
 import type {
   AdminDevice,
+  AdminMember,
   AdminPendingLinks,
   AdminProject,
   AdminRelay,
@@ -15,6 +16,8 @@ export interface ViewActions {
   deleteUser(user: AdminUser): Promise<void>;
   revokeDevice(device: AdminDevice): Promise<void>;
   removeProject(project: AdminProject): Promise<void>;
+  /** Teams: removes a member from a shared project. */
+  removeMember(project: AdminProject, member: AdminMember): Promise<void>;
   /** Marks a user's row as being edited (the page holds back refreshes of the table meanwhile). */
   editing(userId: number, dirty: boolean): void;
 }
@@ -155,6 +158,7 @@ export function projectsView(projects: AdminProject[], actions: ViewActions): No
         h('th', {}, 'Name'),
         h('th', {}, 'Key'),
         h('th', {}, 'User'),
+        h('th', {}, 'Members'),
         h('th', {}, 'Room'),
         h('th', {}, 'Created'),
         h('th', {}, ''),
@@ -170,6 +174,7 @@ export function projectsView(projects: AdminProject[], actions: ViewActions): No
           h('td', {}, p.name),
           h('td', {}, h('span', { class: 'mono truncate', title: p.projectKey }, p.projectKey)),
           h('td', { class: 'email' }, p.email),
+          h('td', { class: 'members' }, ...membersOf(p, actions)),
           h('td', {}, h('span', { class: 'mono truncate', title: p.roomId }, p.roomId)),
           h('td', {}, time(p.createdAt)),
           h(
@@ -189,6 +194,31 @@ export function projectsView(projects: AdminProject[], actions: ViewActions): No
             ),
           ),
         ),
+      ),
+    ),
+  );
+}
+
+/** A shared project's members, each with its role and a Remove button; a dash when none. */
+function membersOf(project: AdminProject, actions: ViewActions): Node[] {
+  if (project.members.length === 0) return [h('span', { class: 'muted' }, '\u2014')];
+  return project.members.map((member) =>
+    h(
+      'div',
+      { 'data-member': member.email },
+      h('span', { class: 'email' }, member.email),
+      ` (${member.role}) `,
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          'data-key': `remove-member-${project.id}-${member.userId}`,
+          onClick: () => {
+            void actions.removeMember(project, member);
+          },
+        },
+        'Remove',
       ),
     ),
   );

@@ -169,6 +169,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       stops.push(
         ...revocation.follow({
           revokeDevice: applyRevocation,
+          revokeMember: (member) => relay.revokeMember(member),
           recheckDevices: async () => relay.relay?.recheckDevices(),
         }),
       );
@@ -198,6 +199,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         stops.push(
           publishDeviceRevocations(config.auth.clusterNats, {
             onDeviceRevoked: (listener) => auth.service.onDeviceRevoked(listener),
+            onMembersRemoved: (listener) => auth.service.onMembersRemoved(listener),
             relayDevice: (deviceId) => auth.service.relayDevice(deviceId),
             rooms: authDatabaseRooms(() => auth.db),
             secret,
@@ -221,11 +223,25 @@ export async function startHost(options: HostOptions): Promise<Host> {
       urls.admin = `${baseUrl}/admin/#token=${generated.adminToken}`;
       if (mode === 'headless') {
         auth.service.onDeviceRevoked((deviceId) => applyRevocation(deviceId));
+        auth.service.onMembersRemoved((members) => {
+          for (const member of members) relay.revokeMember(member);
+        });
       }
       // The wait for an unreachable database ends early when the start is aborted.
       await unlessAborted(auth.ready, options.signal).catch((err: unknown) => {
         throw err instanceof StartAborted ? err : databaseConfigError(err, config.auth.db);
       });
+      if (mode === 'headless') {
+        // relay.db may be new or replaced: the ended memberships come from the auth database
+        const ended = await auth.service.memberRevocations().catch((err: unknown) => {
+          logger.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'relay: ended memberships not read from the auth database; relay.db decides',
+          );
+          return [];
+        });
+        for (const member of ended) relay.revokeMember(member);
+      }
       if (config.auth.mdns) {
         const advertisement = advertise({
           port,

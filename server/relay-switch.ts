@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import type { MemberRevocation } from '../protocol/room-grant.ts';
 import { createClusterBroker } from './cluster/cluster-broker.ts';
 import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
@@ -73,6 +74,7 @@ export class RelaySwitch {
   #ports: Ports | undefined;
   /** Devices deleted while the relay is paused: replayed into the relay when it resumes. */
   readonly #revokedWhilePaused = new Set<number>();
+  readonly #membersRemovedWhilePaused: MemberRevocation[] = [];
 
   constructor(options: RelaySwitchOptions) {
     this.#options = options;
@@ -109,6 +111,10 @@ export class RelaySwitch {
     }
     for (const deviceId of this.#revokedWhilePaused) relay.revokeDevice(deviceId);
     this.#revokedWhilePaused.clear();
+    for (const member of this.#membersRemovedWhilePaused) {
+      relay.revokeMember(member.roomId, member.userId, member.memberId);
+    }
+    this.#membersRemovedWhilePaused.length = 0;
     this.#relay = relay;
     try {
       this.#ports = await relay.listen();
@@ -124,6 +130,12 @@ export class RelaySwitch {
   revoke(deviceId: number, revokedAt?: number): void {
     if (this.#relay) this.#relay.revokeDevice(deviceId, revokedAt);
     else if (this.#paused) this.#revokedWhilePaused.add(deviceId);
+  }
+
+  /** An ended membership: revoked in the relay now, or when it resumes. */
+  revokeMember(member: MemberRevocation): void {
+    if (this.#relay) this.#relay.revokeMember(member.roomId, member.userId, member.memberId);
+    else if (this.#paused) this.#membersRemovedWhilePaused.push(member);
   }
 
   /** Closes the relay (clients get 1001 and reconnect later); a no-op without a running relay. */

@@ -113,8 +113,11 @@ export function revocationPaths(options: RevocationPathOptions): RevocationPaths
           natsAccessOf(relay),
         );
         natsLink = link;
-        const apply = ({ deviceId, revokedAt }: Revocation) =>
-          target.revokeDevice(deviceId, revokedAt);
+        const apply = (revocation: Revocation) => {
+          if ('deviceId' in revocation)
+            target.revokeDevice(revocation.deviceId, revocation.revokedAt);
+          else target.revokeMember(revocation);
+        };
         // Stopped in reverse order: the follower first, then its link.
         const revocations = applyDeviceRevocations(
           link,

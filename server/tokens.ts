@@ -6,6 +6,12 @@ import {
   parseDeviceToken,
 } from '../protocol/device-token.ts';
 import {
+  grantPayload,
+  grantSignatureLength,
+  type MemberRole,
+  parseGrant,
+} from '../protocol/room-grant.ts';
+import {
   parseRoomId,
   roomIdPayload,
   roomIdRandomBytes,
@@ -89,4 +95,33 @@ export function verifyRelayCredential(
   const [, time, mac] = match as unknown as [string, string, string];
   if (Math.abs(Number(time) - nowSeconds) > relayCredentialSkewSeconds) return false;
   return safeEqual(mac, hmacHex(secret, `${relayCredentialPurpose}:${time}`));
+}
+
+/** A room grant for member `userId` of the project whose room is `roomId` (protocol/room-grant.ts). */
+export function signRoomGrant(
+  secret: string,
+  roomId: string,
+  userId: number,
+  memberId: number,
+  role: MemberRole,
+): string {
+  const sig = hmacHex(secret, grantPayload(roomId, userId, memberId, role));
+  return `${memberId}.${role}.${sig.slice(0, grantSignatureLength)}`;
+}
+
+/**
+ * The membership and role a grant gives `userId` in `roomId`, or undefined when the grant is
+ * malformed or not signed with `secret` for that room and user (constant-time).
+ */
+export function verifyRoomGrant(
+  grant: unknown,
+  secret: string,
+  roomId: string,
+  userId: number,
+): { memberId: number; role: MemberRole } | undefined {
+  const parts = parseGrant(grant);
+  if (parts === undefined || secret === '') return undefined;
+  const expected = hmacHex(secret, grantPayload(roomId, userId, parts.memberId, parts.role));
+  if (!safeEqual(parts.signature, expected.slice(0, grantSignatureLength))) return undefined;
+  return { memberId: parts.memberId, role: parts.role };
 }

@@ -6,8 +6,9 @@ import {
   UsageError,
   unknownSubcommand,
 } from './context.ts';
-import { findProject } from './project-room.ts';
+import { findProject, qualifiedName } from './project-room.ts';
 import { printRows } from './table.ts';
+import { teamCommand, teamSubcommands } from './team-commands.ts';
 
 /**
  * `devices` (a table on a terminal, this device marked; JSON with `--json` or into a pipe, this
@@ -62,19 +63,37 @@ export async function subscriptionCommand(ctx: Context): Promise<number> {
   return printJson(ctx, await (await signedIn(ctx)).auth.subscription());
 }
 
-/** `project add <key> <name>` (idempotent, prints the project) and `project remove <key>`. */
+/**
+ * `project add <key> <name>` (idempotent, prints the project), `project remove <key>`, and the
+ * teams' `project share|members|unshare|leave` (team-commands.ts).
+ */
 export async function projectCommand(ctx: Context): Promise<number> {
-  if (ctx.args[0] === 'remove') {
+  const sub = ctx.args[0];
+  const team = teamSubcommands.find((name) => name === sub);
+  if (team !== undefined) {
+    ctx.args.shift();
+    return teamCommand(ctx, team);
+  }
+  if (ctx.flags.viewer) throw new UsageError('--viewer goes with project share only');
+  if (sub === 'remove') {
     ctx.args.shift();
     expectArgs(ctx, 1, '<key>');
     const { auth } = await signedIn(ctx);
-    await auth.deleteProject((await findProject(auth, ctx.args[0]!)).id);
+    const project = await findProject(auth, ctx.args[0]!);
+    if (project.role !== undefined && project.role !== 'owner') {
+      throw new UsageError(
+        `"${qualifiedName(project)}" is shared with you: to stop syncing it, sync-host project leave "${qualifiedName(project)}"`,
+      );
+    }
+    await auth.deleteProject(project.id);
     ctx.io.stderr.write(`Project "${ctx.args[0]}" removed.\n`);
     return 0;
   }
-  if (ctx.args[0] === undefined)
+  if (sub === undefined)
     throw new UsageError('expected: project add <key> <name> or project remove <key>');
-  if (ctx.args[0] !== 'add') throw unknownSubcommand('project', ctx.args[0], ['add', 'remove']);
+  if (sub !== 'add') {
+    throw unknownSubcommand('project', sub, ['add', 'remove', ...teamSubcommands]);
+  }
   ctx.args.shift();
   expectArgs(ctx, 2, '<key> <name>');
   const { auth } = await signedIn(ctx);

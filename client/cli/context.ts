@@ -36,6 +36,7 @@ const options = {
   'max-file-bytes': { type: 'string' },
   'no-perms': { type: 'boolean' },
   'new-passphrase': { type: 'boolean' },
+  viewer: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -16,7 +16,8 @@ import {
   restoreOutput,
 } from './folder-history.ts';
 import { passphraseSource } from './passphrase.ts';
-import { roomOf } from './project-room.ts';
+import { printable } from './printable.ts';
+import { findProject, localNameOf, projectDevices, roomOf } from './project-room.ts';
 
 /** How long joining and the catch-up may take. */
 const timeoutMs = 30_000;
@@ -32,7 +33,7 @@ async function throughRunningSync(
 ): Promise<Output | undefined> {
   const { authUrl } = await signedIn(ctx);
   const answer = await requestControl(
-    controlSocketPath(ctx.store.dir, authUrl, projectKey),
+    controlSocketPath(ctx.store.dir, authUrl, await localNameOf(ctx, projectKey)),
     request,
     2 * timeoutMs,
     'the running sync did not answer',
@@ -90,12 +91,40 @@ export async function history(ctx: Context): Promise<number> {
   if (ctx.args.length < 1) throw new UsageError('missing arguments: expected <projectKey> [path]');
   if (ctx.args.length > 2) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
   const [projectKey, path] = ctx.args as [string, string | undefined];
+  const names = await deviceNames(ctx, projectKey);
   const request = { op: 'history' as const, ...(path === undefined ? {} : { path }) };
   const running = await throughRunningSync(ctx, projectKey, request);
-  if (running !== undefined) return print(ctx, running);
+  if (running !== undefined) return print(ctx, attributed(running, names));
   return withFolderHistory(ctx, projectKey, async (kept) =>
-    print(ctx, historyOutput(kept, projectKey, path)),
+    print(ctx, attributed(historyOutput(kept, projectKey, path), names)),
   );
+}
+
+/**
+ * Who each device of the project is, `<e-mail>, <device name>` by device id: its owner's and its
+ * members' devices (a deleted device is not among them). Empty when the auth service does not say.
+ */
+async function deviceNames(ctx: Context, projectKey: string): Promise<Map<string, string>> {
+  const { auth } = await signedIn(ctx);
+  const project = await findProject(auth, projectKey);
+  const names = new Map<string, string>();
+  for (const [id, who] of await projectDevices(auth, project.id)) {
+    names.set(id, `${who.email}, ${who.deviceName}`);
+  }
+  return names;
+}
+
+/** `history`'s lines with each change's device named: `device <id> (<e-mail>, <device name>)`. */
+function attributed(output: Output, names: ReadonlyMap<string, string>): Output {
+  if (names.size === 0) return output;
+  const stdout = output.stdout.replace(
+    /^(\S+ {2}device )(\S+)( {2})/gm,
+    (whole, head, id, tail) => {
+      const who = names.get(id);
+      return who === undefined ? whole : `${head}${id} (${printable(who)})${tail}`;
+    },
+  );
+  return { ...output, stdout };
 }
 
 /**

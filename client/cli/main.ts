@@ -42,6 +42,16 @@ export const clientUsage = `Client commands:
                                         --json or into a pipe)
   sync-host project add <key> <name>    register a workspace (idempotent); prints the project
   sync-host project remove <key>        stop syncing a workspace
+  sync-host project share <key> <email> [--viewer]
+      share a project with another user of the host, as editor (or viewer: reads only); needs
+      the team tier
+  sync-host project members <key>       the project's owner and members (JSON)
+  sync-host project unshare <key> <email>
+                                        stop sharing it with that user
+  sync-host project leave <owner-email>/<key>
+                                        stop being a member of a project shared with you
+      a shared project is named by its key where that is unambiguous, else <owner-email>/<key>,
+      in every command
   sync-host subscription                tier, effective tier, expiry and project limit (JSON)
   sync-host send <projectKey> <to> <json>
       send {"to","payload"} (to: host, broadcast or a device id) in the project's room, exit once

@@ -6,7 +6,7 @@ import { controlSocketPath } from './control-path.ts';
 import type { ControlEvent } from './control-protocol.ts';
 import type { CliIo } from './io.ts';
 import { printable, printableJson } from './printable.ts';
-import { openRoomOf, stopSignal } from './project-room.ts';
+import { localNameOf, openRoomOf, stopSignal } from './project-room.ts';
 
 /** Rejects with `what` after `ms`; the timer is cleared by `cancel`. */
 function deadline(ms: number, what: string): { promise: Promise<never>; cancel: () => void } {
@@ -23,7 +23,7 @@ function deadline(ms: number, what: string): { promise: Promise<never>; cancel: 
  */
 async function syncSocketOf(ctx: Context, projectKey: string): Promise<string> {
   const { authUrl } = await signedIn(ctx);
-  return controlSocketPath(ctx.store.dir, authUrl, projectKey);
+  return controlSocketPath(ctx.store.dir, authUrl, await localNameOf(ctx, projectKey));
 }
 
 /** How a payload is written on a shell's command line: an object, in single quotes. */

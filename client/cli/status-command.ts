@@ -7,6 +7,7 @@ import { probeControl } from './control-client.ts';
 import { controlSocketFolders, controlSocketPath } from './control-path.ts';
 import type { SyncStatus } from './control-protocol.ts';
 import { printable } from './printable.ts';
+import { localNameOf } from './project-room.ts';
 
 /**
  * `status [projectKey] [--json]`: what the running syncs of this device say about their
@@ -19,7 +20,8 @@ export async function statusCommand(ctx: Context): Promise<number> {
   const projectKey = ctx.args[0];
   if (projectKey !== undefined) {
     const { authUrl } = await signedIn(ctx);
-    const probe = await probeControl(controlSocketPath(ctx.store.dir, authUrl, projectKey));
+    const local = await localNameOf(ctx, projectKey);
+    const probe = await probeControl(controlSocketPath(ctx.store.dir, authUrl, local));
     if (probe.kind !== 'running' || probe.status === undefined) {
       throw new SyncError(
         'not_running',
@@ -74,8 +76,18 @@ function describe(status: SyncStatus): string {
     conflicts?: string[];
     skipped?: number;
     storeFull?: boolean;
+    who?: Record<string, { email?: string; deviceName?: string; role?: string }>;
+    viewer?: boolean;
+    notSent?: string[];
   };
-  const others = status.devices.filter((device) => device !== status.device);
+  const others = status.devices
+    .filter((device) => device !== status.device)
+    .map((device) => {
+      const who = fields.who?.[device];
+      return who?.email === undefined
+        ? device
+        : `${device} (${who.email}, ${who.deviceName ?? '?'}, ${who.role ?? '?'})`;
+    });
   const lines = [
     `${status.projectKey}: ${status.folder} (pid ${status.pid})`,
     `  ${connectionWords[status.state] ?? status.state} as device ${status.device}; other devices online: ${others.length === 0 ? 'none' : others.map((device) => `device ${device}`).join(', ')}`,
@@ -86,6 +98,13 @@ function describe(status: SyncStatus): string {
     lines.push("  the host's store is full: files wait to go up (tried again every 30 s)");
   }
   if ((fields.skipped ?? 0) > 0) lines.push(`  files here that do not sync: ${fields.skipped}`);
+  if (fields.viewer === true) {
+    const kept = fields.notSent ?? [];
+    lines.push(
+      `  a viewer of this project: changes made here are not sent (${kept.length === 0 ? 'none yet' : kept.length})`,
+    );
+    for (const path of kept) lines.push(`    ${path}`);
+  }
   const conflicts = fields.conflicts ?? [];
   lines.push(`  conflict copies: ${conflicts.length === 0 ? 'none' : conflicts.length}`);
   for (const path of conflicts) lines.push(`    ${path}`);

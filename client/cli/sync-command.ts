@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, mkdirSync, realpathSync, statSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { AuthClient } from '../auth-client.ts';
+import type { Project } from '../auth-types.ts';
 import { docKeyOf } from '../doc-key.ts';
 import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
@@ -12,7 +14,7 @@ import type { RelayConnection } from '../relay-connection.ts';
 import { cursorAfter, fetchHistory, type HistoryEntry } from '../yjs-history.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { connectionTransfers } from './connection-transfers.ts';
-import { type Context, expectArgs, UsageError } from './context.ts';
+import { type Context, expectArgs, signedIn, UsageError } from './context.ts';
 import type { ControlRequest } from './control-protocol.ts';
 import type { ControlHandlers } from './control-socket.ts';
 import { historyOutput, type Output, putBack, restoreOutput } from './folder-history.ts';
@@ -20,7 +22,14 @@ import type { CliIo } from './io.ts';
 import { passphraseSource } from './passphrase.ts';
 import { checkPassphrase, type PassphraseVerdict } from './passphrase-check.ts';
 import { printable } from './printable.ts';
-import { roomOf, stopSignal } from './project-room.ts';
+import {
+  type DeviceOwner,
+  localName,
+  projectDevices,
+  qualifiedName,
+  roomOf,
+  stopSignal,
+} from './project-room.ts';
 import { superviseYjsProvider } from './supervised-provider.ts';
 import { folderReports, progressAfterMsFrom, showProgress } from './sync-progress.ts';
 import { reconnectDelaysFrom, startSyncSession } from './sync-session.ts';
@@ -83,6 +92,8 @@ export async function runFolderSync(options: {
   history?: (key: E2EKey | undefined) => Promise<{ entries: HistoryEntry[]; last: number }>;
   /** What the host says of this device's passphrase (passphrase-check.ts), asked first. */
   checkPassphrase?: (key: E2EKey) => Promise<PassphraseVerdict>;
+  /** Who the devices of the project are (their users' e-mail and role), for `status`. */
+  who?: DeviceDirectory;
 }): Promise<number> {
   const { supervisor, passphrase } = options;
   const key =
@@ -115,13 +126,21 @@ export async function runFolderSync(options: {
         : cursorAfter(history.entries, history.last, docKeyOf(folderDocName, key)).progress(),
   });
   provider.on('error', (error) => problem(`problem: ${error.message}`));
-  provider.on('peers', (peers) => out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`));
+  provider.on('peers', (peers) => {
+    out(`peers: ${peers.length === 0 ? 'none' : peers.join(', ')}`);
+    options.who?.seen(peers);
+  });
   // What `sync-host status` shows: files sent and not yet confirmed by the relay drop out once
   // a flush after them is confirmed (after each read, and when the connection is back).
   let lastInSync: string | null = null;
   const confirmSent = () => {
     const mark = folder.unconfirmed.mark();
     if (mark === undefined) return;
+    // a viewer's device sends nothing: what changed here stays listed as not sent
+    if (supervisor.connection.readOnly) {
+      files.reports.changed();
+      return;
+    }
     provider.flush().then(
       () => folder.unconfirmed.confirmed(mark),
       () => undefined, // the connection ended: confirmed after the next one synced
@@ -178,7 +197,12 @@ export async function runFolderSync(options: {
     return {
       inSync,
       lastInSync: inSync ? new Date().toISOString() : lastInSync,
-      waitingUp: { files: sent.files + blobsUp.files, bytes: sent.bytes + blobsUp.bytes },
+      ...(options.who && { who: Object.fromEntries(options.who.known()) }),
+      ...(supervisor.connection.readOnly
+        ? { waitingUp: { files: 0, bytes: 0 }, viewer: true, notSent: folder.unconfirmed.paths() }
+        : {
+            waitingUp: { files: sent.files + blobsUp.files, bytes: sent.bytes + blobsUp.bytes },
+          }),
       ...fields,
     };
   });
@@ -367,11 +391,13 @@ export async function syncFolder(ctx: Context): Promise<number> {
   const [projectKey, dir] = ctx.args as [string, string];
   const passphrase = passphraseSource(ctx);
   const maxFileBytes = maxFileBytesOf(ctx.flags['max-file-bytes']);
-  const { open, authUrl } = await roomOf(ctx, projectKey);
+  const { open, authUrl, project, auth } = await roomOf(ctx, projectKey);
+  // one name for the folder's local files, whichever name of the project was typed
+  const local = localName(project);
   const session = await startSyncSession({
     configDir: ctx.store.dir,
     authUrl,
-    projectKey,
+    projectKey: local,
     folder: dir,
     open,
     onLine: (line) => ctx.io.stderr.write(`${printable(line)}\n`),
@@ -382,7 +408,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       io: ctx.io,
       supervisor: session.supervisor,
       dir,
-      state: statePath(ctx.store.dir, authUrl, projectKey, dir),
+      state: statePath(ctx.store.dir, authUrl, local, dir),
       passphrase: await passphrase(),
       maxFileBytes,
       perms: ctx.flags['no-perms'] !== true,
@@ -394,10 +420,65 @@ export async function syncFolder(ctx: Context): Promise<number> {
       projectKey,
       history: (key) => hostHistory(open, key),
       checkPassphrase: (key) => checkPassphrase(open, key, ctx.flags['new-passphrase'] === true),
+      who: devicesOf(auth, project.id),
     });
+  } catch (err: unknown) {
+    throw await membershipEnded(ctx, project, dir, err);
   } finally {
     await session.close();
   }
+}
+
+/** Who the devices of a project are, looked up again when a device not known yet shows. */
+export interface DeviceDirectory {
+  known(): ReadonlyMap<string, DeviceOwner>;
+  seen(devices: readonly string[]): void;
+}
+
+/** The devices of project `projectId` at the auth service, asked at start and for new devices. */
+function devicesOf(auth: AuthClient, projectId: number): DeviceDirectory {
+  let known: ReadonlyMap<string, DeviceOwner> = new Map();
+  let asking = false;
+  const ask = () => {
+    if (asking) return;
+    asking = true;
+    void projectDevices(auth, projectId)
+      .then((found) => {
+        if (found.size > 0) known = found;
+      })
+      .finally(() => {
+        asking = false;
+      });
+  };
+  ask();
+  return {
+    known: () => known,
+    seen(devices) {
+      if (devices.some((device) => !known.has(device))) ask();
+    },
+  };
+}
+
+/**
+ * A shared project's sync refused by the relay (`revoked`, `auth_failed`): when the project is
+ * no longer shared with this user (removed, left, or deleted by its owner), one line that says
+ * so instead of the relay's; any other error as it was.
+ */
+async function membershipEnded(
+  ctx: Context,
+  project: Project,
+  dir: string,
+  err: unknown,
+): Promise<unknown> {
+  const refused =
+    err instanceof SyncError && (err.code === 'revoked' || err.code === 'auth_failed');
+  if (!refused || project.role === undefined || project.role === 'owner') return err;
+  const listed = await (await signedIn(ctx)).auth.projects().catch(() => undefined);
+  if (listed === undefined || listed.some((p) => p.id === project.id)) return err;
+  return new SyncError(
+    'not_found',
+    `"${qualifiedName(project)}" is no longer shared with you (you were removed, or its owner deleted it): sync stopped; the files stay in ${dir}`,
+  );
 }
 
 /**

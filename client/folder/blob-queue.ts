@@ -336,6 +336,15 @@ export class BlobQueue {
       this.retryLater(storeFullRetryMs);
       return false;
     }
+    if (code === 'forbidden' && direction === 'up') {
+      // A viewer of a shared project: nothing it has goes up; the file stays here as it is.
+      this.uploads.delete(path);
+      this.host.sayOnce(
+        'viewer',
+        `this device's user is a viewer of the project: files changed here stay here (${path} first)`,
+      );
+      return true;
+    }
     if (code === 'closed' || code === 'not_joined') {
       // Disconnected: tried again when the connection is back (and every few seconds).
       this.retryLater(retryMs);

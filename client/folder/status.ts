@@ -33,6 +33,11 @@ export class UnconfirmedFiles {
     }
   }
 
+  /** The files changed here and not confirmed sent, by path. */
+  paths(): string[] {
+    return [...this.waiting.keys()].sort();
+  }
+
   get summary(): Waiting {
     let bytes = 0;
     for (const change of this.waiting.values()) bytes += change.bytes;

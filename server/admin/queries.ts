@@ -3,7 +3,7 @@ import type { Db } from '../db/connect.ts';
 import { toDevice } from '../db/devices.ts';
 import { toProject } from '../db/projects.ts';
 import { toIso } from '../db/schema.ts';
-import type { AdminDevice, AdminProject, AdminRoomProject } from './types.ts';
+import type { AdminDevice, AdminMember, AdminProject, AdminRoomProject } from './types.ts';
 
 /** A user row with its subscription and counts, before the effective tier is computed. */
 export interface UserSummary {
@@ -89,10 +89,37 @@ function projectsWithOwner(db: Db) {
     ]);
 }
 
-/** Every project with its owner's e-mail, ordered by id. */
+/** Every project with its owner's e-mail and its members, ordered by id. */
 export async function listProjectsWithOwner(db: Db): Promise<AdminProject[]> {
   const rows = await projectsWithOwner(db).orderBy('projects.id').execute();
-  return rows.map((row) => ({ ...toProject(row), email: row.email }));
+  const memberRows = await db.kysely
+    .selectFrom('projectMembers')
+    .innerJoin('users', 'users.id', 'projectMembers.userId')
+    .select([
+      'projectMembers.projectId',
+      'projectMembers.userId',
+      'users.email',
+      'projectMembers.role',
+      'projectMembers.addedAt',
+    ])
+    .orderBy('projectMembers.id')
+    .execute();
+  const members = new Map<number, AdminMember[]>();
+  for (const row of memberRows) {
+    const list = members.get(Number(row.projectId)) ?? [];
+    list.push({
+      userId: Number(row.userId),
+      email: row.email,
+      role: row.role as AdminMember['role'],
+      addedAt: toIso(row.addedAt),
+    });
+    members.set(Number(row.projectId), list);
+  }
+  return rows.map((row) => ({
+    ...toProject(row),
+    email: row.email,
+    members: members.get(Number(row.id)) ?? [],
+  }));
 }
 
 /** Room ids per query: well below the bound-parameter limits of SQLite, PostgreSQL and MySQL. */

@@ -8,7 +8,6 @@ import { clientOf } from '../auth/request.ts';
 import { emailSchema, idSchema, parseInput } from '../auth/schemas.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { Db } from '../db/connect.ts';
-import { deleteProject } from '../db/projects.ts';
 import { findUserByEmail, findUserById, setSubscription } from '../db/users.ts';
 import type { Host } from '../host.ts';
 import type { Logger } from '../log.ts';
@@ -203,8 +202,16 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
 
   router.delete('/projects/:id', async (req, res) => {
     const id = userId(req.params);
-    if (!(await deleteProject(db, id, undefined))) throw notFound('project');
+    if (!(await service.removeProject(id, undefined))) throw notFound('project');
     logger.info({ projectId: id }, 'admin: project removed');
+    res.status(204).end();
+  });
+
+  /** Teams: removes a member from a project; its relay connections to the room close with 4003. */
+  router.delete('/projects/:id/members/:userId', async (req, res) => {
+    const id = userId(req.params);
+    const member = parseInput(idSchema, req.params.userId, 'userId');
+    if (!(await service.members.removeByAdmin(id, member))) throw notFound('member');
     res.status(204).end();
   });
 

@@ -38,11 +38,22 @@ export interface AdminDevice {
 export interface AdminProject {
   id: number;
   userId: number;
+  /** The owner's e-mail. */
   email: string;
   projectKey: string;
   name: string;
   roomId: string;
   createdAt: string;
+  /** The users it is shared with (teams), in the order they were added. */
+  members: AdminMember[];
+}
+
+/** A user a project is shared with. */
+export interface AdminMember {
+  userId: number;
+  email: string;
+  role: 'editor' | 'viewer';
+  addedAt: string;
 }
 
 /** A dev-mode login link that is neither used nor expired. */

@@ -113,7 +113,7 @@ const corsForApi: RequestHandler = (req, res, next) => {
     return;
   }
   res.set({
-    'Access-Control-Allow-Methods': 'GET, POST, DELETE',
+    'Access-Control-Allow-Methods': 'GET, POST, PATCH, DELETE',
     'Access-Control-Allow-Headers': 'Authorization, Content-Type',
     'Access-Control-Max-Age': '600',
   });

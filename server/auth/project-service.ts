@@ -1,6 +1,7 @@
 import { effectiveTier, projectLimits, type Tier } from '../../protocol/tiers.ts';
 import type { Db } from '../db/connect.ts';
 import { deleteProject, listProjects, type Project, registerProject } from '../db/projects.ts';
+import type { RemovedMember } from '../db/revocations.ts';
 import { findSubscription } from '../db/users.ts';
 import type { Logger } from '../log.ts';
 import { createRoomId } from '../tokens.ts';
@@ -20,11 +21,13 @@ export interface ProjectServiceOptions {
   settings: Pick<AuthSettings, 'secret' | 'defaultTier'>;
   logger: Logger;
   now: () => number;
+  /** Tells the relays that the memberships of a deleted project ended. */
+  notifyMembersRemoved: (members: readonly RemovedMember[]) => void;
 }
 
 /** A user's subscription (tier and its project limit) and synced projects. */
 export function createProjectService(options: ProjectServiceOptions) {
-  const { db, settings, logger, now } = options;
+  const { db, settings, logger, now, notifyMembersRemoved } = options;
 
   async function subscriptionOf(userId: number): Promise<SubscriptionView> {
     const sub = await findSubscription(db, userId);
@@ -62,8 +65,19 @@ export function createProjectService(options: ProjectServiceOptions) {
     listProjects: (caller: Caller) => listProjects(db, caller.user.id),
 
     async deleteProject(caller: Caller, id: number): Promise<void> {
-      if (!(await deleteProject(db, id, caller.user.id))) throw notFound('project');
+      if (!(await this.removeProject(id, caller.user.id))) throw notFound('project');
       logger.info({ userId: caller.user.id, projectId: id }, 'project deleted');
+    },
+
+    /**
+     * Deletes a project (`userId`: only that user's; undefined: administrator); its members'
+     * relay connections to its room close. Resolves false when there was no such project.
+     */
+    async removeProject(id: number, userId: number | undefined): Promise<boolean> {
+      const members = await deleteProject(db, id, userId, new Date(now()));
+      if (members === undefined) return false;
+      if (members.length > 0) notifyMembersRemoved(members);
+      return true;
     },
 
     subscription: (caller: Caller) => subscriptionOf(caller.user.id),

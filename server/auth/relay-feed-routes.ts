@@ -37,17 +37,19 @@ const roomCheckBody = z.object({
   nonce: z.string().regex(/^[0-9a-f]{32}$/, { error: 'must be 32 hex digits' }),
 });
 
-/** Resolves after `ms`, at the next local revocation, or when the client went away. */
+/** Resolves after `ms`, at the next local revocation (a device or a membership), or when the client went away. */
 function nextRevocation(service: AuthService, res: Response, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
       stopListening();
+      stopMembers();
       res.off('close', done);
       resolve();
     };
     const timer = setTimeout(done, ms);
     const stopListening = service.onDeviceRevoked(done);
+    const stopMembers = service.onMembersRemoved(done);
     res.once('close', done);
   });
 }
@@ -73,7 +75,9 @@ async function revocationsAfter(
  * `/relay/`, authenticated with a credential made from the shared secret (never a device token):
  *
  * - `GET /relay/revocations?since=N&waitMs=W`: device deletions after sequence number N, oldest
- *   first, `{"revocations":[{"seq","deviceId","userId","revokedAt"}],"next":M,"reset":bool}`. With
+ *   first, `{"revocations":[{"seq","deviceId","userId","revokedAt"}],"next":M,"reset":bool}`, and
+ *   in the same order the memberships that ended (teams) as `{"seq","roomId","userId","memberId",
+ *   "revokedAt"}`. With
  *   none yet the answer waits up to W ms (long poll) for one. `next` is the cursor to ask with
  *   next. `reset` is true when the relay may have missed deletions: N is beyond the latest one
  *   (a database restored or replaced; the list then starts from the beginning), or below the

@@ -2,6 +2,7 @@ import type { Express, Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { Caller } from './device-service.ts';
 import { AppError } from './errors.ts';
+import { addMemberRoutes } from './member-routes.ts';
 import { addPairingRoutes } from './pairing-routes.ts';
 import { addRelayFeedRoutes } from './relay-feed-routes.ts';
 import { bearer, clientOf } from './request.ts';
@@ -104,5 +105,6 @@ export function addAuthRoutes(app: Express, service: AuthService, guards: AuthRo
   });
 
   addPairingRoutes(app, service, { ready, body, authed, caller });
+  addMemberRoutes(app, service, { ready, body, authed, caller });
   addRelayFeedRoutes(app, service, ready);
 }

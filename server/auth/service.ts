@@ -1,17 +1,24 @@
 import type { Db } from '../db/connect.ts';
 import { type Device, deviceDigest } from '../db/devices.ts';
 import { consumeMagicLink, releaseMagicLink } from '../db/magic-links.ts';
-import { type RevocationEvent, revocationBounds, revocationsSince } from '../db/revocations.ts';
+import {
+  memberRevocations,
+  type RemovedMember,
+  type RevocationEvent,
+  revocationBounds,
+  revocationsSince,
+} from '../db/revocations.ts';
 import { deleteUser, findOrCreateUser, type User } from '../db/users.ts';
 import type { Logger } from '../log.ts';
 import { answerRoomCheck } from '../store/room-check.ts';
 import { authDatabaseRooms } from '../store/room-directory.ts';
 import { verifyRelayCredential } from '../tokens.ts';
-import { createDeviceService, type DeviceInput } from './device-service.ts';
+import { type Caller, createDeviceService, type DeviceInput } from './device-service.ts';
 import { AppError, unavailable } from './errors.ts';
 import { signLoginJwt } from './jwt.ts';
 import { createLoginLinks } from './login-links.ts';
 import type { Mailer } from './mail.ts';
+import { createMemberService } from './member-service.ts';
 import { createPairingService } from './pairing.ts';
 import { createProjectService } from './project-service.ts';
 import { type AuthLimits, defaultAuthLimits, Limiter } from './rate-limits.ts';
@@ -56,11 +63,25 @@ export function createAuthService(options: AuthServiceOptions) {
     now,
     limits,
   });
-  const projects = createProjectService({ db, settings, logger, now });
+  const memberListeners = new Set<(members: readonly RemovedMember[]) => void>();
+  const notifyMembersRemoved = (removed: readonly RemovedMember[]) => {
+    for (const listener of memberListeners) listener(removed);
+  };
+  const projects = createProjectService({ db, settings, logger, now, notifyMembersRemoved });
 
   /** The user of an e-mail, created when new (the owner rule applies). */
   const userFor = (email: string): Promise<User> =>
     findOrCreateUser(db, email, settings.defaultTier, new Date(now()), settings.ownerEmail);
+
+  const members = createMemberService({
+    db,
+    secret: settings.secret,
+    logger,
+    now,
+    subscriptionOf: projects.subscriptionOf,
+    userFor,
+    notifyMembersRemoved,
+  });
 
   const pairing = createPairingService({
     db,
@@ -103,6 +124,15 @@ export function createAuthService(options: AuthServiceOptions) {
     userFor,
     ...devices,
     ...projects,
+    members,
+    /** The caller's projects and those shared with it, each with its role and owner. */
+    listProjects: async (caller: Caller) =>
+      members.listAccessible(caller, await projects.listProjects(caller)),
+    /** Calls `listener` with the memberships that ended (removed, replaced, deleted with a project or user). */
+    onMembersRemoved(listener: (removed: readonly RemovedMember[]) => void): () => void {
+      memberListeners.add(listener);
+      return () => memberListeners.delete(listener);
+    },
     pendingLinks: links.pendingLinks,
 
     /**
@@ -175,10 +205,11 @@ export function createAuthService(options: AuthServiceOptions) {
      * Resolves with the number of devices revoked, or undefined when there is no such user.
      */
     async deleteUser(id: number): Promise<number | undefined> {
-      const deviceIds = await deleteUser(db, id, new Date(now()));
-      if (deviceIds === undefined) return undefined;
-      for (const deviceId of deviceIds) notifyRevoked(deviceId, id);
-      return deviceIds.length;
+      const deleted = await deleteUser(db, id, new Date(now()));
+      if (deleted === undefined) return undefined;
+      for (const deviceId of deleted.deviceIds) notifyRevoked(deviceId, id);
+      if (deleted.members.length > 0) notifyMembersRemoved(deleted.members);
+      return deleted.deviceIds.length;
     },
 
     /** Whether `credential` is a relay's, made with the shared secret (the relay feed's bearer). */
@@ -208,6 +239,9 @@ export function createAuthService(options: AuthServiceOptions) {
     revocationBounds(): Promise<{ oldest: number; latest: number }> {
       return revocationBounds(db);
     },
+
+    /** Every ended membership (never pruned): what a co-hosted relay applies at start. */
+    memberRevocations: () => memberRevocations(db),
 
     /** 200 when a trivial query answers, else throws `unavailable`. */
     async health(): Promise<void> {

@@ -1,6 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { MemberRole } from '../../protocol/room-grant.ts';
 import type { Handover, Origin } from './handover.ts';
 import type { LocalDevice } from './joining-devices.ts';
 import type { LineNode, RoomLineParts, RoomRosterAccess } from './line-parts.ts';
@@ -153,6 +154,8 @@ export interface JoinAttempt {
 export interface JoiningDevice {
   key: string;
   device: DeviceId;
+  /** A member's device: its role (absent: the owner's). */
+  role?: MemberRole;
   local: LocalDevice;
   attempt: JoinAttempt;
 }
@@ -168,7 +171,7 @@ export async function registerJoin(
   ready: Promise<void>,
   joining: JoiningDevice,
 ): Promise<{ frames: string[]; gap: boolean }> {
-  const { key, device, local, attempt } = joining;
+  const { key, device, local, attempt, role } = joining;
   const { node, nats, publications, roster } = parts;
   await ready;
   const js = nats.js();
@@ -185,6 +188,7 @@ export async function registerJoin(
     cursor: 0,
     nodeSeq: 0,
     droppedAt: 0,
+    ...(role !== undefined && { role }),
   };
   const here = () => ({
     node: node.name,

@@ -1,3 +1,4 @@
+import type { MemberRevocation } from '../../protocol/room-grant.ts';
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
 import type { DeviceRecord } from '../relay/stored-device-check.ts';
@@ -14,6 +15,8 @@ export type ApplyRevocation = (revocation: Revocation) => void;
 /** What an auth process with `CLUSTER_NATS` offers the cluster nodes. */
 export interface AuthOnNats extends DeviceCheckOptions {
   onDeviceRevoked: (listener: (deviceId: number) => void) => unknown;
+  /** Memberships that ended (teams), published like deleted devices. */
+  onMembersRemoved?: (listener: (members: readonly MemberRevocation[]) => void) => unknown;
   /** The device's record for a join check (the auth database); undefined when gone. */
   relayDevice: (deviceId: number) => Promise<DeviceRecord | undefined>;
   /** Credentials and CA for NATS (`CLUSTER_USER`...). */
@@ -23,7 +26,7 @@ export interface AuthOnNats extends DeviceCheckOptions {
 }
 
 /**
- * An auth process publishes every device deletion to NATS and answers the nodes' device checks
+ * An auth process publishes every device deletion and ended membership to NATS and answers the nodes' device checks
  * and room checks; returns the stop function.
  */
 export function publishDeviceRevocations(
@@ -37,6 +40,9 @@ export function publishDeviceRevocations(
   auth.onDeviceRevoked((deviceId) =>
     publisher.publish({ deviceId, revokedAt: Math.floor(now() / 1000) }),
   );
+  auth.onMembersRemoved?.((members) => {
+    for (const member of members) publisher.publish(member);
+  });
   const checks = answerDeviceChecks(link, auth.relayDevice, auth);
   const roomChecks = auth.rooms && answerRoomChecks(link, auth.rooms, auth);
   return async () => {

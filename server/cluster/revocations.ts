@@ -1,23 +1,47 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { MemberRevocation } from '../../protocol/room-grant.ts';
 import type { Logger } from '../log.ts';
 import type { NatsLink } from './nats-link.ts';
 import { watchBucket } from './ordered-follow.ts';
 import type { RecordSeal } from './record-seal.ts';
 
 /**
- * Deleted devices, one key per device id holding `{"revokedAt":<unix s>}`. A KV bucket (a
- * JetStream stream) rather than plain messages, so that a relay node that was away (restarted,
- * cut off from NATS) reads every revocation it missed when it comes back.
+ * Deleted devices, one key per device id holding `{"revokedAt":<unix s>}`, and ended memberships
+ * (teams), one key `member.<userId>.<roomId>` holding `{"memberId":<id>}` (the latest membership
+ * of that user in that room that ended). A KV bucket (a JetStream stream) rather than plain
+ * messages, so that a relay node that was away (restarted, cut off from NATS) reads every
+ * revocation it missed when it comes back.
  */
 export const revocationBucket = 'sync-host-revoked';
 
-/** A revocation as stored in the bucket. */
-export interface Revocation {
+/** A device's revocation as stored in the bucket. */
+export interface DeviceRevocation {
   deviceId: number;
   /** Unix second of the deletion: tokens issued up to then are refused. */
   revokedAt: number;
+}
+
+/** What the bucket holds: deleted devices and ended memberships. */
+export type Revocation = DeviceRevocation | MemberRevocation;
+
+const memberKeyShape = /^member\.([1-9]\d{0,14})\.(.+)$/;
+
+/** The bucket's key of a revocation. */
+function keyOf(revocation: Revocation): string {
+  return 'deviceId' in revocation
+    ? String(revocation.deviceId)
+    : `member.${revocation.userId}.${revocation.roomId}`;
+}
+
+/** The bucket's value of a revocation. */
+function bucketValue(revocation: Revocation): string {
+  return JSON.stringify(
+    'deviceId' in revocation
+      ? { revokedAt: revocation.revokedAt }
+      : { memberId: revocation.memberId },
+  );
 }
 
 const retryMs = 1_000;
@@ -47,14 +71,25 @@ async function openBucket(nc: NatsConnection, replicas: number, logger: Logger):
 }
 
 function parse(key: string, value: string): Revocation | undefined {
-  const deviceId = Number(key);
-  if (!Number.isSafeInteger(deviceId) || deviceId <= 0) return undefined;
+  let fields: { revokedAt?: unknown; memberId?: unknown };
   try {
-    const { revokedAt } = JSON.parse(value) as { revokedAt?: unknown };
-    return typeof revokedAt === 'number' ? { deviceId, revokedAt } : undefined;
+    fields = JSON.parse(value) as typeof fields;
   } catch {
     return undefined;
   }
+  const member = memberKeyShape.exec(key);
+  if (member !== null) {
+    const [, userId, roomId] = member as unknown as [string, string, string];
+    const { memberId } = fields;
+    return typeof memberId === 'number' && Number.isSafeInteger(memberId) && memberId > 0
+      ? { roomId, userId: Number(userId), memberId }
+      : undefined;
+  }
+  const deviceId = Number(key);
+  if (!Number.isSafeInteger(deviceId) || deviceId <= 0) return undefined;
+  return typeof fields.revokedAt === 'number'
+    ? { deviceId, revokedAt: fields.revokedAt }
+    : undefined;
 }
 
 /** Publishes revocations; what cannot be published now is kept and published on reconnect. */
@@ -69,7 +104,7 @@ export function createRevocationPublisher(
   logger: Logger,
   seal: RecordSeal,
 ): RevocationPublisher {
-  const pending = new Map<number, Revocation>();
+  const pending = new Map<string, Revocation>();
   let flushing = false;
   let retry: NodeJS.Timeout | undefined;
 
@@ -79,14 +114,15 @@ export function createRevocationPublisher(
     flushing = true;
     try {
       const kv = await openBucket(nc, replicas, logger);
-      for (const revocation of [...pending.values()]) {
-        const key = String(revocation.deviceId);
-        await kv.put(
-          key,
-          seal.seal('revocation', key, JSON.stringify({ revokedAt: revocation.revokedAt })),
+      for (const [key, revocation] of [...pending]) {
+        await kv.put(key, seal.seal('revocation', key, bucketValue(revocation)));
+        if (pending.get(key) === revocation) pending.delete(key);
+        logger.info(
+          'deviceId' in revocation
+            ? { device: revocation.deviceId }
+            : { member: revocation.userId, room: revocation.roomId },
+          'cluster: revocation published',
         );
-        if (pending.get(revocation.deviceId) === revocation) pending.delete(revocation.deviceId);
-        logger.info({ device: revocation.deviceId }, 'cluster: revocation published');
       }
     } catch (err: unknown) {
       logger.warn(
@@ -106,7 +142,7 @@ export function createRevocationPublisher(
   link.onConnected(() => void flush());
   return {
     publish(revocation) {
-      pending.set(revocation.deviceId, revocation);
+      pending.set(keyOf(revocation), revocation);
       void flush();
     },
   };

@@ -1,5 +1,6 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
+import type { ProjectRole } from '../../protocol/room-grant.ts';
 import type { DepartureReason, RoomLine, RoomListener, UnsentFrame } from '../relay/broker.ts';
 import { type JoinAttempt, registerJoin, undoJoin } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
@@ -120,7 +121,9 @@ export class ClusterRoomLine implements RoomLine {
 
   /** Tells the room who is present now (on `open`); `rosterChanged` tells it what changes. */
   #tell(): void {
-    for (const [, stored] of this.#roster.present()) this.listener.joined(stored.entry.id);
+    for (const [, stored] of this.#roster.present()) {
+      this.listener.joined(stored.entry.id, stored.entry.role);
+    }
     this.#hostHeard(false);
   }
 
@@ -136,8 +139,9 @@ export class ClusterRoomLine implements RoomLine {
     if (id !== undefined) this.listener.hostChanged(id, announced);
   }
 
-  join(device: DeviceId, ticket: number): void {
+  join(device: DeviceId, ticket: number, access: ProjectRole = 'owner'): void {
     const key = deviceKey(device);
+    const role = access === 'owner' ? undefined : access;
     const ownFrom = this.#parts.publications.count;
     const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
     this.local.set(key, local);
@@ -154,12 +158,13 @@ export class ClusterRoomLine implements RoomLine {
     };
     const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
     const place = { roomId: this.roomId, hash: this.hash, cursor: () => this.cursor };
-    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt })
+    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt, role })
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
         const devices = this.#roster.present().map(([, stored]) => stored.entry.id);
         const hostKey = this.#roster.hostKey() ?? key;
-        this.listener.admitted(ticket, { devices, hostKey, frames, gap });
+        const roles = this.#roster.roles();
+        this.listener.admitted(ticket, { devices, roles, hostKey, frames, gap });
         this.#parts.counters.replayed += frames.length;
         local.pending = false;
         for (const f of local.queue) {
@@ -203,7 +208,7 @@ export class ClusterRoomLine implements RoomLine {
         .write(device, { ...entry, state: 'present', order: 0, cursor: 0 })
         .catch(() => {});
     }
-    if (change.joined !== undefined) listener.joined(change.joined);
+    if (change.joined !== undefined) listener.joined(change.joined, change.joinedRole);
     if (change.left !== undefined) listener.left(change.left.id, change.left.reason);
     this.#hostHeard(change.newHost !== undefined);
   }

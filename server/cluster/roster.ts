@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { MemberRole } from '../../protocol/room-grant.ts';
 import type { DepartureReason } from '../relay/broker.ts';
 
 /** The KV bucket of every room's devices across the cluster: key `<room hash>.<device hex>`. */
@@ -22,6 +23,8 @@ export interface RosterEntry {
   nodeSeq: number;
   /** Absent: when it dropped (ms). */
   droppedAt: number;
+  /** A member's device in a shared project's room: its role (absent: the owner's device). */
+  role?: MemberRole;
 }
 
 /** An entry with its KV revision and its effective join order. */
@@ -50,6 +53,8 @@ export function parseRosterKey(key: string): [string, string] | undefined {
 /** What changed in a room when one entry changed, as the relay's rooms must hear it. */
 export interface RosterChange {
   joined?: DeviceId;
+  /** The joined device's role when it is a member's. */
+  joinedRole?: MemberRole;
   left?: { id: DeviceId; reason: DepartureReason };
   /** The device's connection on `from` is replaced by one on another node. */
   moved?: { device: string; from: string };
@@ -60,6 +65,16 @@ export interface RosterChange {
 /** One room's devices in the cluster: present ones in join order, absent ones kept for. */
 export class RoomRoster {
   readonly devices = new Map<string, Stored>();
+
+  /** The roles of the present devices that are not the owner's, by key. */
+  roles(): Record<string, MemberRole> {
+    const roles: Record<string, MemberRole> = {};
+    for (const [key, stored] of this.devices) {
+      const { state, role } = stored.entry;
+      if (state === 'present' && role !== undefined) roles[key] = role;
+    }
+    return roles;
+  }
 
   /** Present devices by join order (the first is the host). */
   present(): Array<[string, Stored]> {
@@ -94,7 +109,10 @@ export class RoomRoster {
     const was = before?.entry.state === 'present';
     const is = entry.state === 'present';
     const change: RosterChange = {};
-    if (!was && is) change.joined = entry.id;
+    if (!was && is) {
+      change.joined = entry.id;
+      if (entry.role !== undefined) change.joinedRole = entry.role;
+    }
     if (was && is && before !== undefined && before.entry.node !== entry.node) {
       change.moved = { device, from: before.entry.node };
     }

@@ -6,6 +6,7 @@ import { columnTypes } from './migrations/001-initial.ts';
 import * as pairings from './migrations/002-pairings.ts';
 import * as exactCollation from './migrations/003-exact-collation.ts';
 import * as revocations from './migrations/004-revocations.ts';
+import * as projectMembers from './migrations/005-project-members.ts';
 
 interface Migration {
   version: number;
@@ -22,6 +23,7 @@ export const migrations: readonly Migration[] = [
   { version: 2, name: 'pairings', up: pairings.up },
   { version: 3, name: 'exact-collation', up: exactCollation.up },
   { version: 4, name: 'revocations', up: revocations.up },
+  { version: 5, name: 'project-members', up: projectMembers.up },
 ];
 
 /** Creates or upgrades the schema with `list` (default: every migration); returns the versions it applied. */

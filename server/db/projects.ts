@@ -1,5 +1,11 @@
 import type { Db } from './connect.ts';
 import { insertReturningId, isUniqueViolation } from './insert.ts';
+import {
+  membershipsOf,
+  type RemovedMember,
+  recordMemberRevocations,
+  unixSeconds,
+} from './revocations.ts';
 import { type ProjectRow, toIso } from './schema.ts';
 
 export interface Project {
@@ -30,6 +36,16 @@ export async function findProjectByKey(
     .selectAll()
     .where('userId', '=', userId)
     .where('projectKey', '=', projectKey)
+    .executeTakeFirst();
+  return row && toProject(row);
+}
+
+/** A project by id, whoever owns it. */
+export async function findProjectById(db: Db, id: number): Promise<Project | undefined> {
+  const row = await db.kysely
+    .selectFrom('projects')
+    .selectAll()
+    .where('id', '=', id)
     .executeTakeFirst();
   return row && toProject(row);
 }
@@ -98,14 +114,24 @@ export async function listProjects(db: Db, userId: number | undefined): Promise<
   return (await query.execute()).map(toProject);
 }
 
-/** Deletes a project; `userId` limits it to that user's projects (undefined: administrator). */
+/**
+ * Deletes a project; `userId` limits it to that user's projects (undefined: administrator). Its
+ * memberships go with it, each recorded as revoked for the relays, in one transaction. Resolves
+ * with the memberships removed, or undefined when there was no such project.
+ */
 export async function deleteProject(
   db: Db,
   id: number,
   userId: number | undefined,
-): Promise<boolean> {
-  let query = db.kysely.deleteFrom('projects').where('id', '=', id);
-  if (userId !== undefined) query = query.where('userId', '=', userId);
-  const result = await query.executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+  now: Date,
+): Promise<RemovedMember[] | undefined> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const members = await membershipsOf(trx, { projectIds: [id] });
+    let query = trx.deleteFrom('projects').where('id', '=', id);
+    if (userId !== undefined) query = query.where('userId', '=', userId);
+    const result = await query.executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) return undefined;
+    await recordMemberRevocations(trx, members, unixSeconds(now));
+    return members;
+  });
 }

@@ -88,6 +88,20 @@ export interface RevocationsTable {
   userId: number;
   /** Unix second of the deletion. */
   revokedAt: ColumnType<number | string | bigint, number, number>;
+  /** A removed membership: the project's room (null for a deleted device). */
+  roomId: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A removed membership: its row id (null for a deleted device). */
+  memberId: ColumnType<number | string | bigint | null, number | null | undefined, number | null>;
+}
+
+/** A user a project is shared with (teams): `editor` or `viewer`. */
+export interface ProjectMembersTable {
+  /** Replaced on a role change: the room grant names it. */
+  id: Generated<number>;
+  projectId: number;
+  userId: number;
+  role: string;
+  addedAt: DbDate;
 }
 
 export interface SchemaVersionTable {
@@ -104,6 +118,7 @@ export interface Database {
   subscriptions: SubscriptionsTable;
   pairings: PairingsTable;
   revocations: RevocationsTable;
+  projectMembers: ProjectMembersTable;
   schemaVersion: SchemaVersionTable;
 }
 
@@ -113,6 +128,7 @@ export type ProjectRow = Selectable<ProjectsTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type MagicLinkRow = Selectable<MagicLinksTable>;
 export type PairingRow = Selectable<PairingsTable>;
+export type ProjectMemberRow = Selectable<ProjectMembersTable>;
 export type NewDevice = Insertable<DevicesTable>;
 
 /** A datetime read from any driver as an ISO-8601 UTC string. */

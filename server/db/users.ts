@@ -1,7 +1,13 @@
 import type { Tier } from '../../protocol/tiers.ts';
 import type { Db } from './connect.ts';
 import { insertReturningId, isUniqueViolation } from './insert.ts';
-import { recordRevocations, unixSeconds } from './revocations.ts';
+import {
+  membershipsOf,
+  type RemovedMember,
+  recordMemberRevocations,
+  recordRevocations,
+  unixSeconds,
+} from './revocations.ts';
 import { type SubscriptionRow, toIso, type UserRow } from './schema.ts';
 
 /** A user as the API shows it. */
@@ -129,17 +135,31 @@ export async function setSubscription(
 }
 
 /**
- * Deletes a user (devices, projects and subscription go with it) and records the revocation of
- * each device, in one transaction. Resolves with the ids of the devices revoked, or undefined
- * when there is no such user.
+ * Deletes a user (devices, projects, memberships and subscription go with it) and records the
+ * revocation of each device and membership, in one transaction. Resolves with what was revoked,
+ * or undefined when there is no such user.
  */
-export async function deleteUser(db: Db, userId: number, now: Date): Promise<number[] | undefined> {
+export async function deleteUser(
+  db: Db,
+  userId: number,
+  now: Date,
+): Promise<{ deviceIds: number[]; members: RemovedMember[] } | undefined> {
   return db.kysely.transaction().execute(async (trx) => {
     const devices = await trx
       .selectFrom('devices')
       .select('id')
       .where('userId', '=', userId)
       .execute();
+    const owned = await trx
+      .selectFrom('projects')
+      .select('id')
+      .where('userId', '=', userId)
+      .execute();
+    // The memberships that cascade: in the user's projects, and the user's in others'.
+    const members = await membershipsOf(trx, {
+      projectIds: owned.map((row) => Number(row.id)),
+      userId,
+    });
     const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) return undefined;
     const deviceIds = devices.map((row) => Number(row.id));
@@ -148,6 +168,7 @@ export async function deleteUser(db: Db, userId: number, now: Date): Promise<num
       deviceIds.map((deviceId) => ({ deviceId, userId })),
       unixSeconds(now),
     );
-    return deviceIds;
+    await recordMemberRevocations(trx, members, unixSeconds(now));
+    return { deviceIds, members };
   });
 }

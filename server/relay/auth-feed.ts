@@ -1,5 +1,6 @@
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import type { MemberRevocation } from '../../protocol/room-grant.ts';
 import { randomHex, safeEqual } from '../hashing.ts';
 import type { Logger } from '../log.ts';
 import { roomCheckAnswer, roomCheckMac, roomDirectoryAsking } from '../store/room-check.ts';
@@ -28,11 +29,19 @@ export interface AuthFeedOptions {
   clock?: AuthServiceClock;
 }
 
-const revocationSchema = z.object({
-  seq: z.number().int().positive(),
-  deviceId: z.number().int().positive(),
-  revokedAt: z.number().int().nonnegative(),
-});
+const revocationSchema = z.union([
+  z.object({
+    seq: z.number().int().positive(),
+    deviceId: z.number().int().positive(),
+    revokedAt: z.number().int().nonnegative(),
+  }),
+  z.object({
+    seq: z.number().int().positive(),
+    roomId: z.string().min(1).max(255),
+    userId: z.number().int().positive(),
+    memberId: z.number().int().positive(),
+  }),
+]);
 const feedAnswer = z.object({
   revocations: z.array(revocationSchema),
   next: z.number().int().nonnegative(),
@@ -192,6 +201,8 @@ export function createAuthRoomDirectory(options: AuthFeedOptions): RoomDirectory
 export interface FeedTarget {
   /** Closes the device's connections with 4003 and refuses its tokens issued up to `revokedAt`. */
   revokeDevice(deviceId: number, revokedAt: number): void;
+  /** A membership ended: closes the member's connections to its room with 4003 and refuses its grant. */
+  revokeMember(member: MemberRevocation): void;
   /**
    * The feed was reset (the auth database was replaced, or deletions past the relay's cursor
    * were pruned): check the connected and cached devices again. Rejects when that cannot be done
@@ -240,8 +251,9 @@ export function followAuthFeed(
       throw refusal(res.status);
     }
     const answer = feedAnswer.parse(await res.json());
-    for (const { deviceId, revokedAt } of answer.revocations) {
-      target.revokeDevice(deviceId, revokedAt);
+    for (const event of answer.revocations) {
+      if ('deviceId' in event) target.revokeDevice(event.deviceId, event.revokedAt);
+      else target.revokeMember(event);
     }
     if (answer.reset) {
       logger[since === 0 ? 'info' : 'warn'](

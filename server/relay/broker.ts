@@ -1,4 +1,5 @@
 import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { MemberRole, ProjectRole } from '../../protocol/room-grant.ts';
 import type { UnsentFrame } from './send-queue.ts';
 
 export type { UnsentFrame };
@@ -89,6 +90,8 @@ export type DepartureReason = 'leave' | 'disconnect' | 'revoked';
  */
 export interface Admission {
   devices: readonly DeviceId[];
+  /** The roles of the devices present that are not the owner's, by key (teams). */
+  roles: Readonly<Record<string, MemberRole>>;
   hostKey: string;
   frames: readonly string[];
   gap: boolean;
@@ -105,7 +108,7 @@ export interface RoomLine {
    * Until the answer the room sends the device nothing itself and hands messages for it to
    * `sendTo`, so none overtakes its replay.
    */
-  join(device: DeviceId, ticket: number): void;
+  join(device: DeviceId, ticket: number, role?: ProjectRole): void;
   /**
    * A device of this process is gone for `reason`; the listener hears `left` (and `host`).
    * `unsent`: the routed frames its connection had queued and never written, in order; for a
@@ -151,8 +154,8 @@ export interface RoomListener {
    * connection is closed with 1013, the client retries, and nothing of the join is kept.
    */
   refused(ticket: number): void;
-  /** A device joined the room (not a replacement). */
-  joined(device: DeviceId): void;
+  /** A device joined the room (not a replacement), with its role (absent: the owner's). */
+  joined(device: DeviceId, role?: MemberRole): void;
   /** A device left the room. */
   left(device: DeviceId, reason: DepartureReason): void;
   /**

@@ -11,7 +11,7 @@ import type {
 import type { Logger } from '../log.ts';
 import type { ChunkStore } from '../store/chunk-store.ts';
 import type { Connection } from './connection.ts';
-import { provesKeyCheck } from './document-frames.ts';
+import { provesKeyCheck, viewerRefusal } from './document-frames.ts';
 import { dataOf, type WithDecoded } from './messages.ts';
 import { countError, type RelayMetrics } from './metrics.ts';
 
@@ -221,6 +221,10 @@ class RelayChunkFrames implements ChunkFrames {
   }
 
   put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void {
+    if (conn.access.role === 'viewer') {
+      this.#sendError(conn, 'forbidden', viewerRefusal, frame.ref, frame.id);
+      return;
+    }
     const data = dataOf(frame);
     const counts = this.#counts;
     counts.received++;

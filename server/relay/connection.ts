@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
 import type { DeviceId, RouteTarget } from '../../protocol/relay-frames.ts';
+import type { Access } from './join-check.ts';
 import type { TokenBucket } from './rate-limit.ts';
 import { SendQueue, type Writer } from './send-queue.ts';
 
@@ -28,7 +29,7 @@ export interface JoinedRoom {
  * One WebSocket and what the relay knows about it. Each field has one writer: the room fields
  * (`room`, `deviceKey`, `deviceId`, `deviceJson`, `routeHead`) only through `enterRoom`,
  * `leaveRoom` and `routeHeadOf` below (the room calls them), the socket's (`alive`, `joinTimer`,
- * `held`) the socket handler alone.
+ * `held`, `access`) the socket handler alone.
  */
 export interface Connection {
   readonly id: number;
@@ -60,6 +61,11 @@ export interface Connection {
    * paused meanwhile); handled in order once the check answers. Undefined outside such a check.
    */
   held: Array<{ data: import('ws').RawData; isBinary: boolean }> | undefined;
+  /**
+   * What the device may do in its room (owner, editor, viewer; a member's membership), set by
+   * the socket handler when it admits a join.
+   */
+  access: Access;
 }
 
 /**
@@ -93,6 +99,7 @@ export function createConnection(
     routeHead: undefined,
     queue: undefined,
     held: undefined,
+    access: { role: 'owner' },
   };
   conn.queue = new SendQueue(conn as Connection, socket, stream, writer);
   return conn as Connection;
@@ -117,9 +124,14 @@ export function leaveRoom(conn: Connection): void {
   (conn as RoomFields).room = undefined;
 }
 
-/** `{"from":<device>,"to":` as bytes, made once per join: the head of its routed frames. */
+/**
+ * `{"from":<device>,"to":` as bytes, made once per join: the head of its routed frames. A
+ * viewer's frames say so, `{"from":<device>,"role":"viewer","to":`, on every relay node the
+ * frame reaches: the devices ignore document updates in them.
+ */
 export function routeHeadOf(conn: Connection): Buffer {
   const fields = conn as RoomFields;
-  fields.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},"to":`);
+  const role = conn.access.role === 'viewer' ? '"role":"viewer",' : '';
+  fields.routeHead ??= Buffer.from(`{"from":${conn.deviceJson},${role}"to":`);
   return fields.routeHead;
 }

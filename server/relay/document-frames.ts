@@ -51,6 +51,9 @@ export interface DocumentFramesOptions {
   now: () => number;
 }
 
+/** Why a viewer's append or chunk put is refused. */
+export const viewerRefusal = 'a viewer of this project reads only: nothing was stored';
+
 export function sendStoreError(
   conn: Connection,
   metrics: RelayMetrics,
@@ -142,6 +145,10 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
   function append(conn: Connection, frame: WithDecoded<AppendFrame>): void {
     if (store === undefined) {
       unavailable(conn, frame.doc, frame.ref);
+      return;
+    }
+    if (conn.access.role === 'viewer') {
+      sendStoreError(conn, metrics, 'forbidden', viewerRefusal, frame.doc, frame.ref);
       return;
     }
     const entry = entryOf(conn, frame);

@@ -1,4 +1,5 @@
 import type { DeviceId } from '../../protocol/relay-frames.ts';
+import type { MemberRole, ProjectRole } from '../../protocol/room-grant.ts';
 import type { Logger } from '../log.ts';
 import type {
   Broker,
@@ -140,6 +141,8 @@ class LocalRoomLine implements RoomLine {
   listener: RoomListener | undefined;
   /** Present devices by key, in join order. */
   readonly present = new Map<string, DeviceId>();
+  /** The roles of the present devices that are not the owner's (teams), by key. */
+  readonly roles = new Map<string, MemberRole>();
   hostKey: string | undefined;
 
   constructor(roomId: string, broker: LocalBroker) {
@@ -149,22 +152,26 @@ class LocalRoomLine implements RoomLine {
 
   /** Tells a room that opens the line who is present (in-process: nobody, unless shut down). */
   tell(listener: RoomListener): void {
-    for (const device of this.present.values()) listener.joined(device);
+    for (const [key, device] of this.present) listener.joined(device, this.roles.get(key));
     const host = this.hostKey === undefined ? undefined : this.present.get(this.hostKey);
     if (host !== undefined) listener.hostChanged(host, false);
   }
 
-  join(device: DeviceId, ticket: number): void {
+  join(device: DeviceId, ticket: number, role: ProjectRole = 'owner'): void {
     const key = typeof device === 'number' ? String(device) : device;
     const isNew = !this.present.has(key);
     // a device already present keeps its place in the Map (and so its role)
     this.present.set(key, device);
+    const member = role === 'owner' ? undefined : role;
+    if (member === undefined) this.roles.delete(key);
+    else this.roles.set(key, member);
     this.hostKey ??= key;
     const { frames, gap } = this.#takeOver(key);
     this.#broker.buffer.present(this.roomId, key);
     const devices = [...this.present.values()];
-    this.listener?.admitted(ticket, { devices, hostKey: this.hostKey, frames, gap });
-    if (isNew) this.listener?.joined(device);
+    const roles = Object.fromEntries(this.roles);
+    this.listener?.admitted(ticket, { devices, roles, hostKey: this.hostKey, frames, gap });
+    if (isNew) this.listener?.joined(device, member);
   }
 
   /** What the buffer kept for a joining device; its record of the device's absence ends. */
@@ -192,6 +199,7 @@ class LocalRoomLine implements RoomLine {
       return;
     }
     this.present.delete(device);
+    this.roles.delete(device);
     let newHost: DeviceId | undefined;
     if (this.hostKey === device) {
       const next = this.present.keys().next();
@@ -261,6 +269,7 @@ class LocalRoomLine implements RoomLine {
     const at = this.#broker.now();
     for (const device of this.present.keys()) this.keepFor(device, at);
     this.present.clear();
+    this.roles.clear();
     this.hostKey = undefined;
     for (const [device, frames] of unsent) this.#keep(device, frames);
   }

@@ -119,6 +119,11 @@ export interface Relay {
    */
   revokeDevice(deviceId: number, revokedAt?: number): void;
   /**
+   * A membership ended (teams): member `userId` of the project of room `roomId` is refused
+   * there on grants of membership `memberId` and older, and its connections there close with 4003.
+   */
+  revokeMember(roomId: string, userId: number, memberId: number): void;
+  /**
    * The auth side may have deleted devices that this relay was not told of (its feed was reset):
    * forgets the devices looked up so far and looks the connected ones up again, revoking those
    * that are gone. Rejects when the auth side cannot answer (the caller asks again later).

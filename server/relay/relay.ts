@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
+import { memberRevocationKey } from '../../protocol/room-grant.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
 import type { Broker } from './broker.ts';
@@ -269,6 +270,14 @@ export function createRelay(options: RelayOptions): Relay {
       if (!known) broker.revoke(device, revokedAt);
       rooms.revoke(device);
       if (!known) logger.info({ device }, 'device revoked at the relay');
+    },
+
+    revokeMember(roomId, userId, memberId) {
+      const key = memberRevocationKey(roomId, userId);
+      const known = (broker.revokedAt(key) ?? 0) >= memberId;
+      if (!known) broker.revoke(key, memberId);
+      rooms.revokeMember(roomId, key, memberId);
+      if (!known) logger.info({ room: roomId, user: userId }, 'membership revoked at the relay');
     },
 
     async recheckDevices() {

@@ -1,4 +1,5 @@
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
+import type { MemberRole } from '../../protocol/room-grant.ts';
 import type { Admission } from './broker.ts';
 
 /**
@@ -9,6 +10,8 @@ import type { Admission } from './broker.ts';
 export class MemberRecords {
   /** Present devices by key, in join order (the first is the longest present). */
   readonly #ids = new Map<string, DeviceId>();
+  /** The roles of the devices present that are not the owner's (teams), by key. */
+  readonly #roles = new Map<string, MemberRole>();
   #hostKey: string | undefined;
 
   /** Devices present in the room, on any node. */
@@ -31,10 +34,27 @@ export class MemberRecords {
     return [...this.#ids.values()];
   }
 
+  /** The role of a device present that is not the owner's. */
+  roleOf(device: string): MemberRole | undefined {
+    return this.#roles.get(device);
+  }
+
+  /**
+   * Every present device's role by key (`owner` for the owner's), when one is a member's;
+   * undefined when all are the owner's.
+   */
+  roles(): Record<string, 'owner' | MemberRole> | undefined {
+    if (this.#roles.size === 0) return undefined;
+    const all: Record<string, 'owner' | MemberRole> = {};
+    for (const key of this.#ids.keys()) all[key] = this.#roles.get(key) ?? 'owner';
+    return all;
+  }
+
   /** `joined`: put last; host when nobody else is (the room's first device). */
-  joined(device: DeviceId): void {
+  joined(device: DeviceId, role?: MemberRole): void {
     const key = deviceKey(device);
     if (!this.#ids.has(key)) this.#ids.set(key, device);
+    if (role !== undefined) this.#roles.set(key, role);
     this.#hostKey ??= key;
   }
 
@@ -42,6 +62,7 @@ export class MemberRecords {
   left(device: DeviceId): void {
     const key = deviceKey(device);
     this.#ids.delete(key);
+    this.#roles.delete(key);
     if (this.#hostKey === key) this.#hostKey = undefined;
   }
 
@@ -53,7 +74,9 @@ export class MemberRecords {
   /** `admitted`: the room as the line saw it when it registered the join. */
   admitted(admission: Admission): void {
     this.#ids.clear();
+    this.#roles.clear();
     for (const device of admission.devices) this.#ids.set(deviceKey(device), device);
+    for (const [key, role] of Object.entries(admission.roles)) this.#roles.set(key, role);
     this.#hostKey = admission.hostKey;
   }
 }

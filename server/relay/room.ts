@@ -8,6 +8,7 @@ import {
   type PresenceFrame,
   type RouteTarget,
 } from '../../protocol/relay-frames.ts';
+import type { MemberRole } from '../../protocol/room-grant.ts';
 import type { Logger } from '../log.ts';
 import type { Admission, Broker, DepartureReason, RoomLine, RoomListener } from './broker.ts';
 import {
@@ -135,7 +136,7 @@ export class Room implements RoomListener, JoinedRoom {
     this.#joining.set(ticket, { conn, carried });
     // Until the line admits it (during this call in-process), the connection is in the room but
     // not among the members: messages for it go to the broker, which keeps their order.
-    this.#line.join(frame.device, ticket);
+    this.#line.join(frame.device, ticket, conn.access.role);
     return true;
   }
 
@@ -225,11 +226,18 @@ export class Room implements RoomListener, JoinedRoom {
     if (pending.conn.room === this) this.#refuse(pending);
   }
 
-  joined(device: DeviceId): void {
-    this.#records.joined(device);
+  joined(device: DeviceId, role?: MemberRole): void {
+    this.#records.joined(device, role);
     this.#findHost();
-    const frame: PresenceFrame = { type: 'presence', room: this.id, device, state: 'joined' };
-    this.#toEveryone(frame, this.members.get(deviceKey(device)));
+    const conn = this.members.get(deviceKey(device));
+    const frame: PresenceFrame = {
+      type: 'presence',
+      room: this.id,
+      device,
+      state: 'joined',
+      ...(role !== undefined && { role }),
+    };
+    this.#toEveryone(frame, conn);
   }
 
   left(device: DeviceId, reason: DepartureReason): void {
@@ -428,6 +436,8 @@ export function sendAdmission(
     buffered: carried.length + frames.length,
     gap,
   };
+  const roles = records.roles();
+  if (roles !== undefined) joined.roles = roles;
   conn.queue.send(Buffer.from(JSON.stringify(joined)));
   const replay = frames.map((text) => Buffer.from(text));
   // the replay may exceed relay.maxQueuedBytes on its own: allowed until it is written out

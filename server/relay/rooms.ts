@@ -22,6 +22,11 @@ export interface Rooms {
   drop(conn: Connection): void;
   /** Closes every connection of the device here with 4003. */
   revoke(device: string): void;
+  /**
+   * A membership ended: closes with 4003 the connections to `roomId` admitted on a grant of
+   * membership key `memberKey` whose membership id is `memberId` or older.
+   */
+  revokeMember(roomId: string, memberKey: string, memberId: number): void;
   /** Forgets rooms nobody is connected to, and has the broker expire what it keeps. */
   sweep(): void;
   /** Every joined connection becomes absent (shutdown); no presence frames are sent. */
@@ -69,6 +74,18 @@ export function createRooms(shards: Shards<Room>, context: RoomContext): Rooms {
       for (const room of [...shards.rooms()]) {
         if (room.revoke(device)) forgetIfIdle(room);
       }
+    },
+
+    revokeMember(roomId, memberKey, memberId) {
+      const room = shards.get(roomId);
+      if (room === undefined) return;
+      for (const conn of [...room.members.values()]) {
+        const { access } = conn;
+        if (access.memberKey === memberKey && (access.memberId ?? 0) <= memberId) {
+          room.revoke(conn.deviceKey);
+        }
+      }
+      forgetIfIdle(room);
     },
 
     sweep() {

@@ -19,7 +19,13 @@ import type { Logger } from '../log.ts';
 import type { ChunkFrames } from './chunk-frames.ts';
 import { type Connection, createConnection, type RelaySocket } from './connection.ts';
 import type { DocumentFrames } from './document-frames.ts';
-import { checkJoin, type JoinCheck, type JoinRefusal, joinRefusals } from './join-check.ts';
+import {
+  type Admitted,
+  checkJoin,
+  type JoinCheck,
+  type JoinRefusal,
+  joinRefusals,
+} from './join-check.ts';
 import { type InboundFrame, parseFrameBytes } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { closeWith, sendError, terminate } from './protocol-errors.ts';
@@ -207,7 +213,8 @@ class RelaySocketHandler implements SocketHandler {
     closeWith(conn, AuthFailed);
   }
 
-  #admit(conn: Connection, frame: JoinFrame): void {
+  #admit(conn: Connection, frame: JoinFrame, admitted: Admitted): void {
+    conn.access = admitted.access;
     this.#rooms.join(conn, frame);
     if (conn.room === undefined) return;
     this.#clearJoinTimer(conn);
@@ -226,7 +233,7 @@ class RelaySocketHandler implements SocketHandler {
     }
     const verdict = checkJoin(frame, this.#options.check);
     if (!(verdict instanceof Promise)) {
-      if (verdict === undefined) this.#admit(conn, frame);
+      if (typeof verdict !== 'string') this.#admit(conn, frame, verdict);
       else this.#refuse(conn, frame, verdict);
       return;
     }
@@ -236,7 +243,7 @@ class RelaySocketHandler implements SocketHandler {
       const held = conn.held ?? [];
       conn.held = undefined;
       if (conn.queue.done || conn.socket.readyState !== conn.socket.OPEN) return;
-      if (refusal === undefined) this.#admit(conn, frame);
+      if (typeof refusal !== 'string') this.#admit(conn, frame, refusal);
       else this.#refuse(conn, frame, refusal);
       for (const { data, isBinary } of held) this.#connectionOnMessage(conn, data, isBinary);
       conn.socket.resume();

@@ -48,7 +48,9 @@ await describeEachDatabase('auth API: projects and tiers', { limits: roomyLimits
     });
     expect(second.status).toBe(403);
     const list = await h.request('GET', '/auth/projects', { token: me.deviceToken });
-    expect(((await list.json()) as { projects: unknown[] }).projects).toEqual([project]);
+    expect(((await list.json()) as { projects: unknown[] }).projects).toEqual([
+      { ...project, role: 'owner', owner: { userId: me.user.id, email: me.user.email } },
+    ]);
   });
 
   it('registers one record when the same key is registered concurrently', async () => {

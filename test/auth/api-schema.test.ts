@@ -42,8 +42,9 @@ await describeEachDatabase('auth API: schema', { limits: roomyLimits }, (h) => {
       'userId',
     ]);
     expect(columns('subscriptions')).toEqual(['createdAt', 'expiresAt', 'id', 'tier', 'userId']);
+    expect(columns('projectMembers')).toEqual(['addedAt', 'id', 'projectId', 'role', 'userId']);
     const versions = await db.selectFrom('schemaVersion').select('version').execute();
-    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('stores SHA-256 digests of device and link tokens, never the tokens', async () => {

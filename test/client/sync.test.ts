@@ -72,7 +72,13 @@ describe('client library against a headless host', () => {
     const b = await desktop.client.openProject('/home/alice/notes', 'notes');
     track(b.connection);
     expect(b.project).toEqual(a.project);
-    expect(await desktop.client.auth.projects()).toEqual([a.project]);
+    expect(await desktop.client.auth.projects()).toEqual([
+      {
+        ...a.project,
+        role: 'owner',
+        owner: { userId: laptop.signedIn.user.id, email: 'alice@example.org' },
+      },
+    ]);
     expect(a.connection.isHost).toBe(true);
     expect(b.connection.isHost).toBe(false);
     expect(b.connection.host).toBe(String(laptop.signedIn.device.id));

@@ -7,7 +7,7 @@ import { openDatabase } from '../../server/db/connect.ts';
 import { createDevice, deleteDevice } from '../../server/db/devices.ts';
 import { migrate, migrations } from '../../server/db/migrate.ts';
 import { revocationsSince } from '../../server/db/revocations.ts';
-import { deleteUser, findOrCreateUser } from '../../server/db/users.ts';
+import { deleteUser, findOrCreateUser, setSubscription } from '../../server/db/users.ts';
 import { signRelayCredential } from '../../server/tokens.ts';
 import { adminToken } from '../helpers/auth-harness.ts';
 import { captureLogger } from '../helpers/capture.ts';
@@ -15,7 +15,15 @@ import { dbTargets } from '../helpers/databases.ts';
 import { describeEachDatabase } from '../helpers/each-database.ts';
 
 interface FeedAnswer {
-  revocations: Array<{ seq: number; deviceId: number; userId: number; revokedAt: number }>;
+  /** A deleted device's has `deviceId`; an ended membership's `roomId` and `memberId`. */
+  revocations: Array<{
+    seq: number;
+    deviceId?: number;
+    roomId?: string;
+    memberId?: number;
+    userId: number;
+    revokedAt: number;
+  }>;
   next: number;
   reset: boolean;
 }
@@ -52,13 +60,17 @@ for (const target of await dbTargets()) {
         const at = new Date('2026-11-23T10:00:00Z');
         expect(await deleteDevice(db, second, user.id, at)).toBe(true);
         expect(await deleteDevice(db, second, user.id, at)).toBe(false);
-        expect(await deleteUser(db, user.id, new Date('2026-11-23T10:00:05Z'))).toEqual([
-          kept,
-          third,
-        ]);
+        expect(await deleteUser(db, user.id, new Date('2026-11-23T10:00:05Z'))).toEqual({
+          deviceIds: [kept, third],
+          members: [],
+        });
         const events = await revocationsSince(db, 0, 100);
         expect(
-          events.map(({ deviceId, userId, revokedAt }) => ({ deviceId, userId, revokedAt })),
+          events.map((event) => ({
+            deviceId: 'deviceId' in event ? event.deviceId : undefined,
+            userId: event.userId,
+            revokedAt: event.revokedAt,
+          })),
         ).toEqual([
           { deviceId: second, userId: user.id, revokedAt: 1_795_428_000 },
           { deviceId: kept, userId: user.id, revokedAt: 1_795_428_005 },
@@ -165,5 +177,56 @@ await describeEachDatabase('the relay feed', { admin: true }, (h) => {
     } finally {
       prune.stop();
     }
+  });
+
+  it('carries ended memberships in order with the devices, and never prunes them', async () => {
+    const day = 24 * 60 * 60_000;
+    const owner = await h.signIn('team-owner@example.com', 'owner');
+    const member = await h.signIn('team-member@example.com', 'member');
+    await setSubscription(h.server.db, owner.user.id, 'team', null, new Date(h.clock.now));
+    const created = await h.request('POST', '/auth/project', {
+      token: owner.deviceToken,
+      body: { projectKey: 'team', name: 'team' },
+    });
+    const { project } = (await created.json()) as { project: { id: number; roomId: string } };
+    const shared = await h.request('POST', `/auth/project/${project.id}/members`, {
+      token: owner.deviceToken,
+      body: { email: 'team-member@example.com', role: 'editor' },
+    });
+    expect(shared.status).toBe(201);
+    const start = await feed('since=0');
+    const cursor = start.revocations.at(-1)?.seq ?? start.next;
+    const waiting = feed(`since=${cursor}&waitMs=20000`);
+    const removed = await h.request(
+      'DELETE',
+      `/auth/project/${project.id}/members/${member.user.id}`,
+      {
+        token: member.deviceToken,
+      },
+    );
+    expect(removed.status).toBe(204);
+    const woken = await waiting;
+    expect(woken.revocations).toEqual([
+      {
+        seq: woken.next,
+        roomId: project.roomId,
+        userId: member.user.id,
+        memberId: expect.any(Number),
+        revokedAt: Math.floor(h.clock.now / 1000),
+      },
+    ]);
+    h.clock.advance(8 * day);
+    const { logger } = captureLogger();
+    const prune = startRevocationPrune({ db: h.server.db, logger, now: () => h.clock.now });
+    try {
+      await prune.run();
+    } finally {
+      prune.stop();
+    }
+    const after = await feed(`since=${cursor}`);
+    expect(after.revocations.map((r) => r.roomId ?? r.deviceId)).toContain(project.roomId);
+    expect(await h.server.service.memberRevocations()).toContainEqual(
+      expect.objectContaining({ roomId: project.roomId, userId: member.user.id }),
+    );
   });
 });

@@ -139,6 +139,18 @@ export class RelayClient {
     return this.take((frame) => frame.type === 'joined' || frame.type === 'error', deadlineMs);
   }
 
+  /** Joins a room of another user with a member's grant; resolves as `join` does. */
+  async joinWithGrant(
+    room: string,
+    device: string | number,
+    token: string,
+    grant: string | undefined,
+  ): Promise<Frame> {
+    await this.opened;
+    this.send({ type: 'join', room, device, token, ...(grant === undefined ? {} : { grant }) });
+    return this.take((frame) => frame.type === 'joined' || frame.type === 'error');
+  }
+
   waitClosed(deadlineMs = defaultDeadlineMs): Promise<CloseInfo> {
     return withDeadline(this.closed, deadlineMs, `not closed within ${deadlineMs} ms`);
   }

@@ -91,7 +91,13 @@ describe('sync-host client commands', { timeout: 60_000 }, () => {
       cli(['subscription'], laptop),
     ]);
     expect(JSON.parse(again.stdout)).toEqual(project);
-    expect(JSON.parse(projects.stdout)).toEqual([project]);
+    expect(JSON.parse(projects.stdout)).toEqual([
+      {
+        ...project,
+        role: 'owner',
+        owner: { userId: expect.any(Number), email: expect.any(String) },
+      },
+    ]);
     const list = JSON.parse(devices.stdout) as Array<{ deviceName: string }>;
     expect(list.map((d) => d.deviceName)).toEqual(['laptop', 'desktop']);
     expect(JSON.parse(subscription.stdout)).toMatchObject({

@@ -97,7 +97,10 @@ describe('sync-host status: what the running syncs say about their folders', () 
     const other = shown.devices.find(
       (device) => !all.stdout.includes(`connected as device ${device};`),
     );
-    expect(all.stdout).toContain(`; other devices online: device ${other}\n`);
+    // The device by id, then who it is (its user's e-mail, its name, the user's role).
+    expect(all.stdout).toMatch(
+      new RegExp(`; other devices online: device ${other} \\([^)]*, owner\\)\n`),
+    );
     expect(all.stdout).toContain('conflict copies: 1');
     expect(all.stdout).toContain(`    ${shown.conflicts[0]}`);
 
