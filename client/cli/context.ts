@@ -37,6 +37,7 @@ const options = {
   'no-perms': { type: 'boolean' },
   'new-passphrase': { type: 'boolean' },
   viewer: { type: 'boolean' },
+  all: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -66,29 +66,56 @@ export function historyOutput(
 /**
  * `restore`'s work: the content `path` had at `at` (its last version when undefined), checked to
  * be whole on the host, handed to `put`, which makes it the file's content in a folder document
- * and resolves with whether that changed it (false: it is so already). Throws `not_found` and
- * `chunk_missing` with their lines.
+ * and resolves with the paths that changed (not those that are so already). A `path` ending in
+ * `/` (or empty: the whole folder) brings back every file under it: with `at`, those there at
+ * that moment; without, every file ever there, each as its last version (a deleted one as it was
+ * when deleted). Nothing is deleted. Throws `not_found` and `chunk_missing` (changing nothing)
+ * with their lines.
  */
 export async function restoreOutput(
   history: FolderHistory,
   projectKey: string,
   path: string,
   at: number | undefined,
-  put: (content: Content) => Promise<boolean>,
+  put: (contents: [string, Content][]) => Promise<string[]>,
 ): Promise<Output> {
   const when = at === undefined ? 'its last version' : new Date(at).toISOString();
-  const content = contentAt(history.entries, path, at);
-  if (content === undefined) {
-    const then = at === undefined ? '' : ` at ${when}`;
-    throw new SyncError(
-      'not_found',
-      `${path} is not in what the host keeps of ${projectKey}${then}`,
-    );
+  const then = at === undefined ? '' : ` at ${when}`;
+  const doc = documentAt(history.entries, at);
+  const whole = path === '' || path.endsWith('/');
+  const contents: [string, Content][] = [];
+  for (const each of whole ? pathsUnder(doc, path, at !== undefined) : [path]) {
+    const content = contentIn(doc, each);
+    if (content !== undefined) contents.push([each, content]);
   }
-  if ('blob' in content) await checkHeld(history, content.blob, `${path} as of ${when}`);
-  if (!(await put(content)))
-    return { stdout: `${printable(path)} is already as it was\n`, stderr: '' };
-  return { stdout: `restored ${printable(path)} as of ${when}\n`, stderr: '' };
+  if (contents.length === 0) {
+    const what = whole ? `no file under ${path === '' ? 'the folder' : path} is` : `${path} is not`;
+    throw new SyncError('not_found', `${what} in what the host keeps of ${projectKey}${then}`);
+  }
+  for (const [each, content] of contents) {
+    if ('blob' in content) await checkHeld(history, content.blob, `${each} as of ${when}`);
+  }
+  const changed = new Set(await put(contents));
+  const lines = contents.map(([each]) =>
+    changed.has(each)
+      ? `restored ${printable(each)} as of ${when}\n`
+      : `${printable(each)} is already as it was\n`,
+  );
+  return { stdout: lines.join(''), stderr: '' };
+}
+
+/**
+ * The paths of `doc`'s folder under `prefix` (a folder's path with its `/`, or empty for all):
+ * of live files only with `live`, else of every entry, deleted ones too.
+ */
+function pathsUnder(doc: Y.Doc, prefix: string, live: boolean): string[] {
+  const paths = new Set<string>();
+  for (const [id, value] of doc.getMap<unknown>('files')) {
+    const entry = entryOf(id, value);
+    if (typeof entry === 'string' || !entry.path.startsWith(prefix)) continue;
+    if (!live || entryLive(entry)) paths.add(entry.path);
+  }
+  return [...paths].sort();
 }
 
 /**
@@ -113,13 +140,9 @@ function entriesAt(doc: Y.Doc, path: string): FileEntry[] {
   return found;
 }
 
-/** What `path` held at `at` in the history: its live version, else the last before a delete. */
-function contentAt(
-  entries: HistoryEntry[],
-  path: string,
-  at: number | undefined,
-): Content | undefined {
-  const candidates = entriesAt(documentAt(entries, at), path);
+/** What `path` held in `doc` (the history at a moment): its live version, else the last before a delete. */
+function contentIn(doc: Y.Doc, path: string): Content | undefined {
+  const candidates = entriesAt(doc, path);
   const chosen =
     newestLive(candidates) ?? candidates.sort((a, b) => b.time - a.time)[0] ?? undefined;
   if (chosen === undefined) return undefined;

@@ -135,9 +135,14 @@ function attributed(output: Output, names: ReadonlyMap<string, string>): Output 
  * Through the running sync of the project when there is one: its folder takes the edit.
  */
 export async function restore(ctx: Context): Promise<number> {
-  if (ctx.args.length < 2) throw new UsageError('missing arguments: expected <projectKey> <path>');
-  if (ctx.args.length > 2) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
-  const [projectKey, path] = ctx.args as [string, string];
+  const all = ctx.flags.all === true;
+  const wanted = all ? 1 : 2;
+  if (ctx.args.length < wanted) {
+    throw new UsageError('missing arguments: expected <projectKey> <path>, or <projectKey> --all');
+  }
+  if (ctx.args.length > wanted) throw new UsageError(`unexpected argument "${ctx.args.at(-1)}"`);
+  const [projectKey, named] = ctx.args as [string, string | undefined];
+  const path = all ? '' : named!;
   const atFlag = ctx.flags.at;
   const at = atFlag === undefined ? undefined : Date.parse(atFlag);
   if (at !== undefined && !Number.isFinite(at)) {
@@ -148,15 +153,16 @@ export async function restore(ctx: Context): Promise<number> {
   if (running !== undefined) return print(ctx, running);
   return withFolderHistory(ctx, projectKey, async (kept) => {
     const { connection, key, entries, last } = kept;
-    const output = await restoreOutput(kept, projectKey, path, at, async (content) => {
+    const output = await restoreOutput(kept, projectKey, path, at, async (contents) => {
       const doc = documentAt(entries);
       const store = cursorAfter(entries, last, docKeyOf(folderDocName, key));
       const provider = new YjsProvider({ connection, doc, name: folderDocName, store }, key);
       try {
         await provider.whenSynced();
-        if (!putBack(doc, path, content, String(connection.device))) return false;
-        await provider.flush();
-        return true;
+        const device = String(connection.device);
+        const changed = contents.filter(([each, content]) => putBack(doc, each, content, device));
+        if (changed.length > 0) await provider.flush();
+        return changed.map(([each]) => each);
       } finally {
         provider.destroy();
       }

@@ -74,11 +74,11 @@ export const clientUsage = `Client commands:
       when each file of the project's folder changed, and on which device, from what the host
       keeps (30 days of history by default); through the running sync of the project when
       there is one
-  sync-host restore <projectKey> <path> [--at TIME] [--encrypt [--passphrase-file F]]
+  sync-host restore <projectKey> <path>|<folder>/|--all [--at TIME] [--encrypt [--passphrase-file F]]
       bring <path> back as it was at TIME (ISO 8601; default: its last version, a deleted file
       as it was when deleted) as a new edit that reaches every device; a binary file too, when
-      the host still holds its chunks; through the running sync of the project when there is
-      one
+      the host still holds its chunks; <folder>/ every file under it, --all every file; through
+      the running sync of the project when there is one
   sync-host status [<projectKey>] [--json]
       what the running syncs say: connected or not, when last in step, files waiting to go up
       and to be written here, conflict copies, the other devices online (by device id)

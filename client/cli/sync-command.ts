@@ -305,10 +305,13 @@ async function folderRequest(
   const connection = supervisor.connection;
   const kept = { connection, key, held, ...(await fetchHistory(connection, folderDocName, key)) };
   if (request.op === 'history') return historyOutput(kept, projectKey, request.path);
-  return restoreOutput(kept, projectKey, request.path, request.at, async (content) => {
-    const changed = putBack(folder.shared, request.path, content, String(connection.device));
-    if (changed) await provider.flush();
-    return changed;
+  return restoreOutput(kept, projectKey, request.path, request.at, async (contents) => {
+    const device = String(connection.device);
+    const changed = contents.filter(([path, content]) =>
+      putBack(folder.shared, path, content, device),
+    );
+    if (changed.length > 0) await provider.flush();
+    return changed.map(([path]) => path);
   });
 }
 

@@ -1,4 +1,11 @@
-import { appendFileSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statePath } from '../../../client/cli/sync-command.ts';
@@ -260,6 +267,57 @@ describe('sync-host sync through the host alone (devices never online together)'
         return files?.['gone.txt'] === 'deleted later\n' && files['plan.txt'] === 'first version\n';
       },
       'the restored files on the laptop',
+      10_000,
+    );
+    await stop(third);
+  }, 90_000);
+
+  it('restores a whole folder, and the whole project as it was at a moment, after an rm -rf', async () => {
+    projects += 1;
+    const key = `nas-${projects}`;
+    await registerProject(host.authUrl, tokens.laptop, key);
+    const laptop = tempDir();
+    mkdirSync(join(laptop, 'sub', 'deep'), { recursive: true });
+    writeFileSync(join(laptop, 'sub', 'a.md'), 'note a\n');
+    writeFileSync(join(laptop, 'sub', 'deep', 'b.md'), 'note b\n');
+    writeFileSync(join(laptop, 'top.md'), 'top\n');
+    const first = await sync('laptop', key, laptop, []);
+    await eventually(() => first.out.stdout.includes('sent top.md'), 'sent', 10_000);
+    await stop(first);
+    const before = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // By mistake: the folder's contents removed, and the deletes sent.
+    rmSync(join(laptop, 'sub'), { recursive: true });
+    writeFileSync(join(laptop, 'top.md'), 'top, edited after\n');
+    const second = await sync('laptop', key, laptop, []);
+    await stop(second);
+
+    const folder = await runner.cli(['restore', key, 'sub/'], config.desktop);
+    expect(folder.code, folder.stderr).toBe(0);
+    expect(folder.stdout.trim().split('\n').sort()).toEqual([
+      'restored sub/a.md as of its last version',
+      'restored sub/deep/b.md as of its last version',
+    ]);
+    const nothing = await runner.cli(['restore', key, 'elsewhere/'], config.desktop);
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toMatch(/no file under elsewhere\/ is in what the host keeps/);
+    const all = await runner.cli(['restore', key, '--all', '--at', before], config.desktop);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toContain(`restored top.md as of ${new Date(before).toISOString()}`);
+    expect(all.stdout).toContain('sub/a.md is already as it was');
+
+    await bufferExpired();
+    const third = await sync('laptop', key, laptop, []);
+    await eventually(
+      () => {
+        const files = textFiles(laptop);
+        return (
+          files?.['sub/a.md'] === 'note a\n' &&
+          files['sub/deep/b.md'] === 'note b\n' &&
+          files['top.md'] === 'top\n'
+        );
+      },
+      'the folder back on the laptop',
       10_000,
     );
     await stop(third);
