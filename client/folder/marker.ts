@@ -54,7 +54,7 @@ export function folderThere(mirror: FolderMirror): boolean {
   }
   mirror.sayOnce(
     'folder gone',
-    `the folder ${dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back (to bring the files back, restore them from the host with sync-host restore or copy them from another device; creating ${folderMarker} again starts the folder afresh: files here are read as new and files missing are written back from the other devices, nothing is deleted anywhere)`,
+    `the folder ${dir} is gone or not mounted (its ${folderMarker} file is missing): nothing is sent or written until it is back (to bring the files back, restore them from the host with sync-host restore <project> --all, or copy them from another device; creating ${folderMarker} again starts the folder afresh: files here are read as new and files missing are written back from the other devices, nothing is deleted anywhere)`,
   );
   return false;
 }
