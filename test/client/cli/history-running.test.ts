@@ -108,6 +108,18 @@ describe('history and restore while sync runs on this device', () => {
     }
     const again = await run(['restore', 'files', 'gone.md']);
     expect(again.stdout).toBe('gone.md is already as it was\n');
+    // The whole project as it was then, through the running sync: what differs comes back.
+    writeFileSync(join(folder.one, 'plan.md'), 'third version\n');
+    await sent(one, 'sent plan.md');
+    const all = await run(['restore', 'files', '--all', '--at', between]);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toContain(`restored plan.md as of ${between}\n`);
+    expect(all.stdout).toContain('photo.bin is already as it was\n');
+    await eventually(
+      () => textAt(join(folder.two, 'plan.md')) === 'first version\n',
+      'plan.md back at two',
+      30_000,
+    );
     expect(one.child.exitCode).toBeNull();
     for (const sync of [one, two]) {
       sync.child.kill('SIGTERM');
