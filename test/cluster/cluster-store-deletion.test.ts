@@ -78,8 +78,13 @@ describe.skipIf(skip !== undefined)(
         const each = tables.map((table) => `(SELECT count(*)::int FROM ${table})`).join(' + ');
         return (await query<{ n: number }>(`SELECT ${each} AS n`))[0]?.n;
       };
+      // A folder report is stored after the frames that follow it are answered: waited for.
+      await eventually(
+        async () => ((await counts()) === 6 ? true : undefined),
+        'two documents, two chunks and two folder reports stored',
+        10_000,
+      );
       expect(await rooms()).toEqual([gone.roomId, kept.roomId].sort());
-      expect(await counts()).toBe(6);
       await owner.deleteProject(gone.id);
       await eventually(
         async () => ((await rooms()).length === 1 ? true : undefined),

@@ -110,7 +110,12 @@ describe('history and restore while sync runs on this device', () => {
     expect(again.stdout).toBe('gone.md is already as it was\n');
     // The whole project as it was then, through the running sync: what differs comes back.
     writeFileSync(join(folder.one, 'plan.md'), 'third version\n');
-    await sent(one, 'sent plan.md');
+    await eventually(
+      () => textAt(join(folder.two, 'plan.md')) === 'third version\n',
+      'the third version at two',
+      30_000,
+    );
+    await sent(one, 'sent plan.md'); // and the host confirmed it
     const all = await run(['restore', 'files', '--all', '--at', between]);
     expect(all.code, all.stderr).toBe(0);
     expect(all.stdout).toContain(`restored plan.md as of ${between}\n`);
