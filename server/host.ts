@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import { type AuthServer, createAuthServer } from './auth/index.ts';
 import type { AuthLimits } from './auth/rate-limits.ts';
 import type { AuthService } from './auth/service.ts';
+import { checkNatsAtStart } from './cluster/nats-options.ts';
 import { publishDeviceRevocations } from './cluster/revocation-wiring.ts';
 import { type HostMode, relayConfigFor, relaySecret } from './config/host-config.ts';
 import type { LoadedConfig } from './config/load.ts';
@@ -88,6 +89,19 @@ export interface Host {
  */
 export async function startHost(options: HostOptions): Promise<Host> {
   const { config, logger, mode } = options;
+  const relayConfig = relayConfigFor(mode, config);
+  // A cluster process refuses a NATS that lets anyone in (before anything is opened).
+  if (mode !== 'auth') {
+    await checkNatsAtStart(
+      relayConfig.clusterNats,
+      natsAccessOf(relayConfig),
+      'relay.conf',
+      logger,
+    );
+  }
+  if (mode !== 'relay') {
+    await checkNatsAtStart(config.auth.clusterNats, natsAccessOf(config.auth), 'auth.conf', logger);
+  }
   // One SQLite engine for the relay buffer and an embedded auth database (sql.js when the
   // native addon cannot load), announced once.
   const sqliteEngine =
@@ -108,7 +122,6 @@ export async function startHost(options: HostOptions): Promise<Host> {
       : await prepareHostTls({ mode, config: config.auth, logger, now: options.now });
   if (authTls) stops.push(async () => authTls.stop());
   const wsTls = mode === 'auth' ? undefined : relayTls(config.relay, authTls);
-  const relayConfig = relayConfigFor(mode, config);
   // Co-hosted, joins are checked against the auth database once it is open (until then, and
   // while it is unreachable, the cache and the signature decide).
   let authService: AuthService | undefined;
