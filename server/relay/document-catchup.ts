@@ -53,6 +53,8 @@ export function entryJson(entry: StoredEntry): string {
 
 /** Waits a little; a page waits so while its receiver has much unsent. */
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** The end of this event-loop turn, when the relay writes out what it corked. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Whether the catch-up should stop: the connection closed, or left the room it asked in. */
 export const gone = (conn: Connection, room: string) =>
@@ -71,7 +73,9 @@ async function sendWhenRoom(
   const queue = conn.queue;
   const half = maxQueuedBytes / 2;
   const full = () => queue.unsentBytes > 0 && queue.unsentBytes + frame.length > half;
-  while (!gone(conn, room) && full()) await pause(10);
+  // first until the turn's corked writes are out (most often room enough), then a little longer
+  for (let waits = 0; !gone(conn, room) && full(); waits++)
+    await (waits === 0 ? nextTurn() : pause(10));
   if (gone(conn, room)) return false;
   queue.send(frame);
   return true;
@@ -171,7 +175,7 @@ export class CatchUpLines {
   readonly #counts: DocumentCounts;
   readonly #answer: (conn: Connection, asked: Asked) => Promise<void>;
 
-  /** `answer`: answers one catch-up (its errors included); resolves once it is done. */
+  /** `answer`: answers one catch-up (its errors included); resolves, never rejects, once done. */
   constructor(counts: DocumentCounts, answer: (conn: Connection, asked: Asked) => Promise<void>) {
     this.#counts = counts;
     this.#answer = answer;

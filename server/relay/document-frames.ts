@@ -174,8 +174,7 @@ function catchUpHandler(
     counts.catchUpsRefused++;
     const message = `too many catch-ups waiting (${maxWaitingCatchUps}): this one was dropped, ask again once they are answered`;
     // a connection that does not read its socket gets no error frames, only silence
-    if (conn.queue.isBehind) countError(metrics, 'rate_limited');
-    else sendStoreError(conn, metrics, 'rate_limited', message, frame.doc);
+    if (!conn.queue.isBehind) sendStoreError(conn, metrics, 'rate_limited', message, frame.doc);
   };
 }
 
