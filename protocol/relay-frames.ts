@@ -104,6 +104,46 @@ const refSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 export const maxChunkIdsPerHave = 1000;
 /** Paths one `folder-report` may name. */
 export const maxReportedNames = 2000;
+/**
+ * Bytes one folder report counts on the host at most (`reportBytes`: its names as JSON, its
+ * document's and device's keys and 64): a larger one is refused with `store_full`, and a
+ * device sends fewer names so that its report fits.
+ */
+export const maxReportBytes = 256 * 1024;
+/** Folder documents of one room (project) whose reports the host keeps. */
+export const maxReportsPerRoom = 16;
+
+const utf8 = new TextEncoder();
+const utf8Length = (text: string): number => utf8.encode(text).length;
+
+/**
+ * What a folder report counts against the store's bounds: the UTF-8 bytes of its names as JSON
+ * (none when encrypted: the host keeps no names then), of its document's and device's keys, and
+ * 64 for its row.
+ */
+export function reportBytes(report: {
+  doc: string;
+  device: string;
+  names?: readonly string[] | undefined;
+}): number {
+  const names = report.names === undefined ? 0 : utf8Length(JSON.stringify(report.names));
+  return 64 + utf8Length(report.doc) + utf8Length(report.device) + names;
+}
+
+/**
+ * The first of `names` (at most `maxReportedNames`) that a report of `doc` by a device whose
+ * key has up to 64 characters can carry within `maxReportBytes`.
+ */
+export function reportedNames(doc: string, names: readonly string[]): string[] {
+  let room = maxReportBytes - 64 - utf8Length(doc) - 4 * 64 - 2;
+  const kept: string[] = [];
+  for (const name of names.slice(0, maxReportedNames)) {
+    room -= utf8Length(JSON.stringify(name)) + 1;
+    if (room < 0) break;
+    kept.push(name);
+  }
+  return kept;
+}
 
 /** Keeps one chunk of the room's files (docs/store.md, "Chunks"); answered `chunk-stored`. */
 export const chunkPutSchema = z.object({

@@ -4,7 +4,7 @@ import { type AdminApi, createAdminApi } from './api.ts';
 import { connectionView } from './connection-view.ts';
 import { byId, replaceKeepingFocus } from './dom.ts';
 import { createPairingsPanel, normalizePairCode, type PairingActions } from './pairings-view.ts';
-import { storageView } from './storage-view.ts';
+import { type StorageActions, storageView } from './storage-view.ts';
 import { forgetToken, resolveToken, storeToken } from './token.ts';
 import { usersView } from './users-view.ts';
 import { devicesView, pendingView, projectsView, relayView, type ViewActions } from './views.ts';
@@ -190,6 +190,15 @@ function start(api: AdminApi): void {
       }
     },
   };
+  /** The first project the storage section shows (it lists one page of them). */
+  let storageOffset = 0;
+  const storageActions: StorageActions = {
+    names: async (room, doc) => (await api.reportNames(room, doc)).names,
+    page(offset) {
+      storageOffset = offset;
+      void refresh();
+    },
+  };
   const pairings = createPairingsPanel(
     document.querySelector('#pairings .body') ?? main,
     pairingActions,
@@ -222,7 +231,7 @@ function start(api: AdminApi): void {
     section('relay', [data.relay, data.devices.map((d) => [d.id, d.deviceName])], () =>
       relayView(data.relay, data.devices),
     );
-    section('storage', data.storage, () => storageView(data.storage));
+    section('storage', data.storage, () => storageView(data.storage, storageActions));
     section('connection', data.connection, () => connectionView(data.connection));
     count('pairings', data.pairings.length);
     count('pending', data.pending.links.length);
@@ -234,7 +243,7 @@ function start(api: AdminApi): void {
   async function refresh(): Promise<void> {
     if (stopped) return;
     try {
-      const data = await api.overview();
+      const data = await api.overview(storageOffset);
       main.hidden = false;
       render(data);
       updateTimes();

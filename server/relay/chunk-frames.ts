@@ -1,12 +1,14 @@
 import { webcrypto } from 'node:crypto';
 import { base64Length, writeBase64 } from '../../protocol/base64.ts';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
-import type {
-  ChunkBadFrame,
-  ChunkGetFrame,
-  ChunkHaveFrame,
-  ChunkPutFrame,
-  FolderReportFrame,
+import {
+  type ChunkBadFrame,
+  type ChunkGetFrame,
+  type ChunkHaveFrame,
+  type ChunkPutFrame,
+  type FolderReportFrame,
+  maxReportBytes,
+  maxReportsPerRoom,
 } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import type { ChunkStore } from '../store/chunk-store.ts';
@@ -70,6 +72,14 @@ export async function plainChunkId(data: Buffer): Promise<string> {
   return `s${Buffer.from(digest).toString('base64url')}`;
 }
 
+/** The message of a refused folder report, by the bound it passed. */
+const reportRefusal = {
+  user: "the host's store is full (store.userMaxBytes): the folder report was not kept",
+  store: "the host's store is full (store.maxBytes): the folder report was not kept",
+  size: `a folder report counts at most ${maxReportBytes} bytes (send fewer names): it was not kept`,
+  reports: `the host keeps the reports of at most ${maxReportsPerRoom} folders of a project: this one was not kept`,
+} as const;
+
 /** Why a put is refused before the store sees it, or undefined. */
 async function refusal(frame: ChunkPutFrame, data: Buffer): Promise<string | undefined> {
   if (data.length > maxChunkBytes) return `a chunk holds at most ${maxChunkBytes} bytes`;
@@ -123,7 +133,7 @@ class RelayChunkFrames implements ChunkFrames {
   readonly #options: ChunkFramesOptions;
   readonly #counts = {
     ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0, dropped: 0 },
-    ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0 },
+    ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0, reportsRefused: 0 },
   };
   #failing = false;
   /** Per connection, its chunk frames not answered yet. */
@@ -305,6 +315,11 @@ class RelayChunkFrames implements ChunkFrames {
     });
   }
 
+  /**
+   * Keeps a folder report; one refused (a bound, its size, the room's number of folders) is
+   * answered `store_full` with neither `doc` nor `ref` (it answers no append and no chunk), and
+   * changes nothing. A later `pong` waits for it, as for the other chunk frames.
+   */
   report(conn: Connection, frame: FolderReportFrame): void {
     const { store, logger, now } = this.#options;
     if (store === undefined) return;
@@ -319,9 +334,17 @@ class RelayChunkFrames implements ChunkFrames {
       names: frame.encrypted ? undefined : frame.names,
       at: now(),
     };
-    store.report(kept).catch((err: unknown) => {
-      logger.warn({ err }, 'chunk store: a folder report was not kept');
-    });
+    const answer = store.report(kept).then(
+      (outcome) => {
+        if ('stored' in outcome) return;
+        this.#counts.reportsRefused++;
+        this.#sendError(conn, 'store_full', reportRefusal[outcome.full], undefined);
+      },
+      (err: unknown) => {
+        logger.warn({ err }, 'chunk store: a folder report was not kept');
+      },
+    );
+    this.#track(conn, answer);
   }
 
   answered(conn: Connection): Promise<void> | undefined {
@@ -368,6 +391,9 @@ class RelayChunkFrames implements ChunkFrames {
       '# HELP sync_host_store_chunks_dropped_total Chunks dropped as damaged (chunk-bad).',
       '# TYPE sync_host_store_chunks_dropped_total counter',
       `sync_host_store_chunks_dropped_total ${counts.dropped}`,
+      '# HELP sync_host_store_reports_refused_total Folder reports refused (a bound, their size).',
+      '# TYPE sync_host_store_reports_refused_total counter',
+      `sync_host_store_reports_refused_total ${counts.reportsRefused}`,
     ];
     return `${lines.join('\n')}\n`;
   }

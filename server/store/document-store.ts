@@ -100,7 +100,7 @@ export interface StoreUsage {
   bytes: number;
   /** The store's bounds. */
   bounds: StoreBounds;
-  /** `bytes`: the room's documents and chunks together, as counted against the bounds. */
+  /** `bytes`: the room's documents, chunks and folder reports, as counted against the bounds. */
   rooms: Array<{ room: string; user: string; documents: number; bytes: number } & RoomChunks>;
 }
 

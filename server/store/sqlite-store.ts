@@ -19,7 +19,7 @@ import {
   type StoredEntry,
   type StoreUsage,
 } from './document-store.ts';
-import { chunkSchema } from './sqlite-chunk-schema.ts';
+import { chunkSchema, reportColumn } from './sqlite-chunk-schema.ts';
 import { SqliteChunkStore } from './sqlite-chunks.ts';
 
 /**
@@ -124,6 +124,7 @@ function openStoreFile(path: string): BetterSqlite3.Database {
   db.pragma(`journal_size_limit = ${journalSizeLimitBytes}`);
   db.exec(schema);
   db.exec(chunkSchema);
+  reportColumn(db);
   if (version < schemaVersion) db.exec(`PRAGMA user_version = ${schemaVersion}`);
   return db;
 }
@@ -139,7 +140,7 @@ export class SqliteDocumentStore implements DocumentStore {
   readonly #bounds: StoreBounds;
   readonly #now: () => number;
   readonly #history: { keepMs: number; stepMs: number };
-  /** Bytes per user and in all, of documents and chunks (shared with the chunk store). */
+  /** Bytes per user and in all, of documents, chunks and folder reports (shared with the chunk store). */
   readonly #counts = new ByteCounts();
   readonly #chunks: SqliteChunkStore;
   /** Document ids by room and key (`room\0doc`). */
@@ -310,7 +311,7 @@ export class SqliteDocumentStore implements DocumentStore {
     return this.#counts.total;
   }
 
-  /** What the bounds count for each user now (documents and chunks). */
+  /** What the bounds count for each user now (documents, chunks and folder reports). */
   countedBytes(): Map<string, number> {
     return this.#counts.byUser();
   }

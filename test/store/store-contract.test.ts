@@ -27,7 +27,7 @@ const entry = (text: string, extra: Partial<NewEntry> = {}): NewEntry => ({
 });
 
 /** A room's usage without chunks nor folder reports. */
-const noChunks = { chunks: 0, chunkBytes: 0, folders: [] };
+const noChunks = { chunks: 0, chunkBytes: 0, reportBytes: 0, folders: [] };
 
 const texts = (entries: Array<{ data: Buffer }>) => entries.map((e) => e.data.toString());
 
