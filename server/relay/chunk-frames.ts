@@ -318,11 +318,13 @@ class RelayChunkFrames implements ChunkFrames {
   /**
    * Keeps a folder report; one refused (a bound, its size, the room's number of folders) is
    * answered `store_full` with neither `doc` nor `ref` (it answers no append and no chunk), and
-   * changes nothing. A later `pong` waits for it, as for the other chunk frames.
+   * changes nothing. A later `pong` waits for it, as for the other chunk frames. A viewer's
+   * report is dropped without an answer: it would stand for the folder of the project's owner,
+   * against whose bounds it counts.
    */
   report(conn: Connection, frame: FolderReportFrame): void {
     const { store, logger, now } = this.#options;
-    if (store === undefined) return;
+    if (store === undefined || conn.access.role === 'viewer') return;
     const kept = {
       room: conn.room?.id as string,
       doc: frame.doc,
