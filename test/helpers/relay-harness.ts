@@ -10,6 +10,7 @@ import {
   type RelayTuning,
   type Repeat,
 } from '../../server/relay/relay.ts';
+import type { Broker } from '../../server/relay/broker.ts';
 import type { DocumentStore } from '../../server/store/document-store.ts';
 import type { TlsContextSource } from '../../server/tls/secure-port.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
@@ -45,6 +46,8 @@ export interface RelayHarnessOptions {
   tls?: TlsContextSource;
   /** A document store instead of store.db (the cluster's PostgreSQL one; null: none); closed with the relay. */
   store?: DocumentStore | null;
+  /** A broker instead of the in-process one (a cluster broker on a nats-server of the test's). */
+  broker?: Broker;
 }
 
 export interface RelayHarness {
@@ -86,6 +89,7 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     repeat: options.repeat,
     tls: options.tls,
     store: options.store,
+    broker: options.broker,
   });
   const ports = await relay.listen();
   const wsUrl = `${options.tls ? 'wss' : 'ws'}://127.0.0.1:${ports.wsPort}/`;
