@@ -3,6 +3,11 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Server as TlsServer } from 'node:tls';
 import { addressGroup } from './address-group.ts';
+import {
+  type ConnectionBudget,
+  connectionBudgetSize,
+  createConnectionBudget,
+} from './connection-budget.ts';
 import { clientAddressOf } from './relay/client-address.ts';
 import { rawConnectionListener, servesTls, tcpSocketOf } from './tls/secure-port.ts';
 
@@ -16,6 +21,9 @@ export type CapHolder = Duplex | ServerResponse;
  * express's `trust proxy` reads it), once their headers have arrived, so that the clients behind
  * one proxy do not share one count. IPv6 addresses are counted by their /64. A holder is counted
  * until its `close` or `release`; one past the limit is handed to `refuse` and never counted.
+ * A counted connection also takes its place in the process's budget of untrusted connections
+ * (server/connection-budget.ts), which may close it later to make room for another address's
+ * (a request through a proxy holds no descriptor of its own: it is not in the budget).
  */
 export interface AddressCap {
   /** A TCP connection was accepted: counted, or refused when its address is at the limit. */
@@ -31,6 +39,8 @@ export interface AddressCap {
   isRefused(holder: CapHolder): boolean;
   /** Holders refused since the start. */
   readonly refused: number;
+  /** Connections of this cap the budget closed to make room for another address, since the start. */
+  readonly evicted: number;
 }
 
 export interface AddressCapOptions {
@@ -38,6 +48,11 @@ export interface AddressCapOptions {
   trustProxy?: readonly string[];
   /** Answers and closes a holder past the limit. */
   refuse(holder: CapHolder): void;
+  /**
+   * The process's budget of untrusted connections, shared by its caps (server/host.ts makes
+   * one). Default: a budget of this cap's own, half the descriptor limit.
+   */
+  budget?: ConnectionBudget;
 }
 
 /** What a cap counts for `holder`: a response, or the TCP socket (under a TLS one). */
@@ -51,7 +66,9 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
   const counted = new WeakMap<CapHolder, string>();
   const refusedHolders = new WeakSet<CapHolder>();
   const { isProxy, addressOf } = clientAddressOf(options.trustProxy ?? []);
+  const budget = options.budget ?? createConnectionBudget(connectionBudgetSize());
   let refused = 0;
+  let evicted = 0;
 
   /** Counts `holder` for `address`, or refuses it when the address is full. */
   function count(given: CapHolder, address: string): boolean {
@@ -70,6 +87,13 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     counts.set(key, open + 1);
     counted.set(holder, key);
     holder.on('close', releaseOnClose);
+    if (!(holder instanceof ServerResponse)) {
+      budget.take(key, holder, () => {
+        evicted++;
+        release(holder);
+        holder.destroy();
+      });
+    }
     return true;
   }
 
@@ -84,6 +108,7 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     if (key === undefined) return;
     counted.delete(holder);
     holder.off('close', releaseOnClose);
+    budget.release(holder);
     const left = (counts.get(key) ?? 1) - 1;
     if (left <= 0) counts.delete(key);
     else counts.set(key, left);
@@ -92,6 +117,10 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
   return {
     get refused() {
       return refused;
+    },
+
+    get evicted() {
+      return evicted;
     },
 
     admit(socket) {
@@ -142,6 +171,8 @@ export function capConnectionsPerAddress(
   server: Server,
   limit: number,
   trustProxy: readonly string[] = [],
+  /** The process's budget of untrusted connections; default one of this cap's own. */
+  budget?: ConnectionBudget,
 ): AddressCap {
   const body = JSON.stringify({
     error: {
@@ -163,6 +194,7 @@ export function capConnectionsPerAddress(
   const cap = createAddressCap({
     limit,
     trustProxy,
+    budget,
     refuse(holder) {
       if (holder instanceof ServerResponse) {
         holder.shouldKeepAlive = false;
