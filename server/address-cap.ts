@@ -3,11 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Server as TlsServer } from 'node:tls';
 import { addressGroup } from './address-group.ts';
-import {
-  type ConnectionBudget,
-  connectionBudgetSize,
-  createConnectionBudget,
-} from './connection-budget.ts';
+import { type ConnectionBudget, ownConnectionBudget } from './connection-budget.ts';
 import { clientAddressOf } from './relay/client-address.ts';
 import { rawConnectionListener, servesTls, tcpSocketOf } from './tls/secure-port.ts';
 
@@ -66,7 +62,7 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
   const counted = new WeakMap<CapHolder, string>();
   const refusedHolders = new WeakSet<CapHolder>();
   const { isProxy, addressOf } = clientAddressOf(options.trustProxy ?? []);
-  const budget = options.budget ?? createConnectionBudget(connectionBudgetSize());
+  const budget = options.budget ?? ownConnectionBudget();
   let refused = 0;
   let evicted = 0;
 

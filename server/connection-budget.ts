@@ -123,7 +123,7 @@ export function descriptorLimit(limitsFile = '/proc/self/limits'): number | unde
  * The budget's size for a descriptor limit: half of it (the other half for joined devices,
  * files and listeners), or 512 where the limit is unknown.
  */
-export function connectionBudgetSize(limit: number | undefined = descriptorLimit()): number {
+export function connectionBudgetSize(limit: number | undefined): number {
   return limit === undefined ? fallbackConnectionBudget : Math.max(1, Math.floor(limit / 2));
 }
 
@@ -136,4 +136,9 @@ export function openConnectionBudget(logger: Logger): ConnectionBudget {
     'connection budget: untrusted connections held at most (half the descriptor limit)',
   );
   return createConnectionBudget(size);
+}
+
+/** A budget of its own for one server built alone (a library user's, a test's). */
+export function ownConnectionBudget(): ConnectionBudget {
+  return createConnectionBudget(connectionBudgetSize(descriptorLimit()));
 }

@@ -3,11 +3,7 @@ import type { Server } from 'node:http';
 import type { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
 import { memberRevocationKey } from '../../protocol/room-grant.ts';
-import {
-  type ConnectionBudget,
-  connectionBudgetSize,
-  createConnectionBudget,
-} from '../connection-budget.ts';
+import { type ConnectionBudget, ownConnectionBudget } from '../connection-budget.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
 import type { Broker } from './broker.ts';
@@ -183,7 +179,7 @@ function openConnections(
     maxDevices: config.roomMaxDevices,
   });
   // one budget for both ports (the host gives the process's)
-  const budget = options.connectionBudget ?? createConnectionBudget(connectionBudgetSize());
+  const budget = options.connectionBudget ?? ownConnectionBudget();
   const unjoined = createUnjoinedLimit(
     config.maxUnjoinedPerAddress,
     config.trustProxy,

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TokenSignature } from '../../server/config/common.ts';
 import type { RelayConfig } from '../../server/config/relay-config.ts';
+import type { ConnectionBudget } from '../../server/connection-budget.ts';
 import { createLogger } from '../../server/log.ts';
 import {
   createRelay,
@@ -45,6 +46,8 @@ export interface RelayHarnessOptions {
   tls?: TlsContextSource;
   /** A document store instead of store.db (the cluster's PostgreSQL one; null: none); closed with the relay. */
   store?: DocumentStore | null;
+  /** The budget of untrusted connections (default the relay's own). */
+  connectionBudget?: ConnectionBudget;
 }
 
 export interface RelayHarness {
@@ -86,6 +89,7 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     repeat: options.repeat,
     tls: options.tls,
     store: options.store,
+    connectionBudget: options.connectionBudget,
   });
   const ports = await relay.listen();
   const wsUrl = `${options.tls ? 'wss' : 'ws'}://127.0.0.1:${ports.wsPort}/`;
