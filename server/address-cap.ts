@@ -17,9 +17,10 @@ export type CapHolder = Duplex | ServerResponse;
  * express's `trust proxy` reads it), once their headers have arrived, so that the clients behind
  * one proxy do not share one count. IPv6 addresses are counted by their /64. A holder is counted
  * until its `close` or `release`; one past the limit is handed to `refuse` and never counted.
- * A counted connection also takes its place in the process's budget of untrusted connections
- * (server/connection-budget.ts), which may close it later to make room for another address's
- * (a request through a proxy holds no descriptor of its own: it is not in the budget).
+ * A counted connection, and a refused one until it is closed, also takes its place in the
+ * process's budget of untrusted connections (server/connection-budget.ts), which may close it
+ * to make room for another address's (a request through a proxy holds no descriptor of its own:
+ * it is not in the budget).
  */
 export interface AddressCap {
   /** A TCP connection was accepted: counted, or refused when its address is at the limit. */
@@ -35,7 +36,10 @@ export interface AddressCap {
   isRefused(holder: CapHolder): boolean;
   /** Holders refused since the start. */
   readonly refused: number;
-  /** Connections of this cap the budget closed to make room for another address, since the start. */
+  /**
+   * Connections of this cap (counted, or refused and not yet closed) the budget closed to make
+   * room for another address, since the start.
+   */
   readonly evicted: number;
 }
 
@@ -76,6 +80,11 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     if (open >= limit) {
       refused++;
       refusedHolders.add(holder);
+      // until it is closed (up to a second after its answer) it holds a descriptor too
+      if (!(holder instanceof ServerResponse)) {
+        budget.take(key, holder, () => evict(holder));
+        holder.once('close', () => budget.release(holder));
+      }
       // answered on what was given: over TLS, the answer goes through it
       refuse(given);
       return false;
@@ -83,14 +92,15 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     counts.set(key, open + 1);
     counted.set(holder, key);
     holder.on('close', releaseOnClose);
-    if (!(holder instanceof ServerResponse)) {
-      budget.take(key, holder, () => {
-        evicted++;
-        release(holder);
-        holder.destroy();
-      });
-    }
+    if (!(holder instanceof ServerResponse)) budget.take(key, holder, () => evict(holder));
     return true;
+  }
+
+  /** The budget closes `holder` to make room for another address. */
+  function evict(holder: Duplex): void {
+    evicted++;
+    release(holder);
+    holder.destroy();
   }
 
   /** One listener for every counted holder (`this`): nothing kept per released one. */

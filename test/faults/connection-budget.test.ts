@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,11 +14,13 @@ import { eventually } from '../helpers/wait.ts';
 const secret = 'connection-budget-secret-0123456789';
 const dirs: string[] = [];
 const floods = [slowConnections(), slowConnections()];
+const silent: Socket[] = [];
 const hosts: HostProcess[] = [];
 const clients: RelayClient[] = [];
 
 afterAll(async () => {
   for (const flood of floods) flood.closeAll();
+  for (const socket of silent) socket.destroy();
   for (const client of clients) client.terminate();
   for (const host of hosts) await host.stop('SIGKILL').catch(() => null);
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -105,5 +109,36 @@ describe('slow connections from many addresses under a descriptor limit', () => 
     await eventually(() => slow.stillOpen().length <= 200, 'evicted connections closed');
     expect(descriptors(host)).toBeLessThan(300);
     expect(loggedEmfile(host)).toBe(false);
+  }, 60_000);
+
+  it('600 connections from one address that never read their 429 keep no client of another address out', async () => {
+    const relay = await limitedHost(['relay'], (dir) => writeLoopbackRelayConf(dir, secret));
+    const url = new URL(await relay.url('relay'));
+    // past the address's 32, each is answered 429 and held until it closes: this client never
+    // reads the answer, so the relay holds each a second unless the budget closes it earlier
+    const open = async () => {
+      const socket = connect({
+        port: Number(url.port),
+        host: '127.0.0.1',
+        localAddress: '127.0.0.7',
+      });
+      silent.push(socket);
+      socket.on('error', () => {});
+      socket.pause();
+      await once(socket, 'connect');
+      socket.write(upgradeHead);
+    };
+    for (let i = 0; i < 600; i += 20) await Promise.all(Array.from({ length: 20 }, open));
+    expect(descriptors(relay)).toBeLessThan(300);
+
+    const client = new RelayClient(url.href, { ws: { localAddress: '127.0.0.200' } });
+    clients.push(client);
+    const token = signDeviceToken(
+      { userId: 1, deviceId: 1, issuedAt: Math.floor(Date.now() / 1000) },
+      secret,
+      'hmac-sha256',
+    );
+    expect(await client.join(createRoomId(1, secret), 1, token)).toMatchObject({ type: 'joined' });
+    expect(loggedEmfile(relay)).toBe(false);
   }, 60_000);
 });
