@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Server as TlsServer } from 'node:tls';
 import { addressGroup } from './address-group.ts';
+import { type ConnectionBudget, ownConnectionBudget } from './connection-budget.ts';
 import { clientAddressOf } from './relay/client-address.ts';
 import { rawConnectionListener, servesTls, tcpSocketOf } from './tls/secure-port.ts';
 
@@ -16,6 +17,10 @@ export type CapHolder = Duplex | ServerResponse;
  * express's `trust proxy` reads it), once their headers have arrived, so that the clients behind
  * one proxy do not share one count. IPv6 addresses are counted by their /64. A holder is counted
  * until its `close` or `release`; one past the limit is handed to `refuse` and never counted.
+ * A counted connection, and a refused one until it is closed, also takes its place in the
+ * process's budget of untrusted connections (server/connection-budget.ts), which may close it
+ * to make room for another address's (a request through a proxy holds no descriptor of its own:
+ * it is not in the budget).
  */
 export interface AddressCap {
   /** A TCP connection was accepted: counted, or refused when its address is at the limit. */
@@ -31,6 +36,11 @@ export interface AddressCap {
   isRefused(holder: CapHolder): boolean;
   /** Holders refused since the start. */
   readonly refused: number;
+  /**
+   * Connections of this cap (counted, or refused and not yet closed) the budget closed to make
+   * room for another address, since the start.
+   */
+  readonly evicted: number;
 }
 
 export interface AddressCapOptions {
@@ -38,6 +48,11 @@ export interface AddressCapOptions {
   trustProxy?: readonly string[];
   /** Answers and closes a holder past the limit. */
   refuse(holder: CapHolder): void;
+  /**
+   * The process's budget of untrusted connections, shared by its caps (server/host.ts makes
+   * one). Default: a budget of this cap's own, half the descriptor limit.
+   */
+  budget?: ConnectionBudget;
 }
 
 /** What a cap counts for `holder`: a response, or the TCP socket (under a TLS one). */
@@ -51,7 +66,9 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
   const counted = new WeakMap<CapHolder, string>();
   const refusedHolders = new WeakSet<CapHolder>();
   const { isProxy, addressOf } = clientAddressOf(options.trustProxy ?? []);
+  const budget = options.budget ?? ownConnectionBudget();
   let refused = 0;
+  let evicted = 0;
 
   /** Counts `holder` for `address`, or refuses it when the address is full. */
   function count(given: CapHolder, address: string): boolean {
@@ -63,6 +80,11 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     if (open >= limit) {
       refused++;
       refusedHolders.add(holder);
+      // until it is closed (up to a second after its answer) it holds a descriptor too
+      if (!(holder instanceof ServerResponse)) {
+        budget.take(key, holder, () => evict(holder));
+        holder.once('close', () => budget.release(holder));
+      }
       // answered on what was given: over TLS, the answer goes through it
       refuse(given);
       return false;
@@ -70,7 +92,15 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     counts.set(key, open + 1);
     counted.set(holder, key);
     holder.on('close', releaseOnClose);
+    if (!(holder instanceof ServerResponse)) budget.take(key, holder, () => evict(holder));
     return true;
+  }
+
+  /** The budget closes `holder` to make room for another address. */
+  function evict(holder: Duplex): void {
+    evicted++;
+    release(holder);
+    holder.destroy();
   }
 
   /** One listener for every counted holder (`this`): nothing kept per released one. */
@@ -84,6 +114,7 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
     if (key === undefined) return;
     counted.delete(holder);
     holder.off('close', releaseOnClose);
+    budget.release(holder);
     const left = (counts.get(key) ?? 1) - 1;
     if (left <= 0) counts.delete(key);
     else counts.set(key, left);
@@ -92,6 +123,10 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
   return {
     get refused() {
       return refused;
+    },
+
+    get evicted() {
+      return evicted;
     },
 
     admit(socket) {
@@ -142,6 +177,8 @@ export function capConnectionsPerAddress(
   server: Server,
   limit: number,
   trustProxy: readonly string[] = [],
+  /** The process's budget of untrusted connections; default one of this cap's own. */
+  budget?: ConnectionBudget,
 ): AddressCap {
   const body = JSON.stringify({
     error: {
@@ -163,6 +200,7 @@ export function capConnectionsPerAddress(
   const cap = createAddressCap({
     limit,
     trustProxy,
+    budget,
     refuse(holder) {
       if (holder instanceof ServerResponse) {
         holder.shouldKeepAlive = false;

@@ -7,6 +7,7 @@ import { publishDeviceRevocations } from './cluster/revocation-wiring.ts';
 import { type HostMode, relayConfigFor, relaySecret } from './config/host-config.ts';
 import type { LoadedConfig } from './config/load.ts';
 import { natsAccessOf } from './config/nats-access.ts';
+import { openConnectionBudget } from './connection-budget.ts';
 import { prepareDataDir } from './data-dir.ts';
 import { lockDataDir } from './data-lock.ts';
 import type { Db } from './db/connect.ts';
@@ -114,6 +115,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const secret = config.auth.authSecret ?? generated.secret;
   const lan = lanAddress(config.auth.bind);
   const urls: HostUrls = {};
+  // one budget of untrusted connections for every port of the process
+  const connectionBudget = openConnectionBudget(logger);
   const stops: Array<() => Promise<void>> = [async () => lock.release()];
   // The certificate of the auth port, and co-hosted of the relay port too (TLS=off: none).
   const authTls =
@@ -145,6 +148,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     // The document store forgets the rooms of deleted projects: co-hosted it asks the auth
     // database, a cluster node the auth processes over NATS.
     rooms: mode === 'headless' ? authDatabaseRooms(() => host.auth?.db) : revocation.rooms,
+    connectionBudget,
   });
   const applyRevocation = (deviceId: number, revokedAt?: number) =>
     relay.revoke(deviceId, revokedAt);
@@ -200,6 +204,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         now: options.now,
         limits: options.limits,
         sqliteEngine,
+        connectionBudget,
         mount:
           options.mount && ((app, service, db) => options.mount?.(app, service, db, () => host)),
       }).catch((err: unknown) => {

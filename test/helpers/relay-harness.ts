@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TokenSignature } from '../../server/config/common.ts';
 import type { RelayConfig } from '../../server/config/relay-config.ts';
+import type { ConnectionBudget } from '../../server/connection-budget.ts';
 import { createLogger } from '../../server/log.ts';
+import type { Broker } from '../../server/relay/broker.ts';
 import {
   createRelay,
   type Relay,
   type RelayTuning,
   type Repeat,
 } from '../../server/relay/relay.ts';
-import type { Broker } from '../../server/relay/broker.ts';
 import type { DocumentStore } from '../../server/store/document-store.ts';
 import type { TlsContextSource } from '../../server/tls/secure-port.ts';
 import { createRoomId, signDeviceToken } from '../../server/tokens.ts';
@@ -48,6 +49,8 @@ export interface RelayHarnessOptions {
   store?: DocumentStore | null;
   /** A broker instead of the in-process one (a cluster broker on a nats-server of the test's). */
   broker?: Broker;
+  /** The budget of untrusted connections (default the relay's own). */
+  connectionBudget?: ConnectionBudget;
 }
 
 export interface RelayHarness {
@@ -90,6 +93,7 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     tls: options.tls,
     store: options.store,
     broker: options.broker,
+    connectionBudget: options.connectionBudget,
   });
   const ports = await relay.listen();
   const wsUrl = `${options.tls ? 'wss' : 'ws'}://127.0.0.1:${ports.wsPort}/`;
