@@ -1,12 +1,13 @@
 import { webcrypto } from 'node:crypto';
 import { base64Length, writeBase64 } from '../../protocol/base64.ts';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
-import type {
-  ChunkBadFrame,
-  ChunkGetFrame,
-  ChunkHaveFrame,
-  ChunkPutFrame,
-  FolderReportFrame,
+import {
+  type ChunkBadFrame,
+  type ChunkGetFrame,
+  type ChunkHaveFrame,
+  type ChunkPutFrame,
+  encodeBinaryFrame,
+  type FolderReportFrame,
 } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import type { ChunkStore } from '../store/chunk-store.ts';
@@ -23,7 +24,11 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * without a store answers them with `store_unavailable`.
  */
 export interface ChunkFrames {
-  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void;
+  /**
+   * `binary`: the put came as a binary frame; this connection's `chunk` answers are binary from
+   * then on (unless a `chunk-get` says `"binary":false`).
+   */
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>, binary?: boolean): void;
   have(conn: Connection, frame: ChunkHaveFrame): void;
   get(conn: Connection, frame: ChunkGetFrame): void;
   bad(conn: Connection, frame: ChunkBadFrame): void;
@@ -115,6 +120,12 @@ export function chunkAnswer(ref: number, id: string, data: Buffer): Buffer {
   return answer;
 }
 
+/** The `chunk` answer in the binary form (protocol/relay-frames.ts, `encodeBinaryFrame`). */
+export function binaryChunkAnswer(ref: number, id: string, data: Buffer): Buffer {
+  const frame = encodeBinaryFrame({ type: 'chunk', ref, id }, data);
+  return Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+}
+
 const send = (conn: Connection, frame: object) =>
   conn.queue.send(Buffer.from(JSON.stringify(frame)));
 
@@ -130,6 +141,8 @@ class RelayChunkFrames implements ChunkFrames {
   readonly #unanswered = new WeakMap<Connection, Set<Promise<void>>>();
   /** Per connection, the puts whose id is being checked (see `put`). */
   readonly #checking = new WeakMap<Connection, Promise<void>>();
+  /** The connections that sent a binary `chunk-put`: answered in binary `chunk` frames. */
+  readonly #binary = new WeakSet<Connection>();
 
   constructor(options: ChunkFramesOptions) {
     this.#options = options;
@@ -157,13 +170,14 @@ class RelayChunkFrames implements ChunkFrames {
    * Sends `frame` once it fits in half of the receiver's bound (or nothing is unsent): checked
    * and sent with no await between, so answers waking together do not all pass one check.
    */
-  async #sendWhenRoom(conn: Connection, frame: Buffer): Promise<void> {
+  async #sendWhenRoom(conn: Connection, frame: Buffer, binary: boolean): Promise<void> {
     const queue = conn.queue;
     const half = this.#options.maxQueuedBytes / 2;
     const full = () => queue.unsentBytes > 0 && queue.unsentBytes + frame.length > half;
     const open = () => !queue.done && conn.socket.readyState === conn.socket.OPEN;
     while (open() && full()) await pause(10);
-    queue.send(frame);
+    if (binary) queue.sendBinary(frame);
+    else queue.send(frame);
   }
 
   /** Tracks an answer so that a later `pong` waits for it. */
@@ -220,7 +234,8 @@ class RelayChunkFrames implements ChunkFrames {
       );
   }
 
-  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void {
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>, binary = false): void {
+    if (binary) this.#binary.add(conn);
     if (conn.access.role === 'viewer') {
       this.#sendError(conn, 'forbidden', viewerRefusal, frame.ref, frame.id);
       return;
@@ -275,10 +290,11 @@ class RelayChunkFrames implements ChunkFrames {
         this.#sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
         return;
       }
-      const answer = chunkAnswer(frame.ref, frame.id, data);
+      const binary = frame.binary ?? this.#binary.has(conn);
+      const answer = (binary ? binaryChunkAnswer : chunkAnswer)(frame.ref, frame.id, data);
       this.#counts.sent++;
       this.#counts.sentBytes += data.length;
-      await this.#sendWhenRoom(conn, answer);
+      await this.#sendWhenRoom(conn, answer, binary);
     });
   }
 
