@@ -135,6 +135,7 @@ class RelayChunkFrames implements ChunkFrames {
   readonly #counts = {
     ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0, dropped: 0 },
     ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0 },
+    ...{ binaryReceived: 0, binarySent: 0 },
   };
   #failing = false;
   /** Per connection, its chunk frames not answered yet. */
@@ -235,7 +236,10 @@ class RelayChunkFrames implements ChunkFrames {
   }
 
   put(conn: Connection, frame: WithDecoded<ChunkPutFrame>, binary = false): void {
-    if (binary) this.#binary.add(conn);
+    if (binary) {
+      this.#binary.add(conn);
+      this.#counts.binaryReceived++;
+    }
     if (conn.access.role === 'viewer') {
       this.#sendError(conn, 'forbidden', viewerRefusal, frame.ref, frame.id);
       return;
@@ -293,6 +297,7 @@ class RelayChunkFrames implements ChunkFrames {
       const binary = frame.binary ?? this.#binary.has(conn);
       const answer = (binary ? binaryChunkAnswer : chunkAnswer)(frame.ref, frame.id, data);
       this.#counts.sent++;
+      if (binary) this.#counts.binarySent++;
       this.#counts.sentBytes += data.length;
       await this.#sendWhenRoom(conn, answer, binary);
     });
@@ -378,6 +383,10 @@ class RelayChunkFrames implements ChunkFrames {
       '# HELP sync_host_store_chunk_sent_bytes_total Bytes of the chunks sent to devices.',
       '# TYPE sync_host_store_chunk_sent_bytes_total counter',
       `sync_host_store_chunk_sent_bytes_total ${counts.sentBytes}`,
+      '# HELP sync_host_store_chunk_binary_frames_total Chunks received and sent in binary frames (within the totals above).',
+      '# TYPE sync_host_store_chunk_binary_frames_total counter',
+      `sync_host_store_chunk_binary_frames_total{direction="received"} ${counts.binaryReceived}`,
+      `sync_host_store_chunk_binary_frames_total{direction="sent"} ${counts.binarySent}`,
       '# HELP sync_host_store_chunks_missing_total chunk-get of a chunk the host does not hold.',
       '# TYPE sync_host_store_chunks_missing_total counter',
       `sync_host_store_chunks_missing_total ${counts.missing}`,
