@@ -23,8 +23,9 @@ export interface WebSocketLike {
 
 /**
  * A `ws` socket, which sends bytes as a text frame when told `binary: false` (see `textBytes`);
- * a browser's socket would send them as binary, which the relay refuses. Its `message` events
- * give a frame's bytes, undecoded.
+ * a browser's socket sends bytes as a binary frame, which the relay takes only for a chunk in
+ * the binary form. Its `message` events give a frame's bytes, undecoded, and whether it was
+ * binary.
  */
 export interface TextBytesSocket {
   send(data: Uint8Array, options: { binary: false }): void;
