@@ -40,26 +40,29 @@ describe('sync-host sync with chunks in binary and in text frames', () => {
     const fromTwo = Buffer.concat([Buffer.from([0]), randomBytes(3 * chunkBytes + 555)]);
     writeFileSync(join(folder.one, 'from-one.bin'), fromOne);
 
-    // The binary device puts its file's chunks in binary frames.
+    // The binary device puts its file's chunks in binary frames (4: three full, one short).
     const one = start('one');
     await eventually(() => one.out.stdout.includes('sent from-one.bin (new)\n'), 'one sent');
-    expect(await metric(binaryIn)).toBe(4);
-    expect(await metric(putsIn)).toBe(4);
+    const putByOne = await metric(putsIn);
+    expect(putByOne).toBeGreaterThanOrEqual(4);
+    expect(await metric(binaryIn)).toBe(putByOne);
 
     // The text device fetches them in text frames, and puts its own file in text frames.
     const two = start('two', { [textChunksVariable]: '1' });
     await eventually(() => sameBytes(join(folder.two, 'from-one.bin'), fromOne), 'at two', 60_000);
-    expect(await metric(chunksOut)).toBe(4);
+    const fetchedByTwo = await metric(chunksOut);
+    expect(fetchedByTwo).toBeGreaterThanOrEqual(4);
     expect(await metric(binaryOut)).toBe(0);
     writeFileSync(join(folder.two, 'from-two.bin'), fromTwo);
     await eventually(() => two.out.stdout.includes('sent from-two.bin (new)\n'), 'two sent');
-    expect(await metric(putsIn)).toBe(8);
-    expect(await metric(binaryIn)).toBe(4);
+    expect(await metric(putsIn)).toBeGreaterThanOrEqual(putByOne + 4);
+    expect(await metric(binaryIn)).toBe(putByOne);
 
     // The binary device fetches them in binary frames.
     await eventually(() => sameBytes(join(folder.one, 'from-two.bin'), fromTwo), 'at one', 60_000);
-    expect(await metric(chunksOut)).toBe(8);
-    expect(await metric(binaryOut)).toBe(4);
+    const fetchedByOne = (await metric(chunksOut)) - fetchedByTwo;
+    expect(fetchedByOne).toBeGreaterThanOrEqual(4);
+    expect(await metric(binaryOut)).toBe(fetchedByOne);
     await stop(two);
     await stop(one);
     expect(one.out.stderr).toBe('');
