@@ -6,6 +6,7 @@ import {
   type ChunkGetFrame,
   type ChunkHaveFrame,
   type ChunkPutFrame,
+  encodeBinaryFrame,
   type FolderReportFrame,
   maxReportBytes,
   maxReportsPerRoom,
@@ -25,7 +26,11 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * without a store answers them with `store_unavailable`.
  */
 export interface ChunkFrames {
-  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void;
+  /**
+   * `binary`: the put came as a binary frame; this connection's `chunk` answers are binary from
+   * then on (unless a `chunk-get` says `"binary":false`).
+   */
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>, binary?: boolean): void;
   have(conn: Connection, frame: ChunkHaveFrame): void;
   get(conn: Connection, frame: ChunkGetFrame): void;
   bad(conn: Connection, frame: ChunkBadFrame): void;
@@ -125,6 +130,12 @@ export function chunkAnswer(ref: number, id: string, data: Buffer): Buffer {
   return answer;
 }
 
+/** The `chunk` answer in the binary form (protocol/relay-frames.ts, `encodeBinaryFrame`). */
+export function binaryChunkAnswer(ref: number, id: string, data: Buffer): Buffer {
+  const frame = encodeBinaryFrame({ type: 'chunk', ref, id }, data);
+  return Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+}
+
 const send = (conn: Connection, frame: object) =>
   conn.queue.send(Buffer.from(JSON.stringify(frame)));
 
@@ -134,12 +145,15 @@ class RelayChunkFrames implements ChunkFrames {
   readonly #counts = {
     ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0, dropped: 0 },
     ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0, reportsRefused: 0 },
+    ...{ binaryReceived: 0, binarySent: 0 },
   };
   #failing = false;
   /** Per connection, its chunk frames not answered yet. */
   readonly #unanswered = new WeakMap<Connection, Set<Promise<void>>>();
   /** Per connection, the puts whose id is being checked (see `put`). */
   readonly #checking = new WeakMap<Connection, Promise<void>>();
+  /** The connections that sent a binary `chunk-put`: answered in binary `chunk` frames. */
+  readonly #binary = new WeakSet<Connection>();
 
   constructor(options: ChunkFramesOptions) {
     this.#options = options;
@@ -167,13 +181,14 @@ class RelayChunkFrames implements ChunkFrames {
    * Sends `frame` once it fits in half of the receiver's bound (or nothing is unsent): checked
    * and sent with no await between, so answers waking together do not all pass one check.
    */
-  async #sendWhenRoom(conn: Connection, frame: Buffer): Promise<void> {
+  async #sendWhenRoom(conn: Connection, frame: Buffer, binary: boolean): Promise<void> {
     const queue = conn.queue;
     const half = this.#options.maxQueuedBytes / 2;
     const full = () => queue.unsentBytes > 0 && queue.unsentBytes + frame.length > half;
     const open = () => !queue.done && conn.socket.readyState === conn.socket.OPEN;
     while (open() && full()) await pause(10);
-    queue.send(frame);
+    if (binary) queue.sendBinary(frame);
+    else queue.send(frame);
   }
 
   /** Tracks an answer so that a later `pong` waits for it. */
@@ -230,7 +245,11 @@ class RelayChunkFrames implements ChunkFrames {
       );
   }
 
-  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void {
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>, binary = false): void {
+    if (binary) {
+      this.#binary.add(conn);
+      this.#counts.binaryReceived++;
+    }
     if (conn.access.role === 'viewer') {
       this.#sendError(conn, 'forbidden', viewerRefusal, frame.ref, frame.id);
       return;
@@ -285,10 +304,12 @@ class RelayChunkFrames implements ChunkFrames {
         this.#sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
         return;
       }
-      const answer = chunkAnswer(frame.ref, frame.id, data);
+      const binary = frame.binary ?? this.#binary.has(conn);
+      const answer = (binary ? binaryChunkAnswer : chunkAnswer)(frame.ref, frame.id, data);
       this.#counts.sent++;
+      if (binary) this.#counts.binarySent++;
       this.#counts.sentBytes += data.length;
-      await this.#sendWhenRoom(conn, answer);
+      await this.#sendWhenRoom(conn, answer, binary);
     });
   }
 
@@ -387,6 +408,10 @@ class RelayChunkFrames implements ChunkFrames {
       '# HELP sync_host_store_chunk_sent_bytes_total Bytes of the chunks sent to devices.',
       '# TYPE sync_host_store_chunk_sent_bytes_total counter',
       `sync_host_store_chunk_sent_bytes_total ${counts.sentBytes}`,
+      '# HELP sync_host_store_chunk_binary_frames_total Chunks received and sent in binary frames (within the totals above).',
+      '# TYPE sync_host_store_chunk_binary_frames_total counter',
+      `sync_host_store_chunk_binary_frames_total{direction="received"} ${counts.binaryReceived}`,
+      `sync_host_store_chunk_binary_frames_total{direction="sent"} ${counts.binarySent}`,
       '# HELP sync_host_store_chunks_missing_total chunk-get of a chunk the host does not hold.',
       '# TYPE sync_host_store_chunks_missing_total counter',
       `sync_host_store_chunks_missing_total ${counts.missing}`,

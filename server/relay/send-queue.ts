@@ -24,6 +24,7 @@ import type { WebSocket } from 'ws';
  */
 
 const textFrame = { binary: false } as const;
+const binaryFrame = { binary: true } as const;
 
 /**
  * Above this many bytes in one receiver's corked write buffer, they are written out before the
@@ -186,6 +187,11 @@ export interface UnsentFrame {
 
 /** The position of a queued frame that has none. */
 const noPosition = -1;
+/**
+ * The position of a queued binary frame (a `chunk` answer): it answers a request of this
+ * connection alone, so it is never handed back by `takeUnsent` to be kept for the device.
+ */
+const binaryPosition = -2;
 
 /** One connection's frames on their way to its socket (see the module's comment). */
 export class SendQueue<Owner> {
@@ -284,14 +290,26 @@ export class SendQueue<Owner> {
    * `position`: its place in the room's stream, when the broker gave one (see `UnsentFrame`).
    */
   send(data: Buffer, position?: number): void {
+    this.#send(data, position ?? noPosition);
+  }
+
+  /**
+   * Sends a binary frame (a `chunk` answer in the binary form), within the same bounds as the
+   * text frames; never kept for the device if it is still queued when the connection ends.
+   */
+  sendBinary(data: Buffer): void {
+    this.#send(data, binaryPosition);
+  }
+
+  #send(data: Buffer, position: number): void {
     if (this.#frames !== undefined) {
-      this.#enqueue(data, position ?? noPosition);
+      this.#enqueue(data, position);
       return;
     }
     const { socket, stream } = this;
     if (socket.readyState !== socket.OPEN) return;
     this.writer.cork(this);
-    socket.send(data, textFrame);
+    socket.send(data, position === binaryPosition ? binaryFrame : textFrame);
     if (stream.writableLength > flushAtBytes) {
       stream.uncork();
       stream.cork();
@@ -311,6 +329,7 @@ export class SendQueue<Owner> {
     const unsent: UnsentFrame[] = [];
     for (let i = this.#head; i < frames.length; i++) {
       const position = this.#positions[i] ?? noPosition;
+      if (position === binaryPosition) continue;
       unsent.push({
         frame: frames[i] as Buffer,
         position: position === noPosition ? undefined : position,
@@ -379,9 +398,10 @@ export class SendQueue<Owner> {
     let handed = 0;
     while (head < frames.length && stream.writableLength < drainSliceBytes) {
       const data = frames[head] as Buffer;
+      const binary = this.#positions[head] === binaryPosition;
       frames[head++] = undefined as unknown as Buffer;
       handed += data.length;
-      socket.send(data, textFrame);
+      socket.send(data, binary ? binaryFrame : textFrame);
     }
     stream.uncork();
     this.#bytes -= handed;
