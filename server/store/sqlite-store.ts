@@ -68,7 +68,7 @@ CREATE INDEX IF NOT EXISTS entriesKeys ON entries (document, kc) WHERE kc IS NOT
  * the next one above the last on the index `entriesKeys` (one look-up per value, however many
  * entries carry it).
  */
-const keyChecksQuery = `
+export const keyChecksQuery = `
 WITH RECURSIVE found(document, kc) AS (
   SELECT d.id, (SELECT min(e.kc) FROM entries e WHERE e.document = d.id AND e.kc IS NOT NULL)
   FROM documents d WHERE d.room = ?
