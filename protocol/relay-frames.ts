@@ -89,6 +89,8 @@ export const catchupSchema = z.object({
   kc: keyCheckSchema.optional(),
   /** false: no snapshot first, every entry still kept (after a snapshot that did not open). */
   snapshots: z.boolean().optional(),
+  /** true: `caughtup` names the key check values of every entry kept in the room (`kcs`). */
+  keys: z.boolean().optional(),
 });
 
 /**
@@ -302,11 +304,16 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     doc: z.string(),
     entries: z.array(storedEntry),
   });
-  /** The catch-up is complete; `pos` is the last position the host holds for the document. */
+  /**
+   * The catch-up is complete; `pos` is the last position the host holds for the document. `kcs`
+   * (asked with `keys`): the distinct key check values of the entries the host keeps in the
+   * room, of any document.
+   */
   const caughtup = z.object({
     type: z.literal('caughtup'),
     doc: z.string(),
     pos: z.number().int().nonnegative(),
+    kcs: z.array(z.string()).optional(),
   });
   /** The chunk sent with this `ref` is durable on the host. */
   const chunkStored = z.object({

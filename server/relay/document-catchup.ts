@@ -1,4 +1,4 @@
-import type { CatchupFrame } from '../../protocol/relay-frames.ts';
+import type { CatchupFrame, CaughtupFrame } from '../../protocol/relay-frames.ts';
 import type { DocumentStore, StoredEntry } from '../store/document-store.ts';
 import type { Connection } from './connection.ts';
 
@@ -81,6 +81,18 @@ async function sendWhenRoom(
   return true;
 }
 
+/** The `caughtup` that ends a catch-up; with `kcs`, the room's key check values, when asked. */
+async function caughtUp(
+  store: DocumentStore,
+  frame: CatchupFrame,
+  room: string,
+  lastPos: number,
+): Promise<CaughtupFrame> {
+  const done: CaughtupFrame = { type: 'caughtup', doc: frame.doc, pos: lastPos };
+  if (frame.keys === true) done.kcs = await store.keyChecks(room);
+  return done;
+}
+
 /**
  * Answers a `catchup`: `stored` pages from the newest snapshot on, then `caughtup`. At most one
  * read of the store (about a page) and one page are held at a time, counted in the relay's
@@ -148,7 +160,7 @@ export async function sendCatchUp(
       const { entries, lastPos } = await store.read(room, frame.doc, cursor, readBytes);
       if (entries.length === 0) {
         if (!(await flush())) return;
-        const done = { type: 'caughtup', doc: frame.doc, pos: lastPos };
+        const done = await caughtUp(store, frame, room, lastPos);
         await sendWhenRoom(conn, room, Buffer.from(JSON.stringify(done)), maxQueuedBytes);
         return;
       }

@@ -50,6 +50,9 @@ const tables = [
   )`,
   `CREATE INDEX IF NOT EXISTS store_entries_snapshots ON store_entries (document, kc, pos)
     WHERE covers IS NOT NULL`,
+  // A room's key check values, found without reading its entries (`keyChecks`).
+  `CREATE INDEX IF NOT EXISTS store_entries_keys ON store_entries (document, kc)
+    WHERE kc IS NOT NULL`,
   `CREATE TABLE IF NOT EXISTS store_chunks (
     room text NOT NULL,
     kc text NOT NULL,

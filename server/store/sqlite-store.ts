@@ -29,7 +29,8 @@ import { SqliteChunkStore } from './sqlite-chunks.ts';
  * (what the device sent, base64-decoded: the host cannot read it when the project is encrypted),
  * its position, time, sender, key check value, for a snapshot the position it covers, and
  * whether the history keeps it for its whole window (`keep`: a version just before a delete).
- * Version 2 adds the chunk tables (`sqlite-chunk-schema.ts`).
+ * Version 2 adds the chunk tables (`sqlite-chunk-schema.ts`). `entriesKeys` (made at the first
+ * open that lacks it) finds a room's key check values without reading its entries.
  */
 const schemaVersion = 2;
 
@@ -59,7 +60,23 @@ CREATE TABLE IF NOT EXISTS entries (
   UNIQUE (document, pos)
 );
 CREATE INDEX IF NOT EXISTS entriesSnapshots ON entries (document, kc, pos) WHERE covers IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entriesKeys ON entries (document, kc) WHERE kc IS NOT NULL;
 `;
+
+/**
+ * The distinct key check values of a room's entries: per document, from the smallest up, each
+ * the next one above the last on the index `entriesKeys` (one look-up per value, however many
+ * entries carry it).
+ */
+export const keyChecksQuery = `
+WITH RECURSIVE found(document, kc) AS (
+  SELECT d.id, (SELECT min(e.kc) FROM entries e WHERE e.document = d.id AND e.kc IS NOT NULL)
+  FROM documents d WHERE d.room = ?
+  UNION ALL
+  SELECT f.document, (SELECT min(e.kc) FROM entries e WHERE e.document = f.document AND e.kc > f.kc)
+  FROM found f WHERE f.kc IS NOT NULL
+)
+SELECT DISTINCT kc FROM found WHERE kc IS NOT NULL ORDER BY kc`;
 
 /** The WAL file is cut back to this size at each checkpoint. */
 const journalSizeLimitBytes = 4 * 1024 * 1024;
@@ -183,6 +200,7 @@ export class SqliteDocumentStore implements DocumentStore {
       snapshotPieces: db.prepare<[number, string | null, number, string], EntryRow>(
         "SELECT id, pos, at, device, kc, covers, part, keep, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers = ? AND json_extract(part, '$.m') = ? ORDER BY pos",
       ),
+      keyChecks: db.prepare<[string], { kc: string }>(keyChecksQuery),
     };
     this.#counts.recount(db);
     const folder = join(dirname(options.path), 'chunks');
@@ -292,6 +310,10 @@ export class SqliteDocumentStore implements DocumentStore {
       if (indexes.size === part.n && pieces.length === part.n) return pieces.map(toStoredEntry);
     }
     return [];
+  }
+
+  async keyChecks(room: string): Promise<string[]> {
+    return this.#statements.keyChecks.all(room).map((row) => row.kc);
   }
 
   async usage(): Promise<StoreUsage> {
