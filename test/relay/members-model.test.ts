@@ -8,8 +8,9 @@ import { authCall, type ListedProject, type TeamDevice } from '../helpers/team.t
  * Model-based: random shares, role changes, removals (by the owner, by the administrator, a
  * member leaving), joins and appends of three people on one project against the real host.
  * After each step: a device joins exactly while its user is a member (with the role the model
- * says), a viewer's append is refused and an editor's stored, and every connection made under a
- * membership that ended or changed is closed with 4003 while the others stay open.
+ * says), a viewer's append is refused and an editor's stored, every connection made under a
+ * membership that ended or changed is closed with 4003 while the others stay open, and nothing
+ * the owner's device sends after a removal was acknowledged reaches the removed member.
  */
 
 const secret = 'members-model-secret-0123456789abcdef';
@@ -78,6 +79,17 @@ describe('project members, model-based against the real host', () => {
         const grants = new Map<Person, string>();
         const live = new Map<Person, Live[]>();
         const clients: RelayClient[] = [];
+        // the owner's device is in the room throughout: what it sends after a removal is
+        // acknowledged must never reach the removed member
+        const ownerClient = new RelayClient(host.relayUrl);
+        clients.push(ownerClient);
+        const ownerJoined = await ownerClient.join(
+          project.roomId,
+          owner.deviceId,
+          owner.deviceToken,
+        );
+        expect(ownerJoined).toMatchObject({ type: 'joined' });
+        const afterRemoval = new Map<Person, string[]>();
         const sharePath = `/auth/project/${project.id}/members`;
         const membersPath = (who: Person) => `${sharePath}/${deviceOf(who).userId}`;
 
@@ -119,6 +131,12 @@ describe('project members, model-based against the real host', () => {
             // a person who is no longer a member cannot even see the project to leave it
             expect(res.status).toBe(member === undefined ? 404 : 204);
             members.delete(s.who);
+            // acknowledged: from now on nothing of the project reaches them
+            const secret = `after-removal-${Math.random().toString(36).slice(2)}`;
+            afterRemoval.set(s.who, [...(afterRemoval.get(s.who) ?? []), secret]);
+            ownerClient.send({ to: 'broadcast', payload: { secret } });
+            ownerClient.send({ to: deviceOf(s.who).deviceId, payload: { secret } });
+            await ownerClient.sync();
           } else if (s.kind === 'join') {
             await join(s.who, member);
           } else {
@@ -179,6 +197,10 @@ describe('project members, model-based against the real host', () => {
               } else {
                 const closed = await connection.client.waitClosed(revocationDeadlineMs);
                 expect(closed.code).toBe(4003);
+              }
+              const received = JSON.stringify(connection.client.allMessages());
+              for (const secret of afterRemoval.get(who) ?? []) {
+                expect(received).not.toContain(secret);
               }
             }
             live.set(who, kept);
