@@ -3,17 +3,15 @@ import { docKeyOf } from '../doc-key.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import { folderDocName } from '../folder/document.ts';
 import type { FolderSync } from '../folder/folder-sync.ts';
-import type { ReceiveLimits } from '../folder/receive-budget.ts';
 import { cursorAfter } from '../yjs-history.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import type { ControlHandlers } from './control-socket.ts';
 import type { DeviceDirectory } from './device-directory.ts';
 import { type HostHistory, historyFor } from './first-run-history.ts';
-import type { CliIo } from './io.ts';
 import { checkedKey, type PassphraseVerdict } from './passphrase-check.ts';
 import { type SupervisedYjsProvider, superviseYjsProvider } from './supervised-provider.ts';
 import { folderRequest, statusFields } from './sync-control.ts';
-import { openSyncedFolder, type SyncedFolder } from './synced-folder.ts';
+import { openSyncedFolder, type SyncedFolder, type SyncedFolderOptions } from './synced-folder.ts';
 
 /** Bounds of the time between two full scans (besides the watcher's events). */
 const minFullScanMs = 2_000;
@@ -31,23 +29,9 @@ const stopWithinMs = 1_900;
 const inSyncCheckMs = 250;
 
 /** What `runFolderSync` keeps in step, and with what. */
-export interface FolderSyncOptions {
-  io: CliIo;
-  /** The room's connections (a fresh one after a final close); started here. */
-  supervisor: ConnectionSupervisor;
-  dir: string;
-  state: string;
+export interface FolderSyncOptions extends SyncedFolderOptions {
   passphrase: string | undefined;
   stopped: Promise<unknown>;
-  limits?: ReceiveLimits;
-  /** Files larger than this are not synced (1 GiB by default). */
-  maxFileBytes?: number;
-  /** Whether permission bits sync (false: `--no-perms`). */
-  perms?: boolean;
-  /** How long a transfer runs before the progress line shows (3 s). */
-  progressAfterMs?: number;
-  /** How long a prefetch no notice touched is kept (5 minutes). */
-  prefetchIdleMs?: number;
   /** Adds fields to what the control socket's `status` answers (the folder's counts). */
   addStatus?: (fields: () => Record<string, unknown>) => void;
   /** Answers `history` and `restore` on the control socket with this sync's connection. */

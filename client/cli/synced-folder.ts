@@ -5,10 +5,30 @@ import { SyncError } from '../errors.ts';
 import { listenNotices } from '../folder/blob-notices.ts';
 import { folderDocName } from '../folder/document.ts';
 import { FolderSync } from '../folder/folder-sync.ts';
+import type { ReceiveLimits } from '../folder/receive-budget.ts';
+import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import { connectionTransfers } from './connection-transfers.ts';
-import type { FolderSyncOptions } from './folder-run.ts';
+import type { CliIo } from './io.ts';
 import { printable } from './printable.ts';
 import { folderReports, showProgress } from './sync-progress.ts';
+
+/** The folder, its state log and the bounds of its sync. */
+export interface SyncedFolderOptions {
+  io: CliIo;
+  /** The room's connections (a fresh one after a final close); started here. */
+  supervisor: ConnectionSupervisor;
+  dir: string;
+  state: string;
+  limits?: ReceiveLimits;
+  /** Files larger than this are not synced (1 GiB by default). */
+  maxFileBytes?: number;
+  /** Whether permission bits sync (false: `--no-perms`). */
+  perms?: boolean;
+  /** How long a transfer runs before the progress line shows (3 s). */
+  progressAfterMs?: number;
+  /** How long a prefetch no notice touched is kept (5 minutes). */
+  prefetchIdleMs?: number;
+}
 
 /** The folder sync of `runFolderSync` with what goes around it (`openSyncedFolder`). */
 export type SyncedFolder = ReturnType<typeof openSyncedFolder>;
@@ -18,7 +38,7 @@ export type SyncedFolder = ReturnType<typeof openSyncedFolder>;
  * printed while the progress line shows takes its place; it is drawn again after), the file
  * transfers on the supervisor's current connection, the folder reports and the progress line.
  */
-export function openSyncedFolder(options: FolderSyncOptions, key: E2EKey | undefined) {
+export function openSyncedFolder(options: SyncedFolderOptions, key: E2EKey | undefined) {
   const { io, supervisor, state } = options;
   let clearProgress: () => void = () => undefined;
   const out = (line: string) => {
