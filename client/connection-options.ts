@@ -9,6 +9,8 @@ type Handler<E> = { bivariant(event: E): void }['bivariant'] | null;
 /** The part of the WebSocket API the client uses: the browser's `WebSocket` and `ws` both fit. */
 export interface WebSocketLike {
   readonly readyState: number;
+  /** Set to `arraybuffer` where the socket has it: binary frames then come as an ArrayBuffer. */
+  binaryType?: string;
   send(data: string): void;
   close(code?: number, reason?: string): void;
   /** `ws` only: cuts the TCP connection without a close handshake. */
@@ -21,8 +23,9 @@ export interface WebSocketLike {
 
 /**
  * A `ws` socket, which sends bytes as a text frame when told `binary: false` (see `textBytes`);
- * a browser's socket would send them as binary, which the relay refuses. Its `message` events
- * give a frame's bytes, undecoded.
+ * a browser's socket sends bytes as a binary frame, which the relay takes only for a chunk in
+ * the binary form. Its `message` events give a frame's bytes, undecoded, and whether it was
+ * binary.
  */
 export interface TextBytesSocket {
   send(data: Uint8Array, options: { binary: false }): void;
@@ -74,6 +77,13 @@ export interface RelayConnectionOptions {
   dedupe?: boolean;
   /** Time and timers of every timeout above. Default: the system's; tests move their own. */
   clock?: Clock;
+  /**
+   * Default true: a file's chunks travel in binary frames (a `chunk-put` sent as one, a
+   * `chunk-get` asking for its answer as one): a third fewer bytes than base64 in text frames,
+   * and no base64 to encode or decode at either end. false: text frames with base64 `data`,
+   * which every host accepts (a host from before binary frames closes a binary one with 1003).
+   */
+  binaryChunks?: boolean;
 }
 
 /** The options with every default applied and checked, as the connection uses them. */
@@ -102,6 +112,7 @@ export const connectionDefaults = {
   ratePerSecond: 150,
   rateBurst: 300,
   dedupe: true,
+  binaryChunks: true,
 } as const;
 
 function invalid(message: string): SyncError {
@@ -165,6 +176,7 @@ export function resolveConnectionOptions(
     ratePerSecond: checkPositive('ratePerSecond', options.ratePerSecond ?? d.ratePerSecond),
     rateBurst,
     dedupe: options.dedupe ?? d.dedupe,
+    binaryChunks: options.binaryChunks ?? d.binaryChunks,
     clock: options.clock ?? systemClock,
     textBytes: nodeBuffer !== undefined && typeof WebSocket.prototype?.terminate === 'function',
   };

@@ -45,7 +45,6 @@ export const clientErrorCodes = [
   'revoked',
   'send_failed',
   'sync_disabled',
-  'sync_running',
   'sync_stopped',
   'timeout',
   'too_big',

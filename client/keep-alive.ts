@@ -7,6 +7,8 @@ export interface Outgoing {
   readonly text: string | Uint8Array;
   /** A store frame: meaningful on this socket only, so never sent again after a drop. */
   readonly volatile?: boolean;
+  /** `text` is a frame in the binary form (a `chunk-put`), sent as a binary frame. */
+  readonly binary?: boolean;
 }
 
 /** What the keep-alive needs from the connection it watches. */

@@ -1,4 +1,5 @@
 import { base64Length, nodeBuffer, writeBase64 } from '../protocol/base64.ts';
+import { binaryFrameBytes, encodeBinaryFrame } from '../protocol/relay-frames.ts';
 import { toBase64 } from './base64.ts';
 import type { TextBytesSocket, WebSocketLike } from './connection-options.ts';
 import type { DedupeEnvelope } from './dedupe-envelope.ts';
@@ -16,12 +17,24 @@ export interface OutboxOptions {
   dedupe: boolean;
   /** Store frames with data are kept as their UTF-8 bytes (see `ResolvedConnectionOptions`). */
   textBytes: boolean;
+  /** A `chunk-put` goes in the binary form (see `RelayConnectionOptions.binaryChunks`). */
+  binaryChunks: boolean;
 }
 
-/** Writes a pending frame: a string as text, bytes as a text frame of `ws` (`textBytes`). */
-export function writeTo(socket: WebSocketLike, text: string | Uint8Array): void {
+/**
+ * Writes a pending frame: a string as text, bytes as a text frame of `ws` (`textBytes`), a
+ * frame in the binary form as a binary frame (every socket sends bytes so).
+ */
+export function writeTo(socket: WebSocketLike, out: Outgoing): void {
+  const { text } = out;
   if (typeof text === 'string') socket.send(text);
+  else if (out.binary === true) (socket as unknown as BinarySocket).send(text);
   else (socket as unknown as TextBytesSocket).send(text, { binary: false });
+}
+
+/** A socket sending bytes: a binary frame, in browsers and with `ws` alike. */
+interface BinarySocket {
+  send(data: Uint8Array): void;
 }
 
 /**
@@ -83,6 +96,10 @@ export class Outbox {
    * device's time on a large file. Throws `message_too_big`.
    */
   store(frame: HostRequest, data?: Uint8Array): void {
+    if (data !== undefined && frame.type === 'chunk-put' && this.options.binaryChunks) {
+      this.binary(frame, data);
+      return;
+    }
     let text: string | Uint8Array = JSON.stringify(frame);
     if (data === undefined) this.checkSize(text);
     else {
@@ -92,6 +109,20 @@ export class Outbox {
     }
     this.lastSeq += 1;
     this.pending.push({ seq: this.lastSeq, text, volatile: true });
+  }
+
+  /**
+   * A `chunk-put` in the binary form: its members, then its bytes as they are (no base64).
+   * Throws `message_too_big`.
+   */
+  private binary(frame: HostRequest, data: Uint8Array): void {
+    const { maxMessageBytes } = this.options;
+    if (binaryFrameBytes(frame, data.length) > maxMessageBytes) {
+      throw new SyncError('message_too_big', `the message is larger than ${maxMessageBytes} bytes`);
+    }
+    const text = encodeBinaryFrame(frame, data);
+    this.lastSeq += 1;
+    this.pending.push({ seq: this.lastSeq, text, volatile: true, binary: true });
   }
 
   /**

@@ -13,7 +13,12 @@ import { RelayError, SyncError } from './errors.ts';
 import { KeepAlive } from './keep-alive.ts';
 import { Outbox, writeTo } from './outbox.ts';
 import type { ConnectionState, RelayEvents, Target } from './relay-events.ts';
-import { type JoinedFrame, parseRelayFrame, type RoutedMessage } from './relay-frames.ts';
+import {
+  type JoinedFrame,
+  parseBinaryChunk,
+  parseRelayFrame,
+  type RoutedMessage,
+} from './relay-frames.ts';
 import { refusalOf } from './relay-refusals.ts';
 import { openRelaySocket } from './relay-socket.ts';
 import type { HostRequest, WithoutData } from './store-frames.ts';
@@ -120,6 +125,14 @@ export class RelayConnection extends Emitter<RelayEvents> {
   /** The largest frame this connection sends, in UTF-8 bytes (`maxMessageBytes`). */
   get maxMessageBytes(): number {
     return this.options.maxMessageBytes;
+  }
+
+  /**
+   * Whether chunks travel in binary frames on this connection (`binaryChunks`): a `chunk-put`
+   * is sent so, and a `chunk-get` asks for its answer so.
+   */
+  get binaryChunks(): boolean {
+    return this.options.binaryChunks;
   }
 
   /** Messages not yet confirmed by the relay (queued or in flight). */
@@ -253,6 +266,9 @@ export class RelayConnection extends Emitter<RelayEvents> {
         frame: (from, text) => {
           if (this.socket === from) this.handleFrame(from, text);
         },
+        binary: (from, bytes) => {
+          if (this.socket === from) this.handleBinary(bytes);
+        },
         close: (from, code, reason) => {
           if (this.socket === from) this.socketClosed(code, reason);
         },
@@ -319,6 +335,19 @@ export class RelayConnection extends Emitter<RelayEvents> {
     }
   }
 
+  /** A binary frame: a `chunk` answer in the binary form; anything else is `invalid_frame`. */
+  private handleBinary(bytes: Uint8Array): void {
+    const chunk = parseBinaryChunk(bytes);
+    if (chunk === undefined) {
+      this.emit(
+        'error',
+        new RelayError('invalid_frame', 'the relay sent a binary frame of unknown shape'),
+      );
+      return;
+    }
+    this.emit('chunk', chunk);
+  }
+
   /** Emits a routed message, once: a copy sent again after a drop is recognised and skipped. */
   private received(frame: RoutedMessage): void {
     const payload = this.envelope.open(frame.from, frame.payload);
@@ -354,7 +383,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
     const pending = this.outbox.pending;
     while (pending.length > 0 && this.bucket.take()) {
       const next = pending.shift()!;
-      writeTo(socket, next.text);
+      writeTo(socket, next);
       this.keepAlive.written(next);
     }
     const pingInMs = this.keepAlive.confirmingPingInMs(!pending.length && this.bucket.atRate());

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { NodeBytes } from '../protocol/base64.ts';
-import { relayFrameSchemas, wireDeviceId } from '../protocol/relay-frames.ts';
+import { decodeBinaryFrame, relayFrameSchemas, wireDeviceId } from '../protocol/relay-frames.ts';
 import { splitTrailingData } from '../protocol/trailing-data.ts';
-import { type SortedFrame, sortControlFrame } from './store-frames.ts';
+import { type ChunkAnswer, type SortedFrame, sortControlFrame } from './store-frames.ts';
 
 export type {
   ChunkAnswer,
@@ -49,6 +49,18 @@ export function parseRelayFrame(text: string | NodeBytes): RelayFrame | undefine
     }
   }
   return parseWholeFrame(text.toString('utf8'));
+}
+
+/**
+ * Parses one binary frame: a `chunk` answer in the binary form (protocol/relay-frames.ts), with
+ * `data` empty and its bytes as `decoded`; undefined for anything else.
+ */
+export function parseBinaryChunk(bytes: Uint8Array): ChunkAnswer | undefined {
+  const binary = decodeBinaryFrame(bytes);
+  if (binary === undefined || binary.header.type !== 'chunk') return undefined;
+  const chunk = frames.chunk.safeParse({ ...binary.header, data: '' });
+  if (!chunk.success) return undefined;
+  return { ...chunk.data, decoded: binary.data as Uint8Array<ArrayBuffer> };
 }
 
 /** `parseRelayFrame` without the split: every frame parsed whole (what the split must agree with). */

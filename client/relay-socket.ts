@@ -11,12 +11,14 @@ import { RelayError } from './errors.ts';
 export interface SocketListeners {
   /** A text frame: a string, or its UTF-8 bytes from a `ws` socket. */
   frame(socket: WebSocketLike, text: string | NodeBytes): void;
+  /** A binary frame's bytes (a `chunk` answer in the binary form). */
+  binary(socket: WebSocketLike, bytes: Uint8Array): void;
   close(socket: WebSocketLike, code: number, reason: string): void;
 }
 
 /**
  * One attempt of a connection: opens a WebSocket to `url`, sends `join` once it is open, and
- * passes on its text frames and its close. Returns `invalid_url` (a malformed URL: no retry can
+ * passes on its text frames, its binary frames and its close. Returns `invalid_url` (a malformed URL: no retry can
  * fix it) instead of a socket when the constructor refuses `url`. With `textBytes` (a `ws`
  * socket), frames are passed on as their bytes: a chunk's 350 kB of base64 is then decoded
  * from them (`parseRelayFrame`) without first becoming one large string.
@@ -36,10 +38,17 @@ export function openRelaySocket(
   }
   socket.onopen = () => socket.send(JSON.stringify(join));
   if (textBytes) {
-    (socket as unknown as TextBytesSocket).on('message', (data) => listeners.frame(socket, data));
+    (socket as unknown as TextBytesSocket).on('message', (data, isBinary) => {
+      if (isBinary) listeners.binary(socket, data);
+      else listeners.frame(socket, data);
+    });
   } else {
+    // binary frames as an ArrayBuffer (a browser gives a Blob by default)
+    if ('binaryType' in socket) socket.binaryType = 'arraybuffer';
     socket.onmessage = (event) => {
-      listeners.frame(socket, typeof event.data === 'string' ? event.data : String(event.data));
+      const { data } = event;
+      if (data instanceof ArrayBuffer) listeners.binary(socket, new Uint8Array(data));
+      else listeners.frame(socket, typeof data === 'string' ? data : String(data));
     };
   }
   socket.onclose = (event) => listeners.close(socket, event.code, event.reason);

@@ -79,21 +79,27 @@ export function cursorAfter(entries: HistoryEntry[], last: number, doc: string):
 /**
  * Every entry the host keeps of the document stored as `doc` (its doc key), raw: each with the
  * key check value it was sealed under (`catchup` with `"snapshots":false`), and the host's last
- * position. Rejects with the store's error (`store_unavailable`...) or when the connection ends.
+ * position; with `keys`, the key check values of every entry the host keeps in the room (`kcs`,
+ * undefined from a host that does not name them). Rejects with the store's error
+ * (`store_unavailable`...) or when the connection ends.
  */
 export async function storedEntries(
   connection: RelayConnection,
   doc: string,
   key: E2EKey | undefined,
-): Promise<{ raw: StoredEntry[]; last: number }> {
+  options: { keys?: boolean } = {},
+): Promise<{ raw: StoredEntry[]; last: number; kcs?: string[] | undefined }> {
   const raw: StoredEntry[] = [];
+  let kcs: string[] | undefined;
   const last = await new Promise<number>((resolve, reject) => {
     const stops = [
       connection.on('store', (frame) => {
         if (frame.doc !== doc) return;
         if (frame.type === 'stored') raw.push(...frame.entries);
-        else if (frame.type === 'caughtup') done(() => resolve(frame.pos));
-        else if (frame.type === 'error')
+        else if (frame.type === 'caughtup') {
+          kcs = frame.kcs;
+          done(() => resolve(frame.pos));
+        } else if (frame.type === 'error')
           done(() =>
             reject(
               new SyncError(
@@ -117,7 +123,8 @@ export async function storedEntries(
       after: 0,
       snapshots: false,
       ...(key === undefined ? {} : { kc: key.check }),
+      ...(options.keys === true ? { keys: true } : {}),
     });
   });
-  return { raw, last };
+  return { raw, last, kcs };
 }

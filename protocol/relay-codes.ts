@@ -15,10 +15,13 @@ export const GoingAway = {
   reason: 'relay shutting down',
 } as const satisfies CloseEvent;
 
-/** A binary frame: the protocol is JSON text frames only. */
+/**
+ * A binary frame other than a `chunk-put` in the binary form (a malformed header, another type,
+ * anything else): every other frame of the protocol is JSON text.
+ */
 export const UnsupportedData = {
   code: 1003,
-  reason: 'binary frames are not accepted',
+  reason: 'binary frames other than chunk-put are not accepted',
 } as const satisfies CloseEvent;
 
 /** A frame over `message.maxBytes` (sent by `ws` itself through `maxPayload`). */

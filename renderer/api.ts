@@ -11,7 +11,15 @@ export function createAdminApi(token: string) {
   });
 
   return {
-    overview: () => call<AdminOverview>('GET', '/overview'),
+    /** Everything the page shows, the storage from its project number `storageOffset`. */
+    overview: (storageOffset: number) =>
+      call<AdminOverview>('GET', `/overview?storageOffset=${storageOffset}`),
+    /** The names of one folder's latest report. */
+    reportNames: (room: string, doc: string) =>
+      call<{ names: string[] }>(
+        'GET',
+        `/storage/names?room=${encodeURIComponent(room)}&doc=${encodeURIComponent(doc)}`,
+      ),
     invite: (email: string) => call<{ user: AdminUser }>('POST', '/users', { email }),
     setSubscription: (userId: number, tier: string, expiresAt: string | null) =>
       call<unknown>('PUT', `/users/${userId}/subscription`, { tier, expiresAt }),

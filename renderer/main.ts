@@ -4,7 +4,7 @@ import { type AdminApi, createAdminApi } from './api.ts';
 import { connectionView } from './connection-view.ts';
 import { byId, replaceKeepingFocus } from './dom.ts';
 import { createPairingsPanel, normalizePairCode, type PairingActions } from './pairings-view.ts';
-import { storageView } from './storage-view.ts';
+import { type StorageActions, storageView } from './storage-view.ts';
 import { forgetToken, resolveToken, storeToken } from './token.ts';
 import { usersView } from './users-view.ts';
 import { devicesView, pendingView, projectsView, relayView, type ViewActions } from './views.ts';
@@ -77,6 +77,8 @@ interface Page {
   shownPair: string | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
   stopped: boolean;
+  /** The first project the storage section shows (it lists one page of them). */
+  storageOffset: number;
   /** Asks for the overview and draws what changed. */
   refresh(): Promise<void>;
 }
@@ -91,6 +93,7 @@ function start(api: AdminApi): void {
     shownPair: undefined,
     timer: undefined,
     stopped: false,
+    storageOffset: 0,
     refresh: () => refreshPage(page, render),
   };
   const actions = viewActions(page);
@@ -98,7 +101,9 @@ function start(api: AdminApi): void {
     document.querySelector('#pairings .body') ?? main,
     pairingActions(page),
   );
-  const render = (data: AdminOverview) => renderOverview(page, data, { actions, pairings });
+  const storageActions = storageActionsOf(page);
+  const render = (data: AdminOverview) =>
+    renderOverview(page, data, { actions, pairings, storageActions });
 
   const loop = async () => {
     await page.refresh();
@@ -247,6 +252,17 @@ function pairingActions(page: Page): PairingActions {
   };
 }
 
+/** The storage section's pages and a folder report's names, asked when shown. */
+function storageActionsOf(page: Page): StorageActions {
+  return {
+    names: async (room, doc) => (await page.api.reportNames(room, doc)).names,
+    page(offset) {
+      page.storageOffset = offset;
+      void page.refresh();
+    },
+  };
+}
+
 /** Marks and scrolls to the pairing of `#pair=` once it is known whether it is waiting. */
 function showWantedPair(page: Page, card: HTMLElement | null): void {
   if (wantedPair === undefined || page.shownPair === wantedPair) return;
@@ -268,9 +284,13 @@ function showWantedPair(page: Page, card: HTMLElement | null): void {
 function renderOverview(
   page: Page,
   data: AdminOverview,
-  parts: { actions: ViewActions; pairings: ReturnType<typeof createPairingsPanel> },
+  parts: {
+    actions: ViewActions;
+    pairings: ReturnType<typeof createPairingsPanel>;
+    storageActions: StorageActions;
+  },
 ): void {
-  const { actions, pairings } = parts;
+  const { actions, pairings, storageActions } = parts;
   const { editingUsers } = page;
   /** Renders a section when its data changed (and, for users, when no row is being edited). */
   const section = (id: string, data: unknown, view: () => Node, hold = false) => {
@@ -296,7 +316,7 @@ function renderOverview(
   section('relay', [data.relay, data.devices.map((d) => [d.id, d.deviceName])], () =>
     relayView(data.relay, data.devices),
   );
-  section('storage', data.storage, () => storageView(data.storage));
+  section('storage', data.storage, () => storageView(data.storage, storageActions));
   section('connection', data.connection, () => connectionView(data.connection));
   count('pairings', data.pairings.length);
   count('pending', data.pending.links.length);
@@ -309,7 +329,7 @@ function renderOverview(
 async function refreshPage(page: Page, render: (data: AdminOverview) => void): Promise<void> {
   if (page.stopped) return;
   try {
-    const data = await page.api.overview();
+    const data = await page.api.overview(page.storageOffset);
     main.hidden = false;
     render(data);
     updateTimes();

@@ -1,4 +1,8 @@
-import type { AdminStorage, AdminStorageProject } from '../server/admin/types.ts';
+import type {
+  AdminFolderReport,
+  AdminStorage,
+  AdminStorageProject,
+} from '../server/admin/types.ts';
 import { h } from './dom.ts';
 import { empty, scrollingTable, time } from './widgets.ts';
 
@@ -34,16 +38,49 @@ function projectCell(kept: AdminStorageProject): Node {
 
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
 
+/** What the storage section asks of the page: a folder's names, another page of projects. */
+export interface StorageActions {
+  names(room: string, doc: string): Promise<string[]>;
+  page(offset: number): void;
+}
+
+/**
+ * A folder's names, asked of the host when the list is opened (the storage lists only how
+ * many each report holds).
+ */
+function namesList(room: string, folders: AdminFolderReport[], actions: StorageActions): Node {
+  const list = h('ul', { class: 'mono' });
+  const named = folders.filter((folder) => folder.named > 0);
+  let asked = false;
+  const details = h(
+    'details',
+    {
+      class: 'file-names',
+      ontoggle: () => {
+        if (asked || !details.open) return;
+        asked = true;
+        void Promise.all(named.map((folder) => actions.names(room, folder.doc))).then(
+          (lists) => list.replaceChildren(...lists.flat().map((name) => h('li', {}, name))),
+          () => list.replaceChildren(h('li', { class: 'muted' }, 'could not read the names')),
+        );
+      },
+    },
+    h('summary', {}, 'Names'),
+    list,
+  );
+  return details;
+}
+
 /**
  * A project's files: the live files its devices last reported (count and bytes) and the chunks
  * the host keeps for them; their paths only when the project is not encrypted (the host never
  * has them otherwise).
  */
-function filesCell(kept: AdminStorageProject): Node {
+function filesCell(kept: AdminStorageProject, actions: StorageActions): Node {
   if (kept.folders.length === 0 && kept.chunks === 0) return h('span', { class: 'muted' }, '–');
   const files = kept.folders.reduce((sum, folder) => sum + folder.files, 0);
   const bytes = kept.folders.reduce((sum, folder) => sum + folder.bytes, 0);
-  const names = kept.folders.flatMap((folder) => folder.names ?? []);
+  const named = kept.folders.reduce((sum, folder) => sum + folder.named, 0);
   const encrypted = kept.folders.some((folder) => folder.encrypted);
   const newest = kept.folders
     .map((f) => f.reportedAt)
@@ -60,20 +97,13 @@ function filesCell(kept: AdminStorageProject): Node {
       newest === undefined ? null : ', reported ',
       newest === undefined ? null : time(newest),
     ),
-    names.length > 0
-      ? h(
-          'details',
-          { class: 'file-names' },
-          h('summary', {}, 'Names'),
-          h('ul', { class: 'mono' }, ...names.map((name) => h('li', {}, name))),
-        )
-      : null,
+    named > 0 ? namesList(kept.room, kept.folders, actions) : null,
     encrypted ? h('div', { class: 'muted' }, 'names not known to the host (encrypted)') : null,
   );
 }
 
 /** The document store: bytes in all and per user and project, against the bounds. */
-export function storageView(storage: AdminStorage): Node {
+export function storageView(storage: AdminStorage, actions: StorageActions): Node {
   if (storage.state === 'absent') {
     return empty('This process runs the auth service only: the documents are kept by the relay.');
   }
@@ -112,7 +142,7 @@ export function storageView(storage: AdminStorage): Node {
           user.email ?? h('span', { class: 'muted' }, `deleted user #${user.userId}`),
         ),
         h('td', { class: 'num' }, kept.documents),
-        h('td', {}, filesCell(kept)),
+        h('td', {}, filesCell(kept, actions)),
         h('td', { class: 'num', 'data-bytes': kept.bytes }, byteSize(kept.bytes)),
         h(
           'td',
@@ -142,5 +172,36 @@ export function storageView(storage: AdminStorage): Node {
           ),
           h('tbody', {}, ...rows),
         );
-  return h('div', {}, stats, table);
+  return h('div', {}, stats, table, pager(storage.page, actions));
+}
+
+/** "Projects 51–100 of 230" with the buttons to the pages before and after; none for one page. */
+function pager(page: AdminStorage['page'], actions: StorageActions): Node | null {
+  if (page.offset === 0 && page.projects <= page.limit) return null;
+  const last = Math.min(page.offset + page.limit, page.projects);
+  return h(
+    'div',
+    { class: 'pager', 'data-projects': page.projects },
+    h(
+      'button',
+      {
+        type: 'button',
+        'data-key': 'storage-previous',
+        disabled: page.offset === 0,
+        onclick: () => actions.page(Math.max(0, page.offset - page.limit)),
+      },
+      'Previous',
+    ),
+    ` Projects ${page.projects === 0 ? 0 : page.offset + 1}–${last} of ${page.projects} `,
+    h(
+      'button',
+      {
+        type: 'button',
+        'data-key': 'storage-next',
+        disabled: last >= page.projects,
+        onclick: () => actions.page(page.offset + page.limit),
+      },
+      'Next',
+    ),
+  );
 }

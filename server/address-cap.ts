@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Server as TlsServer } from 'node:tls';
 import { addressGroup } from './address-group.ts';
+import { type ConnectionBudget, ownConnectionBudget } from './connection-budget.ts';
 import { clientAddressOf } from './relay/client-address.ts';
 import { rawConnectionListener, servesTls, tcpSocketOf } from './tls/secure-port.ts';
 
@@ -16,6 +17,10 @@ export type CapHolder = Duplex | ServerResponse;
  * express's `trust proxy` reads it), once their headers have arrived, so that the clients behind
  * one proxy do not share one count. IPv6 addresses are counted by their /64. A holder is counted
  * until its `close` or `release`; one past the limit is handed to `refuse` and never counted.
+ * A counted connection, and a refused one until it is closed, also takes its place in the
+ * process's budget of untrusted connections (server/connection-budget.ts), which may close it
+ * to make room for another address's (a request through a proxy holds no descriptor of its own:
+ * it is not in the budget).
  */
 export interface AddressCap {
   /** A TCP connection was accepted: counted, or refused when its address is at the limit. */
@@ -31,6 +36,11 @@ export interface AddressCap {
   isRefused(holder: CapHolder): boolean;
   /** Holders refused since the start. */
   readonly refused: number;
+  /**
+   * Connections of this cap (counted, or refused and not yet closed) the budget closed to make
+   * room for another address, since the start.
+   */
+  readonly evicted: number;
 }
 
 export interface AddressCapOptions {
@@ -38,6 +48,11 @@ export interface AddressCapOptions {
   trustProxy?: readonly string[];
   /** Answers and closes a holder past the limit. */
   refuse(holder: CapHolder): void;
+  /**
+   * The process's budget of untrusted connections, shared by its caps (server/host.ts makes
+   * one). Default: a budget of this cap's own, half the descriptor limit.
+   */
+  budget?: ConnectionBudget;
 }
 
 /** What a cap counts for `holder`: a response, or the TCP socket (under a TLS one). */
@@ -46,52 +61,15 @@ function holderOf(holder: CapHolder): CapHolder {
 }
 
 export function createAddressCap(options: AddressCapOptions): AddressCap {
-  const { limit, refuse } = options;
-  const counts = new Map<string, number>();
-  const counted = new WeakMap<CapHolder, string>();
-  const refusedHolders = new WeakSet<CapHolder>();
   const { isProxy, addressOf } = clientAddressOf(options.trustProxy ?? []);
-  let refused = 0;
-
-  /** Counts `holder` for `address`, or refuses it when the address is full. */
-  function count(given: CapHolder, address: string): boolean {
-    // a TLS socket is counted as the TCP socket under it, which was admitted at accept
-    const holder = holderOf(given);
-    if (counted.has(holder)) return true;
-    const key = addressGroup(address);
-    const open = counts.get(key) ?? 0;
-    if (open >= limit) {
-      refused++;
-      refusedHolders.add(holder);
-      // answered on what was given: over TLS, the answer goes through it
-      refuse(given);
-      return false;
-    }
-    counts.set(key, open + 1);
-    counted.set(holder, key);
-    holder.on('close', releaseOnClose);
-    return true;
-  }
-
-  /** One listener for every counted holder (`this`): nothing kept per released one. */
-  function releaseOnClose(this: CapHolder): void {
-    release(this);
-  }
-
-  function release(given: CapHolder): void {
-    const holder = holderOf(given);
-    const key = counted.get(holder);
-    if (key === undefined) return;
-    counted.delete(holder);
-    holder.off('close', releaseOnClose);
-    const left = (counts.get(key) ?? 1) - 1;
-    if (left <= 0) counts.delete(key);
-    else counts.set(key, left);
-  }
-
+  const { count, release, refusedHolders, stats } = createCapLedger(options);
   return {
     get refused() {
-      return refused;
+      return stats.refused;
+    },
+
+    get evicted() {
+      return stats.evicted;
     },
 
     admit(socket) {
@@ -115,6 +93,71 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
       return refusedHolders.has(holderOf(holder));
     },
   };
+}
+
+/**
+ * What a cap counts: the open holders per address group, those refused, and the connection
+ * budget's share of each (a holder the budget evicts is released and closed).
+ */
+function createCapLedger(options: AddressCapOptions) {
+  const { limit, refuse } = options;
+  const counts = new Map<string, number>();
+  const counted = new WeakMap<CapHolder, string>();
+  const refusedHolders = new WeakSet<CapHolder>();
+  const budget = options.budget ?? ownConnectionBudget();
+  const stats = { refused: 0, evicted: 0 };
+
+  /** Counts `holder` for `address`, or refuses it when the address is full. */
+  function count(given: CapHolder, address: string): boolean {
+    // a TLS socket is counted as the TCP socket under it, which was admitted at accept
+    const holder = holderOf(given);
+    if (counted.has(holder)) return true;
+    const key = addressGroup(address);
+    const open = counts.get(key) ?? 0;
+    if (open >= limit) {
+      stats.refused++;
+      refusedHolders.add(holder);
+      // until it is closed (up to a second after its answer) it holds a descriptor too
+      if (!(holder instanceof ServerResponse)) {
+        budget.take(key, holder, () => evict(holder));
+        holder.once('close', () => budget.release(holder));
+      }
+      // answered on what was given: over TLS, the answer goes through it
+      refuse(given);
+      return false;
+    }
+    counts.set(key, open + 1);
+    counted.set(holder, key);
+    holder.on('close', releaseOnClose);
+    if (!(holder instanceof ServerResponse)) budget.take(key, holder, () => evict(holder));
+    return true;
+  }
+
+  /** The budget closes `holder` to make room for another address. */
+  function evict(holder: Duplex): void {
+    stats.evicted++;
+    release(holder);
+    holder.destroy();
+  }
+
+  /** One listener for every counted holder (`this`): nothing kept per released one. */
+  function releaseOnClose(this: CapHolder): void {
+    release(this);
+  }
+
+  function release(given: CapHolder): void {
+    const holder = holderOf(given);
+    const key = counted.get(holder);
+    if (key === undefined) return;
+    counted.delete(holder);
+    holder.off('close', releaseOnClose);
+    budget.release(holder);
+    const left = (counts.get(key) ?? 1) - 1;
+    if (left <= 0) counts.delete(key);
+    else counts.set(key, left);
+  }
+
+  return { count, release, refusedHolders, stats };
 }
 
 /** How long a refused connection may take to close after its answer before it is cut. */
@@ -142,6 +185,8 @@ export function capConnectionsPerAddress(
   server: Server,
   limit: number,
   trustProxy: readonly string[] = [],
+  /** The process's budget of untrusted connections; default one of this cap's own. */
+  budget?: ConnectionBudget,
 ): AddressCap {
   const body = JSON.stringify({
     error: {
@@ -163,6 +208,7 @@ export function capConnectionsPerAddress(
   const cap = createAddressCap({
     limit,
     trustProxy,
+    budget,
     refuse(holder) {
       if (holder instanceof ServerResponse) {
         holder.shouldKeepAlive = false;

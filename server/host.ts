@@ -2,11 +2,13 @@ import type { Express } from 'express';
 import { type AuthServer, createAuthServer } from './auth/index.ts';
 import type { AuthLimits } from './auth/rate-limits.ts';
 import type { AuthService } from './auth/service.ts';
+import { checkNatsAtStart } from './cluster/nats-options.ts';
 import { publishDeviceRevocations } from './cluster/revocation-wiring.ts';
 import { type HostMode, relayConfigFor, relaySecret } from './config/host-config.ts';
 import type { LoadedConfig } from './config/load.ts';
 import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
+import { type ConnectionBudget, openConnectionBudget } from './connection-budget.ts';
 import { type HostSecrets, prepareDataDir } from './data-dir.ts';
 import { lockDataDir } from './data-lock.ts';
 import type { Db } from './db/connect.ts';
@@ -97,6 +99,8 @@ interface Starting {
   secret: string;
   adminToken: string;
   sqliteEngine: SqliteEngine | undefined;
+  /** One budget of untrusted connections for every port of the process. */
+  connectionBudget: ConnectionBudget;
   /** Co-hosted, the relay checks joins against this auth service once it is open. */
   setAuthService(service: AuthService): void;
 }
@@ -108,6 +112,7 @@ interface Starting {
 export async function startHost(options: HostOptions): Promise<Host> {
   const { config, logger, mode } = options;
   const relayConfig = relayConfigFor(mode, config);
+  await checkNatsOfMode(options, relayConfig);
   // One SQLite engine for the relay buffer and an embedded auth database (sql.js when the
   // native addon cannot load), announced once.
   const sqliteEngine =
@@ -118,6 +123,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
   // Released last at close (the stops run in reverse).
   const lock = lockDataDir(config.auth.dataDir, mode === 'headless' ? ['auth', 'relay'] : [mode]);
   const secret = config.auth.authSecret ?? generated.secret;
+  // one budget of untrusted connections for every port of the process
+  const connectionBudget = openConnectionBudget(logger);
   const stops: Array<() => Promise<void>> = [async () => lock.release()];
   // The certificate of the auth port, and co-hosted of the relay port too (TLS=off: none).
   const authTls =
@@ -149,15 +156,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
     // The document store forgets the rooms of deleted projects: co-hosted it asks the auth
     // database, a cluster node the auth processes over NATS.
     rooms: mode === 'headless' ? authDatabaseRooms(() => host.auth?.db) : revocation.rooms,
+    connectionBudget,
   });
-  const host = hostOf({
-    relay,
-    stops,
-    logger,
-    generated,
-    fingerprint: authTls?.fingerprint ?? wsTls?.fingerprint,
-    authTls: authTls !== undefined,
-  });
+  const host = hostOf({ relay, stops, logger, generated, authTls, wsTls });
   const starting: Starting = {
     options,
     relayConfig,
@@ -170,6 +171,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     secret,
     adminToken: generated.adminToken,
     sqliteEngine,
+    connectionBudget,
     setAuthService: (service) => {
       authService = service;
     },
@@ -184,16 +186,32 @@ export async function startHost(options: HostOptions): Promise<Host> {
   return host;
 }
 
+/** A cluster process refuses a NATS that lets anyone in (before anything is opened). */
+async function checkNatsOfMode(options: HostOptions, relayConfig: RelayConfig): Promise<void> {
+  const { config, logger, mode } = options;
+  if (mode !== 'auth') {
+    await checkNatsAtStart(
+      relayConfig.clusterNats,
+      natsAccessOf(relayConfig),
+      'relay.conf',
+      logger,
+    );
+  }
+  if (mode !== 'relay') {
+    await checkNatsAtStart(config.auth.clusterNats, natsAccessOf(config.auth), 'auth.conf', logger);
+  }
+}
+
 /** The host as its caller holds it; `close()` runs the stops in reverse, each logged if it fails. */
 function hostOf(parts: {
   relay: RelaySwitch;
   stops: Array<() => Promise<void>>;
   logger: Logger;
   generated: HostSecrets;
-  fingerprint: string | undefined;
-  authTls: boolean;
+  authTls: HostTls | undefined;
+  wsTls: HostTls | undefined;
 }): Host {
-  const { relay, stops, logger, generated } = parts;
+  const { relay, stops, logger, generated, authTls, wsTls } = parts;
   return {
     urls: {},
     adminToken: generated.adminToken,
@@ -205,8 +223,8 @@ function hostOf(parts: {
       return relay.paused;
     },
     mdns: false,
-    fingerprint: parts.fingerprint,
-    authTls: parts.authTls,
+    fingerprint: authTls?.fingerprint ?? wsTls?.fingerprint,
+    authTls: authTls !== undefined,
     pauseRelay: () => relay.pause(),
     resumeRelay: () => relay.resume(),
     async close() {
@@ -257,6 +275,7 @@ async function startAuth(starting: Starting): Promise<void> {
     now: options.now,
     limits: options.limits,
     sqliteEngine: starting.sqliteEngine,
+    connectionBudget: starting.connectionBudget,
     mount: options.mount && ((app, service, db) => options.mount?.(app, service, db, () => host)),
   }).catch((err: unknown) => {
     throw sqliteOpenError(err, config.auth.db);

@@ -3,6 +3,7 @@ import type { MemberRevocation } from '../protocol/room-grant.ts';
 import { createClusterBroker } from './cluster/cluster-broker.ts';
 import { natsAccessOf } from './config/nats-access.ts';
 import type { RelayConfig } from './config/relay-config.ts';
+import type { ConnectionBudget } from './connection-budget.ts';
 import type { Logger } from './log.ts';
 import type { Broker } from './relay/broker.ts';
 import { createRelay, type Relay } from './relay/relay.ts';
@@ -24,6 +25,8 @@ export interface RelaySwitchOptions {
   tls?: TlsContextSource;
   /** Which rooms still have a project (co-hosted: the auth database), for the document store. */
   rooms?: RoomDirectory;
+  /** The process's budget of untrusted connections, kept across a pause. */
+  connectionBudget?: ConnectionBudget;
 }
 
 type Ports = { wsPort: number; statusPort: number };
@@ -92,7 +95,7 @@ export class RelaySwitch {
 
   /** Starts the relay (on `ports` when given); resolves with the real ports. */
   async start(ports?: Ports): Promise<Ports> {
-    const { config, secret, logger, now, devices, tls, rooms } = this.#options;
+    const { config, secret, logger, now, devices, tls, rooms, connectionBudget } = this.#options;
     let relay: Relay;
     try {
       relay = createRelay({
@@ -103,6 +106,7 @@ export class RelaySwitch {
         devices,
         tls,
         rooms,
+        connectionBudget,
         broker: brokerFor(this.#options),
         store: storeFor(this.#options),
       });

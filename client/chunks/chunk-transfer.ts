@@ -73,6 +73,8 @@ export class ChunkTransfer {
   private readonly hmacKey: Promise<CryptoKey> | undefined;
   private readonly requests: ChunkRequests;
   private readonly stopLost: () => void;
+  /** `chunk-get` asks for its answer in a binary frame (the connection's `binaryChunks`). */
+  private readonly binary: { binary?: true };
 
   constructor(options: ChunkTransferOptions) {
     const maxInFlightBytes = options.maxInFlightBytes ?? defaultMaxInFlightBytes;
@@ -84,6 +86,7 @@ export class ChunkTransfer {
     this.key = options.key;
     this.hmacKey = options.key === undefined ? undefined : importChunkKey(options.key.chunkKey);
     this.requests = new ChunkRequests(options.connection);
+    this.binary = options.connection.binaryChunks ? { binary: true } : {};
     const { onLost } = options;
     const kc = this.key?.check;
     this.stopLost = options.connection.on('chunk', (frame) => {
@@ -111,10 +114,13 @@ export class ChunkTransfer {
     return new Set(answers.flatMap((answer) => answer.ids).filter((id) => asked.has(id)));
   }
 
-  /** Puts one chunk (`id` from `idOf(plain)`); resolves once the host has stored it. */
+  /**
+   * Puts one chunk (`id` from `idOf(plain)`); resolves once the host has stored it. In a binary
+   * frame with the connection's `binaryChunks`, else in text with base64 `data`.
+   */
   async put(id: string, plain: Uint8Array): Promise<void> {
     const sent = this.key === undefined ? plain : await seal(this.key, plain);
-    // `data` last: the host parses the rest of the frame without it (see the relay's messages.ts)
+    // text: `data` last, the host parses the rest of the frame without it (the relay's messages.ts)
     await this.requests.send({ type: 'chunk-put', id, ...this.proof(), data: sent });
   }
 
@@ -126,7 +132,8 @@ export class ChunkTransfer {
    */
   async get(id: string): Promise<Uint8Array> {
     for (let fetch = 0; fetch < maxChunkFetches; fetch += 1) {
-      const answer = await this.requests.send({ type: 'chunk-get', id, ...this.kc() });
+      const request = { type: 'chunk-get', id, ...this.kc(), ...this.binary } as const;
+      const answer = await this.requests.send(request);
       const plain = await this.opened(id, answer.decoded ?? fromBase64(answer.data));
       if (plain !== undefined) return plain;
     }

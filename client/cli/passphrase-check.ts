@@ -19,17 +19,19 @@ const checkTimeoutMs = 30_000;
 
 /**
  * What the host says of this device's passphrase: `matches` (the project's devices recorded
- * this one, or none was recorded and this device records it now), `other` (the project holds
- * what devices wrote under another passphrase, and nothing of this one), or `unknown` (the host
- * keeps no documents, or did not answer).
+ * this one, or this device records it now: none was recorded, or the host holds entries under
+ * it), `other` (the project holds what devices wrote under another passphrase, and nothing of
+ * this one), or `unknown` (the host keeps no documents, or did not answer).
  */
 export type PassphraseVerdict = 'matches' | 'other' | 'unknown';
 
 /**
  * Checks `key` against the passphrase the project's devices use, on a connection of its own,
- * before `sync` reads or sends anything. A device whose folder document already holds entries
- * under its key (a project encrypted before devices recorded their key) is taken as matching
- * and records its key too; `replace` (`--new-passphrase`) records this one whatever the others.
+ * before `sync` reads or sends anything. A device whose key the host's entries of the project
+ * carry already (a project encrypted before devices recorded their key) is taken as matching
+ * and records its key too; one whose key they do not carry while they carry another is not,
+ * whether or not a check was recorded yet; `replace` (`--new-passphrase`) records this one
+ * whatever the others.
  */
 export async function checkPassphrase(
   open: () => RelayConnection,
@@ -58,15 +60,30 @@ async function verdictOn(
   replace: boolean,
 ): Promise<PassphraseVerdict> {
   await connection.connect();
-  const { raw } = await storedEntries(connection, passphraseCheckDoc, key);
-  const checks = new Set(raw.map((entry) => entry.kc));
+  const found = await storedEntries(connection, passphraseCheckDoc, key, { keys: true });
+  const checks = new Set(found.raw.map((entry) => entry.kc));
   if (checks.has(key.check)) return 'matches';
-  if (checks.size > 0 && !replace) {
-    const folder = await storedEntries(connection, docKeyOf(folderDocName, key), key);
-    if (!folder.raw.some((entry) => entry.kc === key.check)) return 'other';
-  }
+  if (!replace && (await othersOnly(connection, key, checks, found.kcs))) return 'other';
   await record(connection, key);
   return 'matches';
+}
+
+/**
+ * Whether the host holds what the project's devices wrote under other keys and nothing under
+ * `key`: from `kcs`, the key check values of every entry of the room. A host that does not name
+ * them (an older one) is asked as before: only once a check is recorded, and the folder
+ * document of this key then read for an entry under it.
+ */
+async function othersOnly(
+  connection: RelayConnection,
+  key: E2EKey,
+  checks: ReadonlySet<string | undefined>,
+  kcs: readonly string[] | undefined,
+): Promise<boolean> {
+  if (kcs !== undefined) return kcs.length > 0 && !kcs.includes(key.check);
+  if (checks.size === 0) return false;
+  const folder = await storedEntries(connection, docKeyOf(folderDocName, key), key);
+  return !folder.raw.some((entry) => entry.kc === key.check);
 }
 
 /** Appends this key's check value to the check document; resolves once the host stored it. */

@@ -112,6 +112,12 @@ export async function findProject(auth: AuthClient, name: string): Promise<Proje
 }
 
 /**
+ * Set to `1`: chunks go in text frames with base64 data (`binaryChunks: false`), for a host from
+ * before binary frames.
+ */
+export const textChunksVariable = 'SYNC_HOST_TEXT_CHUNKS';
+
+/**
  * The project's room as this device: `open()` makes a relay connection to it (not connected
  * yet), as often as needed. Looks the project and the relay up once.
  */
@@ -130,6 +136,7 @@ export async function roomOf(ctx: Context, projectKey: string) {
       token: credential.deviceToken,
       ...(project.grant === undefined ? {} : { grant: project.grant }),
       WebSocket: socketClass,
+      binaryChunks: ctx.env[textChunksVariable] !== '1',
     });
   return { open, authUrl, project, auth };
 }

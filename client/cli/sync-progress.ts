@@ -1,3 +1,4 @@
+import { reportedNames } from '../../protocol/relay-frames.ts';
 import type { Transfer } from '../folder/blob-queue.ts';
 import type { RelayConnection } from '../relay-connection.ts';
 import type { CliIo } from './io.ts';
@@ -100,7 +101,8 @@ export function folderReports(options: {
       files,
       bytes,
       encrypted: options.encrypted,
-      ...(options.encrypted ? {} : { names: names.slice(0, 2000) }),
+      // As many names as the host keeps (`maxReportBytes`); the count and bytes are all of them.
+      ...(options.encrypted ? {} : { names: reportedNames(options.doc, names) }),
     };
     const text = JSON.stringify(frame);
     if (text === last) return;

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
+import { docKeySchema } from '../../protocol/relay-frames.ts';
 import { effectiveTier, type Tier, tiers } from '../../protocol/tiers.ts';
 import { jsonBody } from '../auth/body.ts';
 import { notFound } from '../auth/errors.ts';
@@ -20,7 +21,7 @@ import {
   projectsByRoom,
   type UserSummary,
 } from './queries.ts';
-import { storageOf } from './storage.ts';
+import { defaultStoragePage, maxStoragePage, reportNames, storageOf } from './storage.ts';
 import type {
   AdminConnection,
   AdminDevice,
@@ -52,6 +53,22 @@ const subscriptionBody = z.object({
 const idParams = z.object({ id: idSchema });
 const pairingCodeBody = z.object({ code: codeSchema });
 const pairingApproveBody = pairingCodeBody.extend({ email: emailSchema.optional() });
+const pageNumber = (max: number, fallback: number) =>
+  z.coerce
+    .number({ error: `must be an integer from 0 to ${max}` })
+    .int({ error: `must be an integer from 0 to ${max}` })
+    .min(0, { error: `must be an integer from 0 to ${max}` })
+    .max(max, { error: `must be an integer from 0 to ${max}` })
+    .default(fallback);
+const storageQuery = z.object({
+  offset: pageNumber(Number.MAX_SAFE_INTEGER, 0),
+  limit: pageNumber(maxStoragePage, defaultStoragePage),
+});
+const overviewQuery = z.object({
+  storageOffset: pageNumber(Number.MAX_SAFE_INTEGER, 0),
+  storageLimit: pageNumber(maxStoragePage, defaultStoragePage),
+});
+const namesQuery = z.object({ room: z.string().min(1).max(200), doc: docKeySchema });
 
 /**
  * The admin API (mounted under /admin/api behind the admin-token guard). Every answer is JSON;
@@ -161,7 +178,8 @@ function adminViews(options: AdminRoutesOptions, now: () => number) {
 function overviewRoutes(router: Router, options: AdminContext): void {
   const { service, db } = options;
   const { pending, users, devices, relay, connection } = options.views;
-  router.get('/overview', async (_req, res) => {
+  router.get('/overview', async (req, res) => {
+    const page = parseInput(overviewQuery, req.query, 'query');
     const body: AdminOverview = {
       pending: pending(),
       pairings: await service.pairing.pending(),
@@ -169,7 +187,10 @@ function overviewRoutes(router: Router, options: AdminContext): void {
       devices: await devices(),
       projects: await listProjectsWithOwner(db),
       relay: await relay(),
-      storage: await storageOf(options.host(), db),
+      storage: await storageOf(options.host(), db, {
+        offset: page.storageOffset,
+        limit: page.storageLimit,
+      }),
       connection: connection(),
     };
     res.json(body);
@@ -287,9 +308,17 @@ function hostRoutes(router: Router, options: AdminContext): void {
     res.json(await relay());
   });
 
-  /** Bytes the document store keeps per user and project. */
-  router.get('/storage', async (_req, res) => {
-    res.json(await storageOf(options.host(), db));
+  /** Bytes the document store keeps per user and project: one page of the projects. */
+  router.get('/storage', async (req, res) => {
+    res.json(await storageOf(options.host(), db, parseInput(storageQuery, req.query, 'query')));
+  });
+
+  /** The names of one folder's latest report (the storage lists only how many). */
+  router.get('/storage/names', async (req, res) => {
+    const { room, doc } = parseInput(namesQuery, req.query, 'query');
+    const names = await reportNames(options.host(), room, doc);
+    if (names === undefined) throw notFound('folder report');
+    res.json({ names });
   });
 
   router.get('/connection', (_req, res) => {

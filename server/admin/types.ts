@@ -125,10 +125,16 @@ export interface AdminStorage {
   maxBytes: number | null;
   /** `store.userMaxBytes`: each user's share. */
   userMaxBytes: number | null;
+  /** The users of this page's projects, each with this page's projects only. */
   users: AdminStorageUser[];
+  /** Which projects these are: from `offset`, at most `limit`, of `projects` in all. */
+  page: { offset: number; limit: number; projects: number };
 }
 
-/** One user's documents; `email` null once the user was deleted (removed at the next sweep). */
+/**
+ * One user's documents; `email` null once the user was deleted (removed at the next sweep).
+ * `bytes`: all of the user's projects, those of other pages too.
+ */
 export interface AdminStorageUser {
   userId: number;
   email: string | null;
@@ -159,8 +165,11 @@ export interface AdminFolderReport {
   files: number;
   bytes: number;
   encrypted: boolean;
-  /** The files' paths; absent when the project is encrypted (the host never keeps them). */
-  names?: string[];
+  /**
+   * How many paths the report named (0 when the project is encrypted: the host never keeps
+   * them); the paths themselves: `GET /admin/api/storage/names`.
+   */
+  named: number;
   /** The reporting device's id. */
   device: string;
   reportedAt: string;

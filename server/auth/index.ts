@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Express } from 'express';
 import { capConnectionsPerAddress } from '../address-cap.ts';
 import type { AuthConfig } from '../config/auth-config.ts';
+import type { ConnectionBudget } from '../connection-budget.ts';
 import { type Db, openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrate.ts';
 import { databaseMistake, isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -38,6 +39,11 @@ export interface AuthServerOptions {
   httpTimeouts?: Partial<HttpTimeouts>;
   /** Open connections per client address (server/address-cap.ts). Default 64. */
   maxConnectionsPerAddress?: number;
+  /**
+   * The process's budget of untrusted connections (server/connection-budget.ts), shared with the
+   * relay when co-hosted. Default: the auth port's own, half the descriptor limit.
+   */
+  connectionBudget?: ConnectionBudget;
 }
 
 /** Timeouts of the auth port's HTTP server. */
@@ -275,6 +281,7 @@ function createHttpServer(app: Express, options: AuthServerOptions): Server {
     server,
     options.maxConnectionsPerAddress ?? defaultMaxConnectionsPerAddress,
     config.trustProxy,
+    options.connectionBudget,
   );
   return server;
 }

@@ -144,11 +144,11 @@ export class ClusterBroker implements Broker {
 
   /**
    * Another node takes a device of this node over: its connection here is closed (4009) and
-   * the answer says up to where the room's stream and this node's own publications reached it.
+   * the answer says up to where the room's stream and this node's own publications reached it
+   * (for a device whose connection dropped here, where they had reached at the drop).
    */
   #release(hash: string, device: string): { cursor: number; nodeSeq: number } | null {
-    const cursor = this.#lines.get(hash)?.handOver(device);
-    return cursor === undefined ? null : { cursor, nodeSeq: this.#publications.count };
+    return this.#lines.get(hash)?.handOver(device, this.#publications.count) ?? null;
   }
 
   #recordPositions(): void {

@@ -95,7 +95,8 @@ export class Handover {
 
   /**
    * Asks `from` to close the device's connection there and say how far it had handed frames
-   * over. Undefined when that node is alive but does not hold the device (nothing to replay).
+   * over (or, for a device dropped there, had at the drop). Undefined when that node is alive
+   * and neither holds the device nor dropped it (nothing to replay).
    * A node that does not answer (killed, or cut off from NATS) is taken as dead.
    */
   async release(from: string, hash: string, device: string): Promise<Origin | undefined> {

@@ -6,7 +6,12 @@ import {
 } from '@nats-io/transport-node';
 import type { NatsAccess } from '../config/nats-access.ts';
 import type { Logger } from '../log.ts';
-import { natsConnectOptions, warnIfAnonymous } from './nats-options.ts';
+import {
+  acceptsAnonymous,
+  natsConnectOptions,
+  openNatsProblem,
+  warnIfAnonymous,
+} from './nats-options.ts';
 
 /**
  * Client pings: a NATS server that stops answering is noticed after about
@@ -17,6 +22,8 @@ const pingIntervalMs = 2_000;
 const maxPingOut = 2;
 /** Pause between two attempts while no server of the list answers. */
 const retryMs = 1_000;
+/** Pause before connecting again to a NATS refused for letting in clients without credentials. */
+const refusedRetryMs = 5_000;
 
 /**
  * Replicas of what the cluster stores in JetStream (streams and buckets): three when three or
@@ -138,6 +145,58 @@ function connectOptions(
   };
 }
 
+/**
+ * Says why NATS could not be used, each reason once until it changes (a process retries for
+ * ever): a refusal (credentials, TLS) as a warning, a server that lets anyone in as an error.
+ */
+function refusalLog(logger: Logger) {
+  let last = '';
+  const changed = (why: string) => {
+    const fresh = why !== last;
+    last = why;
+    return fresh;
+  };
+  return {
+    cleared(): void {
+      last = '';
+    },
+    failed(err: unknown): void {
+      const why = String(err);
+      if (/auth|tls|certificate|permission/i.test(why) && changed(why)) {
+        logger.warn({ err: why }, 'cluster: NATS refused the connection; retrying');
+      } else {
+        changed(why);
+        logger.debug({ err: why }, 'cluster: NATS not reachable yet');
+      }
+    },
+    open(server: string): void {
+      const why = openNatsProblem(server);
+      if (changed(why)) logger.error({ nats: server }, `cluster: refused: ${why}`);
+    },
+  };
+}
+
+/** Whether the connection is up; each change said in the log and to every handle's listeners. */
+function connectionState(handles: Set<Listeners>, logger: Logger) {
+  let connected = false;
+  return {
+    get connected() {
+      return connected;
+    },
+    up(nc: NatsConnection): void {
+      connected = true;
+      logger.info({ nats: nc.getServer() }, 'cluster: connected to NATS');
+      for (const { up: listeners } of [...handles]) for (const listener of listeners) listener(nc);
+    },
+    down(): void {
+      if (!connected) return;
+      connected = false;
+      logger.warn('cluster: lost the connection to NATS; reconnecting');
+      for (const { down: listeners } of [...handles]) for (const listener of listeners) listener();
+    },
+  };
+}
+
 /** Connects to `urls` in the background, again until a server answers, for the whole process. */
 function connectLink(
   urls: readonly string[],
@@ -146,30 +205,28 @@ function connectLink(
   access: NatsAccess,
 ): SharedLink {
   const secured = natsConnectOptions(access);
-  let lastRefusal = '';
+  const refusals = refusalLog(logger);
   let connection: NatsConnection | undefined;
-  let connected = false;
   let closing = false;
   let retry: NodeJS.Timeout | undefined;
   const handles = new Set<Listeners>();
+  const state = connectionState(handles, logger);
+  const up = (nc: NatsConnection) => state.up(nc);
+  const down = () => state.down();
 
-  function up(nc: NatsConnection): void {
-    connected = true;
-    logger.info({ nats: nc.getServer() }, 'cluster: connected to NATS');
-    for (const { up: listeners } of [...handles]) for (const listener of listeners) listener(nc);
-  }
-
-  function down(): void {
-    if (!connected) return;
-    connected = false;
-    logger.warn('cluster: lost the connection to NATS; reconnecting');
-    for (const { down: listeners } of [...handles]) for (const listener of listeners) listener();
+  /** Whether `nc` reached a NATS that lets anyone in and `access` refuses it (then closed). */
+  async function refusedAsOpen(nc: NatsConnection): Promise<boolean> {
+    if (access.refuseOpen !== true || !(await acceptsAnonymous(nc, access))) return false;
+    refusals.open(nc.getServer());
+    await nc.close().catch(() => {});
+    if (!closing) retry = setTimeout(() => void attempt(), refusedRetryMs);
+    return true;
   }
 
   async function follow(nc: NatsConnection): Promise<void> {
     for await (const status of nc.status()) {
       if (status.type === 'disconnect' || status.type === 'staleConnection') down();
-      else if (status.type === 'reconnect') up(nc);
+      else if (status.type === 'reconnect') void refusedAsOpen(nc).then((no) => no || up(nc));
     }
   }
 
@@ -178,23 +235,16 @@ function connectLink(
     if (closing) return;
     try {
       const nc = await connect(connectOptions(urls, name, secured));
-      if (closing) {
-        await nc.close();
-        return;
-      }
+      if (closing) return await nc.close();
+      if (await refusedAsOpen(nc)) return;
       connection = nc;
-      lastRefusal = '';
+      refusals.cleared();
       warnIfAnonymous(nc, access, logger);
       void follow(nc);
       void nc.closed().then(() => down());
       up(nc);
     } catch (err: unknown) {
-      const why = String(err);
-      // a refusal (credentials, TLS) is said once, until it changes: retried every second
-      if (/auth|tls|certificate|permission/i.test(why) && why !== lastRefusal) {
-        logger.warn({ err: why }, 'cluster: NATS refused the connection; retrying');
-      } else logger.debug({ err: why }, 'cluster: NATS not reachable yet');
-      lastRefusal = why;
+      refusals.failed(err);
       retry = setTimeout(() => void attempt(), retryMs);
     }
   }
@@ -206,7 +256,7 @@ function connectLink(
       return connection;
     },
     get connected() {
-      return connected;
+      return state.connected;
     },
     handles,
     async close() {

@@ -215,15 +215,30 @@ export class ClusterRoomLine implements RoomLine {
 
   /**
    * Another node takes the device over: its connection here is closed (4009). Returns up to where
-   * it had the room's stream: before the first frame of the stream its connection had queued
-   * and not written (the new node replays from there); undefined when it is not held here.
+   * it had the room's stream (before the first frame of the stream its connection had queued and
+   * not written: the new node replays from there) and this node's publications it had; undefined
+   * when it is neither held here nor was dropped here.
    */
-  handOver(device: string): number | undefined {
+  handOver(device: string, nodeSeq: number): { cursor: number; nodeSeq: number } | undefined {
     const local = this.local.get(device);
-    if (local === undefined || local.pending) return undefined;
+    if (local === undefined || local.pending) return this.#droppedHere(device);
     this.local.delete(device);
     const unsent = this.listener.replaced(device);
-    return this.#resumeAt(device, Math.max(this.cursor, local.upto), unsent);
+    return { cursor: this.#resumeAt(device, Math.max(this.cursor, local.upto), unsent), nodeSeq };
+  }
+
+  /**
+   * A device whose connection here dropped: where it had reached, as this node recorded it. The
+   * other nodes may not have heard of the drop yet (their roster follows NATS, and the record may
+   * not have reached NATS during a failover): the node it joins on asks here, and must replay
+   * what came for it since, never nothing.
+   */
+  #droppedHere(device: string): { cursor: number; nodeSeq: number } | undefined {
+    const entry = this.#roster.devices.get(device)?.entry;
+    if (entry?.state !== 'absent' || entry.node !== this.#parts.node.name || entry.cursor < 0) {
+      return undefined;
+    }
+    return { cursor: entry.cursor, nodeSeq: entry.nodeSeq };
   }
 
   /**

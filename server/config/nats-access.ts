@@ -1,6 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { switchSchema } from './common.ts';
 import { configKey } from './keys.ts';
 
 /** An absolute path to a file this process can read (checked at start: exit 2 on a bad one). */
@@ -46,6 +47,11 @@ export function natsAccessKeys(first: 'dotted' | 'upper') {
     clusterCredsFile: key(readableFile, 'cluster.credsFile', 'CLUSTER_CREDS_FILE'),
     /** PEM file of the CA that signed the NATS servers' certificates; set, TLS is required. */
     clusterCaFile: key(readableFile, 'cluster.caFile', 'CLUSTER_CA_FILE'),
+    /**
+     * Runs on a NATS that lets in clients without credentials (a test bench, a closed network),
+     * with a warning at every start; off, such a NATS is refused.
+     */
+    clusterInsecure: key(switchSchema.default(false), 'cluster.insecure', 'CLUSTER_INSECURE'),
   };
 }
 
@@ -57,6 +63,11 @@ export interface NatsAccess {
   clusterNkeyFile?: string | undefined;
   clusterCredsFile?: string | undefined;
   clusterCaFile?: string | undefined;
+  /**
+   * Whether a NATS that lets in clients without credentials is refused (a process's own
+   * connections, from `cluster.insecure` being off); unset, it is only warned about.
+   */
+  refuseOpen?: boolean | undefined;
 }
 
 /**
@@ -91,8 +102,9 @@ export function natsAccessProblems(
 }
 
 /** The access fields of a configuration, for the NATS connection. */
-export function natsAccessOf(config: NatsAccess): NatsAccess {
+export function natsAccessOf(config: NatsAccess & { clusterInsecure?: boolean }): NatsAccess {
   return {
+    refuseOpen: config.clusterInsecure !== true,
     clusterUser: config.clusterUser,
     clusterPassword: config.clusterPassword,
     clusterToken: config.clusterToken,

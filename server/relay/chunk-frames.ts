@@ -1,12 +1,15 @@
 import { webcrypto } from 'node:crypto';
 import { base64Length, writeBase64 } from '../../protocol/base64.ts';
 import type { RelayErrorCode } from '../../protocol/relay-codes.ts';
-import type {
-  ChunkBadFrame,
-  ChunkGetFrame,
-  ChunkHaveFrame,
-  ChunkPutFrame,
-  FolderReportFrame,
+import {
+  type ChunkBadFrame,
+  type ChunkGetFrame,
+  type ChunkHaveFrame,
+  type ChunkPutFrame,
+  encodeBinaryFrame,
+  type FolderReportFrame,
+  maxReportBytes,
+  maxReportsPerRoom,
 } from '../../protocol/relay-frames.ts';
 import type { Logger } from '../log.ts';
 import type { ChunkStore } from '../store/chunk-store.ts';
@@ -23,7 +26,11 @@ import { countError, type RelayMetrics } from './metrics.ts';
  * without a store answers them with `store_unavailable`.
  */
 export interface ChunkFrames {
-  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void;
+  /**
+   * `binary`: the put came as a binary frame; this connection's `chunk` answers are binary from
+   * then on (unless a `chunk-get` says `"binary":false`).
+   */
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>, binary?: boolean): void;
   have(conn: Connection, frame: ChunkHaveFrame): void;
   get(conn: Connection, frame: ChunkGetFrame): void;
   bad(conn: Connection, frame: ChunkBadFrame): void;
@@ -70,6 +77,14 @@ export async function plainChunkId(data: Buffer): Promise<string> {
   return `s${Buffer.from(digest).toString('base64url')}`;
 }
 
+/** The message of a refused folder report, by the bound it passed. */
+const reportRefusal = {
+  user: "the host's store is full (store.userMaxBytes): the folder report was not kept",
+  store: "the host's store is full (store.maxBytes): the folder report was not kept",
+  size: `a folder report counts at most ${maxReportBytes} bytes (send fewer names): it was not kept`,
+  reports: `the host keeps the reports of at most ${maxReportsPerRoom} folders of a project: this one was not kept`,
+} as const;
+
 /** Why a put is refused before the store sees it, or undefined. */
 async function refusal(frame: ChunkPutFrame, data: Buffer): Promise<string | undefined> {
   if (data.length > maxChunkBytes) return `a chunk holds at most ${maxChunkBytes} bytes`;
@@ -115,6 +130,12 @@ export function chunkAnswer(ref: number, id: string, data: Buffer): Buffer {
   return answer;
 }
 
+/** The `chunk` answer in the binary form (protocol/relay-frames.ts, `encodeBinaryFrame`). */
+export function binaryChunkAnswer(ref: number, id: string, data: Buffer): Buffer {
+  const frame = encodeBinaryFrame({ type: 'chunk', ref, id }, data);
+  return Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+}
+
 const send = (conn: Connection, frame: object) =>
   conn.queue.send(Buffer.from(JSON.stringify(frame)));
 
@@ -123,13 +144,16 @@ class RelayChunkFrames implements ChunkFrames {
   readonly #options: ChunkFramesOptions;
   readonly #counts = {
     ...{ stored: 0, already: 0, full: 0, failed: 0, missing: 0, dropped: 0 },
-    ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0 },
+    ...{ received: 0, receivedBytes: 0, sent: 0, sentBytes: 0, reportsRefused: 0 },
+    ...{ binaryReceived: 0, binarySent: 0 },
   };
   #failing = false;
   /** Per connection, its chunk frames not answered yet. */
   readonly #unanswered = new WeakMap<Connection, Set<Promise<void>>>();
   /** Per connection, the puts whose id is being checked (see `put`). */
   readonly #checking = new WeakMap<Connection, Promise<void>>();
+  /** The connections that sent a binary `chunk-put`: answered in binary `chunk` frames. */
+  readonly #binary = new WeakSet<Connection>();
 
   constructor(options: ChunkFramesOptions) {
     this.#options = options;
@@ -157,13 +181,14 @@ class RelayChunkFrames implements ChunkFrames {
    * Sends `frame` once it fits in half of the receiver's bound (or nothing is unsent): checked
    * and sent with no await between, so answers waking together do not all pass one check.
    */
-  async #sendWhenRoom(conn: Connection, frame: Buffer): Promise<void> {
+  async #sendWhenRoom(conn: Connection, frame: Buffer, binary: boolean): Promise<void> {
     const queue = conn.queue;
     const half = this.#options.maxQueuedBytes / 2;
     const full = () => queue.unsentBytes > 0 && queue.unsentBytes + frame.length > half;
     const open = () => !queue.done && conn.socket.readyState === conn.socket.OPEN;
     while (open() && full()) await pause(10);
-    queue.send(frame);
+    if (binary) queue.sendBinary(frame);
+    else queue.send(frame);
   }
 
   /** Tracks an answer so that a later `pong` waits for it. */
@@ -220,7 +245,11 @@ class RelayChunkFrames implements ChunkFrames {
       );
   }
 
-  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>): void {
+  put(conn: Connection, frame: WithDecoded<ChunkPutFrame>, binary = false): void {
+    if (binary) {
+      this.#binary.add(conn);
+      this.#counts.binaryReceived++;
+    }
     if (conn.access.role === 'viewer') {
       this.#sendError(conn, 'forbidden', viewerRefusal, frame.ref, frame.id);
       return;
@@ -275,10 +304,12 @@ class RelayChunkFrames implements ChunkFrames {
         this.#sendError(conn, 'chunk_missing', message, frame.ref, frame.id);
         return;
       }
-      const answer = chunkAnswer(frame.ref, frame.id, data);
+      const binary = frame.binary ?? this.#binary.has(conn);
+      const answer = (binary ? binaryChunkAnswer : chunkAnswer)(frame.ref, frame.id, data);
       this.#counts.sent++;
+      if (binary) this.#counts.binarySent++;
       this.#counts.sentBytes += data.length;
-      await this.#sendWhenRoom(conn, answer);
+      await this.#sendWhenRoom(conn, answer, binary);
     });
   }
 
@@ -305,9 +336,16 @@ class RelayChunkFrames implements ChunkFrames {
     });
   }
 
+  /**
+   * Keeps a folder report; one refused (a bound, its size, the room's number of folders) is
+   * answered `store_full` with neither `doc` nor `ref` (it answers no append and no chunk), and
+   * changes nothing. A later `pong` waits for it, as for the other chunk frames. A viewer's
+   * report is dropped without an answer: it would stand for the folder of the project's owner,
+   * against whose bounds it counts.
+   */
   report(conn: Connection, frame: FolderReportFrame): void {
     const { store, logger, now } = this.#options;
-    if (store === undefined) return;
+    if (store === undefined || conn.access.role === 'viewer') return;
     const kept = {
       room: conn.room?.id as string,
       doc: frame.doc,
@@ -319,9 +357,17 @@ class RelayChunkFrames implements ChunkFrames {
       names: frame.encrypted ? undefined : frame.names,
       at: now(),
     };
-    store.report(kept).catch((err: unknown) => {
-      logger.warn({ err }, 'chunk store: a folder report was not kept');
-    });
+    const answer = store.report(kept).then(
+      (outcome) => {
+        if ('stored' in outcome) return;
+        this.#counts.reportsRefused++;
+        this.#sendError(conn, 'store_full', reportRefusal[outcome.full], undefined);
+      },
+      (err: unknown) => {
+        logger.warn({ err }, 'chunk store: a folder report was not kept');
+      },
+    );
+    this.#track(conn, answer);
   }
 
   answered(conn: Connection): Promise<void> | undefined {
@@ -362,12 +408,19 @@ class RelayChunkFrames implements ChunkFrames {
       '# HELP sync_host_store_chunk_sent_bytes_total Bytes of the chunks sent to devices.',
       '# TYPE sync_host_store_chunk_sent_bytes_total counter',
       `sync_host_store_chunk_sent_bytes_total ${counts.sentBytes}`,
+      '# HELP sync_host_store_chunk_binary_frames_total Chunks received and sent in binary frames (within the totals above).',
+      '# TYPE sync_host_store_chunk_binary_frames_total counter',
+      `sync_host_store_chunk_binary_frames_total{direction="received"} ${counts.binaryReceived}`,
+      `sync_host_store_chunk_binary_frames_total{direction="sent"} ${counts.binarySent}`,
       '# HELP sync_host_store_chunks_missing_total chunk-get of a chunk the host does not hold.',
       '# TYPE sync_host_store_chunks_missing_total counter',
       `sync_host_store_chunks_missing_total ${counts.missing}`,
       '# HELP sync_host_store_chunks_dropped_total Chunks dropped as damaged (chunk-bad).',
       '# TYPE sync_host_store_chunks_dropped_total counter',
       `sync_host_store_chunks_dropped_total ${counts.dropped}`,
+      '# HELP sync_host_store_reports_refused_total Folder reports refused (a bound, their size).',
+      '# TYPE sync_host_store_reports_refused_total counter',
+      `sync_host_store_reports_refused_total ${counts.reportsRefused}`,
     ];
     return `${lines.join('\n')}\n`;
   }

@@ -1,4 +1,4 @@
-import type { CatchupFrame } from '../../protocol/relay-frames.ts';
+import type { CatchupFrame, CaughtupFrame } from '../../protocol/relay-frames.ts';
 import type { DocumentStore, StoredEntry } from '../store/document-store.ts';
 import type { Connection } from './connection.ts';
 
@@ -9,7 +9,17 @@ export interface DocumentCounts {
   failed: number;
   catchUps: number;
   entriesSent: number;
+  /** Catch-ups refused with `rate_limited`: their connection had `maxWaitingCatchUps` waiting. */
+  catchUpsRefused: number;
+  /** Catch-ups asked and not answered yet, on every connection (being answered or waiting). */
+  catchUpsPending: number;
 }
+
+/**
+ * Catch-ups one connection may have waiting behind the one being answered; one more is refused
+ * with `rate_limited` (dropped). A device asks one per document it opens.
+ */
+export const maxWaitingCatchUps = 256;
 
 /** What one catch-up works with. */
 export interface CatchUpContext {
@@ -18,7 +28,7 @@ export interface CatchUpContext {
   counts: DocumentCounts;
   /** `message.maxBytes`: no page is larger. */
   maxMessageBytes: number;
-  /** `relay.maxQueuedBytes`: a catch-up waits while its receiver has half of it unsent. */
+  /** `relay.maxQueuedBytes`: a page waits while its receiver has half of it unsent. */
   maxQueuedBytes: number;
 }
 
@@ -41,67 +51,175 @@ export function entryJson(entry: StoredEntry): string {
   });
 }
 
-/** Waits a little; a catch-up pauses so while its receiver has much unsent. */
+/** Waits a little; a page waits so while its receiver has much unsent. */
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** The end of this event-loop turn, when the relay writes out what it corked. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Whether the catch-up should stop: the connection closed, or left the room it asked in. */
 export const gone = (conn: Connection, room: string) =>
   conn.queue.done || conn.room?.id !== room || conn.socket.readyState !== conn.socket.OPEN;
 
-/** Waits while the receiver has much unsent, so that a long catch-up never trips its bound. */
-async function roomToSend(conn: Connection, room: string, maxQueuedBytes: number): Promise<void> {
-  await nextTurn();
-  while (!gone(conn, room) && conn.queue.unsentBytes > maxQueuedBytes / 2) await pause(10);
+/**
+ * Sends `frame` once it fits in half of the receiver's bound (or nothing is unsent), checked and
+ * sent with no await between; false when the connection went first.
+ */
+async function sendWhenRoom(
+  conn: Connection,
+  room: string,
+  frame: Buffer,
+  maxQueuedBytes: number,
+): Promise<boolean> {
+  const queue = conn.queue;
+  const half = maxQueuedBytes / 2;
+  const full = () => queue.unsentBytes > 0 && queue.unsentBytes + frame.length > half;
+  // first until the turn's corked writes are out (most often room enough), then a little longer
+  for (let waits = 0; !gone(conn, room) && full(); waits++)
+    await (waits === 0 ? nextTurn() : pause(10));
+  if (gone(conn, room)) return false;
+  queue.send(frame);
+  return true;
 }
 
-/** Answers a `catchup`: `stored` pages from the newest snapshot on, then `caughtup`. */
-export async function sendCatchUp(context: CatchUpContext, frame: CatchupFrame): Promise<void> {
+/** The `caughtup` that ends a catch-up; with `kcs`, the room's key check values, when asked. */
+async function caughtUp(
+  store: DocumentStore,
+  frame: CatchupFrame,
+  room: string,
+  lastPos: number,
+): Promise<CaughtupFrame> {
+  const done: CaughtupFrame = { type: 'caughtup', doc: frame.doc, pos: lastPos };
+  if (frame.keys === true) done.kcs = await store.keyChecks(room);
+  return done;
+}
+
+/**
+ * Answers a `catchup`: `stored` pages from the newest snapshot on, then `caughtup`. At most one
+ * read of the store (about a page) and one page are held at a time, counted in the relay's
+ * unsent bytes (`setHeld`) until they are sent; each page waits for room at its receiver.
+ */
+export async function sendCatchUp(
+  context: CatchUpContext,
+  frame: CatchupFrame,
+  room: string,
+): Promise<void> {
   const { conn, store, counts, maxMessageBytes, maxQueuedBytes } = context;
-  const room = conn.room?.id as string;
   const docJson = JSON.stringify(frame.doc);
   const headBytes = pageFrame(docJson, []).length;
   let page: string[] = [];
   let pageBytes = headBytes;
-  const flush = async () => {
-    if (page.length === 0) return;
-    conn.queue.send(pageFrame(docJson, page));
-    counts.entriesSent += page.length;
+  /** Data bytes read from the store and not in a page yet. */
+  let unpaged = 0;
+  const held = () => conn.queue.setHeld(unpaged + (page.length > 0 ? pageBytes : 0));
+  const flush = async (): Promise<boolean> => {
+    if (page.length === 0) return true;
+    const bytes = pageFrame(docJson, page);
+    const entries = page.length;
     page = [];
     pageBytes = headBytes;
-    await roomToSend(conn, room, maxQueuedBytes);
+    conn.queue.setHeld(unpaged + bytes.length);
+    if (!(await sendWhenRoom(conn, room, bytes, maxQueuedBytes))) return false;
+    counts.entriesSent += entries;
+    held();
+    return true;
   };
-  const add = async (entry: StoredEntry) => {
+  const add = async (entry: StoredEntry): Promise<boolean> => {
     const json = entryJson(entry);
+    unpaged -= entry.data.length;
     // In bytes: a document key, a device id or a kc may be beyond ASCII.
     const bytes = Buffer.byteLength(json) + 1;
-    if (page.length > 0 && pageBytes + bytes > maxMessageBytes) await flush();
+    if (page.length > 0 && pageBytes + bytes > maxMessageBytes && !(await flush())) return false;
     page.push(json);
     pageBytes += bytes;
+    held();
+    return true;
   };
-  let cursor = frame.after;
-  const skip = new Set<number>();
-  if (frame.snapshots !== false) {
-    const snapshot = await store.newestSnapshot(room, frame.doc, frame.kc, frame.after);
-    for (const piece of snapshot) {
-      await add(piece);
-      skip.add(piece.pos);
+  /** Pages the entries read (`skip`: positions already sent), false once the connection went. */
+  const addAll = async (entries: readonly StoredEntry[], skip?: Set<number>) => {
+    unpaged = entries.reduce((sum, entry) => sum + entry.data.length, 0);
+    held();
+    for (const entry of entries) {
+      if (skip?.has(entry.pos)) unpaged -= entry.data.length;
+      else if (!(await add(entry))) return false;
     }
-    if (snapshot[0]?.covers !== undefined) cursor = snapshot[0].covers;
-  }
-  // Data read per step: about what one page carries once in base64.
-  const readBytes = Math.max(1, Math.floor((maxMessageBytes * 3) / 4));
-  for (;;) {
-    if (gone(conn, room)) return;
-    const { entries, lastPos } = await store.read(room, frame.doc, cursor, readBytes);
-    if (entries.length === 0) {
-      await flush();
+    return true;
+  };
+  try {
+    let cursor = frame.after;
+    const skip = new Set<number>();
+    if (frame.snapshots !== false) {
+      const snapshot = await store.newestSnapshot(room, frame.doc, frame.kc, frame.after);
+      if (gone(conn, room) || !(await addAll(snapshot))) return;
+      for (const piece of snapshot) skip.add(piece.pos);
+      if (snapshot[0]?.covers !== undefined) cursor = snapshot[0].covers;
+    }
+    // Data read per step: about what one page carries once in base64.
+    const readBytes = Math.max(1, Math.floor((maxMessageBytes * 3) / 4));
+    for (;;) {
       if (gone(conn, room)) return;
-      const done = { type: 'caughtup', doc: frame.doc, pos: lastPos };
-      conn.queue.send(Buffer.from(JSON.stringify(done)));
-      return;
+      const { entries, lastPos } = await store.read(room, frame.doc, cursor, readBytes);
+      if (entries.length === 0) {
+        if (!(await flush())) return;
+        const done = await caughtUp(store, frame, room, lastPos);
+        await sendWhenRoom(conn, room, Buffer.from(JSON.stringify(done)), maxQueuedBytes);
+        return;
+      }
+      if (!(await addAll(entries, skip))) return;
+      cursor = (entries[entries.length - 1] as StoredEntry).pos;
     }
-    for (const entry of entries) if (!skip.has(entry.pos)) await add(entry);
-    cursor = (entries[entries.length - 1] as StoredEntry).pos;
+  } finally {
+    conn.queue.setHeld(0);
+  }
+}
+
+/** A catch-up asked, with the room it was asked in. */
+interface Asked {
+  frame: CatchupFrame;
+  room: string;
+}
+
+/**
+ * Each connection's catch-ups, answered one at a time in the order they were asked: a connection
+ * that asks many at once holds one read and one page in the relay, not one per catch-up.
+ */
+export class CatchUpLines {
+  readonly #waiting = new WeakMap<Connection, Asked[]>();
+  readonly #counts: DocumentCounts;
+  readonly #answer: (conn: Connection, asked: Asked) => Promise<void>;
+
+  /** `answer`: answers one catch-up (its errors included); resolves, never rejects, once done. */
+  constructor(counts: DocumentCounts, answer: (conn: Connection, asked: Asked) => Promise<void>) {
+    this.#counts = counts;
+    this.#answer = answer;
+  }
+
+  /**
+   * Queues a catch-up of `conn` in its room; false when `maxWaitingCatchUps` already wait behind
+   * the one being answered (the caller refuses it).
+   */
+  ask(conn: Connection, frame: CatchupFrame): boolean {
+    const waiting = this.#waiting.get(conn);
+    const asked = { frame, room: conn.room?.id as string };
+    if (waiting !== undefined) {
+      if (waiting.length >= maxWaitingCatchUps) return false;
+      waiting.push(asked);
+      this.#counts.catchUpsPending++;
+      return true;
+    }
+    this.#waiting.set(conn, []);
+    this.#counts.catchUpsPending++;
+    void this.#run(conn, asked);
+    return true;
+  }
+
+  async #run(conn: Connection, first: Asked): Promise<void> {
+    const waiting = this.#waiting.get(conn) as Asked[];
+    let next: Asked | undefined = first;
+    while (next !== undefined) {
+      if (!gone(conn, next.room)) await this.#answer(conn, next);
+      this.#counts.catchUpsPending--;
+      next = waiting.shift();
+    }
+    this.#waiting.delete(conn);
   }
 }

@@ -6,9 +6,11 @@ import type { Logger } from '../log.ts';
 import type { DocumentStore, NewEntry } from '../store/document-store.ts';
 import type { Connection } from './connection.ts';
 import {
+  CatchUpLines,
   type DocumentCounts,
   entryJson,
   gone,
+  maxWaitingCatchUps,
   pageFrame,
   sendCatchUp,
 } from './document-catchup.ts';
@@ -21,8 +23,9 @@ import { countError, type RelayMetrics } from './metrics.ts';
 /**
  * The relay's side of the document store (docs/store.md): `append` frames become entries, stored
  * and acknowledged with `appended` once durable; `catchup` frames are answered with `stored`
- * pages, each under `message.maxBytes`, and `caughtup`. Neither is routed nor buffered. A relay
- * without a store (a cluster node without `store.url`) answers both with `store_unavailable`.
+ * pages, each under `message.maxBytes`, and `caughtup`, one catch-up of a connection at a time
+ * (`CatchUpLines`). Neither is routed nor buffered. A relay without a store (a cluster node
+ * without `store.url`) answers both with `store_unavailable`.
  */
 export interface DocumentFrames {
   append(conn: Connection, frame: WithDecoded<AppendFrame>): void;
@@ -93,6 +96,12 @@ function storeMetrics(store: DocumentStore | undefined, counts: DocumentCounts):
     '# HELP sync_host_store_entries_sent_total Entries sent in catch-ups.',
     '# TYPE sync_host_store_entries_sent_total counter',
     `sync_host_store_entries_sent_total ${counts.entriesSent}`,
+    '# HELP sync_host_store_catchups_pending Catch-ups asked and not answered yet (being answered or waiting).',
+    '# TYPE sync_host_store_catchups_pending gauge',
+    `sync_host_store_catchups_pending ${counts.catchUpsPending}`,
+    `# HELP sync_host_store_catchups_refused_total Catch-ups refused (rate_limited): ${maxWaitingCatchUps} of their connection were waiting.`,
+    '# TYPE sync_host_store_catchups_refused_total counter',
+    `sync_host_store_catchups_refused_total ${counts.catchUpsRefused}`,
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -131,10 +140,51 @@ function refusalOf(
   return `data too large to be sent back in one page of message.maxBytes (${maxMessageBytes}): append it in pieces`;
 }
 
+/**
+ * The handler of `catchup` frames: each connection's catch-ups answered one at a time, in order
+ * (`CatchUpLines`); one asked while `maxWaitingCatchUps` wait is refused with `rate_limited`.
+ */
+function catchUpHandler(
+  options: DocumentFramesOptions,
+  counts: DocumentCounts,
+): (conn: Connection, frame: CatchupFrame) => void {
+  const { store, metrics, logger, maxMessageBytes, maxQueuedBytes } = options;
+  const lines = new CatchUpLines(counts, async (conn, { frame, room }) => {
+    counts.catchUps++;
+    const context = {
+      conn,
+      store: store as DocumentStore,
+      counts,
+      maxMessageBytes,
+      maxQueuedBytes,
+    };
+    await sendCatchUp(context, frame, room).catch((err: unknown) => {
+      logger.error({ err }, 'document store read failed: catch-up not answered');
+      const message = 'the host could not read the document: ask again later';
+      if (!gone(conn, room)) sendStoreError(conn, metrics, 'store_unavailable', message, frame.doc);
+    });
+  });
+  return (conn, frame) => {
+    if (store === undefined) {
+      const message = 'this relay keeps no documents';
+      sendStoreError(conn, metrics, 'store_unavailable', message, frame.doc);
+      return;
+    }
+    if (lines.ask(conn, frame)) return;
+    counts.catchUpsRefused++;
+    const message = `too many catch-ups waiting (${maxWaitingCatchUps}): this one was dropped, ask again once they are answered`;
+    // a connection that does not read its socket gets no error frames, only silence
+    if (!conn.queue.isBehind) sendStoreError(conn, metrics, 'rate_limited', message, frame.doc);
+  };
+}
+
 /** Creates the handler of `append` and `catchup` frames over `store`; see `DocumentFrames`. */
 export function createDocumentFrames(options: DocumentFramesOptions): DocumentFrames {
-  const { store, metrics, logger, maxMessageBytes, maxQueuedBytes, now } = options;
-  const counts: DocumentCounts = { appends: 0, full: 0, failed: 0, catchUps: 0, entriesSent: 0 };
+  const { store, metrics, logger, maxMessageBytes, now } = options;
+  const counts: DocumentCounts = {
+    ...{ appends: 0, full: 0, failed: 0, catchUps: 0, entriesSent: 0 },
+    ...{ catchUpsRefused: 0, catchUpsPending: 0 },
+  };
   let failing = false;
   /** Per connection, its latest append still unanswered (they are answered in order). */
   const unanswered = new WeakMap<Connection, Promise<void>>();
@@ -186,22 +236,7 @@ export function createDocumentFrames(options: DocumentFramesOptions): DocumentFr
     });
   }
 
-  function catchUp(conn: Connection, frame: CatchupFrame): void {
-    if (store === undefined) {
-      unavailable(conn, frame.doc);
-      return;
-    }
-    counts.catchUps++;
-    sendCatchUp({ conn, store, counts, maxMessageBytes, maxQueuedBytes }, frame).catch(
-      (err: unknown) => {
-        logger.error({ err }, 'document store read failed: catch-up not answered');
-        const message = 'the host could not read the document: ask again later';
-        if (!gone(conn, conn.room?.id ?? '')) {
-          sendStoreError(conn, metrics, 'store_unavailable', message, frame.doc);
-        }
-      },
-    );
-  }
+  const catchUp = catchUpHandler(options, counts);
 
   return {
     append,

@@ -2,11 +2,13 @@ import { z } from 'zod';
 import { takeCheckedBase64 } from '../../protocol/base64.ts';
 import {
   appendSchema,
+  type ChunkPutFrame,
   catchupSchema,
   chunkBadSchema,
   chunkGetSchema,
   chunkHaveSchema,
   chunkPutSchema,
+  decodeBinaryFrame,
   folderReportSchema,
   isJsonObject,
   joinSchema,
@@ -148,6 +150,29 @@ export function parseFrameBytes(bytes: Buffer): InboundFrame {
     }
   }
   return parseFrame(bytes.toString('utf8'));
+}
+
+/** A malformed frame: its error names the ref (and doc or chunk id) of a store frame. */
+export type InvalidFrame = Extract<InboundFrame, { type: 'invalid_message' }>;
+
+/**
+ * Parses one binary frame: a `chunk-put` in the binary form (protocol/relay-frames.ts), whose
+ * bytes become its `decoded` data (`data` empty), or `invalid_message` for a `chunk-put` header
+ * whose members are wrong (as its text form would be answered). undefined for any other binary
+ * frame: a malformed header, another type, anything else (closed with 1003).
+ */
+export function parseBinaryFrame(
+  bytes: Buffer,
+): WithDecoded<ChunkPutFrame> | InvalidFrame | undefined {
+  const binary = decodeBinaryFrame(bytes);
+  if (binary === undefined || binary.header.type !== 'chunk-put') return undefined;
+  const parsed = chunkPutSchema.safeParse({ ...binary.header, data: '' });
+  if (!parsed.success) {
+    const about = storeFrameRef(binary.header);
+    return { type: 'invalid_message', message: describeIssue(parsed.error), ...about };
+  }
+  const { data } = binary;
+  return { ...parsed.data, decoded: Buffer.from(data.buffer, data.byteOffset, data.byteLength) };
 }
 
 /** The bytes of a `chunk-put` or `append`: decoded when its frame was split, else now. */

@@ -81,6 +81,10 @@ export interface RelayGauges {
   unsentBytes: number;
   /** Connections refused for `relay.maxUnjoinedPerAddress`, since the start. */
   unjoinedRefused: number;
+  /** Unjoined connections closed to make room in the budget of untrusted connections. */
+  unjoinedEvicted: number;
+  /** The process's budget of untrusted connections: its size, what it holds, all it closed. */
+  budget: { size: number; held: number; evicted: number };
 }
 
 function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number) {
@@ -240,10 +244,43 @@ function renderClosures(out: string[], metrics: RelayMetrics, gauges: RelayGauge
     'Connections refused (429): too many unjoined from one address.',
     gauges.unjoinedRefused,
   );
+  renderBudget(out, gauges);
   out.push(
     '# HELP relay_errors_total Error frames sent, by code.',
     '# TYPE relay_errors_total counter',
   );
   for (const [code, count] of metrics.errors)
     out.push(`relay_errors_total{code="${code}"} ${count}`);
+}
+
+/** The unjoined connections closed for the budget, and the process's budget itself. */
+function renderBudget(out: string[], gauges: RelayGauges): void {
+  line(
+    out,
+    'relay_unjoined_evicted_total',
+    'counter',
+    'Unjoined connections closed to make room for another address (the connection budget was full).',
+    gauges.unjoinedEvicted,
+  );
+  line(
+    out,
+    'connection_budget',
+    'gauge',
+    'Untrusted connections (unjoined, open on the auth and status ports) the process holds at most.',
+    gauges.budget.size,
+  );
+  line(
+    out,
+    'connection_budget_held',
+    'gauge',
+    'Untrusted connections the process holds now.',
+    gauges.budget.held,
+  );
+  line(
+    out,
+    'connection_budget_evicted_total',
+    'counter',
+    'Untrusted connections closed on any port to make room for another address.',
+    gauges.budget.evicted,
+  );
 }

@@ -1,4 +1,5 @@
 import type { RelayConfig } from '../config/relay-config.ts';
+import type { ConnectionBudget } from '../connection-budget.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
 import type { RoomDirectory } from '../store/room-directory.ts';
@@ -88,6 +89,11 @@ export interface RelayOptions {
   store?: DocumentStore | null;
   /** Which rooms still have a project (co-hosted: the auth database); unset, none is forgotten. */
   rooms?: RoomDirectory;
+  /**
+   * The process's budget of untrusted connections (server/connection-budget.ts), shared with the
+   * auth port when co-hosted. Default: the relay's own (both its ports), half the descriptor limit.
+   */
+  connectionBudget?: ConnectionBudget;
 }
 
 /** The relay's periodic tasks. */

@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { capConnectionsPerAddress } from '../address-cap.ts';
 import type { RelayConfig } from '../config/relay-config.ts';
+import type { ConnectionBudget } from '../connection-budget.ts';
 import { slowClientLimits } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 import { rawConnectionListener, serveTls, type TlsContextSource } from '../tls/secure-port.ts';
@@ -101,13 +102,15 @@ export interface StatusPortParts {
   sockets: SocketHandler;
   unjoined: UnjoinedLimit;
   metrics: RelayMetrics;
+  /** The process's budget of untrusted connections (the status port's are in it too). */
+  budget: ConnectionBudget;
   /** The store's lines of `/metrics`. */
   storeMetrics: () => string;
 }
 
 /** The status port: `/health` and `/metrics` (status.ts), a few connections per address. */
 export function createStatusPort(parts: StatusPortParts): Server {
-  const { config, tuning, broker, rooms, sockets, unjoined, metrics, storeMetrics } = parts;
+  const { config, tuning, broker, rooms, sockets, unjoined, metrics, budget } = parts;
   const requestLimits = slowClientLimits(tuning.requestTimeoutMs, tuning.requestTimeoutMs);
   const server = createStatusServer(
     {
@@ -126,13 +129,15 @@ export function createStatusPort(parts: StatusPortParts): Server {
           absentDevices: broker.absentDevices(),
           unsentBytes: sockets.unsentBytes(),
           unjoinedRefused: unjoined.refused,
+          unjoinedEvicted: unjoined.evicted,
+          budget: { size: budget.size, held: budget.held, evicted: budget.evicted },
         };
-        return renderMetrics(metrics, gauges) + kept.metrics + storeMetrics();
+        return renderMetrics(metrics, gauges) + kept.metrics + parts.storeMetrics();
       },
       extra: () => broker.describe().health,
     },
     requestLimits,
   );
-  capConnectionsPerAddress(server, tuning.statusConnectionsPerAddress, config.trustProxy);
+  capConnectionsPerAddress(server, tuning.statusConnectionsPerAddress, config.trustProxy, budget);
   return server;
 }

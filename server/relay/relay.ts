@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { WebSocketServer } from 'ws';
 import { GoingAway } from '../../protocol/relay-codes.ts';
 import { memberRevocationKey } from '../../protocol/room-grant.ts';
+import { type ConnectionBudget, ownConnectionBudget } from '../connection-budget.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentStore } from '../store/document-store.ts';
 import type { Broker } from './broker.ts';
@@ -157,7 +158,7 @@ function startTimers(running: Running, repeat: Repeat): Array<() => void> {
   ];
 }
 
-/** The rooms, the connections' handler and the unjoined connections' limit. */
+/** The rooms, the connections' handler, the unjoined connections' limit and the budget. */
 function openConnections(
   options: RelayOptions,
   tuning: RelayTuning,
@@ -168,7 +169,7 @@ function openConnections(
     chunks: ChunkFrames;
     devices: DeviceCheck | undefined;
   },
-): { rooms: Rooms; unjoined: UnjoinedLimit; sockets: SocketHandler } {
+): { rooms: Rooms; unjoined: UnjoinedLimit; sockets: SocketHandler; budget: ConnectionBudget } {
   const { config, secret, logger } = options;
   const { broker, metrics, documents, chunks, devices } = parts;
   const rooms = createRooms(createShards<Room>(tuning.shardCount), {
@@ -177,10 +178,13 @@ function openConnections(
     logger,
     maxDevices: config.roomMaxDevices,
   });
+  // one budget for both ports (the host gives the process's)
+  const budget = options.connectionBudget ?? ownConnectionBudget();
   const unjoined = createUnjoinedLimit(
     config.maxUnjoinedPerAddress,
     config.trustProxy,
     options.tls !== undefined,
+    budget,
   );
   const sockets = createSocketHandler({
     rooms,
@@ -203,7 +207,7 @@ function openConnections(
     documents,
     chunks,
   });
-  return { rooms, unjoined, sockets };
+  return { rooms, unjoined, sockets, budget };
 }
 
 /**
@@ -224,7 +228,7 @@ export function createRelay(options: RelayOptions): Relay {
   const { store, documents, chunks, sweep: sweepStore } = handlers;
   const devices = options.devices && createDeviceCheck(options.devices, logger);
   warnIfOpen(secret, logger);
-  const { rooms, unjoined, sockets } = openConnections(options, tuning, {
+  const { rooms, unjoined, sockets, budget } = openConnections(options, tuning, {
     ...{ broker, metrics, documents, chunks, devices },
   });
   let closing = false;
@@ -233,7 +237,7 @@ export function createRelay(options: RelayOptions): Relay {
     closing: () => closing,
   });
   const statusServer = createStatusPort({
-    ...{ config, tuning, broker, rooms, sockets, unjoined, metrics },
+    ...{ config, tuning, broker, rooms, sockets, unjoined, metrics, budget },
     storeMetrics: handlers.metrics,
   });
   const running: Running = {

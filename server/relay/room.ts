@@ -155,8 +155,12 @@ export class Room implements RoomListener, JoinedRoom {
     this.#context.logger.debug({ room: this.id, device: conn.deviceKey }, 'dropped without leave');
   }
 
-  /** Closes the device's connection here with 4003; false when it has none here. */
+  /**
+   * Closes the device's connection here with 4003; false when it has none here. A join of the
+   * device still waiting for the line is revoked as soon as the line admits it.
+   */
   revoke(device: string): boolean {
+    this.#revokePending((conn) => conn.deviceKey === device);
     const conn = this.members.get(device);
     if (conn === undefined) return false;
     this.#remove(conn);
@@ -166,6 +170,22 @@ export class Room implements RoomListener, JoinedRoom {
     this.#context.metrics.revoked++;
     closeWith(conn, Revoked);
     return true;
+  }
+
+  /**
+   * Closes with 4003 the connections here (and the joins waiting for the line) of an ended
+   * membership: `memberKey`'s grants up to membership `memberId`.
+   */
+  revokeMember(memberKey: string, memberId: number): void {
+    const ended = (conn: Connection) =>
+      conn.access.memberKey === memberKey && (conn.access.memberId ?? 0) <= memberId;
+    this.#revokePending(ended);
+    for (const conn of [...this.members.values()]) if (ended(conn)) this.revoke(conn.deviceKey);
+  }
+
+  /** Marks the joins waiting for the line that `revoked` matches: revoked once admitted. */
+  #revokePending(revoked: (conn: Connection) => boolean): void {
+    for (const pending of this.#joining.values()) if (revoked(pending.conn)) pending.revoked = true;
   }
 
   /** Shutdown: every connection here becomes absent at once; no presence frames are sent. */
@@ -216,7 +236,10 @@ export class Room implements RoomListener, JoinedRoom {
     this.#joining.delete(ticket);
     this.#records.admitted(admission);
     this.#findHost();
-    if (pending.conn.room === this) this.#admit(pending, admission);
+    if (pending.conn.room !== this) return;
+    this.#admit(pending, admission);
+    // revoked while the line decided: admitted on every node, then closed as any revoked one
+    if (pending.revoked === true) this.revoke(pending.conn.deviceKey);
   }
 
   refused(ticket: number): void {
@@ -411,6 +434,8 @@ export class Room implements RoomListener, JoinedRoom {
 export interface PendingJoin {
   conn: Connection;
   carried: UnsentFrame[];
+  /** Its device or membership was revoked while the line decided. */
+  revoked?: boolean;
 }
 
 /**

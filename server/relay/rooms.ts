@@ -79,12 +79,7 @@ export function createRooms(shards: Shards<Room>, context: RoomContext): Rooms {
     revokeMember(roomId, memberKey, memberId) {
       const room = shards.get(roomId);
       if (room === undefined) return;
-      for (const conn of [...room.members.values()]) {
-        const { access } = conn;
-        if (access.memberKey === memberKey && (access.memberId ?? 0) <= memberId) {
-          room.revoke(conn.deviceKey);
-        }
-      }
+      room.revokeMember(memberKey, memberId);
       forgetIfIdle(room);
     },
 

@@ -12,7 +12,11 @@ import type { WebSocket } from 'ws';
  * receiver closed for slowness (1013) or that drops has them kept for it (buffered) instead of
  * losing them. A receiver's unsent bytes are its queue plus its socket's write buffer; past
  * `maxQueuedBytes` for one receiver, or `maxMemoryBytes` for the whole relay, the receivers with
- * the most unsent bytes are closed at the end of the turn.
+ * the most unsent bytes are closed at the end of the turn. What the relay holds in memory for a
+ * receiver before it becomes a frame (a catch-up's entries read and its page waiting for room,
+ * `setHeld`) counts in the relay's total like unsent bytes, and with them when the receivers
+ * with the most are chosen; it waits for the receiver's room, so it never counts against the
+ * receiver's own bound.
  *
  * Each relay has one `Writer` (its bounds, its corked sockets, its turn's end); each connection
  * has one `SendQueue`. Both are written by this module alone: the rest of the relay calls their
@@ -20,6 +24,7 @@ import type { WebSocket } from 'ws';
  */
 
 const textFrame = { binary: false } as const;
+const binaryFrame = { binary: true } as const;
 
 /**
  * Above this many bytes in one receiver's corked write buffer, they are written out before the
@@ -45,8 +50,12 @@ export class Writer<Owner> {
   queuedBytes = 0;
   /** Bytes in the write buffers of the sockets of connections behind, as last seen. */
   socketBytes = 0;
+  /** Bytes held for receivers before they become frames (see `SendQueue.setHeld`). */
+  heldBytes = 0;
   /** Connections whose socket did not take everything. */
   readonly behind = new Set<SendQueue<Owner>>();
+  /** Connections with bytes held for them. */
+  readonly holding = new Set<SendQueue<Owner>>();
   /** Closes a receiver past a bound (1013) and keeps its queued frames for it. */
   readonly #cut: (owner: Owner) => void;
   #corked: SendQueue<Owner>[] = [];
@@ -65,9 +74,9 @@ export class Writer<Owner> {
     this.#cut = cut;
   }
 
-  /** Unsent bytes of every receiver: queues and socket write buffers. */
+  /** Unsent bytes of every receiver: queues, socket write buffers and bytes held for them. */
   get unsentBytes(): number {
-    return this.queuedBytes + this.socketBytes;
+    return this.queuedBytes + this.socketBytes + this.heldBytes;
   }
 
   /**
@@ -145,7 +154,8 @@ export class Writer<Owner> {
       if (queue.pastOwnBound) this.#cutBehind(queue);
     }
     if (this.unsentBytes <= this.maxMemoryBytes) return;
-    const slowest = [...this.behind].sort((a, b) => b.counted - a.counted);
+    const slowest = [...new Set([...this.behind, ...this.holding])];
+    slowest.sort((a, b) => b.counted - a.counted);
     for (const queue of slowest) {
       if (this.unsentBytes <= this.maxMemoryBytes) return;
       this.#cutBehind(queue);
@@ -155,6 +165,8 @@ export class Writer<Owner> {
   #cutBehind(queue: SendQueue<Owner>): void {
     if (!queue.done) {
       this.#cut(queue.owner);
+      // what was held for it is not sent any more: the relay's total loses it now
+      queue.setHeld(0);
       return;
     }
     // already closed for being behind: its socket still holds bytes nobody reads
@@ -175,6 +187,11 @@ export interface UnsentFrame {
 
 /** The position of a queued frame that has none. */
 const noPosition = -1;
+/**
+ * The position of a queued binary frame (a `chunk` answer): it answers a request of this
+ * connection alone, so it is never handed back by `takeUnsent` to be kept for the device.
+ */
+const binaryPosition = -2;
 
 /** One connection's frames on their way to its socket (see the module's comment). */
 export class SendQueue<Owner> {
@@ -195,6 +212,8 @@ export class SendQueue<Owner> {
   #bytes = 0;
   /** The socket's write-buffer bytes as last counted in the writer's `socketBytes`. */
   #socketBytes = 0;
+  /** Bytes held for this receiver before they become frames (`setHeld`). */
+  #held = 0;
   /** Unsent bytes allowed beyond `relay.maxQueuedBytes` while a join's replay is written out. */
   #allowance = 0;
   #done = false;
@@ -221,14 +240,36 @@ export class SendQueue<Owner> {
     return this.#frames !== undefined;
   }
 
-  /** Unsent bytes as the writer counts them: the queue and the socket's buffer when last seen. */
+  /**
+   * Unsent bytes as the writer counts them: the queue and the socket's buffer when last seen,
+   * and what is held for the receiver.
+   */
   get counted(): number {
-    return this.#bytes + this.#socketBytes;
+    return this.#bytes + this.#socketBytes + this.#held;
   }
 
-  /** Past `relay.maxQueuedBytes` (and the replay's allowance). */
+  /** Past `relay.maxQueuedBytes` (and the replay's allowance); held bytes wait for room. */
   get pastOwnBound(): boolean {
-    return this.counted > this.writer.maxQueuedBytes + this.#allowance;
+    return this.#bytes + this.#socketBytes > this.writer.maxQueuedBytes + this.#allowance;
+  }
+
+  /**
+   * Bytes the relay holds for this receiver before they become frames (a catch-up's entries
+   * read from the store and its page waiting for room): counted in the relay's total from now
+   * on, in place of what was held before. 0 when nothing is held any more; nothing counts once
+   * the connection is ending.
+   */
+  setHeld(held: number): void {
+    const { writer } = this;
+    const bytes = this.#done ? 0 : held;
+    writer.heldBytes += bytes - this.#held;
+    this.#held = bytes;
+    if (bytes === 0) {
+      writer.holding.delete(this);
+      return;
+    }
+    writer.holding.add(this);
+    writer.checkBounds(this);
   }
 
   /** The unsent bytes of the receiver: its queue and its socket's write buffer. */
@@ -249,14 +290,26 @@ export class SendQueue<Owner> {
    * `position`: its place in the room's stream, when the broker gave one (see `UnsentFrame`).
    */
   send(data: Buffer, position?: number): void {
+    this.#send(data, position ?? noPosition);
+  }
+
+  /**
+   * Sends a binary frame (a `chunk` answer in the binary form), within the same bounds as the
+   * text frames; never kept for the device if it is still queued when the connection ends.
+   */
+  sendBinary(data: Buffer): void {
+    this.#send(data, binaryPosition);
+  }
+
+  #send(data: Buffer, position: number): void {
     if (this.#frames !== undefined) {
-      this.#enqueue(data, position ?? noPosition);
+      this.#enqueue(data, position);
       return;
     }
     const { socket, stream } = this;
     if (socket.readyState !== socket.OPEN) return;
     this.writer.cork(this);
-    socket.send(data, textFrame);
+    socket.send(data, position === binaryPosition ? binaryFrame : textFrame);
     if (stream.writableLength > flushAtBytes) {
       stream.uncork();
       stream.cork();
@@ -276,6 +329,7 @@ export class SendQueue<Owner> {
     const unsent: UnsentFrame[] = [];
     for (let i = this.#head; i < frames.length; i++) {
       const position = this.#positions[i] ?? noPosition;
+      if (position === binaryPosition) continue;
       unsent.push({
         frame: frames[i] as Buffer,
         position: position === noPosition ? undefined : position,
@@ -344,9 +398,10 @@ export class SendQueue<Owner> {
     let handed = 0;
     while (head < frames.length && stream.writableLength < drainSliceBytes) {
       const data = frames[head] as Buffer;
+      const binary = this.#positions[head] === binaryPosition;
       frames[head++] = undefined as unknown as Buffer;
       handed += data.length;
-      socket.send(data, textFrame);
+      socket.send(data, binary ? binaryFrame : textFrame);
     }
     stream.uncork();
     this.#bytes -= handed;

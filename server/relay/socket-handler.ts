@@ -26,7 +26,7 @@ import {
   type JoinRefusal,
   joinRefusals,
 } from './join-check.ts';
-import { type InboundFrame, parseFrameBytes } from './messages.ts';
+import { type InvalidFrame, parseBinaryFrame, parseFrameBytes } from './messages.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { closeWith, sendError, terminate } from './protocol-errors.ts';
 import { createTokenBucket } from './rate-limit.ts';
@@ -290,17 +290,10 @@ class RelaySocketHandler implements SocketHandler {
     }
     conn.alive = true;
     if (isBinary) {
-      closeWith(conn, UnsupportedData);
+      this.#binaryFrame(conn, frameBytes(data));
       return;
     }
-    if (!conn.bucket.take()) {
-      this.#metrics.rateLimited++;
-      // a sender that does not read its own socket gets no error frames, only silence
-      if (!conn.queue.isBehind) {
-        sendError(conn, this.#metrics, 'rate_limited', 'too many messages: this one was dropped');
-      }
-      return;
-    }
+    if (!this.#withinRate(conn)) return;
     const bytes = frameBytes(data);
     const routed = recogniseRouted(bytes);
     if (routed !== undefined) {
@@ -353,6 +346,33 @@ class RelaySocketHandler implements SocketHandler {
     }
   }
 
+  /** Takes a token of the connection's rate; false (and `rate_limited`) when none is left. */
+  #withinRate(conn: Connection): boolean {
+    if (conn.bucket.take()) return true;
+    this.#metrics.rateLimited++;
+    // a sender that does not read its own socket gets no error frames, only silence
+    if (!conn.queue.isBehind) {
+      sendError(conn, this.#metrics, 'rate_limited', 'too many messages: this one was dropped');
+    }
+    return false;
+  }
+
+  /**
+   * A binary frame: a `chunk-put` in the binary form goes to the chunk frames like its text form
+   * (rate, `not_joined`, `invalid_message` alike); any other closes the connection with 1003.
+   */
+  #binaryFrame(conn: Connection, bytes: Buffer): void {
+    const frame = parseBinaryFrame(bytes);
+    if (frame === undefined) {
+      closeWith(conn, UnsupportedData);
+      return;
+    }
+    if (!this.#withinRate(conn)) return;
+    if (frame.type === 'invalid_message') this.#invalid(conn, frame);
+    else if (conn.room === undefined) this.#notJoined(conn);
+    else this.#options.chunks.put(conn, frame, true);
+  }
+
   /** A `ping`: answered after the answers to the appends and chunk frames sent before it. */
   #ping(conn: Connection): void {
     const documents = this.#options.documents.answered(conn);
@@ -362,7 +382,7 @@ class RelaySocketHandler implements SocketHandler {
   }
 
   /** A malformed frame: its error names the ref (and doc or chunk id) of a store frame. */
-  #invalid(conn: Connection, frame: Extract<InboundFrame, { type: 'invalid_message' }>): void {
+  #invalid(conn: Connection, frame: InvalidFrame): void {
     if (frame.id !== undefined || (frame.ref !== undefined && frame.doc === undefined)) {
       this.#options.chunks.invalid(conn, frame.message, frame.ref, frame.id);
     } else if (frame.doc !== undefined || frame.ref !== undefined) {

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAddressCap, endRefused } from '../address-cap.ts';
+import type { ConnectionBudget } from '../connection-budget.ts';
 
 /**
  * The limit on open connections per client address that have not joined a room
@@ -13,6 +14,9 @@ import { createAddressCap, endRefused } from '../address-cap.ts';
  * the forwarded client address, counted once the upgrade request (and its X-Forwarded-For) has
  * arrived, so that clients behind one proxy do not share one count. What a proxy holds open
  * before that is bounded by the relay's 10 s request timeout. The counting is server/address-cap.ts's.
+ * Each counted connection is also in the process's budget of untrusted connections
+ * (server/connection-budget.ts): when it is full, the oldest of the address holding the most is
+ * closed to make room.
  */
 export interface UnjoinedLimit {
   /** A TCP connection was accepted: counted, or refused (429) when its address is at the limit. */
@@ -26,6 +30,8 @@ export interface UnjoinedLimit {
   joined(stream: Duplex): void;
   /** Connections refused since the start. */
   readonly refused: number;
+  /** Connections closed to make room in the budget of untrusted connections, since the start. */
+  readonly evicted: number;
   /** Whether a socket was refused (its request, if it arrives, is not served). */
   isRefused(socket: Duplex): boolean;
 }
@@ -47,17 +53,23 @@ export function createUnjoinedLimit(
   trustProxy: readonly string[] = [],
   /** The port speaks TLS: a refused connection is closed without a plain-text answer. */
   tls = false,
+  /** The process's budget of untrusted connections; default one of its own. */
+  budget?: ConnectionBudget,
 ): UnjoinedLimit {
   const response = tls ? undefined : refusal(limit);
   const cap = createAddressCap({
     limit,
     trustProxy,
+    budget,
     // the relay counts sockets only: an upgrade's holder is its socket
     refuse: (holder) => endRefused(holder as Duplex, response),
   });
   return {
     get refused() {
       return cap.refused;
+    },
+    get evicted() {
+      return cap.evicted;
     },
     admit: (socket) => cap.admit(socket),
     admitRequest: (req, socket) => cap.admitRequest(req, socket),

@@ -8,7 +8,7 @@ interface Counted {
 }
 
 /**
- * The bytes store.db's documents and chunks count against the store's bounds, per user and in
+ * The bytes store.db's documents, chunks and folder reports count against the store's bounds, per user and in
  * all: one owner for both stores, changed only through it. A batch of appends or puts changes a
  * `CountBatch` while its transaction runs, which `commit` applies once the transaction committed
  * (a batch rolled back is dropped); a committed delete gives its bytes back with `release`. A
@@ -31,7 +31,7 @@ export class ByteCounts implements Counted {
     return new Map(this.#users);
   }
 
-  /** Counted again from the rows of documents and chunks. */
+  /** Counted again from the rows of documents, chunks and folder reports. */
   recount(db: BetterSqlite3.Database): void {
     this.#users.clear();
     this.#total = 0;
@@ -39,6 +39,7 @@ export class ByteCounts implements Counted {
       .prepare<[], { user: string; bytes: number }>(
         `SELECT user, sum(bytes) AS bytes FROM (
           SELECT user, bytes FROM documents UNION ALL SELECT user, bytes FROM chunks
+          UNION ALL SELECT user, counted AS bytes FROM folderReports
         ) GROUP BY user`,
       )
       .all();

@@ -27,8 +27,15 @@ export interface ChunkStore {
    * a row was dropped.
    */
   drop(room: string, kc: string, id: string, only?: Buffer): Promise<boolean>;
-  /** Keeps a device's latest count of a folder's files (one per room and folder document). */
-  report(report: FolderReport): Promise<void>;
+  /**
+   * Keeps a device's latest count of a folder's files: one per room and folder document, a new
+   * one replacing it. Counted against the bounds (`reportBytes`); refused, changing nothing, past
+   * a bound (`user`, `store`), over `maxReportBytes` (`size`), or as a new folder document of a
+   * room that holds `maxReportsPerRoom` already (`reports`).
+   */
+  report(report: FolderReport): Promise<ReportOutcome>;
+  /** The names of one folder's latest report; undefined when none is kept (or encrypted). */
+  reportNames(room: string, doc: string): Promise<string[] | undefined>;
   /** Bytes the chunks count against the bounds, as last counted (for `/metrics`). */
   bytes(): number;
 }
@@ -60,11 +67,18 @@ export interface FolderReport {
   at: number;
 }
 
+export type ReportOutcome = { stored: true } | { full: 'user' | 'store' | 'size' | 'reports' };
+
+/** A folder report as usage lists it: without its names, with how many it holds. */
+export type ReportSummary = Omit<FolderReport, 'room' | 'names'> & { named: number };
+
 /** What one room's chunks and folder reports come to (in `StoreUsage`). */
 export interface RoomChunks {
   chunks: number;
   chunkBytes: number;
-  folders: Array<Omit<FolderReport, 'room'>>;
+  /** What the room's folder reports count against the bounds. */
+  reportBytes: number;
+  folders: ReportSummary[];
 }
 
 /** What one chunk counts against the bounds: its bytes and a fixed overhead for its row. */
@@ -89,15 +103,16 @@ export function roomsWithChunks(
 ): Array<DocumentUsage & RoomChunks> {
   const rooms = new Map<string, DocumentUsage & RoomChunks>();
   for (const row of documents) {
-    rooms.set(row.room, { ...row, chunks: 0, chunkBytes: 0, folders: [] });
+    rooms.set(row.room, { ...row, chunks: 0, chunkBytes: 0, reportBytes: 0, folders: [] });
   }
   for (const [room, kept] of chunks) {
     const row = rooms.get(room) ?? { room, user: kept.user, documents: 0, bytes: 0 };
     rooms.set(room, {
       ...row,
-      bytes: row.bytes + kept.chunkBytes,
+      bytes: row.bytes + kept.chunkBytes + kept.reportBytes,
       chunks: kept.chunks,
       chunkBytes: kept.chunkBytes,
+      reportBytes: kept.reportBytes,
       folders: [...kept.folders].sort((a, b) => (a.doc < b.doc ? -1 : a.doc > b.doc ? 1 : 0)),
     });
   }
@@ -109,19 +124,23 @@ export function roomsWithChunks(
 /** Chunks and folder reports per room, from the rows a store read (see `RoomChunks`). */
 export function roomChunksOf(
   counts: ReadonlyArray<{ room: string; chunks: number; bytes: number }>,
-  reports: ReadonlyArray<Omit<FolderReport, 'at'> & { at: number }>,
+  reports: ReadonlyArray<ReportSummary & { room: string; counted: number }>,
 ): Map<string, RoomChunks & { user: string }> {
   const rooms = new Map<string, RoomChunks & { user: string }>();
   const of = (room: string) => {
     let found = rooms.get(room);
     if (found === undefined) {
-      found = { user: userOfRoom(room), chunks: 0, chunkBytes: 0, folders: [] };
+      found = { user: userOfRoom(room), chunks: 0, chunkBytes: 0, reportBytes: 0, folders: [] };
       rooms.set(room, found);
     }
     return found;
   };
   for (const row of counts)
     Object.assign(of(row.room), { chunks: row.chunks, chunkBytes: row.bytes });
-  for (const { room, ...report } of reports) of(room).folders.push(report);
+  for (const { room, counted, ...report } of reports) {
+    const kept = of(room);
+    kept.folders.push(report);
+    kept.reportBytes += counted;
+  }
   return rooms;
 }

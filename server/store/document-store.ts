@@ -36,6 +36,12 @@ export interface DocumentStore {
     kc: string | undefined,
     after: number,
   ): Promise<StoredEntry[]>;
+  /**
+   * The distinct key check values of the entries kept in a room, of every document, in order
+   * (entries without one, not encrypted, are not named): which keys the room's devices wrote
+   * under (a catch-up with `keys`).
+   */
+  keyChecks(room: string): Promise<string[]>;
   /** The chunks of the rooms' files, kept beside the documents and counted with them. */
   readonly chunks: ChunkStore;
   /** Bytes kept, per user and room (entries' and chunks' data plus a fixed overhead each). */
@@ -100,7 +106,7 @@ export interface StoreUsage {
   bytes: number;
   /** The store's bounds. */
   bounds: StoreBounds;
-  /** `bytes`: the room's documents and chunks together, as counted against the bounds. */
+  /** `bytes`: the room's documents, chunks and folder reports, as counted against the bounds. */
   rooms: Array<{ room: string; user: string; documents: number; bytes: number } & RoomChunks>;
 }
 

@@ -1,4 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { maxReportBytes, maxReportsPerRoom, reportBytes } from '../../protocol/relay-frames.ts';
 import { userOfRoom } from '../../protocol/room-id.ts';
 import {
   type ChunkStore,
@@ -6,6 +7,8 @@ import {
   type FolderReport,
   type NewChunk,
   type PutOutcome,
+  type ReportOutcome,
+  type ReportSummary,
   type RoomChunks,
   roomChunksOf,
 } from './chunk-store.ts';
@@ -182,17 +185,51 @@ export class PostgresChunkStore implements ChunkStore {
     return true;
   }
 
-  async report(report: FolderReport): Promise<void> {
+  /**
+   * Keeps a report under its user's lock (as a put takes it), so the bounds and the room's
+   * number of reports hold across nodes.
+   */
+  async report(report: FolderReport): Promise<ReportOutcome> {
+    const names = report.encrypted ? undefined : report.names;
+    const bytes = reportBytes({ ...report, names });
+    if (bytes > maxReportBytes) return { full: 'size' };
     await this.#options.ready();
-    const names =
-      report.encrypted || report.names === undefined ? null : JSON.stringify(report.names);
-    await sql`INSERT INTO store_folder_reports
-      (room, doc, user_id, device, files, bytes, encrypted, names, at)
-      VALUES (${report.room}, ${report.doc}, ${userOfRoom(report.room)}, ${report.device},
-        ${report.files}, ${report.bytes}, ${report.encrypted}, ${names}::jsonb, ${report.at})
-      ON CONFLICT (room, doc) DO UPDATE SET device = excluded.device, files = excluded.files,
-        bytes = excluded.bytes, encrypted = excluded.encrypted, names = excluded.names,
-        at = excluded.at`.execute(this.#options.db);
+    const user = userOfRoom(report.room);
+    const kept = await this.#options.db.transaction().execute(async (trx) => {
+      const userBytes = await lockUsers(trx, [user]);
+      const found = await sql<{ counted: string; reports: string }>`
+        SELECT (SELECT counted FROM store_folder_reports WHERE room = ${report.room}
+            AND doc = ${report.doc}) AS counted,
+          (SELECT count(*) FROM store_folder_reports WHERE room = ${report.room}) AS reports
+        `.execute(trx);
+      const row = found.rows[0];
+      const before = row?.counted === null || row === undefined ? undefined : Number(row.counted);
+      if (before === undefined && Number(row?.reports ?? 0) >= maxReportsPerRoom) {
+        return { outcome: { full: 'reports' } as const };
+      }
+      const change = bytes - (before ?? 0);
+      const total = await sql<{ total: string }>`
+        SELECT coalesce(sum(bytes), 0) AS total FROM store_users`.execute(trx);
+      const totalBytes = Number(total.rows[0]?.total ?? 0);
+      if (change > 0 && (userBytes.get(user) ?? 0) + change > this.#options.bounds.userMaxBytes) {
+        return { outcome: { full: 'user' } as const };
+      }
+      if (change > 0 && totalBytes + change > this.#options.bounds.maxBytes) {
+        return { outcome: { full: 'store' } as const };
+      }
+      await upsertReport(trx, report, names, bytes);
+      await changeUsers(trx, new Map([[user, change]]));
+      return { outcome: { stored: true } as const, totalBytes: totalBytes + change };
+    });
+    if (kept.totalBytes !== undefined) this.#options.counted(kept.totalBytes);
+    return kept.outcome;
+  }
+
+  async reportNames(room: string, doc: string): Promise<string[] | undefined> {
+    await this.#options.ready();
+    const found = await sql<{ names: string[] | null }>`SELECT names FROM store_folder_reports
+      WHERE room = ${room} AND doc = ${doc}`.execute(this.#options.db);
+    return found.rows[0]?.names ?? undefined;
   }
 
   /**
@@ -229,7 +266,9 @@ export class PostgresChunkStore implements ChunkStore {
     const counts = await sql<{ room: string; chunks: number; bytes: string }>`
       SELECT room, count(*)::integer AS chunks, sum(bytes) AS bytes FROM store_chunks
       GROUP BY room`.execute(db);
-    const reports = await sql<ReportRow>`SELECT * FROM store_folder_reports`.execute(db);
+    const reports = await sql<ReportRow>`SELECT room, doc, device, files, bytes, encrypted,
+      coalesce(jsonb_array_length(names), 0) AS named, at, counted
+      FROM store_folder_reports`.execute(db);
     return roomChunksOf(
       counts.rows.map((row) => ({ ...row, bytes: Number(row.bytes) })),
       reports.rows.map(reportOfRow),
@@ -237,16 +276,20 @@ export class PostgresChunkStore implements ChunkStore {
   }
 }
 
-/** Deletes one user's chunks and folder reports matching `where` (on `room` or `user_id`). */
+/**
+ * Deletes one user's chunks and folder reports matching `where` (on `room` or `user_id`);
+ * returns the bytes they counted.
+ */
 export async function deleteChunksIn(
   trx: Transaction<StoreTables>,
   user: string,
   where: ReturnType<typeof sql>,
 ): Promise<number> {
-  await sql`DELETE FROM store_folder_reports WHERE user_id = ${user} AND ${where}`.execute(trx);
+  const reports = await sql<{ user_id: string; bytes: string }>`DELETE FROM store_folder_reports
+    WHERE user_id = ${user} AND ${where} RETURNING user_id, counted AS bytes`.execute(trx);
   const gone = await sql<{ user_id: string; bytes: string }>`DELETE FROM store_chunks
     WHERE user_id = ${user} AND ${where} RETURNING user_id, bytes`.execute(trx);
-  return -(freedPerUser(gone.rows).get(user) ?? 0);
+  return -(freedPerUser([...reports.rows, ...gone.rows]).get(user) ?? 0);
 }
 
 /** The bytes freed per user, as negative changes. */
@@ -258,6 +301,25 @@ function freedPerUser(
   return freed;
 }
 
+/** Inserts a report, or replaces the room's report of the same folder document. */
+async function upsertReport(
+  trx: Transaction<StoreTables>,
+  report: FolderReport,
+  names: readonly string[] | undefined,
+  counted: number,
+): Promise<void> {
+  const json = names === undefined ? null : JSON.stringify(names);
+  await sql`INSERT INTO store_folder_reports
+    (room, doc, user_id, device, files, bytes, encrypted, names, at, counted)
+    VALUES (${report.room}, ${report.doc}, ${userOfRoom(report.room)}, ${report.device},
+      ${report.files}, ${report.bytes}, ${report.encrypted}, ${json}::jsonb, ${report.at},
+      ${counted})
+    ON CONFLICT (room, doc) DO UPDATE SET device = excluded.device, files = excluded.files,
+      bytes = excluded.bytes, encrypted = excluded.encrypted, names = excluded.names,
+      at = excluded.at, counted = excluded.counted`.execute(trx);
+}
+
+/** A folder report's row as usage reads it (its names counted, not read). */
 interface ReportRow {
   room: string;
   doc: string;
@@ -265,11 +327,12 @@ interface ReportRow {
   files: string;
   bytes: string;
   encrypted: boolean;
-  names: string[] | null;
+  named: number;
   at: string;
+  counted: string;
 }
 
-function reportOfRow(row: ReportRow): FolderReport {
+function reportOfRow(row: ReportRow): ReportSummary & { room: string; counted: number } {
   return {
     room: row.room,
     doc: row.doc,
@@ -277,7 +340,8 @@ function reportOfRow(row: ReportRow): FolderReport {
     files: Number(row.files),
     bytes: Number(row.bytes),
     encrypted: row.encrypted,
-    ...(row.names === null ? {} : { names: row.names }),
+    named: Number(row.named),
     at: Number(row.at),
+    counted: Number(row.counted),
   };
 }

@@ -13,7 +13,8 @@ import { type Kysely, sql } from 'kysely';
  * project is encrypted). Names begin with `store_` so that the tables may share a database with
  * the auth tables. Version 2 adds `store_chunks` (the files' chunks, keyed by room, key check
  * value (`''`: not encrypted) and id, counted in `store_users` like entries) and
- * `store_folder_reports` (each folder document's latest count of files).
+ * `store_folder_reports` (each folder document's latest count of files, with the bytes it counts
+ * in `store_users`).
  */
 export const storeSchemaVersion = 2;
 
@@ -49,6 +50,9 @@ const tables = [
   )`,
   `CREATE INDEX IF NOT EXISTS store_entries_snapshots ON store_entries (document, kc, pos)
     WHERE covers IS NOT NULL`,
+  // A room's key check values, found without reading its entries (`keyChecks`).
+  `CREATE INDEX IF NOT EXISTS store_entries_keys ON store_entries (document, kc)
+    WHERE kc IS NOT NULL`,
   `CREATE TABLE IF NOT EXISTS store_chunks (
     room text NOT NULL,
     kc text NOT NULL,
@@ -75,6 +79,11 @@ const tables = [
     at bigint NOT NULL,
     PRIMARY KEY (room, doc)
   )`,
+  // What a report counts against the bounds (`reportBytes`, in `store_users` like entries). The
+  // reports kept before it was counted are dropped once: their devices report again.
+  'ALTER TABLE store_folder_reports ADD COLUMN IF NOT EXISTS counted bigint',
+  'DELETE FROM store_folder_reports WHERE counted IS NULL',
+  'CREATE INDEX IF NOT EXISTS store_folder_reports_user ON store_folder_reports (user_id)',
 ];
 
 /** Advisory lock keys (any constants; the same on every node). */

@@ -226,6 +226,28 @@ export class PostgresDocumentStore implements DocumentStore {
     return [];
   }
 
+  /**
+   * Per document of the room, its key check values from the smallest up, each the next one
+   * above the last on `store_entries_keys` (one look-up per value, however many entries).
+   */
+  async keyChecks(room: string): Promise<string[]> {
+    await this.ready();
+    const found = await sql<{ kc: string }>`
+      WITH RECURSIVE found(document, kc) AS (
+        SELECT d.id, (SELECT min(e.kc) FROM store_entries e
+          WHERE e.document = d.id AND e.kc IS NOT NULL)
+        FROM store_documents d WHERE d.room = ${room}
+        UNION ALL
+        SELECT f.document, (SELECT min(e.kc) FROM store_entries e
+          WHERE e.document = f.document AND e.kc > f.kc)
+        FROM found f WHERE f.kc IS NOT NULL
+      )
+      SELECT kc FROM found WHERE kc IS NOT NULL GROUP BY kc ORDER BY kc COLLATE "C"`.execute(
+      this.#db,
+    );
+    return found.rows.map((row) => row.kc);
+  }
+
   async usage(): Promise<StoreUsage> {
     await this.ready();
     await this.#recount();

@@ -5,7 +5,8 @@ import type BetterSqlite3 from 'better-sqlite3';
  * row per (room, kc, id), `kc` `''` when not encrypted, with the user of its room, the bytes it
  * counts against the bounds, its bytes as sent, when it was stored and last used (the sweep drops
  * chunks unused for longer than the history window). `folderReports`: the latest count each
- * folder document's devices sent.
+ * folder document's devices sent, with what it counts against the bounds (`counted`, added at
+ * open by `reportColumn`).
  *
  * A chunk's bytes are in a file beside store.db (`ChunkFiles`), numbered by the row's `file`
  * column (added at open by `fileColumn`); its `data` is then empty (chunks never are). SQLite
@@ -42,9 +43,31 @@ CREATE TABLE IF NOT EXISTS folderReports (
   encrypted INTEGER NOT NULL,
   names TEXT,
   at INTEGER NOT NULL,
+  counted INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (room, doc)
 );
+CREATE INDEX IF NOT EXISTS folderReportsByUser ON folderReports (user);
 `;
+
+/**
+ * Adds `folderReports.counted` (the bytes a report counts against the bounds, `reportBytes`)
+ * when missing, counted for the rows already there from their stored names and keys (the names'
+ * JSON is kept as it was sent, so its bytes are those `reportBytes` counts).
+ */
+export function reportColumn(db: BetterSqlite3.Database): void {
+  const has = db
+    .prepare<[], number>(
+      "SELECT count(*) FROM pragma_table_info('folderReports') WHERE name = 'counted'",
+    )
+    .pluck()
+    .get();
+  if (has !== 0) return;
+  db.transaction(() => {
+    db.exec('ALTER TABLE folderReports ADD COLUMN counted INTEGER NOT NULL DEFAULT 0');
+    db.exec(`UPDATE folderReports SET counted = 64 + length(CAST(doc AS BLOB))
+      + length(CAST(device AS BLOB)) + coalesce(length(CAST(names AS BLOB)), 0)`);
+  })();
+}
 
 /**
  * Rebuilds a WITHOUT ROWID `chunks` table (the first files of layout 2) as the rowid table of

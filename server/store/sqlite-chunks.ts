@@ -1,4 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import { maxReportBytes, maxReportsPerRoom, reportBytes } from '../../protocol/relay-frames.ts';
 import { userOfRoom } from '../../protocol/room-id.ts';
 import { type ByteCounts, boundPassed, type CountBatch } from './byte-counts.ts';
 import { ChunkFiles } from './chunk-files.ts';
@@ -8,6 +9,8 @@ import {
   type FolderReport,
   type NewChunk,
   type PutOutcome,
+  type ReportOutcome,
+  type ReportSummary,
   type RoomChunks,
   roomChunksOf,
 } from './chunk-store.ts';
@@ -305,19 +308,44 @@ export class SqliteChunkStore implements ChunkStore {
     return true;
   }
 
-  async report(report: FolderReport): Promise<void> {
-    const names = report.encrypted || report.names === undefined ? null : report.names;
-    this.#statements.report.run(
-      report.room,
-      report.doc,
-      userOfRoom(report.room),
-      report.device,
-      report.files,
-      report.bytes,
-      report.encrypted ? 1 : 0,
-      names === null ? null : JSON.stringify(names),
-      report.at,
-    );
+  async report(report: FolderReport): Promise<ReportOutcome> {
+    const names = report.encrypted ? undefined : report.names;
+    const bytes = reportBytes({ ...report, names });
+    if (bytes > maxReportBytes) return { full: 'size' };
+    const user = userOfRoom(report.room);
+    const counted = this.#counts.batch();
+    const { reportCounted, reportsInRoom, report: upsert } = this.#statements;
+    const outcome = this.#db.transaction((): ReportOutcome => {
+      const before = reportCounted.get(report.room, report.doc);
+      if (before === undefined && (reportsInRoom.get(report.room) ?? 0) >= maxReportsPerRoom) {
+        return { full: 'reports' };
+      }
+      const change = bytes - (before ?? 0);
+      // A report no larger than the one it replaces is kept even at a bound.
+      const full = change > 0 ? this.#overBound(counted, user, change) : undefined;
+      if (full !== undefined) return full as ReportOutcome;
+      upsert.run(
+        report.room,
+        report.doc,
+        user,
+        report.device,
+        report.files,
+        report.bytes,
+        report.encrypted ? 1 : 0,
+        names === undefined ? null : JSON.stringify(names),
+        report.at,
+        bytes,
+      );
+      counted.add(user, change);
+      return { stored: true };
+    })();
+    if ('stored' in outcome) this.#counts.commit(counted);
+    return outcome;
+  }
+
+  async reportNames(room: string, doc: string): Promise<string[] | undefined> {
+    const names = this.#statements.reportNames.get(room, doc);
+    return names === undefined || names === null ? undefined : (JSON.parse(names) as string[]);
   }
 
   /** Deletes the chunks and reports matching `where` (on `user` or `room`); returns bytes per user. */
@@ -331,10 +359,13 @@ export class SqliteChunkStore implements ChunkStore {
     const { rows, files } = db.transaction(() => {
       const found = {
         rows: db
-          .prepare<[string], { user: string; bytes: number }>(
-            `SELECT user, sum(bytes) AS bytes FROM chunks WHERE ${where} = ? GROUP BY user`,
+          .prepare<[string, string], { user: string; bytes: number }>(
+            `SELECT user, sum(bytes) AS bytes FROM (
+              SELECT user, bytes FROM chunks WHERE ${where} = ?
+              UNION ALL SELECT user, counted AS bytes FROM folderReports WHERE ${where} = ?
+            ) GROUP BY user`,
           )
-          .all(value),
+          .all(value, value),
         files: this.#filesWhere(`${where} = ?`, value),
       };
       db.prepare(`DELETE FROM chunks WHERE ${where} = ?`).run(value);
@@ -384,33 +415,30 @@ export class SqliteChunkStore implements ChunkStore {
         'SELECT room, count(*) AS chunks, sum(bytes) AS bytes FROM chunks GROUP BY room',
       )
       .all();
-    const reports = this.#db.prepare<[], ReportRow>('SELECT * FROM folderReports').all();
+    const reports = this.#db
+      .prepare<[], ReportRow>(
+        'SELECT room, doc, device, files, bytes, encrypted, coalesce(json_array_length(names), 0) AS named, at, counted FROM folderReports',
+      )
+      .all();
     return roomChunksOf(counts, reports.map(reportOfRow));
   }
 }
 
-export interface ReportRow {
+/** A folder report's row as usage reads it (its names counted, not read). */
+interface ReportRow {
   room: string;
   doc: string;
   device: string;
   files: number;
   bytes: number;
   encrypted: number;
-  names: string | null;
+  named: number;
   at: number;
+  counted: number;
 }
 
-export function reportOfRow(row: ReportRow): FolderReport {
-  return {
-    room: row.room,
-    doc: row.doc,
-    device: row.device,
-    files: row.files,
-    bytes: row.bytes,
-    encrypted: row.encrypted === 1,
-    ...(row.names === null ? {} : { names: JSON.parse(row.names) as string[] }),
-    at: row.at,
-  };
+function reportOfRow(row: ReportRow): ReportSummary & { room: string; counted: number } {
+  return { ...row, encrypted: row.encrypted === 1 };
 }
 
 /** A chunk's row but its bytes. */
@@ -449,7 +477,20 @@ export function chunkStatements(db: BetterSqlite3.Database) {
       'DELETE FROM chunks WHERE room = ? AND kc = ? AND id = ?',
     ),
     report: db.prepare(
-      'INSERT OR REPLACE INTO folderReports (room, doc, user, device, files, bytes, encrypted, names, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT OR REPLACE INTO folderReports (room, doc, user, device, files, bytes, encrypted, names, at, counted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
+    reportCounted: db
+      .prepare<[string, string], number>(
+        'SELECT counted FROM folderReports WHERE room = ? AND doc = ?',
+      )
+      .pluck(),
+    reportsInRoom: db
+      .prepare<[string], number>('SELECT count(*) FROM folderReports WHERE room = ?')
+      .pluck(),
+    reportNames: db
+      .prepare<[string, string], string | null>(
+        'SELECT names FROM folderReports WHERE room = ? AND doc = ?',
+      )
+      .pluck(),
   };
 }

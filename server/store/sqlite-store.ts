@@ -19,7 +19,7 @@ import {
   type StoredEntry,
   type StoreUsage,
 } from './document-store.ts';
-import { chunkSchema } from './sqlite-chunk-schema.ts';
+import { chunkSchema, reportColumn } from './sqlite-chunk-schema.ts';
 import { SqliteChunkStore } from './sqlite-chunks.ts';
 
 /**
@@ -29,7 +29,8 @@ import { SqliteChunkStore } from './sqlite-chunks.ts';
  * (what the device sent, base64-decoded: the host cannot read it when the project is encrypted),
  * its position, time, sender, key check value, for a snapshot the position it covers, and
  * whether the history keeps it for its whole window (`keep`: a version just before a delete).
- * Version 2 adds the chunk tables (`sqlite-chunk-schema.ts`).
+ * Version 2 adds the chunk tables (`sqlite-chunk-schema.ts`). `entriesKeys` (made at the first
+ * open that lacks it) finds a room's key check values without reading its entries.
  */
 const schemaVersion = 2;
 
@@ -59,7 +60,23 @@ CREATE TABLE IF NOT EXISTS entries (
   UNIQUE (document, pos)
 );
 CREATE INDEX IF NOT EXISTS entriesSnapshots ON entries (document, kc, pos) WHERE covers IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entriesKeys ON entries (document, kc) WHERE kc IS NOT NULL;
 `;
+
+/**
+ * The distinct key check values of a room's entries: per document, from the smallest up, each
+ * the next one above the last on the index `entriesKeys` (one look-up per value, however many
+ * entries carry it).
+ */
+export const keyChecksQuery = `
+WITH RECURSIVE found(document, kc) AS (
+  SELECT d.id, (SELECT min(e.kc) FROM entries e WHERE e.document = d.id AND e.kc IS NOT NULL)
+  FROM documents d WHERE d.room = ?
+  UNION ALL
+  SELECT f.document, (SELECT min(e.kc) FROM entries e WHERE e.document = f.document AND e.kc > f.kc)
+  FROM found f WHERE f.kc IS NOT NULL
+)
+SELECT DISTINCT kc FROM found WHERE kc IS NOT NULL ORDER BY kc`;
 
 /** The WAL file is cut back to this size at each checkpoint. */
 const journalSizeLimitBytes = 4 * 1024 * 1024;
@@ -124,6 +141,7 @@ function openStoreFile(path: string): BetterSqlite3.Database {
   db.pragma(`journal_size_limit = ${journalSizeLimitBytes}`);
   db.exec(schema);
   db.exec(chunkSchema);
+  reportColumn(db);
   if (version < schemaVersion) db.exec(`PRAGMA user_version = ${schemaVersion}`);
   return db;
 }
@@ -139,7 +157,7 @@ export class SqliteDocumentStore implements DocumentStore {
   readonly #bounds: StoreBounds;
   readonly #now: () => number;
   readonly #history: { keepMs: number; stepMs: number };
-  /** Bytes per user and in all, of documents and chunks (shared with the chunk store). */
+  /** Bytes per user and in all, of documents, chunks and folder reports (shared with the chunk store). */
   readonly #counts = new ByteCounts();
   readonly #chunks: SqliteChunkStore;
   /** Document ids by room and key (`room\0doc`). */
@@ -182,6 +200,7 @@ export class SqliteDocumentStore implements DocumentStore {
       snapshotPieces: db.prepare<[number, string | null, number, string], EntryRow>(
         "SELECT id, pos, at, device, kc, covers, part, keep, bytes, data FROM entries WHERE document = ? AND kc IS ? AND covers = ? AND json_extract(part, '$.m') = ? ORDER BY pos",
       ),
+      keyChecks: db.prepare<[string], { kc: string }>(keyChecksQuery),
     };
     this.#counts.recount(db);
     const folder = join(dirname(options.path), 'chunks');
@@ -293,6 +312,10 @@ export class SqliteDocumentStore implements DocumentStore {
     return [];
   }
 
+  async keyChecks(room: string): Promise<string[]> {
+    return this.#statements.keyChecks.all(room).map((row) => row.kc);
+  }
+
   async usage(): Promise<StoreUsage> {
     const rooms = this.#db
       .prepare<[], { room: string; user: string; documents: number; bytes: number }>(
@@ -310,7 +333,7 @@ export class SqliteDocumentStore implements DocumentStore {
     return this.#counts.total;
   }
 
-  /** What the bounds count for each user now (documents and chunks). */
+  /** What the bounds count for each user now (documents, chunks and folder reports). */
   countedBytes(): Map<string, number> {
     return this.#counts.byUser();
   }

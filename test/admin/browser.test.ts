@@ -175,8 +175,11 @@ describe.skipIf(!hasBrowser)(title, () => {
     expect(filesText).toContain('4 files, 4.9 KiB');
     expect(filesText).toContain('in 1 chunk on the host');
     expect(filesText).toContain('names not known to the host (encrypted)');
+    // The names are asked of the host when the list is opened.
     await stored.locator('details.file-names summary').click();
-    expect(await stored.locator('details.file-names li').allTextContents()).toEqual(names);
+    await expect
+      .poll(() => stored.locator('details.file-names li').allTextContents())
+      .toEqual(names);
     expect(await page.locator('#storage').textContent()).not.toContain('secret-plan');
     await page.locator('#projects tr[data-project]').first().waitFor();
     // At 1200 px every table fits its section: no button beyond a sideways scroll.

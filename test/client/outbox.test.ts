@@ -5,10 +5,11 @@ import { toBase64 } from '../../client/base64.ts';
 import { DedupeEnvelope } from '../../client/dedupe-envelope.ts';
 import { Outbox } from '../../client/outbox.ts';
 import type { HostRequest } from '../../client/store-frames.ts';
+import { decodeBinaryFrame } from '../../protocol/relay-frames.ts';
 
-const outbox = (maxMessageBytes = 1_048_576, textBytes = false) =>
+const outbox = (maxMessageBytes = 1_048_576, textBytes = false, binaryChunks = false) =>
   new Outbox(
-    { maxMessageBytes, maxQueuedMessages: 100, dedupe: false, textBytes },
+    { maxMessageBytes, maxQueuedMessages: 100, dedupe: false, textBytes, binaryChunks },
     new DedupeEnvelope(),
   );
 
@@ -72,5 +73,43 @@ describe('a store frame whose data goes apart, in base64', () => {
       );
       expect(box.pending).toHaveLength(0);
     }
+  });
+});
+
+describe('a chunk-put in the binary form', () => {
+  it('decodes back to its members and its bytes; an append stays text', () => {
+    fc.assert(
+      fc.property(
+        heads,
+        fc.uint8Array({ maxLength: 2_000 }),
+        fc.boolean(),
+        (head, bytes, textBytes) => {
+          const box = outbox(1_048_576, textBytes, true);
+          box.store(head as unknown as HostRequest, bytes);
+          const out = box.pending.at(-1)!;
+          if (head.type === 'append') {
+            expect(out.binary).toBeUndefined();
+            expect(textOf(out.text)).toBe(JSON.stringify({ ...head, data: toBase64(bytes) }));
+            return;
+          }
+          expect(out.binary).toBe(true);
+          const frame = decodeBinaryFrame(out.text as Uint8Array);
+          expect(frame?.header).toEqual(JSON.parse(JSON.stringify(head)));
+          expect(Buffer.from(frame!.data).equals(Buffer.from(bytes))).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('is refused as message_too_big by the bytes of the whole binary frame', () => {
+    const head = { type: 'chunk-put', id: 'é'.repeat(10), ref: 1 } as const;
+    const raw = randomBytes(300);
+    const bytes = 4 + Buffer.byteLength(JSON.stringify(head)) + raw.length;
+    outbox(bytes, true, true).store(head as unknown as HostRequest, raw);
+    const box = outbox(bytes - 1, true, true);
+    expect(() => box.store(head as unknown as HostRequest, raw)).toThrow(
+      expect.objectContaining({ code: 'message_too_big' }),
+    );
+    expect(box.pending).toHaveLength(0);
   });
 });

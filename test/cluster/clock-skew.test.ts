@@ -46,6 +46,7 @@ describe.skipIf(skip !== undefined)(
         'status.port': 0,
         bind: '127.0.0.1',
         'cluster.nats': nats.url,
+        'cluster.insecure': 'true',
         'cluster.node': name,
       });
       const { host, lines } = await startSkewedRelay(dir, offsetMs);

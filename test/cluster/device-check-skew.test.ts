@@ -37,6 +37,7 @@ describe.skipIf(skip !== undefined)(
         'status.port': 0,
         bind: '127.0.0.1',
         'cluster.nats': nats.url,
+        'cluster.insecure': 'true',
         'cluster.node': 'late',
       });
       const started = await startSkewedRelay(dir, skewMs);

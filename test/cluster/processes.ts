@@ -55,6 +55,8 @@ export class ClusterProcesses {
       bind: '127.0.0.1',
       'cluster.nats': nats,
       'cluster.node': node,
+      // the tests' nats-server lets anyone in; the docs' test sets credentials and turns it off
+      'cluster.insecure': 'true',
       ...extra,
     });
     const process = await startHostProcess(['relay'], dir, {
@@ -103,6 +105,7 @@ export class ClusterProcesses {
       MDNS: 'off',
       AUTH_SECRET: clusterSecret,
       CLUSTER_NATS: nats,
+      CLUSTER_INSECURE: 'true',
       ...extra,
     });
     const process = await startHostProcess(['auth'], dir);

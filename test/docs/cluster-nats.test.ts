@@ -79,12 +79,17 @@ describe.skipIf(skip !== undefined)(
         expect.arrayContaining(['cluster.user', 'cluster.caFile']),
       );
       const { 'cluster.node': _node, 'cluster.nats': _nats, ...access } = relay;
-      relayAccess = { ...access, 'cluster.caFile': files.ca };
+      relayAccess = { ...access, 'cluster.caFile': files.ca, 'cluster.insecure': 'off' };
       const auth = keysOf(docBlock('cluster.md', 'ini', 'CLUSTER_NATS='), 'CLUSTER_');
       expect(Object.keys(auth)).toEqual(
         expect.arrayContaining(['CLUSTER_USER', 'CLUSTER_CA_FILE']),
       );
-      authAccess = { ...auth, CLUSTER_NATS: url, CLUSTER_CA_FILE: files.ca };
+      authAccess = {
+        ...auth,
+        CLUSTER_NATS: url,
+        CLUSTER_CA_FILE: files.ca,
+        CLUSTER_INSECURE: 'off',
+      };
       nodes = await Promise.all(
         ['relay-a', 'relay-b'].map((name) => processes.relayNode(url, name, relayAccess)),
       );

@@ -38,6 +38,12 @@ interface Open {
 }
 
 export class MemoryFs implements FileSystem {
+  /**
+   * `timeResolutionMs`: the file system keeps times this coarse (2,000 for FAT, 1,000 for
+   * ext3 or HFS+): every time given or set is cut to it, as such a disk stores it.
+   */
+  constructor(private readonly timeResolutionMs = 1) {}
+
   private nextIno = 2;
   private clock = 1_767_225_600_000;
   private nextFd = 3;
@@ -130,7 +136,7 @@ export class MemoryFs implements FileSystem {
   }
 
   setTimes(fd: number, mtimeMs: number): void {
-    this.opened(fd).node.mtimeMs = mtimeMs;
+    this.opened(fd).node.mtimeMs = this.coarse(mtimeMs);
   }
 
   close(fd: number): void {
@@ -293,12 +299,17 @@ export class MemoryFs implements FileSystem {
 
   /** The file system's clock: later than every time it gave before. */
   now(): number {
-    return this.tick();
+    this.clock += 1;
+    return this.clock;
   }
 
   private tick(): number {
     this.clock += 1;
-    return this.clock;
+    return this.coarse(this.clock);
+  }
+
+  private coarse(mtimeMs: number): number {
+    return Math.floor(mtimeMs / this.timeResolutionMs) * this.timeResolutionMs;
   }
 
   private opened(fd: number): Open {

@@ -50,6 +50,8 @@ const paths = [
   '/admin/api/projects/:id',
   '/admin/api/pending-links',
   '/admin/api/relay',
+  '/admin/api/storage',
+  '/admin/api/storage/names',
   '/admin/api/connection',
 ];
 

@@ -30,12 +30,19 @@ export function createCliRunner(
 ) {
   const children: ChildProcessWithoutNullStreams[] = [];
 
-  function spawnCli(args: string[], configDir: string): CliRun {
+  /** `env`: added to this command's environment (beside the runner's). */
+  function spawnCli(args: string[], configDir: string, env: Record<string, string> = {}): CliRun {
     const [command, ...prefix] = options.executable
       ? [options.executable]
       : [process.execPath, options.launcher ?? defaultLauncher];
     const child = spawn(command as string, [...prefix, ...args], {
-      env: { ...process.env, SYNC_HOST_CONFIG_DIR: configDir, LOG_LEVEL: 'warn', ...options.env },
+      env: {
+        ...process.env,
+        SYNC_HOST_CONFIG_DIR: configDir,
+        LOG_LEVEL: 'warn',
+        ...options.env,
+        ...env,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     children.push(child);

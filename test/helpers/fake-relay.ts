@@ -5,6 +5,7 @@ import {
   chunkGetSchema,
   chunkHaveSchema,
   chunkPutSchema,
+  decodeBinaryFrame,
   isJsonObject,
   type JoinedFrame,
   joinSchema,
@@ -93,6 +94,23 @@ function parseClientFrame(text: string): SentFrame {
     : { type: 'invalid', text };
 }
 
+/**
+ * What the relay would make of a client's binary frame: a `chunk-put` in the binary form is
+ * recorded as its text form would be (`data` in base64) with `binary: true`; anything else is
+ * `invalid` (the relay closes with 1003).
+ */
+function parseBinaryClientFrame(bytes: Buffer): SentFrame {
+  const frame = decodeBinaryFrame(bytes);
+  if (frame === undefined || frame.header.type !== 'chunk-put') {
+    return { type: 'invalid', text: bytes.toString('latin1') };
+  }
+  const data = Buffer.from(frame.data).toString('base64');
+  const parsed = { ...frame.header, data };
+  return chunkPutSchema.safeParse(parsed).success
+    ? { ...parsed, binary: true }
+    : { type: 'invalid', text: JSON.stringify(frame.header) };
+}
+
 interface Waiter {
   type: string | undefined;
   resolve: (frame: SentFrame) => void;
@@ -114,8 +132,10 @@ export class FakeRelayConnection {
     this.closed = new Promise((resolve) => {
       socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
     });
-    socket.on('message', (data) => {
-      const frame = parseClientFrame(String(data));
+    socket.on('message', (data, isBinary) => {
+      const frame = isBinary
+        ? parseBinaryClientFrame(data as Buffer)
+        : parseClientFrame(String(data));
       this.received.push(frame);
       if (frame.type === 'invalid') this.send({ type: 'error', code: 'invalid_message' });
       onFrame(frame, this);

@@ -1,9 +1,20 @@
 import type { Socket } from 'node:net';
 import { type ClientOptions, WebSocket } from 'ws';
+import { decodeBinaryFrame, encodeBinaryFrame } from '../../protocol/relay-frames.ts';
 import { createWakeup, defaultDeadlineMs, withDeadline } from './wait.ts';
 
-/** A parsed frame from the relay. */
+/**
+ * A parsed frame from the relay. A binary frame (a `chunk` in the binary form) is its header's
+ * members with `binary: true` and its bytes as `bytes`.
+ */
 export type Frame = Record<string, unknown> & { type?: string };
+
+/** A binary frame as a `Frame`; one that is not in the binary form: `{type: 'undecodable'}`. */
+function binaryFrameOf(bytes: Buffer): Frame {
+  const frame = decodeBinaryFrame(bytes);
+  if (frame === undefined) return { type: 'undecodable', binary: true };
+  return { ...frame.header, binary: true, bytes: Buffer.from(frame.data) };
+}
 
 export interface CloseInfo {
   code: number;
@@ -38,7 +49,7 @@ export class RelayClient {
     this.socket.on('message', (data, isBinary) => {
       const text = isBinary ? '' : String(data);
       this.texts.push(text);
-      const frame = JSON.parse(text) as Frame;
+      const frame = isBinary ? binaryFrameOf(data as Buffer) : (JSON.parse(text) as Frame);
       if (frame.type === 'pong') this.pongsReceived++;
       this.frames.push(frame);
       this.arrived.wake();
@@ -57,6 +68,14 @@ export class RelayClient {
     this.socket.on('error', () => {
       // reported through `closed`
     });
+  }
+
+  /** Sends `header` and `data` in the binary form (a `chunk-put`), or raw bytes as a binary frame. */
+  sendBinary(header: object | Buffer, data: Buffer = Buffer.alloc(0)): void {
+    const frame = Buffer.isBuffer(header)
+      ? header
+      : encodeBinaryFrame(header as Record<string, unknown>, data);
+    this.socket.send(frame, { binary: true });
   }
 
   /** Sends an object as JSON, or a string as it is. */

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TokenSignature } from '../../server/config/common.ts';
 import type { RelayConfig } from '../../server/config/relay-config.ts';
+import type { ConnectionBudget } from '../../server/connection-budget.ts';
 import { createLogger } from '../../server/log.ts';
+import type { Broker } from '../../server/relay/broker.ts';
 import {
   createRelay,
   type Relay,
@@ -45,6 +47,10 @@ export interface RelayHarnessOptions {
   tls?: TlsContextSource;
   /** A document store instead of store.db (the cluster's PostgreSQL one; null: none); closed with the relay. */
   store?: DocumentStore | null;
+  /** A broker instead of the in-process one (a cluster broker on a nats-server of the test's). */
+  broker?: Broker;
+  /** The budget of untrusted connections (default the relay's own). */
+  connectionBudget?: ConnectionBudget;
 }
 
 export interface RelayHarness {
@@ -86,6 +92,8 @@ export async function startRelayHarness(options: RelayHarnessOptions = {}): Prom
     repeat: options.repeat,
     tls: options.tls,
     store: options.store,
+    broker: options.broker,
+    connectionBudget: options.connectionBudget,
   });
   const ports = await relay.listen();
   const wsUrl = `${options.tls ? 'wss' : 'ws'}://127.0.0.1:${ports.wsPort}/`;

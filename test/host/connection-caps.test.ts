@@ -26,7 +26,7 @@ async function flood(port: number): Promise<void> {
 
 describe('slow connections under a descriptor limit', () => {
   it('370 from one address on the auth port, then 370 on the status port, keep no client of another address out', async () => {
-    // plain HTTP, so that the slow requests reach the cap (with TLS: test/tls/tls-caps.test.ts)
+    // plain HTTP, so that the slow requests reach the cap
     writeConf(dir, 'auth.conf', { PORT: 0, BIND: '127.0.0.1', MDNS: 'off', TLS: 'off' });
     writeConf(dir, 'relay.conf', { 'ws.port': 0, 'status.port': 0 });
     // the whole host allowed 400 descriptors; the caps at their defaults (64 auth, 16 status)

@@ -149,7 +149,7 @@ describe('relay limits and liveness (contract 6, rules 5 and 9)', () => {
     member.socket.send(Buffer.from('{"to":"host","payload":{}}'), { binary: true });
     expect(await member.waitClosed()).toEqual({
       code: 1003,
-      reason: 'binary frames are not accepted',
+      reason: 'binary frames other than chunk-put are not accepted',
     });
   });
 

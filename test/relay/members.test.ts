@@ -194,6 +194,25 @@ describe('a co-hosted relay admits a project’s members on their grant', () => 
     const id = `h${'A'.repeat(43)}`;
     viewerSide.client.send({ type: 'chunk-put', ref: 8, id, data });
     expect(await viewerSide.client.next('error')).toMatchObject({ code: 'forbidden', ref: 8, id });
+    // a folder report of a viewer is not kept (it would stand for the owner's folder); an
+    // editor's is
+    const report = (names: string[]) => ({
+      type: 'folder-report',
+      doc: 'folder',
+      files: names.length,
+      bytes: 10,
+      encrypted: false,
+      names,
+    });
+    editorSide.client.send(report(['from-the-editor.md']));
+    await editorSide.client.sync();
+    viewerSide.client.send(report(['from-the-viewer.md']));
+    await viewerSide.client.sync();
+    const names = await h.admin(
+      'GET',
+      `/storage/names?room=${encodeURIComponent(room)}&doc=folder`,
+    );
+    expect(names.body).toEqual({ names: ['from-the-editor.md'] });
     // its routed messages reach the others marked as a viewer's; the editor's are not marked
     viewerSide.client.send({ to: 'broadcast', payload: { update: 'from the viewer' } });
     editorSide.client.send({ to: 'broadcast', payload: { update: 'from the editor' } });

@@ -3,10 +3,12 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createConnectionBudget } from '../../server/connection-budget.ts';
 import { makeSelfSigned } from '../../server/tls/certificate.ts';
 import type { TlsContextSource } from '../../server/tls/secure-port.ts';
 import { RelayClient, upgradeStatus } from '../helpers/relay-client.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
+import { getFrom } from '../helpers/slow-connections.ts';
 import { eventually } from '../helpers/wait.ts';
 
 let harness: RelayHarness;
@@ -128,5 +130,38 @@ describe('connections that have not joined (relay.maxUnjoinedPerAddress)', () =>
     await client('127.0.0.6', viaProxy('192.0.2.1'));
     await client('127.0.0.6', viaProxy('192.0.2.2'));
     expect(await upgradeStatus(harness.wsUrl, '127.0.0.6', viaProxy('192.0.2.3'))).toBe(429);
+  });
+});
+
+describe('the budget of untrusted connections', () => {
+  it('when full, closes the oldest unjoined connection of the address holding the most, not a joined one', async () => {
+    const budget = createConnectionBudget(4);
+    harness = await startRelayHarness({ connectionBudget: budget });
+    const room = harness.room(1);
+    // joined devices hold no place in the budget
+    const member = await client('127.0.0.9');
+    expect(await member.join(room, 1, harness.token(1, 1))).toMatchObject({ type: 'joined' });
+    const first = [await client('127.0.0.1'), await client('127.0.0.1'), await client('127.0.0.1')];
+    const second = await client('127.0.0.2');
+    expect(budget.held).toBe(4);
+
+    // a new address gets in: the oldest of 127.0.0.1 (three of the four) makes room
+    const third = await client('127.0.0.3');
+    await first[0]?.waitClosed();
+    expect(await third.join(room, 3, harness.token(1, 3))).toMatchObject({ type: 'joined' });
+    // 127.0.0.1 and 127.0.0.2 now hold two each (the third joined: it left the budget), and
+    // 127.0.0.1 got there first; the status port's connections are in the same budget
+    const secondAgain = await client('127.0.0.2');
+    const status = await getFrom(`${harness.statusUrl}/metrics`, '127.0.0.4');
+    expect(status.status).toBe(200);
+    await first[1]?.waitClosed();
+    expect(first[2]?.closeInfo).toBeUndefined();
+    expect(second.closeInfo).toBeUndefined();
+    expect(secondAgain.closeInfo).toBeUndefined();
+    member.send({ to: 3, payload: { still: 'here' } });
+    expect((await third.message()).payload).toEqual({ still: 'here' });
+    expect(status.body).toContain('relay_unjoined_evicted_total 2');
+    expect(status.body).toContain('connection_budget 4');
+    expect(status.body).toContain('connection_budget_evicted_total 2');
   });
 });

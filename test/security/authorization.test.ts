@@ -219,6 +219,8 @@ describe('authorization matrix', () => {
       ['DELETE', `/projects/${aliceProject}`],
       ['GET', '/pending-links'],
       ['GET', '/relay'],
+      ['GET', '/storage'],
+      ['GET', '/storage/names?room=r&doc=folder'],
       ['GET', '/connection'],
     ];
     const admin = t.host.adminToken;

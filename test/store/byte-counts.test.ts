@@ -8,9 +8,10 @@ import { SqliteDocumentStore } from '../../server/store/sqlite-store.ts';
 import { history } from '../helpers/store-factories.ts';
 
 /**
- * The bytes the store's bounds count (documents and chunks of store.db, one owner for both)
- * against the rows themselves: random appends, chunk puts (some past a bound, some of a chunk
- * held already), drops, deletions of rooms and users and compactions; after every step the
+ * The bytes the store's bounds count (documents, chunks and folder reports of store.db, one
+ * owner for all) against the rows themselves: random appends, chunk puts (some past a bound,
+ * some of a chunk held already), folder reports (new, replacing a larger or a smaller one, some
+ * past a bound), drops, deletions of rooms and users and compactions; after every step the
  * counts per user and in all equal a recount of the rows, and no user is left at zero or below.
  */
 
@@ -23,6 +24,7 @@ type Step =
   | { op: 'append'; room: string; doc: string; size: number }
   | { op: 'put'; room: string; id: string; size: number }
   | { op: 'drop'; room: string; id: string }
+  | { op: 'report'; room: string; doc: string; names: number; encrypted: boolean }
   | { op: 'deleteRoom'; room: string }
   | { op: 'deleteUser'; user: string }
   | { op: 'compact' };
@@ -47,6 +49,16 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('drop' as const), room, id: chunkId }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('report' as const),
+      room,
+      doc: fc.constantFrom('f1', 'f2'),
+      names: fc.integer({ min: 0, max: 60 }),
+      encrypted: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteRoom' as const), room }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteUser' as const), user }) },
   { weight: 1, arbitrary: fc.constant({ op: 'compact' as const }) },
@@ -60,6 +72,7 @@ function rowsByUser(path: string): Map<string, number> {
       .prepare<[], { user: string; bytes: number }>(
         `SELECT user, sum(bytes) AS bytes FROM (
           SELECT user, bytes FROM documents UNION ALL SELECT user, bytes FROM chunks
+          UNION ALL SELECT user, counted AS bytes FROM folderReports
         ) GROUP BY user HAVING sum(bytes) > 0`,
       )
       .all();
@@ -74,7 +87,7 @@ describe('the store bounds’ byte counts', () => {
   afterAll(() => rmSync(base, { recursive: true, force: true }));
   let count = 0;
 
-  it('equal the rows after any sequence of appends, puts, drops, deletions and compactions', async () => {
+  it('equal the rows after any sequence of appends, puts, reports, drops, deletions and compactions', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
         count += 1;
@@ -104,6 +117,17 @@ describe('the store bounds’ byte counts', () => {
                 data: Buffer.alloc(s.size, 5),
               });
             else if (s.op === 'drop') await store.chunks.drop(s.room, '', s.id);
+            else if (s.op === 'report')
+              await store.chunks.report({
+                room: s.room,
+                doc: s.doc,
+                device: '1',
+                files: s.names,
+                bytes: 100,
+                encrypted: s.encrypted,
+                names: Array.from({ length: s.names }, (_, i) => `folder/${i}.txt`),
+                at: now,
+              });
             else if (s.op === 'deleteRoom') await store.deleteRoom(s.room);
             else if (s.op === 'deleteUser') await store.deleteUser(s.user);
             else await store.compact(now);

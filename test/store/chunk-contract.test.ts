@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chunkBytes, type NewChunk } from '../../server/store/chunk-store.ts';
+import { maxReportBytes, maxReportsPerRoom, reportBytes } from '../../protocol/relay-frames.ts';
+import { chunkBytes, type FolderReport, type NewChunk } from '../../server/store/chunk-store.ts';
 import type { DocumentStore, StoreBounds } from '../../server/store/document-store.ts';
 import { dayMs, history, implementations, type StoreFactory } from '../helpers/store-factories.ts';
 
@@ -8,7 +9,8 @@ import { dayMs, history, implementations, type StoreFactory } from '../helpers/s
  * One suite of what the relay may count on from the chunk store, run against every store
  * (store.db on both SQLite engines, the cluster's PostgreSQL one): chunks kept per room, key check
  * value and id, counted against the bounds with the documents, gone with their room or user,
- * dropped when unused past the history window, and the folder reports.
+ * dropped when unused past the history window, and the folder reports (counted with them, one
+ * per room and folder document, bounded in size and number).
  */
 
 const room1 = '1.00000000000000000000000000000001.00000000000000000000000000000001';
@@ -105,26 +107,36 @@ for (const [name, factoryOf, prepare, skip] of implementations) {
       await store.chunks.report({ ...report, room: room1, encrypted: false, names: ['a', 'b/c'] });
       await store.chunks.report({ ...report, room: room1b, encrypted: true, names: ['secret'] });
       await store.chunks.report({ ...report, room: room1b, files: 4, encrypted: true });
+      const plainReport = reportBytes({ ...report, names: ['a', 'b/c'] });
+      const sealedReport = reportBytes(report);
+      expect(await store.chunks.reportNames(room1, 'folder')).toEqual(['a', 'b/c']);
+      expect(await store.chunks.reportNames(room1b, 'folder')).toBeUndefined();
       const usage = await store.usage();
-      expect(usage.bytes).toBe(chunkBytes(a) + chunkBytes(b) + chunkBytes(c) + 1 + 64 + 1);
+      const documentBytes = 1 + 64 + 1;
+      expect(usage.bytes).toBe(
+        chunkBytes(a) + chunkBytes(b) + chunkBytes(c) + documentBytes + plainReport + sealedReport,
+      );
+      expect(store.bytes()).toBe(usage.bytes);
       expect(usage.rooms).toEqual([
         {
           room: room1,
           user: '1',
           documents: 1,
-          bytes: chunkBytes(a) + 1 + 64 + 1,
+          bytes: chunkBytes(a) + documentBytes + plainReport,
           chunks: 1,
           chunkBytes: chunkBytes(a),
-          folders: [{ ...report, encrypted: false, names: ['a', 'b/c'] }],
+          reportBytes: plainReport,
+          folders: [{ ...report, encrypted: false, named: 2 }],
         },
         {
           room: room1b,
           user: '1',
           documents: 0,
-          bytes: chunkBytes(b),
+          bytes: chunkBytes(b) + sealedReport,
           chunks: 1,
           chunkBytes: chunkBytes(b),
-          folders: [{ ...report, files: 4, encrypted: true }],
+          reportBytes: sealedReport,
+          folders: [{ ...report, files: 4, encrypted: true, named: 0 }],
         },
         {
           room: room2,
@@ -133,6 +145,7 @@ for (const [name, factoryOf, prepare, skip] of implementations) {
           bytes: chunkBytes(c),
           chunks: 1,
           chunkBytes: chunkBytes(c),
+          reportBytes: 0,
           folders: [],
         },
       ]);
@@ -145,6 +158,65 @@ for (const [name, factoryOf, prepare, skip] of implementations) {
       expect(await store.rooms()).toEqual([room2]);
       expect(store.bytes()).toBe(chunkBytes(c));
       expect((await store.usage()).rooms.map((r) => r.room)).toEqual([room2]);
+    });
+
+    it('counts folder reports against the bounds, one per folder, bounded in size and number', async () => {
+      const report = (extra: Partial<FolderReport> = {}): FolderReport => ({
+        room: room1,
+        doc: 'folder',
+        device: '7',
+        files: 2,
+        bytes: 10,
+        encrypted: false,
+        names: ['a.txt', 'b.txt'],
+        at,
+        ...extra,
+      });
+      const names = (n: number) => Array.from({ length: n }, (_, i) => `photos/${i}.jpg`);
+      const big = report({ names: names(40) });
+      const bound = reportBytes(big) + reportBytes(report({ doc: 'other' })) + 10;
+      let store = await fresh({ userMaxBytes: bound, maxBytes: bound + 20 });
+      expect(await store.chunks.report(report())).toEqual({ stored: true });
+      expect(store.bytes()).toBe(reportBytes(report()));
+      // The same folder again replaces its report: only the difference is counted.
+      expect(await store.chunks.report(big)).toEqual({ stored: true });
+      expect(store.bytes()).toBe(reportBytes(big));
+      expect(await store.chunks.report(report({ doc: 'other' }))).toEqual({ stored: true });
+      const full = reportBytes(big) + reportBytes(report({ doc: 'other' }));
+      // Past the user's bound: refused, nothing changes; a smaller report goes in at the bound.
+      expect(await store.chunks.report(report({ doc: 'third' }))).toEqual({ full: 'user' });
+      expect(await store.chunks.report(report({ doc: 'other', names: names(41) }))).toEqual({
+        full: 'user',
+      });
+      expect(store.bytes()).toBe(full);
+      expect(await store.chunks.reportNames(room1, 'other')).toEqual(['a.txt', 'b.txt']);
+      expect(await store.chunks.report(report({ names: ['x'] }))).toEqual({ stored: true });
+      const smaller = reportBytes(report({ names: ['x'] })) + reportBytes(report({ doc: 'other' }));
+      expect(store.bytes()).toBe(smaller);
+      // The whole store's bound, from another user.
+      const other = report({ room: room2, names: names(40) });
+      expect(smaller + reportBytes(other)).toBeGreaterThan(bound + 20);
+      expect(await store.chunks.report(other)).toEqual({ full: 'store' });
+      expect(store.bytes()).toBe(smaller);
+      // Over the size of one report, whatever the bounds.
+      const tooLarge = report({ room: room2, names: Array(70).fill('n'.repeat(4000)) });
+      expect(reportBytes(tooLarge)).toBeGreaterThan(maxReportBytes);
+      expect(await store.chunks.report(tooLarge)).toEqual({ full: 'size' });
+      // Folders of one room: at most maxReportsPerRoom; a known one is still replaced.
+      store = await factory.reopen({ now, bounds: { userMaxBytes: 1e9, maxBytes: 1e10 } });
+      expect(store.bytes()).toBe(smaller);
+      for (let i = 2; i < maxReportsPerRoom; i++) {
+        expect(await store.chunks.report(report({ doc: `f${i}` }))).toEqual({ stored: true });
+      }
+      expect(await store.chunks.report(report({ doc: 'one too many' }))).toEqual({
+        full: 'reports',
+      });
+      expect(await store.chunks.report(report({ doc: 'f2', files: 9 }))).toEqual({ stored: true });
+      const usage = await store.usage();
+      expect(usage.rooms[0]?.folders).toHaveLength(maxReportsPerRoom);
+      expect(usage.bytes).toBe(store.bytes());
+      await store.deleteRoom(room1);
+      expect(store.bytes()).toBe(0);
     });
 
     it('drops a damaged chunk only while it holds the bytes found damaged, and counts its bytes no more', async () => {

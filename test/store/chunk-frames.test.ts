@@ -254,6 +254,7 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
             files: 2,
             bytes: 300,
             encrypted: true,
+            named: 0,
             at: expect.any(Number),
           },
           {
@@ -262,12 +263,17 @@ describe('the chunk frames through the relay (chunk-put, chunk-have, chunk-get)'
             files: 2,
             bytes: 300,
             encrypted: false,
-            names: ['a.txt', 'photos/b.jpg'],
+            named: 2,
             at: expect.any(Number),
           },
         ],
       }),
     ]);
+    expect(await harness.relay.store?.chunks.reportNames(room, 'plain')).toEqual([
+      'a.txt',
+      'photos/b.jpg',
+    ]);
+    expect(await harness.relay.store?.chunks.reportNames(room, 'hsealed')).toBeUndefined();
     const outside = await harness.client();
     outside.send({ type: 'chunk-have', ref: 1, ids: [] });
     expect(await outside.error('not_joined')).toBeDefined();

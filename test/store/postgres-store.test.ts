@@ -81,6 +81,7 @@ describe.skipIf(postgres?.skip !== undefined)(
           bytes: usage.bytes,
           chunks: 0,
           chunkBytes: 0,
+          reportBytes: 0,
           folders: [],
         },
       ]);

@@ -27,7 +27,7 @@ const entry = (text: string, extra: Partial<NewEntry> = {}): NewEntry => ({
 });
 
 /** A room's usage without chunks nor folder reports. */
-const noChunks = { chunks: 0, chunkBytes: 0, folders: [] };
+const noChunks = { chunks: 0, chunkBytes: 0, reportBytes: 0, folders: [] };
 
 const texts = (entries: Array<{ data: Buffer }>) => entries.map((e) => e.data.toString());
 
@@ -149,6 +149,27 @@ for (const [name, factoryOf, prepare, skip] of implementations) {
       expect(await snapshotOf('C', 0)).toEqual([]);
       await positions(store, [entry('p1', { kc: 'A', covers: 4, part: { m: 'big', i: 1, n: 2 } })]);
       expect(await snapshotOf('A', 2)).toEqual(['p0', 'p1']);
+    });
+
+    it("names the distinct key check values of a room's entries, of every document, in byte order", async () => {
+      const store = await fresh();
+      expect(await store.keyChecks(room1)).toEqual([]);
+      await positions(store, [
+        entry('plain'),
+        ...['kcB', 'kca', 'kcB', 'kca', 'kcB'].map((kc, i) => entry(`e${i}`, { kc })),
+        entry('snap', { kc: 'kca', covers: 3 }),
+        entry('other doc', { doc: 'sync-host-passphrase', kc: 'kcA' }),
+        entry('other room', { room: room1b, kc: 'kcZ' }),
+      ]);
+      // Not encrypted: named by none; another room's are not this one's.
+      expect(await store.keyChecks(room1)).toEqual(['kcA', 'kcB', 'kca']);
+      expect(await store.keyChecks(room1b)).toEqual(['kcZ']);
+      expect(await store.keyChecks(room2)).toEqual([]);
+      const again = await factory.reopen({ now });
+      expect(await again.keyChecks(room1)).toEqual(['kcA', 'kcB', 'kca']);
+      await again.deleteRoom(room1);
+      expect(await again.keyChecks(room1)).toEqual([]);
+      expect(await again.keyChecks(room1b)).toEqual(['kcZ']);
     });
 
     it('reports bytes per room and user, and deleting a room or a user removes its documents', async () => {

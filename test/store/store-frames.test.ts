@@ -100,6 +100,40 @@ describe('the document store through the relay (append, catchup)', () => {
     expect((await catchUp(client, 'd', 0, { kc: owner.kc })).entries.map(text)).toEqual(['sealed']);
   });
 
+  it("names the room's key check values in caughtup when a catch-up asks with keys", async () => {
+    harness = await startRelayHarness();
+    const room = harness.room(1);
+    const { client } = await harness.joined(room, 1, 1);
+    const [one, two] = [testKey('one'), testKey('two')];
+    await append(client, 'plain.md', 1, 'not sealed');
+    await append(client, 'a', 2, 'sealed', one);
+    await append(client, 'b', 3, 'sealed too', two);
+    await append(client, 'b', 4, 'again', one);
+    const { client: other } = await harness.joined(harness.room(2), 2, 2);
+    await append(other, 'a', 1, "another room's", testKey('three'));
+    const caughtup = async (doc: string, extra: Record<string, unknown>) => {
+      client.send({ type: 'catchup', doc, after: 0, ...extra });
+      return client.take((f) => f.type === 'caughtup' && f.doc === doc);
+    };
+    // Whatever document is caught up (one never written too), the whole room's, in order.
+    const kcs = [one.kc, two.kc].sort();
+    expect(await caughtup('never.md', { keys: true })).toEqual({
+      type: 'caughtup',
+      doc: 'never.md',
+      pos: 0,
+      kcs,
+    });
+    expect(await caughtup('a', { keys: true, kc: one.kc })).toMatchObject({ pos: 1, kcs });
+    // Not asked: not named.
+    expect(await caughtup('b', {})).toEqual({ type: 'caughtup', doc: 'b', pos: 2 });
+    expect(await caughtup('b', { keys: false })).not.toHaveProperty('kcs');
+    client.send({ type: 'catchup', doc: 'b', after: 0, keys: 'yes' });
+    expect(await client.error('invalid_message')).toMatchObject({ doc: 'b' });
+    const { client: empty } = await harness.joined(harness.room(3), 3, 3);
+    empty.send({ type: 'catchup', doc: 'a', after: 0, keys: true });
+    expect(await empty.take((f) => f.type === 'caughtup')).toMatchObject({ pos: 0, kcs: [] });
+  });
+
   it('refuses malformed and oversized appends naming their ref, and stores nothing of them', async () => {
     harness = await startRelayHarness({ config: { messageMaxBytes: 2048, maxQueuedBytes: 4096 } });
     const { client } = await harness.joined(harness.room(1), 1, 1);

@@ -38,7 +38,12 @@ afterEach(async () => {
 });
 
 async function transfer(
-  options: { key?: E2EKey; maxInFlightBytes?: number; maxMessageBytes?: number } = {},
+  options: {
+    key?: E2EKey;
+    maxInFlightBytes?: number;
+    maxMessageBytes?: number;
+    binaryChunks?: boolean;
+  } = {},
 ): Promise<{ t: ChunkTransfer; connection: RelayConnection }> {
   const connection = createRelayConnection({
     url: relay.url,
@@ -48,6 +53,7 @@ async function transfer(
     WebSocket,
     backoff: { initialDelayMs: 10, maxDelayMs: 50 },
     maxMessageBytes: options.maxMessageBytes,
+    binaryChunks: options.binaryChunks,
   });
   opened.push(connection);
   await connection.connect();
@@ -74,7 +80,7 @@ async function rejection(promise: Promise<unknown>): Promise<SyncError> {
 describe('the chunk transfer against a scripted host', () => {
   it('puts a file as chunks and writes it back byte for byte, in the clear and sealed', async () => {
     const key = await deriveE2EKey('correct horse', 'room-1', 1000);
-    for (const options of [{}, { key }]) {
+    for (const options of [{}, { key }, { binaryChunks: false }, { key, binaryChunks: false }]) {
       const { t } = await transfer(options);
       const bytes = randomBytes(3 * t.chunkBytes + 1234);
       const up = await uploadFile(t, file('in.bin', bytes));
@@ -91,12 +97,22 @@ describe('the chunk transfer against a scripted host', () => {
     }
     // Sealed: ids keyed, data not the plaintext; in the clear: ids are the data's SHA-256.
     const puts = host.sent('chunk-put');
-    expect(puts.slice(0, 4).every((p) => (p.id as string).startsWith('s') && !p.kc)).toBe(true);
-    expect(puts.slice(4).every((p) => (p.id as string).startsWith('h') && p.kc === key.check)).toBe(
-      true,
-    );
-    // `data` last in both: the host parses the frame without it (server/relay/messages.ts).
-    expect(puts.map((p) => Object.keys(p).at(-1))).toEqual(puts.map(() => 'data'));
+    const clear = [...puts.slice(0, 4), ...puts.slice(8, 12)];
+    const sealed = [...puts.slice(4, 8), ...puts.slice(12)];
+    expect(clear.every((p) => (p.id as string).startsWith('s') && !p.kc)).toBe(true);
+    expect(sealed.every((p) => (p.id as string).startsWith('h') && p.kc === key.check)).toBe(true);
+    // binary frames by default; text ones with `data` last: the host parses the frame without
+    // it (server/relay/messages.ts).
+    expect(puts.map((p) => p.binary === true)).toEqual([
+      ...Array(8).fill(true),
+      ...Array(8).fill(false),
+    ]);
+    expect(puts.slice(8).map((p) => Object.keys(p).at(-1))).toEqual(Array(8).fill('data'));
+    const gets = host.sent('chunk-get');
+    expect(gets.map((g) => g.binary)).toEqual([
+      ...Array(8).fill(true),
+      ...Array(8).fill(undefined),
+    ]);
   });
 
   it('sends a chunk the host holds, or one repeated in the file, only once', async () => {

@@ -13,6 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { ChunkTransfer, downloadFile, uploadFile } from '../../../client/chunks/index.ts';
 import { deriveE2EKey, type E2EKey } from '../../../client/e2e-key.ts';
 import type { SyncError } from '../../../client/errors.ts';
@@ -33,6 +34,14 @@ import { openYjsRoom, type YjsRoom } from '../yjs-room.ts';
  */
 
 const marker = 'PLAINTEXT-MARKER-OF-A-FILE';
+
+/**
+ * `ws` as the client sees a browser's WebSocket: no `terminate`, so frames come through
+ * `onmessage` (text as strings, binary as the `binaryType` the client sets) and bytes are sent
+ * as binary frames.
+ */
+class BrowserLike extends WebSocket {}
+Object.defineProperty(BrowserLike.prototype, 'terminate', { value: undefined });
 
 /** A file of `chunks` full chunks of random bytes, each holding the marker, and a short tail. */
 function sample(chunkBytes: number, chunks: number): Buffer {
@@ -113,6 +122,29 @@ describe('file chunks through the real host', () => {
     const stored = storeFilesText(join(th.dir, 'data'));
     expect(stored).toContain(`${marker} 0`);
     expect(exposes(stored.replaceAll(`${marker} `, ''), marker)).toBe(false);
+  });
+
+  it("brings a file in binary frames through sockets of a browser's kind (strings and ArrayBuffers)", async () => {
+    const binary = 'sync_host_store_chunk_binary_frames_total';
+    const before = {
+      in: await metric(th, `${binary}{direction="received"}`),
+      out: await metric(th, `${binary}{direction="sent"}`),
+    };
+    const [laptop, desktop] = [
+      await device(0, {
+        connection: (await room.connect(0, { WebSocket: BrowserLike })).connection,
+      }),
+      await device(1, {
+        connection: (await room.connect(1, { WebSocket: BrowserLike })).connection,
+      }),
+    ];
+    const bytes = sample(laptop.chunkBytes, 2);
+    const up = await uploadFile(laptop, write('browser.bin', bytes));
+    const down = await downloadFile(desktop, up.chunks, join(dir, 'browser.tmp'));
+    expect(down).toEqual({ size: bytes.length, digest: up.digest });
+    expect(readFileSync(join(dir, 'browser.tmp')).equals(bytes)).toBe(true);
+    expect(await metric(th, `${binary}{direction="received"}`)).toBe(before.in + 3);
+    expect(await metric(th, `${binary}{direction="sent"}`)).toBe(before.out + 3);
   });
 
   it('never sends a chunk the host holds again: only the changed chunk of a file goes', async () => {

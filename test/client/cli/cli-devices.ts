@@ -41,10 +41,12 @@ export function cliDevices(name: string, env?: Record<string, string>) {
     ] as const) {
       expect((await runner.cli(['login', '--auth', th.base, '--token', t], dir)).code).toBe(0);
     }
-    const start = (which: 'one' | 'two'): CliRun =>
+    /** `env`: added to this process's environment. */
+    const start = (which: 'one' | 'two', env?: Record<string, string>): CliRun =>
       runner.spawnCli(
         ['sync', 'files', folder[which], '--relay', th.relayUrl, ...(options.syncArgs ?? [])],
         config[which],
+        env,
       );
     return { th, config, folder, one, two, start, deviceOne: one.deviceId, roomId };
   }

@@ -103,17 +103,23 @@ describe('sync-host sync with files kept as chunks', () => {
       async () => {
         const storage = (await th.admin('GET', '/storage')).body as {
           users: {
-            projects: { folders: { files: number; bytes: number; names?: string[] }[] }[];
+            projects: { room: string; folders: { doc: string; files: number; bytes: number }[] }[];
           }[];
         };
-        const folders = storage.users.flatMap((user) => user.projects.flatMap((p) => p.folders));
+        const folders = storage.users.flatMap((user) =>
+          user.projects.flatMap((p) => p.folders.map((folder) => ({ ...folder, room: p.room }))),
+        );
         return folders.find((each) => each.files === 2);
       },
       'the folder report',
       30_000,
     );
-    expect(report).toMatchObject({ files: 2, bytes: 6 + 10_000, encrypted: false });
-    expect(report.names?.sort()).toEqual(['notes.md', 'scan.pdf']);
+    expect(report).toMatchObject({ files: 2, bytes: 6 + 10_000, encrypted: false, named: 2 });
+    const query = `room=${encodeURIComponent(report.room)}&doc=${encodeURIComponent(report.doc)}`;
+    const { names } = (await th.admin('GET', `/storage/names?${query}`)).body as {
+      names: string[];
+    };
+    expect(names.sort()).toEqual(['notes.md', 'scan.pdf']);
   }, 60_000);
 
   it('shows one progress line on a terminal while a file goes up, and none in a log', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { CliRun } from '../../helpers/cli-process.ts';
-import { eventually } from '../../helpers/wait.ts';
+import { eventually, withDeadline } from '../../helpers/wait.ts';
 import { cliDevices } from './cli-devices.ts';
 
 /**
@@ -60,6 +60,29 @@ function folderImage(dir: string): string {
       return [name, statSync(path).isFile() ? readFileSync(path).toString('hex') : 'folder'];
     }),
   );
+}
+
+/** store.db of the host in `hostDir`, opened for `use` and closed after. */
+function withStoreDb<T>(hostDir: string, use: (db: Database.Database) => T): T {
+  const files = readdirSync(hostDir, { recursive: true, encoding: 'utf8' });
+  const db = new Database(join(hostDir, files.find((name) => name.endsWith('store.db'))!));
+  db.pragma('busy_timeout = 10000');
+  try {
+    return use(db);
+  } finally {
+    db.close();
+  }
+}
+
+/** The key check values of the entries of the documents named (or not named) `doc`. */
+function keyChecksOf(db: Database.Database, doc: string, named: boolean): string[] {
+  return db
+    .prepare<[string], string>(
+      `SELECT DISTINCT e.kc FROM entries e JOIN documents d ON d.id = e.document
+       WHERE d.doc ${named ? '=' : '<>'} ? ORDER BY e.kc`,
+    )
+    .pluck()
+    .all(doc);
 }
 
 function textAt(file: string): string | undefined {
@@ -204,4 +227,89 @@ describe('sync with another passphrase than the project', () => {
     await eventually(() => again.out.stdout.includes('in sync\n'), 'in sync again', 30_000);
     await stop(again);
   }, 120_000);
+
+  it('refuses another passphrase on a project encrypted before devices recorded theirs, and lets the right one record it', async () => {
+    const { th, config, folder } = await setUp();
+    const right = join(tempDir(), 'right');
+    const wrong = join(tempDir(), 'wrong');
+    writeFileSync(right, 'the legacy passphrase\n', { mode: 0o600 });
+    writeFileSync(wrong, 'not the legacy one\n', { mode: 0o600 });
+    const sync = (which: 'one' | 'two', passphrase: string) =>
+      spawnCli(
+        [
+          'sync',
+          'files',
+          folder[which],
+          '--relay',
+          th.relayUrl,
+          '--encrypt',
+          '--passphrase-file',
+          passphrase,
+        ],
+        config[which],
+      );
+    writeFileSync(join(folder.one, 'note.md'), 'written before the check\n');
+    const one = sync('one', right);
+    await eventually(() => one.out.stdout.includes('sent note.md (new)\n'), 'one sent', 30_000);
+    await eventually(
+      async () => {
+        const status = await cli(['status', 'files', '--json'], config.one);
+        const fields = JSON.parse(status.stdout || '{}') as {
+          inSync?: boolean;
+          waitingUp?: { files: number };
+        };
+        return fields.inSync === true && fields.waitingUp?.files === 0;
+      },
+      'one confirmed',
+      30_000,
+    );
+    await stop(one);
+    // The project as an older version left it: its entries sealed under the passphrase, and no
+    // check recorded (the host keeps the check document's entries no more).
+    const legacyKey = withStoreDb(th.dir, (db) => {
+      const [kc, ...more] = keyChecksOf(db, 'sync-host-passphrase', false);
+      expect(more).toEqual([]);
+      expect(keyChecksOf(db, 'sync-host-passphrase', true)).toEqual([kc]);
+      const gone = db
+        .prepare(
+          "DELETE FROM entries WHERE document IN (SELECT id FROM documents WHERE doc = 'sync-host-passphrase')",
+        )
+        .run();
+      expect(gone.changes).toBe(1);
+      return kc;
+    });
+    expect(legacyKey).toMatch(/^[0-9a-f]+$/);
+
+    writeFileSync(join(folder.two, 'wrongpass-note.md'), 'from two\n');
+    const store = storeImage(th.dir);
+    const folders = { one: folderImage(folder.one), two: folderImage(folder.two) };
+    const refused = sync('two', wrong);
+    const exit = withDeadline(refused.exited, 60_000, 'the device with another passphrase runs on');
+    expect(await exit).toBe(3);
+    expect(refused.out.stdout).not.toMatch(/sent|received|in sync/);
+    const lines = refused.out.stderr.trim().split('\n');
+    expect(lines.filter((line) => line.includes('passphrase'))).toHaveLength(1);
+    expect(refused.out.stderr).toContain('(wrong_passphrase)');
+    expect(storeImage(th.dir)).toBe(store);
+    expect(folderImage(folder.two)).toBe(folders.two);
+    expect(folderImage(folder.one)).toBe(folders.one);
+
+    // The legacy passphrase matches what the host holds: recorded now, and the device syncs.
+    const two = sync('two', right);
+    await eventually(
+      () => textAt(join(folder.two, 'note.md')) === 'written before the check\n',
+      'note.md at two',
+      30_000,
+    );
+    await eventually(
+      () => two.out.stdout.includes('sent wrongpass-note.md (new)\n'),
+      'sent',
+      30_000,
+    );
+    await stop(two);
+    withStoreDb(th.dir, (db) => {
+      expect(keyChecksOf(db, 'sync-host-passphrase', true)).toEqual([legacyKey]);
+      expect(keyChecksOf(db, 'sync-host-passphrase', false)).toEqual([legacyKey]);
+    });
+  }, 150_000);
 });
