@@ -135,13 +135,51 @@ function trimSlash(url: string): string {
   return url.replace(/\/+$/, '');
 }
 
+/** A request to the auth service: its answer parsed with `schema`, or the service's error. */
+type Call = <S extends z.ZodType>(
+  method: string,
+  path: string,
+  schema: S | undefined,
+  init?: { body?: unknown; bearer?: string; query?: Record<string, string> },
+) => Promise<{ data: z.infer<S>; status: number }>;
+
+/** What the groups of the client's requests share. */
+interface ClientContext {
+  call: Call;
+  /** The device token, or `not_signed_in` without one. */
+  bearer(): string;
+}
+
 export function createAuthClient(options: AuthClientOptions): AuthClient {
   const authUrl = trimSlash(options.authUrl);
   const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
   const deviceToken = options.deviceToken;
   const requestTimeoutMs = options.requestTimeoutMs ?? defaultRequestTimeoutMs;
+  const ctx: ClientContext = {
+    call: createCall(authUrl, doFetch, requestTimeoutMs),
+    bearer() {
+      if (deviceToken === undefined || deviceToken === '') {
+        throw new SyncError('not_signed_in', 'no device token: sign in first');
+      }
+      return deviceToken;
+    },
+  };
+  return {
+    authUrl,
+    withDeviceToken: (token) => createAuthClient({ ...options, deviceToken: token }),
+    ...signInRequests(ctx),
+    ...accountRequests(ctx),
+    ...pairingRequests(ctx),
+  };
+}
 
-  async function call<S extends z.ZodType>(
+/** `call` on the auth service at `authUrl`: one request, its errors as the client's. */
+function createCall(
+  authUrl: string,
+  doFetch: typeof globalThis.fetch,
+  requestTimeoutMs: number,
+): Call {
+  return async function call<S extends z.ZodType>(
     method: string,
     path: string,
     schema: S | undefined,
@@ -173,27 +211,7 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       if (!(err instanceof SyntaxError)) throw err;
       body = undefined;
     }
-    if (!res.ok) {
-      const parsed = errorBodySchema.safeParse(body);
-      // The relay's ports answer what no auth service does (426, 405, a 404 of theirs).
-      if (!parsed.success || [404, 405, 426].includes(res.status)) {
-        const wrong = await wrongService(authUrl, res, doFetch);
-        if (wrong !== undefined) throw wrong;
-      }
-      const retry = Number(res.headers.get('retry-after'));
-      throw new AuthServiceError(
-        parsed.success && isAuthErrorCode(parsed.data.error.code)
-          ? parsed.data.error.code
-          : res.status >= 500
-            ? 'internal'
-            : 'http_error',
-        parsed.success
-          ? parsed.data.error.message
-          : answerWithoutErrorBody(authUrl, `${method} ${path}`, res.status),
-        res.status,
-        Number.isFinite(retry) && retry > 0 ? retry : undefined,
-      );
-    }
+    if (!res.ok) throw await refusal(authUrl, doFetch, `${method} ${path}`, res, body);
     if (schema === undefined) return { data: undefined as z.infer<S>, status: res.status };
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
@@ -205,24 +223,46 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       );
     }
     return { data: parsed.data, status: res.status };
+  };
+}
+
+/** The error of an answer that is not 2xx (`request`: its method and path). */
+async function refusal(
+  authUrl: string,
+  doFetch: typeof globalThis.fetch,
+  request: string,
+  res: Response,
+  body: unknown,
+): Promise<Error> {
+  const parsed = errorBodySchema.safeParse(body);
+  // The relay's ports answer what no auth service does (426, 405, a 404 of theirs).
+  if (!parsed.success || [404, 405, 426].includes(res.status)) {
+    const wrong = await wrongService(authUrl, res, doFetch);
+    if (wrong !== undefined) return wrong;
   }
+  const retry = Number(res.headers.get('retry-after'));
+  return new AuthServiceError(
+    parsed.success && isAuthErrorCode(parsed.data.error.code)
+      ? parsed.data.error.code
+      : res.status >= 500
+        ? 'internal'
+        : 'http_error',
+    parsed.success
+      ? parsed.data.error.message
+      : answerWithoutErrorBody(authUrl, request, res.status),
+    res.status,
+    Number.isFinite(retry) && retry > 0 ? retry : undefined,
+  );
+}
 
-  function bearer(): string {
-    if (deviceToken === undefined || deviceToken === '') {
-      throw new SyncError('not_signed_in', 'no device token: sign in first');
-    }
-    return deviceToken;
-  }
-
-  const client: AuthClient = {
-    authUrl,
-    withDeviceToken: (token) => createAuthClient({ ...options, deviceToken: token }),
-
+/** The host's description and signing in: a login link, verified for a device or a JWT. */
+function signInRequests({ call }: ClientContext) {
+  const requests = {
     async hostInfo() {
       return (await call('GET', '/.well-known/sync-host', hostInfoSchema)).data;
     },
 
-    async requestLogin(email, variant = 'device') {
+    async requestLogin(email: string, variant: LoginVariant = 'device') {
       if (variant === 'device') {
         await call('GET', '/auth/login', sentSchema, { query: { email } });
       } else {
@@ -230,29 +270,39 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       }
     },
 
-    async verifyWithDevice(tokenOrLink, device) {
+    async verifyWithDevice(tokenOrLink: string, device: DeviceDescription) {
       const query = { token: linkToken(tokenOrLink), ...device };
       return (await call('GET', '/auth/verify', deviceLoginSchema, { query })).data;
     },
 
-    async verifyForJwt(tokenOrLink) {
+    async verifyForJwt(tokenOrLink: string) {
       const query = { token: linkToken(tokenOrLink) };
       return (await call('GET', '/auth/verify', jwtLoginSchema, { query })).data;
     },
 
-    async registerDevice(jwt, device) {
+    async registerDevice(jwt: string, device: DeviceDescription) {
       return (
         await call('POST', '/auth/devices', registeredDeviceSchema, { body: device, bearer: jwt })
       ).data;
     },
 
-    async signIn(tokenOrLink, device, variant = 'device') {
-      if (variant === 'device') return client.verifyWithDevice(tokenOrLink, device);
-      const { jwt, user } = await client.verifyForJwt(tokenOrLink);
-      const registered = await client.registerDevice(jwt, device);
+    async signIn(
+      tokenOrLink: string,
+      device: DeviceDescription,
+      variant: LoginVariant = 'device',
+    ): Promise<SignedIn> {
+      if (variant === 'device') return requests.verifyWithDevice(tokenOrLink, device);
+      const { jwt, user } = await requests.verifyForJwt(tokenOrLink);
+      const registered = await requests.registerDevice(jwt, device);
       return { ...registered, user };
     },
+  } satisfies Partial<AuthClient>;
+  return requests;
+}
 
+/** The signed-in device's account: its devices, projects, members and subscription. */
+function accountRequests({ call, bearer }: ClientContext) {
+  return {
     async device() {
       return (await call('GET', '/auth/device', currentDeviceSchema, { bearer: bearer() })).data;
     },
@@ -305,6 +355,16 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       await call('DELETE', path, undefined, { bearer: bearer() });
     },
 
+    async subscription() {
+      return (await call('GET', '/auth/subscription', subscriptionSchema, { bearer: bearer() }))
+        .data;
+    },
+  } satisfies Partial<AuthClient>;
+}
+
+/** Pairing: this device asking to join, or approving another. */
+function pairingRequests({ call, bearer }: ClientContext) {
+  return {
     async startPairing(device, email) {
       const body = email === undefined ? device : { ...device, email };
       return (await call('POST', '/auth/pair', pairingStartedSchema, { body })).data;
@@ -346,11 +406,5 @@ export function createAuthClient(options: AuthClientOptions): AuthClient {
       const query = { token: linkToken(tokenOrLink) };
       return (await call('GET', '/auth/verify', pairingLinkSchema, { query })).data;
     },
-
-    async subscription() {
-      return (await call('GET', '/auth/subscription', subscriptionSchema, { bearer: bearer() }))
-        .data;
-    },
-  };
-  return client;
+  } satisfies Partial<AuthClient>;
 }

@@ -19,7 +19,7 @@ import { main as runCli } from '../program/main.ts';
 import { createAdminMount } from '../server/admin/index.ts';
 import { loadConfig } from '../server/config/load.ts';
 import { type Host, startHost } from '../server/host.ts';
-import { createLogger } from '../server/log.ts';
+import { createLogger, type Logger } from '../server/log.ts';
 import { createTrayAdminApi } from './admin-client.ts';
 import { autostartDesktopEntry, configDirArg, isCliInvocation, userArgs } from './args.ts';
 import { acceptsCertificate } from './certificate-trust.ts';
@@ -58,60 +58,93 @@ if (isCliInvocation(args)) {
   startTrayApp();
 }
 
+/** The pairing requests the tray watches (started once the host runs, stopped at quit). */
+type PairingWatch = ReturnType<typeof createPairingWatch>;
+
+/** What the parts of the tray app share; the host, tray, window and state change as it runs. */
+interface TrayContext {
+  logger: Logger;
+  host: Host | undefined;
+  tray: Tray | undefined;
+  window: BrowserWindow | undefined;
+  state: TrayState;
+  /** Set once a quit began: closing the window then closes it instead of hiding it. */
+  quitting: boolean;
+}
+
 function startTrayApp(): void {
-  const logger = createLogger('info');
-  let host: Host | undefined;
-  let tray: Tray | undefined;
-  let window: BrowserWindow | undefined;
-  let state: TrayState = {
-    phase: 'starting',
-    relay: 'absent',
-    connections: 0,
-    rooms: 0,
-    authUrl: '',
-    relayUrl: '',
-    openAtLogin: false,
+  const ctx: TrayContext = {
+    logger: createLogger('info'),
+    host: undefined,
+    tray: undefined,
+    window: undefined,
+    state: {
+      phase: 'starting',
+      relay: 'absent',
+      connections: 0,
+      rooms: 0,
+      authUrl: '',
+      relayUrl: '',
+      openAtLogin: false,
+    },
+    quitting: false,
   };
-  let quitting = false;
+  const openDashboard = (fragment?: string): void => openDashboardWindow(ctx, fragment);
+  const refresh = createRefresh(ctx, openDashboard);
+  const pairingWatch = watchPairings(ctx, openDashboard);
+  handleLifecycle(ctx, pairingWatch, openDashboard);
+  app.whenReady().then(
+    () => startInTray(ctx, { refresh, openDashboard, pairingWatch }),
+    (err: unknown) => {
+      process.stderr.write(`sync-host: ${err instanceof Error ? err.message : String(err)}\n`);
+      app.exit(1);
+    },
+  );
+}
 
-  const autostartFile = join(homedir(), '.config', 'autostart', 'sync-host.desktop');
-  const openAtLogin = (): boolean =>
-    process.platform === 'linux'
-      ? existsSync(autostartFile)
-      : app.getLoginItemSettings().openAtLogin;
-  const setOpenAtLogin = (on: boolean): void => {
-    if (process.platform !== 'linux') {
-      app.setLoginItemSettings({ openAtLogin: on });
-      return;
-    }
-    if (on) {
-      mkdirSync(join(homedir(), '.config', 'autostart'), { recursive: true });
-      writeFileSync(
-        autostartFile,
-        autostartDesktopEntry(process.execPath, app.isPackaged ? undefined : appRoot),
-      );
-    } else {
-      rmSync(autostartFile, { force: true });
-    }
-  };
+const autostartFile = join(homedir(), '.config', 'autostart', 'sync-host.desktop');
 
-  /** The address this machine reaches its own auth port at (the public URL may be a proxy's). */
-  const localBase = (): string => {
-    const address = host?.auth?.server.address();
-    if (!address || typeof address === 'string') return host?.urls.auth ?? '';
-    const ip =
-      address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
-    const scheme = host?.authTls ? 'https' : 'http';
-    return `${scheme}://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
-  };
+function openAtLogin(): boolean {
+  return process.platform === 'linux'
+    ? existsSync(autostartFile)
+    : app.getLoginItemSettings().openAtLogin;
+}
 
+function setOpenAtLogin(on: boolean): void {
+  if (process.platform !== 'linux') {
+    app.setLoginItemSettings({ openAtLogin: on });
+    return;
+  }
+  if (on) {
+    mkdirSync(join(homedir(), '.config', 'autostart'), { recursive: true });
+    writeFileSync(
+      autostartFile,
+      autostartDesktopEntry(process.execPath, app.isPackaged ? undefined : appRoot),
+    );
+  } else {
+    rmSync(autostartFile, { force: true });
+  }
+}
+
+/** The address this machine reaches its own auth port at (the public URL may be a proxy's). */
+function localBaseOf(host: Host | undefined): string {
+  const address = host?.auth?.server.address();
+  if (!address || typeof address === 'string') return host?.urls.auth ?? '';
+  const ip =
+    address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
+  const scheme = host?.authTls ? 'https' : 'http';
+  return `${scheme}://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
+}
+
+/** The tray's tooltip and menu drawn again from the host's state; a menu item runs its action. */
+function createRefresh(ctx: TrayContext, openDashboard: (fragment?: string) => void) {
   const refresh = (): void => {
-    if (host) state = trayStateOf(host, openAtLogin());
-    if (!tray) return;
-    tray.setToolTip(statusLine(state));
-    tray.setContextMenu(
+    if (ctx.host) ctx.state = trayStateOf(ctx.host, openAtLogin());
+    if (!ctx.tray) return;
+    ctx.tray.setToolTip(statusLine(ctx.state));
+    ctx.tray.setContextMenu(
       Menu.buildFromTemplate(
-        trayMenu(state).map((item) => ({
+        trayMenu(ctx.state).map((item) => ({
           label: item.label,
           type: item.type,
           enabled: item.enabled,
@@ -121,66 +154,99 @@ function startTrayApp(): void {
       ),
     );
   };
-
-  const openDashboard = (fragment?: string): void => {
-    if (!host) return;
-    const page = `${localBase()}/admin/${fragment === undefined ? '' : `#${fragment}`}`;
-    if (window && !window.isDestroyed()) {
-      if (fragment !== undefined) void window.loadURL(page);
-      window.show();
-      window.focus();
-      return;
-    }
-    const origin = localBase();
-    window = new BrowserWindow({
-      width: 1100,
-      height: 800,
-      title: 'sync-host',
-      show: false,
-      webPreferences: {
-        preload: join(appRoot, 'dist', 'electron-preload.cjs'),
-        contextIsolation: true,
-        nodeIntegration: false,
-        sandbox: true,
-      },
+  const perform = (action: TrayAction): void => {
+    runTrayAction(action, ctx.state, {
+      pauseRelay: async () => ctx.host?.pauseRelay(),
+      resumeRelay: async () => ctx.host?.resumeRelay(),
+      writeClipboard: (text) => clipboard.writeText(text),
+      openDashboard,
+      setOpenAtLogin,
+      quit: () => app.quit(),
+    }).then(refresh, (err: unknown) => {
+      dialog.showErrorBox('sync-host', err instanceof Error ? err.message : String(err));
+      refresh();
     });
-    window.webContents.setWindowOpenHandler(({ url }) => {
-      if (/^https?:\/\//.test(url)) void shell.openExternal(url);
-      return { action: 'deny' };
-    });
-    window.webContents.on('will-navigate', (event, url) => {
-      if (!url.startsWith(`${origin}/admin/`)) event.preventDefault();
-    });
-    window.once('ready-to-show', () => window?.show());
-    window.on('close', (event) => {
-      // Closing the window keeps the host running in the tray.
-      if (!quitting) {
-        event.preventDefault();
-        window?.hide();
-      }
-    });
-    void window.loadURL(page);
   };
+  return refresh;
+}
 
-  // Pairing requests: one notification each, with Approve / Deny where the system shows buttons
-  // (macOS, Windows); a click opens the admin UI at the request.
-  // With TLS, the tray reaches its own host pinned to the host's certificate, and its window
-  // accepts that certificate only (a self-signed one no CA vouches for).
+/** The admin UI in the tray's one window (at `fragment`), made when there is none. */
+function openDashboardWindow(ctx: TrayContext, fragment?: string): void {
+  if (!ctx.host) return;
+  const localBase = localBaseOf(ctx.host);
+  const page = `${localBase}/admin/${fragment === undefined ? '' : `#${fragment}`}`;
+  if (ctx.window && !ctx.window.isDestroyed()) {
+    if (fragment !== undefined) void ctx.window.loadURL(page);
+    ctx.window.show();
+    ctx.window.focus();
+    return;
+  }
+  const origin = localBase;
+  const window = new BrowserWindow({
+    width: 1100,
+    height: 800,
+    title: 'sync-host',
+    show: false,
+    webPreferences: {
+      preload: join(appRoot, 'dist', 'electron-preload.cjs'),
+      contextIsolation: true,
+      nodeIntegration: false,
+      sandbox: true,
+    },
+  });
+  ctx.window = window;
+  window.webContents.setWindowOpenHandler(({ url }) => {
+    if (/^https?:\/\//.test(url)) void shell.openExternal(url);
+    return { action: 'deny' };
+  });
+  window.webContents.on('will-navigate', (event, url) => {
+    if (!url.startsWith(`${origin}/admin/`)) event.preventDefault();
+  });
+  window.once('ready-to-show', () => window.show());
+  window.on('close', (event) => {
+    // Closing the window keeps the host running in the tray.
+    if (!ctx.quitting) {
+      event.preventDefault();
+      window.hide();
+    }
+  });
+  void window.loadURL(page);
+}
+
+/**
+ * With TLS, the tray reaches its own host pinned to the host's certificate, and its window
+ * accepts that certificate only (a self-signed one no CA vouches for).
+ */
+function pinToOwnHost(ctx: TrayContext): () => typeof fetch | undefined {
   let pinned: { fingerprint: string; fetch: typeof fetch } | undefined;
-  const hostFetch = (): typeof fetch | undefined => {
-    const fingerprint = host?.authTls ? host.fingerprint : undefined;
+  app.on('certificate-error', (event, _contents, url, _error, certificate, callback) => {
+    const own = {
+      base: localBaseOf(ctx.host),
+      fingerprint: ctx.host?.authTls ? ctx.host.fingerprint : undefined,
+    };
+    if (!acceptsCertificate({ url, certificatePem: certificate.data }, own)) return;
+    event.preventDefault();
+    callback(true);
+  });
+  return () => {
+    const fingerprint = ctx.host?.authTls ? ctx.host.fingerprint : undefined;
     if (fingerprint === undefined) return undefined;
     if (pinned?.fingerprint !== fingerprint)
       pinned = { fingerprint, fetch: pinnedFetch(fingerprint) };
     return pinned.fetch;
   };
-  app.on('certificate-error', (event, _contents, url, _error, certificate, callback) => {
-    const own = { base: localBase(), fingerprint: host?.authTls ? host.fingerprint : undefined };
-    if (!acceptsCertificate({ url, certificatePem: certificate.data }, own)) return;
-    event.preventDefault();
-    callback(true);
-  });
-  const adminApi = createTrayAdminApi(localBase, () => host?.adminToken ?? '', hostFetch);
+}
+
+/**
+ * Pairing requests: one notification each, with Approve / Deny where the system shows buttons
+ * (macOS, Windows); a click opens the admin UI at the request.
+ */
+function watchPairings(ctx: TrayContext, openDashboard: (fragment?: string) => void) {
+  const adminApi = createTrayAdminApi(
+    () => localBaseOf(ctx.host),
+    () => ctx.host?.adminToken ?? '',
+    pinToOwnHost(ctx),
+  );
   const notices = new Map<string, Notification>();
   const notify = (body: string): void => {
     if (Notification.isSupported()) new Notification({ title: 'sync-host', body }).show();
@@ -194,7 +260,7 @@ function startTrayApp(): void {
         notify(`${notice.code}: ${err instanceof Error ? err.message : String(err)}`),
     );
   };
-  const pairingWatch = createPairingWatch({
+  return createPairingWatch({
     api: adminApi,
     onNew: (notice) => {
       if (!Notification.isSupported()) return;
@@ -218,31 +284,24 @@ function startTrayApp(): void {
     },
     // the watch tells a failure once per run, not every interval while the database is down
     onError: (err) =>
-      logger.warn(
+      ctx.logger.warn(
         { err: err instanceof Error ? err.message : String(err) },
         'tray: cannot list pairings',
       ),
   });
+}
 
-  const perform = (action: TrayAction): void => {
-    runTrayAction(action, state, {
-      pauseRelay: async () => host?.pauseRelay(),
-      resumeRelay: async () => host?.resumeRelay(),
-      writeClipboard: (text) => clipboard.writeText(text),
-      openDashboard,
-      setOpenAtLogin,
-      quit: () => app.quit(),
-    }).then(refresh, (err: unknown) => {
-      dialog.showErrorBox('sync-host', err instanceof Error ? err.message : String(err));
-      refresh();
-    });
-  };
-
+/** The admin token for the dashboard page, a second start, and the quit (the host closed first). */
+function handleLifecycle(
+  ctx: TrayContext,
+  pairingWatch: PairingWatch,
+  openDashboard: () => void,
+): void {
   // The token goes to the dashboard page only, on request, never through a URL.
   ipcMain.handle('sync-host:admin-token', (event) => {
     const url = event.senderFrame?.url ?? '';
-    if (!host || !url.startsWith(`${localBase()}/admin/`)) return '';
-    return host.adminToken;
+    if (!ctx.host || !url.startsWith(`${localBaseOf(ctx.host)}/admin/`)) return '';
+    return ctx.host.adminToken;
   });
 
   app.on('second-instance', () => openDashboard());
@@ -250,11 +309,11 @@ function startTrayApp(): void {
     // A tray app: keep running without windows.
   });
   app.on('before-quit', (event) => {
-    if (!host) return;
+    if (!ctx.host) return;
     event.preventDefault();
-    quitting = true;
-    const closing = host;
-    host = undefined;
+    ctx.quitting = true;
+    const closing = ctx.host;
+    ctx.host = undefined;
     pairingWatch.stop();
     const force = setTimeout(() => app.exit(1), 5_000);
     closing.close().then(
@@ -266,55 +325,54 @@ function startTrayApp(): void {
     );
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => app.quit());
+}
 
-  app.whenReady().then(
-    async () => {
-      const icon = nativeImage.createFromPath(
-        join(
-          appRoot,
-          'build',
-          'icons',
-          process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png',
-        ),
-      );
-      tray = new Tray(icon);
-      tray.on('click', () => openDashboard());
-      refresh();
-      try {
-        process.umask(0o077);
-        const configDir =
-          configDirArg(args) ?? process.env.SYNC_HOST_CWD ?? app.getPath('userData');
-        const config = loadConfig(configDir);
-        host = await startHost({
-          mode: 'headless',
-          config,
-          logger,
-          print: (line) => process.stdout.write(`${line}\n`),
-          mount: createAdminMount({
-            logger,
-            defaultTier: config.auth.defaultTier,
-            ui: {
-              distDir: join(appRoot, 'dist', 'renderer'),
-              sourceDir: app.isPackaged ? false : join(appRoot, 'renderer'),
-            },
-          }),
-        });
-        setInterval(refresh, 2_000).unref();
-        if (host.auth) pairingWatch.start();
-        refresh();
-      } catch (err: unknown) {
-        state = {
-          ...state,
-          phase: 'failed',
-          error: err instanceof Error ? err.message : String(err),
-        };
-        refresh();
-        dialog.showErrorBox('sync-host could not start', state.error ?? '');
-      }
-    },
-    (err: unknown) => {
-      process.stderr.write(`sync-host: ${err instanceof Error ? err.message : String(err)}\n`);
-      app.exit(1);
-    },
+/** The tray icon, then the host on its configuration; a host that cannot start is a dialog. */
+async function startInTray(
+  ctx: TrayContext,
+  parts: { refresh(): void; openDashboard(): void; pairingWatch: PairingWatch },
+): Promise<void> {
+  const { refresh, openDashboard, pairingWatch } = parts;
+  const { logger } = ctx;
+  const icon = nativeImage.createFromPath(
+    join(
+      appRoot,
+      'build',
+      'icons',
+      process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png',
+    ),
   );
+  ctx.tray = new Tray(icon);
+  ctx.tray.on('click', () => openDashboard());
+  refresh();
+  try {
+    process.umask(0o077);
+    const configDir = configDirArg(args) ?? process.env.SYNC_HOST_CWD ?? app.getPath('userData');
+    const config = loadConfig(configDir);
+    ctx.host = await startHost({
+      mode: 'headless',
+      config,
+      logger,
+      print: (line) => process.stdout.write(`${line}\n`),
+      mount: createAdminMount({
+        logger,
+        defaultTier: config.auth.defaultTier,
+        ui: {
+          distDir: join(appRoot, 'dist', 'renderer'),
+          sourceDir: app.isPackaged ? false : join(appRoot, 'renderer'),
+        },
+      }),
+    });
+    setInterval(refresh, 2_000).unref();
+    if (ctx.host.auth) pairingWatch.start();
+    refresh();
+  } catch (err: unknown) {
+    ctx.state = {
+      ...ctx.state,
+      phase: 'failed',
+      error: err instanceof Error ? err.message : String(err),
+    };
+    refresh();
+    dialog.showErrorBox('sync-host could not start', ctx.state.error ?? '');
+  }
 }

@@ -244,6 +244,45 @@ export type RouteTarget = RouteFrame['to'];
  * each client wrote its own (`wireDeviceId`); a client may read them into another form.
  */
 export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
+  const { joined, presence, host, error, pong, routed } = roomFrames(deviceId);
+  const { appended, stored, caughtup } = storeFrames(deviceId);
+  const { chunkStored, chunkHeld, chunk, chunkDropped, chunksLost } = chunkFrames();
+  const control = z.discriminatedUnion('type', [
+    joined,
+    presence,
+    host,
+    error,
+    pong,
+    appended,
+    stored,
+    caughtup,
+    chunkStored,
+    chunkHeld,
+    chunk,
+    chunkDropped,
+    chunksLost,
+  ]);
+  return {
+    joined,
+    presence,
+    host,
+    error,
+    pong,
+    appended,
+    stored,
+    caughtup,
+    chunkStored,
+    chunkHeld,
+    chunk,
+    chunkDropped,
+    chunksLost,
+    routed,
+    control,
+  };
+}
+
+/** The frames of a room: joined, presence, host, error, pong and a routed message. */
+function roomFrames<D extends z.ZodType>(deviceId: D) {
   const joined = z.object({
     type: z.literal('joined'),
     room: z.string(),
@@ -280,6 +319,21 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     /** The chunk a chunk frame's error is about. */
     id: z.string().optional(),
   });
+  const pong = z.object({ type: z.literal('pong') });
+  /** A routed message: `from` the sender, `to` as the sender wrote it. */
+  const routed = z.object({
+    from: deviceId,
+    /** `viewer`: the sender is a viewer's device (a shared project): its document updates are ignored. */
+    role: z.literal('viewer').optional(),
+    to: deviceId,
+    room: z.string(),
+    payload: z.record(z.string(), z.unknown()),
+  });
+  return { joined, presence, host, error, pong, routed };
+}
+
+/** The document store's answers: an append durable, a catch-up's pages and its end. */
+function storeFrames<D extends z.ZodType>(deviceId: D) {
   /** The entry sent with this `ref` is durable at position `pos`. */
   const appended = z.object({
     type: z.literal('appended'),
@@ -315,6 +369,11 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     pos: z.number().int().nonnegative(),
     kcs: z.array(z.string()).optional(),
   });
+  return { appended, stored, caughtup };
+}
+
+/** The chunk store's answers, and the chunks a host dropped as damaged. */
+function chunkFrames() {
   /** The chunk sent with this `ref` is durable on the host. */
   const chunkStored = z.object({
     type: z.literal('chunk-stored'),
@@ -349,48 +408,7 @@ export function relayFrameSchemas<D extends z.ZodType>(deviceId: D) {
     ids: z.array(z.string()),
     kc: z.string().optional(),
   });
-  const pong = z.object({ type: z.literal('pong') });
-  /** A routed message: `from` the sender, `to` as the sender wrote it. */
-  const routed = z.object({
-    from: deviceId,
-    /** `viewer`: the sender is a viewer's device (a shared project): its document updates are ignored. */
-    role: z.literal('viewer').optional(),
-    to: deviceId,
-    room: z.string(),
-    payload: z.record(z.string(), z.unknown()),
-  });
-  const control = z.discriminatedUnion('type', [
-    joined,
-    presence,
-    host,
-    error,
-    pong,
-    appended,
-    stored,
-    caughtup,
-    chunkStored,
-    chunkHeld,
-    chunk,
-    chunkDropped,
-    chunksLost,
-  ]);
-  return {
-    joined,
-    presence,
-    host,
-    error,
-    pong,
-    appended,
-    stored,
-    caughtup,
-    chunkStored,
-    chunkHeld,
-    chunk,
-    chunkDropped,
-    chunksLost,
-    routed,
-    control,
-  };
+  return { chunkStored, chunkHeld, chunk, chunkDropped, chunksLost };
 }
 
 /** A device id in a frame the relay writes: as its device wrote it in its join. */

@@ -62,45 +62,94 @@ function confirmAction(title: string, message: string, confirmLabel: string): Pr
   });
 }
 
-function start(api: AdminApi): void {
-  const seen = new Map<string, string>();
-  const editingUsers = new Set<number>();
-  let latest: AdminOverview | undefined;
+/**
+ * The page's state between two polls, shared by its parts: what each section last showed, the
+ * users being edited, the latest overview, and the poll's timer.
+ */
+interface Page {
+  api: AdminApi;
+  seen: Map<string, string>;
+  editingUsers: Set<number>;
+  latest: AdminOverview | undefined;
   /** A section named in the URL (`#pairings`, what the tray opens) is scrolled to on first data. */
-  let sectionShown = false;
+  sectionShown: boolean;
   /** The `#pair=` code already scrolled to (or reported missing), so it happens once. */
-  let shownPair: string | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = false;
+  shownPair: string | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  stopped: boolean;
+  /** The first project the storage section shows (it lists one page of them). */
+  storageOffset: number;
+  /** Asks for the overview and draws what changed. */
+  refresh(): Promise<void>;
+}
 
-  /** Renders a section when its data changed (and, for users, when no row is being edited). */
-  const section = (id: string, data: unknown, view: () => Node, hold = false) => {
-    const key = JSON.stringify(data);
-    if (seen.get(id) === key || hold) return;
-    seen.set(id, key);
-    const body = document.querySelector(`#${id} .body`);
-    if (body) replaceKeepingFocus(body, view());
+function start(api: AdminApi): void {
+  const page: Page = {
+    api,
+    seen: new Map(),
+    editingUsers: new Set(),
+    latest: undefined,
+    sectionShown: false,
+    shownPair: undefined,
+    timer: undefined,
+    stopped: false,
+    storageOffset: 0,
+    refresh: () => refreshPage(page, render),
   };
-  const count = (name: string, n: number) => {
-    const el = document.querySelector(`[data-count="${name}"]`);
-    if (el) el.textContent = n > 0 ? String(n) : '';
-  };
+  const actions = viewActions(page);
+  const pairings = createPairingsPanel(
+    document.querySelector('#pairings .body') ?? main,
+    pairingActions(page),
+  );
+  const storageActions = storageActionsOf(page);
+  const render = (data: AdminOverview) =>
+    renderOverview(page, data, { actions, pairings, storageActions });
 
-  const act = async (what: () => Promise<unknown>, failure: string) => {
-    try {
-      await what();
-      showAlert('');
-    } catch (err: unknown) {
-      showAlert(`${failure}: ${err instanceof Error ? err.message : String(err)}`);
-      throw err;
-    } finally {
-      await refresh();
+  const loop = async () => {
+    await page.refresh();
+    if (!page.stopped) page.timer = setTimeout(() => void loop(), pollIntervalMs);
+  };
+  window.addEventListener('hashchange', () => {
+    const code = pairFromHash();
+    if (code === undefined) return;
+    wantedPair = code;
+    page.shownPair = undefined;
+    if (page.latest) render(page.latest);
+  });
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && !page.stopped) {
+      clearTimeout(page.timer);
+      void loop();
     }
-  };
+  });
+  listenForInvites(page);
+  void loop();
+}
 
-  const actions: ViewActions = {
+/** Runs an admin request; its failure shown above the page (and thrown); the page refreshed after. */
+async function act(page: Page, what: () => Promise<unknown>, failure: string): Promise<void> {
+  try {
+    await what();
+    showAlert('');
+  } catch (err: unknown) {
+    showAlert(`${failure}: ${err instanceof Error ? err.message : String(err)}`);
+    throw err;
+  } finally {
+    await page.refresh();
+  }
+}
+
+const failureOf = (err: unknown) =>
+  err instanceof Error ? err.message : 'the request failed (see the host log)';
+
+/** What the users, devices and projects sections do, each removal confirmed first. */
+function viewActions(page: Page): ViewActions {
+  const { api, editingUsers, seen } = page;
+  const refresh = () => page.refresh();
+  return {
     async setSubscription(user, tier, expiresAt) {
       await act(
+        page,
         () => api.setSubscription(user.id, tier, expiresAt),
         `Could not change the tier of ${user.email}`,
       );
@@ -119,7 +168,9 @@ function start(api: AdminApi): void {
         'Delete user',
       );
       if (ok)
-        await act(() => api.deleteUser(user.id), `Could not delete ${user.email}`).catch(() => {});
+        await act(page, () => api.deleteUser(user.id), `Could not delete ${user.email}`).catch(
+          () => {},
+        );
     },
     async revokeDevice(device) {
       const ok = await confirmAction(
@@ -128,9 +179,11 @@ function start(api: AdminApi): void {
         'Revoke device',
       );
       if (ok)
-        await act(() => api.revokeDevice(device.id), `Could not revoke ${device.deviceName}`).catch(
-          () => {},
-        );
+        await act(
+          page,
+          () => api.revokeDevice(device.id),
+          `Could not revoke ${device.deviceName}`,
+        ).catch(() => {});
     },
     async removeProject(project) {
       const ok = await confirmAction(
@@ -139,9 +192,11 @@ function start(api: AdminApi): void {
         'Remove project',
       );
       if (ok)
-        await act(() => api.removeProject(project.id), `Could not remove ${project.name}`).catch(
-          () => {},
-        );
+        await act(
+          page,
+          () => api.removeProject(project.id),
+          `Could not remove ${project.name}`,
+        ).catch(() => {});
     },
     async removeMember(project, member) {
       const ok = await confirmAction(
@@ -151,6 +206,7 @@ function start(api: AdminApi): void {
       );
       if (ok)
         await act(
+          page,
           () => api.removeMember(project.id, member.userId),
           `Could not remove ${member.email}`,
         ).catch(() => {});
@@ -160,10 +216,14 @@ function start(api: AdminApi): void {
       else editingUsers.delete(userId);
     },
   };
+}
 
-  const failure = (err: unknown) =>
-    err instanceof Error ? err.message : 'the request failed (see the host log)';
-  const pairingActions: PairingActions = {
+/** Approve and deny on a pairing card, each with its line under the pairings. */
+function pairingActions(page: Page): PairingActions {
+  const { api } = page;
+  const refresh = () => page.refresh();
+  const failure = failureOf;
+  return {
     async approve(pairing, email) {
       try {
         const { device, user } = await api.approvePairing(pairing.code, email);
@@ -190,118 +250,126 @@ function start(api: AdminApi): void {
       }
     },
   };
-  /** The first project the storage section shows (it lists one page of them). */
-  let storageOffset = 0;
-  const storageActions: StorageActions = {
-    names: async (room, doc) => (await api.reportNames(room, doc)).names,
+}
+
+/** The storage section's pages and a folder report's names, asked when shown. */
+function storageActionsOf(page: Page): StorageActions {
+  return {
+    names: async (room, doc) => (await page.api.reportNames(room, doc)).names,
     page(offset) {
-      storageOffset = offset;
-      void refresh();
+      page.storageOffset = offset;
+      void page.refresh();
     },
   };
-  const pairings = createPairingsPanel(
-    document.querySelector('#pairings .body') ?? main,
-    pairingActions,
-  );
+}
 
-  /** Marks and scrolls to the pairing of `#pair=` once it is known whether it is waiting. */
-  function showWantedPair(card: HTMLElement | null): void {
-    if (wantedPair === undefined || shownPair === wantedPair) return;
-    shownPair = wantedPair;
-    if (card) {
-      card.scrollIntoView({ block: 'center' });
-      card.querySelector('select')?.focus({ preventScroll: true });
+/** Marks and scrolls to the pairing of `#pair=` once it is known whether it is waiting. */
+function showWantedPair(page: Page, card: HTMLElement | null): void {
+  if (wantedPair === undefined || page.shownPair === wantedPair) return;
+  page.shownPair = wantedPair;
+  if (card) {
+    card.scrollIntoView({ block: 'center' });
+    card.querySelector('select')?.focus({ preventScroll: true });
+    return;
+  }
+  say(
+    'pairings-status',
+    `No device with the code ${wantedPair} is waiting: it was approved, denied or has expired. Start the pairing again on the device.`,
+    'error',
+  );
+  byId('pairings').scrollIntoView();
+}
+
+/** Every section drawn again where its data changed, and the counts in the navigation. */
+function renderOverview(
+  page: Page,
+  data: AdminOverview,
+  parts: {
+    actions: ViewActions;
+    pairings: ReturnType<typeof createPairingsPanel>;
+    storageActions: StorageActions;
+  },
+): void {
+  const { actions, pairings, storageActions } = parts;
+  const { editingUsers } = page;
+  /** Renders a section when its data changed (and, for users, when no row is being edited). */
+  const section = (id: string, data: unknown, view: () => Node, hold = false) => {
+    const key = JSON.stringify(data);
+    if (page.seen.get(id) === key || hold) return;
+    page.seen.set(id, key);
+    const body = document.querySelector(`#${id} .body`);
+    if (body) replaceKeepingFocus(body, view());
+  };
+  const count = (name: string, n: number) => {
+    const el = document.querySelector(`[data-count="${name}"]`);
+    if (el) el.textContent = n > 0 ? String(n) : '';
+  };
+  page.latest = data;
+  showWantedPair(
+    page,
+    pairings.render(data.pairings, data.users, data.connection.authUrl, wantedPair),
+  );
+  section('pending', data.pending, () => pendingView(data.pending));
+  section('users', data.users, () => usersView(data.users, actions), editingUsers.size > 0);
+  section('devices', data.devices, () => devicesView(data.devices, actions));
+  section('projects', data.projects, () => projectsView(data.projects, actions));
+  section('relay', [data.relay, data.devices.map((d) => [d.id, d.deviceName])], () =>
+    relayView(data.relay, data.devices),
+  );
+  section('storage', data.storage, () => storageView(data.storage, storageActions));
+  section('connection', data.connection, () => connectionView(data.connection));
+  count('pairings', data.pairings.length);
+  count('pending', data.pending.links.length);
+  count('users', data.users.length);
+  count('devices', data.devices.length);
+  count('projects', data.projects.length);
+}
+
+/** One poll: the overview drawn, the live line; a refused token asks for another. */
+async function refreshPage(page: Page, render: (data: AdminOverview) => void): Promise<void> {
+  if (page.stopped) return;
+  try {
+    const data = await page.api.overview(page.storageOffset);
+    main.hidden = false;
+    render(data);
+    updateTimes();
+    if (!page.sectionShown) {
+      page.sectionShown = true;
+      // The page was hidden when the browser looked for the fragment's target.
+      const target = /^#[a-z]+$/.test(location.hash) ? document.querySelector(location.hash) : null;
+      if (target instanceof HTMLElement && wantedPair === undefined) target.scrollIntoView();
+    }
+    live.className = 'live ok';
+    live.textContent = `Live · updated ${new Date().toLocaleTimeString()}`;
+    if (alertBox.dataset.kind === 'connection') {
+      showAlert('');
+      delete alertBox.dataset.kind;
+    }
+  } catch (err: unknown) {
+    live.className = 'live bad';
+    if (err instanceof AdminApiError && err.status === 401) {
+      page.stopped = true;
+      forgetToken();
+      askForToken(
+        'The admin token was not accepted (wrong, or the data folder was reset). Paste the current one:',
+      );
       return;
     }
-    say(
-      'pairings-status',
-      `No device with the code ${wantedPair} is waiting: it was approved, denied or has expired. Start the pairing again on the device.`,
-      'error',
-    );
-    byId('pairings').scrollIntoView();
+    live.textContent = 'Disconnected · retrying';
+    alertBox.dataset.kind = 'connection';
+    showAlert(err instanceof Error ? err.message : String(err));
   }
+}
 
-  function render(data: AdminOverview): void {
-    latest = data;
-    showWantedPair(pairings.render(data.pairings, data.users, data.connection.authUrl, wantedPair));
-    section('pending', data.pending, () => pendingView(data.pending));
-    section('users', data.users, () => usersView(data.users, actions), editingUsers.size > 0);
-    section('devices', data.devices, () => devicesView(data.devices, actions));
-    section('projects', data.projects, () => projectsView(data.projects, actions));
-    section('relay', [data.relay, data.devices.map((d) => [d.id, d.deviceName])], () =>
-      relayView(data.relay, data.devices),
-    );
-    section('storage', data.storage, () => storageView(data.storage, storageActions));
-    section('connection', data.connection, () => connectionView(data.connection));
-    count('pairings', data.pairings.length);
-    count('pending', data.pending.links.length);
-    count('users', data.users.length);
-    count('devices', data.devices.length);
-    count('projects', data.projects.length);
-  }
-
-  async function refresh(): Promise<void> {
-    if (stopped) return;
-    try {
-      const data = await api.overview(storageOffset);
-      main.hidden = false;
-      render(data);
-      updateTimes();
-      if (!sectionShown) {
-        sectionShown = true;
-        // The page was hidden when the browser looked for the fragment's target.
-        const target = /^#[a-z]+$/.test(location.hash)
-          ? document.querySelector(location.hash)
-          : null;
-        if (target instanceof HTMLElement && wantedPair === undefined) target.scrollIntoView();
-      }
-      live.className = 'live ok';
-      live.textContent = `Live · updated ${new Date().toLocaleTimeString()}`;
-      if (alertBox.dataset.kind === 'connection') {
-        showAlert('');
-        delete alertBox.dataset.kind;
-      }
-    } catch (err: unknown) {
-      live.className = 'live bad';
-      if (err instanceof AdminApiError && err.status === 401) {
-        stopped = true;
-        forgetToken();
-        askForToken(
-          'The admin token was not accepted (wrong, or the data folder was reset). Paste the current one:',
-        );
-        return;
-      }
-      live.textContent = 'Disconnected · retrying';
-      alertBox.dataset.kind = 'connection';
-      showAlert(err instanceof Error ? err.message : String(err));
-    }
-  }
-
-  const loop = async () => {
-    await refresh();
-    if (!stopped) timer = setTimeout(() => void loop(), pollIntervalMs);
-  };
-  window.addEventListener('hashchange', () => {
-    const code = pairFromHash();
-    if (code === undefined) return;
-    wantedPair = code;
-    shownPair = undefined;
-    if (latest) render(latest);
-  });
-  document.addEventListener('visibilitychange', () => {
-    if (document.visibilityState === 'visible' && !stopped) {
-      clearTimeout(timer);
-      void loop();
-    }
-  });
-
+/** The invite form: creates the account of an address (nothing changes when it exists). */
+function listenForInvites(page: Page): void {
   const inviteForm = byId<HTMLFormElement>('invite-form');
   const inviteEmail = byId<HTMLInputElement>('invite-email');
   inviteForm.onsubmit = (event) => {
     event.preventDefault();
     const email = inviteEmail.value.trim().toLowerCase();
-    const existed = latest?.users.some((u) => u.email === email) ?? false;
-    void act(() => api.invite(email), `Could not invite ${email}`).then(
+    const existed = page.latest?.users.some((u) => u.email === email) ?? false;
+    void act(page, () => page.api.invite(email), `Could not invite ${email}`).then(
       () => {
         inviteEmail.value = '';
         say(
@@ -311,11 +379,10 @@ function start(api: AdminApi): void {
             : `Invited ${email}: the account exists now, so this address can sign in (or be chosen when approving a device).`,
         );
       },
-      (err: unknown) => say('users-status', `Could not invite ${email}: ${failure(err)}`, 'error'),
+      (err: unknown) =>
+        say('users-status', `Could not invite ${email}: ${failureOf(err)}`, 'error'),
     );
   };
-
-  void loop();
 }
 
 function askForToken(reason?: string): void {

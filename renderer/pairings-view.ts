@@ -23,6 +23,65 @@ interface Card {
 }
 
 function pairingCard(pairing: AdminPairing, actions: PairingActions): Card {
+  const { form, select, showEmail } = approveForm(pairing, actions);
+  const el = h(
+    'article',
+    { class: 'pair-card', 'data-code': pairing.code, 'aria-label': `Pairing ${pairing.code}` },
+    h(
+      'p',
+      { class: 'pair-code mono', title: 'Check that the device shows this code' },
+      pairing.code,
+    ),
+    pairingFacts(pairing),
+    form,
+  );
+
+  let first = true;
+  return {
+    el,
+    setUsers(users) {
+      const wanted = first
+        ? pairing.email
+          ? (users.find((u) => u.email === pairing.email)?.email ?? other)
+          : ((users.find((u) => u.owner) ?? users[0])?.email ?? other)
+        : select.value;
+      first = false;
+      select.replaceChildren(
+        ...users.map((u) =>
+          h('option', { value: u.email }, u.owner ? `${u.email} (owner)` : u.email),
+        ),
+        h(
+          'option',
+          { value: other },
+          users.length === 0 ? 'A new user (the first is the owner)' : 'Someone else…',
+        ),
+      );
+      select.value = users.some((u) => u.email === wanted) ? wanted : other;
+      showEmail();
+    },
+  };
+}
+
+/** What the device told of itself: name, platform, address, when, and the user it asked for. */
+function pairingFacts(pairing: AdminPairing): HTMLElement {
+  const facts = (label: string, ...value: Array<Node | string>) =>
+    h('div', {}, h('dt', {}, label), h('dd', {}, ...value));
+  return h(
+    'dl',
+    { class: 'pair-facts' },
+    facts('Device', h('strong', {}, pairing.deviceName)),
+    facts('Platform', pairing.platform),
+    facts('Address', h('span', { class: 'mono' }, pairing.clientAddress)),
+    facts('Asked', time(pairing.createdAt), ' · expires ', time(pairing.expiresAt)),
+    pairing.email ? facts('For user', pairing.email) : null,
+  );
+}
+
+/**
+ * The card's form: the user to add the device to (a known one, or an e-mail typed for someone
+ * else), Approve and Deny; disabled while a choice is on its way, enabled again when it fails.
+ */
+function approveForm(pairing: AdminPairing, actions: PairingActions) {
   const id = `pair-${pairing.code}`;
   const select = h('select', { id: `${id}-user`, 'data-key': `${id}-user`, name: 'user' });
   const email = h('input', {
@@ -77,52 +136,7 @@ function pairingCard(pairing: AdminPairing, actions: PairingActions): Card {
     email,
     h('span', { class: 'row-actions' }, approve, deny),
   );
-  const facts = (label: string, ...value: Array<Node | string>) =>
-    h('div', {}, h('dt', {}, label), h('dd', {}, ...value));
-  const el = h(
-    'article',
-    { class: 'pair-card', 'data-code': pairing.code, 'aria-label': `Pairing ${pairing.code}` },
-    h(
-      'p',
-      { class: 'pair-code mono', title: 'Check that the device shows this code' },
-      pairing.code,
-    ),
-    h(
-      'dl',
-      { class: 'pair-facts' },
-      facts('Device', h('strong', {}, pairing.deviceName)),
-      facts('Platform', pairing.platform),
-      facts('Address', h('span', { class: 'mono' }, pairing.clientAddress)),
-      facts('Asked', time(pairing.createdAt), ' · expires ', time(pairing.expiresAt)),
-      pairing.email ? facts('For user', pairing.email) : null,
-    ),
-    form,
-  );
-
-  let first = true;
-  return {
-    el,
-    setUsers(users) {
-      const wanted = first
-        ? pairing.email
-          ? (users.find((u) => u.email === pairing.email)?.email ?? other)
-          : ((users.find((u) => u.owner) ?? users[0])?.email ?? other)
-        : select.value;
-      first = false;
-      select.replaceChildren(
-        ...users.map((u) =>
-          h('option', { value: u.email }, u.owner ? `${u.email} (owner)` : u.email),
-        ),
-        h(
-          'option',
-          { value: other },
-          users.length === 0 ? 'A new user (the first is the owner)' : 'Someone else…',
-        ),
-      );
-      select.value = users.some((u) => u.email === wanted) ? wanted : other;
-      showEmail();
-    },
-  };
+  return { form, select, showEmail };
 }
 
 /**

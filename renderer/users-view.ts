@@ -13,7 +13,11 @@ export function tierLimitText(tier: Tier): string {
   return `up to ${limit} project${limit === 1 ? '' : 's'}`;
 }
 
-function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
+/**
+ * A user's tier and expiry as a form: Save is enabled once something changed (the page then
+ * holds the users' section until it is saved), the outcome in a line beside it.
+ */
+function subscriptionForm(user: AdminUser, actions: ViewActions): HTMLElement {
   const select = h(
     'select',
     { 'aria-label': `Tier of ${user.email}`, 'data-key': `tier-${user.id}`, name: 'tier' },
@@ -67,6 +71,11 @@ function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
     save,
     message,
   );
+  return form;
+}
+
+function userRow(user: AdminUser, actions: ViewActions): HTMLElement {
+  const form = subscriptionForm(user, actions);
   const expired = user.effectiveTier !== user.tier;
   return h(
     'tr',

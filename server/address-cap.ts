@@ -61,72 +61,15 @@ function holderOf(holder: CapHolder): CapHolder {
 }
 
 export function createAddressCap(options: AddressCapOptions): AddressCap {
-  const { limit, refuse } = options;
-  const counts = new Map<string, number>();
-  const counted = new WeakMap<CapHolder, string>();
-  const refusedHolders = new WeakSet<CapHolder>();
   const { isProxy, addressOf } = clientAddressOf(options.trustProxy ?? []);
-  const budget = options.budget ?? ownConnectionBudget();
-  let refused = 0;
-  let evicted = 0;
-
-  /** Counts `holder` for `address`, or refuses it when the address is full. */
-  function count(given: CapHolder, address: string): boolean {
-    // a TLS socket is counted as the TCP socket under it, which was admitted at accept
-    const holder = holderOf(given);
-    if (counted.has(holder)) return true;
-    const key = addressGroup(address);
-    const open = counts.get(key) ?? 0;
-    if (open >= limit) {
-      refused++;
-      refusedHolders.add(holder);
-      // until it is closed (up to a second after its answer) it holds a descriptor too
-      if (!(holder instanceof ServerResponse)) {
-        budget.take(key, holder, () => evict(holder));
-        holder.once('close', () => budget.release(holder));
-      }
-      // answered on what was given: over TLS, the answer goes through it
-      refuse(given);
-      return false;
-    }
-    counts.set(key, open + 1);
-    counted.set(holder, key);
-    holder.on('close', releaseOnClose);
-    if (!(holder instanceof ServerResponse)) budget.take(key, holder, () => evict(holder));
-    return true;
-  }
-
-  /** The budget closes `holder` to make room for another address. */
-  function evict(holder: Duplex): void {
-    evicted++;
-    release(holder);
-    holder.destroy();
-  }
-
-  /** One listener for every counted holder (`this`): nothing kept per released one. */
-  function releaseOnClose(this: CapHolder): void {
-    release(this);
-  }
-
-  function release(given: CapHolder): void {
-    const holder = holderOf(given);
-    const key = counted.get(holder);
-    if (key === undefined) return;
-    counted.delete(holder);
-    holder.off('close', releaseOnClose);
-    budget.release(holder);
-    const left = (counts.get(key) ?? 1) - 1;
-    if (left <= 0) counts.delete(key);
-    else counts.set(key, left);
-  }
-
+  const { count, release, refusedHolders, stats } = createCapLedger(options);
   return {
     get refused() {
-      return refused;
+      return stats.refused;
     },
 
     get evicted() {
-      return evicted;
+      return stats.evicted;
     },
 
     admit(socket) {
@@ -150,6 +93,71 @@ export function createAddressCap(options: AddressCapOptions): AddressCap {
       return refusedHolders.has(holderOf(holder));
     },
   };
+}
+
+/**
+ * What a cap counts: the open holders per address group, those refused, and the connection
+ * budget's share of each (a holder the budget evicts is released and closed).
+ */
+function createCapLedger(options: AddressCapOptions) {
+  const { limit, refuse } = options;
+  const counts = new Map<string, number>();
+  const counted = new WeakMap<CapHolder, string>();
+  const refusedHolders = new WeakSet<CapHolder>();
+  const budget = options.budget ?? ownConnectionBudget();
+  const stats = { refused: 0, evicted: 0 };
+
+  /** Counts `holder` for `address`, or refuses it when the address is full. */
+  function count(given: CapHolder, address: string): boolean {
+    // a TLS socket is counted as the TCP socket under it, which was admitted at accept
+    const holder = holderOf(given);
+    if (counted.has(holder)) return true;
+    const key = addressGroup(address);
+    const open = counts.get(key) ?? 0;
+    if (open >= limit) {
+      stats.refused++;
+      refusedHolders.add(holder);
+      // until it is closed (up to a second after its answer) it holds a descriptor too
+      if (!(holder instanceof ServerResponse)) {
+        budget.take(key, holder, () => evict(holder));
+        holder.once('close', () => budget.release(holder));
+      }
+      // answered on what was given: over TLS, the answer goes through it
+      refuse(given);
+      return false;
+    }
+    counts.set(key, open + 1);
+    counted.set(holder, key);
+    holder.on('close', releaseOnClose);
+    if (!(holder instanceof ServerResponse)) budget.take(key, holder, () => evict(holder));
+    return true;
+  }
+
+  /** The budget closes `holder` to make room for another address. */
+  function evict(holder: Duplex): void {
+    stats.evicted++;
+    release(holder);
+    holder.destroy();
+  }
+
+  /** One listener for every counted holder (`this`): nothing kept per released one. */
+  function releaseOnClose(this: CapHolder): void {
+    release(this);
+  }
+
+  function release(given: CapHolder): void {
+    const holder = holderOf(given);
+    const key = counted.get(holder);
+    if (key === undefined) return;
+    counted.delete(holder);
+    holder.off('close', releaseOnClose);
+    budget.release(holder);
+    const left = (counts.get(key) ?? 1) - 1;
+    if (left <= 0) counts.delete(key);
+    else counts.set(key, left);
+  }
+
+  return { count, release, refusedHolders, stats };
 }
 
 /** How long a refused connection may take to close after its answer before it is cut. */

@@ -202,7 +202,9 @@ function serveSocket(socket: Socket, handlers: ControlHandlers): void {
       return;
     }
     pending++;
-    void answer(parsed.value)
+    void answer(parsed.value, handlers, write, (stop) => {
+      unsubscribe = stop;
+    })
       .catch((err: unknown) => {
         const code = err instanceof SyncError ? err.code : 'internal';
         refuse(code, err instanceof Error ? err.message : String(err));
@@ -216,31 +218,40 @@ function serveSocket(socket: Socket, handlers: ControlHandlers): void {
     inputEnded = true;
     endWhenAnswered();
   });
+}
 
-  async function answer(request: ControlRequest): Promise<void> {
-    switch (request.op) {
-      case 'status':
-        write({ ok: true, status: handlers.status() });
-        return;
-      case 'send':
-        await handlers.send(request.to, request.payload);
-        write({ ok: true });
-        return;
-      case 'listen':
-        write({ ok: true });
-        unsubscribe = handlers.subscribe(write);
-        return;
-      case 'history':
-      case 'restore': {
-        if (handlers.folder === undefined) {
-          throw new SyncError(
-            'not_joined',
-            'the running sync has not opened its folder yet; try again',
-          );
-        }
-        write({ ok: true, output: await handlers.folder(request) });
-        return;
+/**
+ * One request answered with `write`; `listen` subscribes the connection to the sync's events
+ * (`listening` keeps what ends it). A request that fails throws, for its line to say why.
+ */
+async function answer(
+  request: ControlRequest,
+  handlers: ControlHandlers,
+  write: (value: ControlResponse | ControlEvent) => void,
+  listening: (unsubscribe: () => void) => void,
+): Promise<void> {
+  switch (request.op) {
+    case 'status':
+      write({ ok: true, status: handlers.status() });
+      return;
+    case 'send':
+      await handlers.send(request.to, request.payload);
+      write({ ok: true });
+      return;
+    case 'listen':
+      write({ ok: true });
+      listening(handlers.subscribe(write));
+      return;
+    case 'history':
+    case 'restore': {
+      if (handlers.folder === undefined) {
+        throw new SyncError(
+          'not_joined',
+          'the running sync has not opened its folder yet; try again',
+        );
       }
+      write({ ok: true, output: await handlers.folder(request) });
+      return;
     }
   }
 }

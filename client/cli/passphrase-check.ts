@@ -1,6 +1,6 @@
 import { isRelayErrorCode } from '../../protocol/relay-codes.ts';
 import { docKeyOf } from '../doc-key.ts';
-import type { E2EKey } from '../e2e-key.ts';
+import { deriveE2EKey, type E2EKey } from '../e2e-key.ts';
 import { SyncError } from '../errors.ts';
 import { folderDocName } from '../folder/document.ts';
 import type { RelayConnection } from '../relay-connection.ts';
@@ -111,4 +111,25 @@ function record(connection: RelayConnection, key: E2EKey): Promise<void> {
       new TextEncoder().encode(key.check),
     );
   });
+}
+
+/**
+ * The key of `passphrase` in `room` (none without one), refused when the host says the
+ * project's other devices use another passphrase: asked before anything is read, written or
+ * sent, since a device with another passphrase than the project's would send its files under a
+ * key the others cannot open, and write nothing of theirs.
+ */
+export async function checkedKey(
+  passphrase: string | undefined,
+  room: string,
+  check: ((key: E2EKey) => Promise<PassphraseVerdict>) | undefined,
+): Promise<E2EKey | undefined> {
+  const key = passphrase === undefined ? undefined : await deriveE2EKey(passphrase, room);
+  if (key !== undefined && (await check?.(key)) === 'other') {
+    throw new SyncError(
+      'wrong_passphrase',
+      `this device's passphrase is not the one this project's other devices use (the host holds what they wrote under another); nothing was read, sent or written. Start sync again with their passphrase (or, to change the project's passphrase, with --new-passphrase)`,
+    );
+  }
+  return key;
 }

@@ -1,6 +1,6 @@
 import { closestVersion } from './ancestors.ts';
 import { conflictName } from './conflicts.ts';
-import { type FileMeta, isWithin, type Stamp, sameStamp } from './disk.ts';
+import { type FileMeta, isWithin, type Stamp, sameStamp, type Walk } from './disk.ts';
 import {
   addEntry,
   addVersion,
@@ -25,7 +25,7 @@ export function readFolder(
   origin: unknown,
   scopes: string[] = [''],
 ): Map<string, DiskRecord | null> {
-  const { disk, onDisk } = mirror;
+  const { disk } = mirror;
   const walk = disk.walk(scopes, (path, isFolder) => mirror.skipsFound(path, isFolder));
   for (const temp of walk.temps) if (!mirror.blobs?.busyTemps.has(temp)) disk.removeQuietly(temp);
   mirror.noteSkippedNames(scopes, walk.skipped.keys());
@@ -33,98 +33,148 @@ export function readFolder(
     mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
   }
   const changes = new Map<string, DiskRecord | null>();
-  const added: FoundFile[] = [];
-  const met: (FoundFile & { entry: FileEntry })[] = [];
   const now = mirror.now();
   const inScope = (path: string) => scopes.some((scope) => isWithin(path, scope));
   mirror.doc.transact(() => {
-    for (const [path, stamp] of walk.files) {
-      const record = onDisk.get(path);
-      const known = record !== undefined || mirror.isSkippedHere(path);
-      if (known && sameStamp(mirror.stampOf(path), stamp)) continue;
-      if (mirror.blobs?.uploading(path, stamp)) continue;
-      const read = disk.readText(path);
-      if (read === undefined) continue;
-      const problem =
-        'binary' in read
-          ? blobProblem(mirror, read.binary)
-          : 'problem' in read
-            ? read.problem
-            : undefined;
-      if (problem !== undefined) {
-        mirror.skipHere(path);
-        // A file that could not be read is tried again at every scan: a permission given back
-        // changes none of what a stamp holds.
-        if ('binary' in read) mirror.setStamp(path, stamp);
-        mirror.sayOnce(`skip ${path} ${problem}`, `skipped ${path}: ${problem}`);
-        continue;
-      }
-      mirror.skipHere(path, false);
-      if ('binary' in read) {
-        // Sent as chunks; its version goes in the document once the host holds them all (its
-        // stamp is recorded then: until that, a write here from another device waits).
-        mirror.blobs!.upload(path, read.binary);
-        continue;
-      }
-      if (!('text' in read)) continue;
-      mirror.setStamp(path, read.stamp);
-      const digest = digestOf(read.text);
-      const meta = mirror.metaOf(read.stamp);
-      if (record === undefined) added.push({ path, text: read.text, digest, meta });
-      else if (digest !== record.digest)
-        editHere(mirror, path, record, { text: read.text, digest, meta }, changes, now);
-      else metaHere(mirror, path, record, meta);
-    }
+    const added = readChanged(mirror, walk, changes, now);
     for (const path of mirror.skippedHere()) {
       if (inScope(path) && !walk.files.has(path)) mirror.skipHere(path, false);
     }
-    const missing = new Map<string, DiskRecord>();
-    for (const [path, record] of onDisk) {
-      if (walk.files.has(path) || mirror.isSkippedHere(path) || !inScope(path)) continue;
-      // A file that became ignored is not gone: it stays here, and its entry as it was.
-      if (mirror.ignores(path)) continue;
-      if (walk.unreadable.some((folder) => isWithin(path, folder))) continue;
-      missing.set(path, record);
-    }
-    const missingByDigest = new Map<string, string[]>();
-    for (const [path, record] of missing) {
-      const paths = missingByDigest.get(record.digest);
-      if (paths === undefined) missingByDigest.set(record.digest, [path]);
-      else paths.push(path);
-    }
-    for (const file of added) {
-      const from = missingByDigest.get(file.digest)?.find((path) => missing.has(path));
-      const entry = from === undefined ? undefined : entryAt(mirror, from, missing.get(from)!);
-      if (from !== undefined && entry !== undefined) {
-        missing.delete(from);
-        entry.map.set('path', file.path);
-        setTextMeta(entry.map, file.meta);
-        changes.set(from, null);
-        changes.set(file.path, { id: entry.id, digest: file.digest });
-        mirror.say('out', `sent ${from} → ${file.path} (renamed)`);
-        continue;
-      }
-      const there = mirror.index.winnerAt(file.path);
-      if (there?.text !== undefined && [...mirror.diskPathsOf(there.id)].length === 0) {
-        met.push({ ...file, entry: there });
-        continue;
-      }
-      addNew(mirror, file, changes, now);
-    }
-    meetHere(mirror, met, changes, now);
-    for (const [path, record] of missing) {
-      const entry = entryAt(mirror, path, record);
-      // A document that moved on since this file was last written keeps its newer version:
-      // the delete was of an older one, and the newer comes back at the next write.
-      if (entry !== undefined) {
-        entry.map.set('deleted', record.digest);
-        mirror.say('out', `sent ${path} (deleted)`);
-      } else mirror.retryLater(path);
-      changes.set(path, null);
-      mirror.forgetStamp(path);
-    }
+    const missing = missingFiles(mirror, walk, inScope);
+    placeAdded(mirror, added, missing, changes, now);
+    markDeleted(mirror, missing, changes);
   }, origin);
   return changes;
+}
+
+/**
+ * The files read again whose stamp changed: an edit or new times and modes of a known file go
+ * in at once, a binary file goes as chunks, one that cannot be read is skipped (and said once);
+ * the new text files are returned, for renames to be found among them.
+ */
+function readChanged(
+  mirror: FolderMirror,
+  walk: Walk,
+  changes: Map<string, DiskRecord | null>,
+  now: number,
+): FoundFile[] {
+  const { disk, onDisk } = mirror;
+  const added: FoundFile[] = [];
+  for (const [path, stamp] of walk.files) {
+    const record = onDisk.get(path);
+    const known = record !== undefined || mirror.isSkippedHere(path);
+    if (known && sameStamp(mirror.stampOf(path), stamp)) continue;
+    if (mirror.blobs?.uploading(path, stamp)) continue;
+    const read = disk.readText(path);
+    if (read === undefined) continue;
+    const problem =
+      'binary' in read
+        ? blobProblem(mirror, read.binary)
+        : 'problem' in read
+          ? read.problem
+          : undefined;
+    if (problem !== undefined) {
+      mirror.skipHere(path);
+      // A file that could not be read is tried again at every scan: a permission given back
+      // changes none of what a stamp holds.
+      if ('binary' in read) mirror.setStamp(path, stamp);
+      mirror.sayOnce(`skip ${path} ${problem}`, `skipped ${path}: ${problem}`);
+      continue;
+    }
+    mirror.skipHere(path, false);
+    if ('binary' in read) {
+      // Sent as chunks; its version goes in the document once the host holds them all (its
+      // stamp is recorded then: until that, a write here from another device waits).
+      mirror.blobs!.upload(path, read.binary);
+      continue;
+    }
+    if (!('text' in read)) continue;
+    mirror.setStamp(path, read.stamp);
+    const digest = digestOf(read.text);
+    const meta = mirror.metaOf(read.stamp);
+    if (record === undefined) added.push({ path, text: read.text, digest, meta });
+    else if (digest !== record.digest)
+      editHere(mirror, path, record, { text: read.text, digest, meta }, changes, now);
+    else metaHere(mirror, path, record, meta);
+  }
+  return added;
+}
+
+/** The recorded files no longer here in the scanned scopes (not ignored, not in an unreadable folder). */
+function missingFiles(
+  mirror: FolderMirror,
+  walk: Walk,
+  inScope: (path: string) => boolean,
+): Map<string, DiskRecord> {
+  const { onDisk } = mirror;
+  const missing = new Map<string, DiskRecord>();
+  for (const [path, record] of onDisk) {
+    if (walk.files.has(path) || mirror.isSkippedHere(path) || !inScope(path)) continue;
+    // A file that became ignored is not gone: it stays here, and its entry as it was.
+    if (mirror.ignores(path)) continue;
+    if (walk.unreadable.some((folder) => isWithin(path, folder))) continue;
+    missing.set(path, record);
+  }
+  return missing;
+}
+
+/**
+ * The new files: a rename when a missing file had the same digest (its entry moves), a first
+ * meeting with another device's text at that path, or a new entry.
+ */
+function placeAdded(
+  mirror: FolderMirror,
+  added: FoundFile[],
+  missing: Map<string, DiskRecord>,
+  changes: Map<string, DiskRecord | null>,
+  now: number,
+): void {
+  const met: (FoundFile & { entry: FileEntry })[] = [];
+  const missingByDigest = new Map<string, string[]>();
+  for (const [path, record] of missing) {
+    const paths = missingByDigest.get(record.digest);
+    if (paths === undefined) missingByDigest.set(record.digest, [path]);
+    else paths.push(path);
+  }
+  for (const file of added) {
+    const from = missingByDigest.get(file.digest)?.find((path) => missing.has(path));
+    const entry = from === undefined ? undefined : entryAt(mirror, from, missing.get(from)!);
+    if (from !== undefined && entry !== undefined) {
+      missing.delete(from);
+      entry.map.set('path', file.path);
+      setTextMeta(entry.map, file.meta);
+      changes.set(from, null);
+      changes.set(file.path, { id: entry.id, digest: file.digest });
+      mirror.say('out', `sent ${from} → ${file.path} (renamed)`);
+      continue;
+    }
+    const there = mirror.index.winnerAt(file.path);
+    if (there?.text !== undefined && [...mirror.diskPathsOf(there.id)].length === 0) {
+      met.push({ ...file, entry: there });
+      continue;
+    }
+    addNew(mirror, file, changes, now);
+  }
+  meetHere(mirror, met, changes, now);
+}
+
+/** The files still missing after the renames: their entries marked deleted. */
+function markDeleted(
+  mirror: FolderMirror,
+  missing: Map<string, DiskRecord>,
+  changes: Map<string, DiskRecord | null>,
+): void {
+  for (const [path, record] of missing) {
+    const entry = entryAt(mirror, path, record);
+    // A document that moved on since this file was last written keeps its newer version:
+    // the delete was of an older one, and the newer comes back at the next write.
+    if (entry !== undefined) {
+      entry.map.set('deleted', record.digest);
+      mirror.say('out', `sent ${path} (deleted)`);
+    } else mirror.retryLater(path);
+    changes.set(path, null);
+    mirror.forgetStamp(path);
+  }
 }
 
 /** A text file found here with no record. */

@@ -25,10 +25,36 @@ export function writeFolder(
   persist: Persist,
   onRecorded: (() => void) | undefined,
 ): { held: number; blocked: boolean } {
-  const { disk, onDisk, index } = mirror;
+  const batch = planBatch(mirror, paths);
+  const { held, blocked } = prepareWrites(mirror, batch, budget);
+  const { plan, changes } = batch;
+  if (plan.length === 0) {
+    if (changes.size > 0) {
+      mirror.setRecords(changes);
+      persist({ disk: changes });
+    }
+    return { held, blocked };
+  }
+  commitBatch(mirror, batch, persist, onRecorded);
+  return { held, blocked };
+}
+
+/** A batch of a write: the operations planned, the records they change, the files to write. */
+interface Batch {
+  plan: PendingOp[];
+  changes: Map<string, DiskRecord | null>;
+  writes: [string, FileEntry][];
+}
+
+/**
+ * What the paths need: a remove (the entry deleted), a write (another version won), times and
+ * modes set in place, or nothing; a bad entry from another device keeps the file as a new one.
+ */
+function planBatch(mirror: FolderMirror, paths: Iterable<string>): Batch {
+  const { onDisk, index } = mirror;
   const plan: PendingOp[] = [];
   const changes = new Map<string, DiskRecord | null>();
-  const writes: [string, ReturnType<typeof index.winnerAt> & object][] = [];
+  const writes: [string, FileEntry][] = [];
   for (const path of paths) {
     // Ignored here: another device's version waits in the document, the file here stays as is.
     if (mirror.ignores(path)) continue;
@@ -58,6 +84,21 @@ export function writeFolder(
       if (stamped !== undefined) changes.set(path, stamped);
     }
   }
+  return { plan, changes, writes };
+}
+
+/**
+ * The temporary file of each write, added to the plan; a write that cannot be made now is
+ * retried later. How many new files the receive budget held back, and whether a write waited
+ * for a file of this batch to leave its way.
+ */
+function prepareWrites(
+  mirror: FolderMirror,
+  batch: Batch,
+  budget: ReceiveBudget,
+): { held: number; blocked: boolean } {
+  const { disk, onDisk, index } = mirror;
+  const { plan, changes, writes } = batch;
   let held = 0;
   let blocked = false;
   for (const [path, entry] of writes) {
@@ -103,13 +144,21 @@ export function writeFolder(
     const kept = temp.stamp === undefined ? {} : { stamp: temp.stamp };
     changes.set(path, { id: entry.id, digest: after, ...kept });
   }
-  if (plan.length === 0) {
-    if (changes.size > 0) {
-      mirror.setRecords(changes);
-      persist({ disk: changes });
-    }
-    return { held, blocked };
-  }
+  return { held, blocked };
+}
+
+/**
+ * The batch recorded, then put in place operation by operation; one that meets a change made
+ * here meanwhile (or fails) is retried later and its record put back.
+ */
+function commitBatch(
+  mirror: FolderMirror,
+  batch: Batch,
+  persist: Persist,
+  onRecorded: (() => void) | undefined,
+): void {
+  const { onDisk } = mirror;
+  const { plan, changes } = batch;
   persist({ disk: changes, pending: plan });
   onRecorded?.();
   const corrections = new Map<string, DiskRecord | null>();
@@ -128,7 +177,6 @@ export function writeFolder(
   mirror.setRecords(changes);
   mirror.setRecords(corrections);
   persist({ disk: corrections, done: true });
-  return { held, blocked };
 }
 
 /**

@@ -75,15 +75,40 @@ const namesQuery = z.object({ room: z.string().min(1).max(200), doc: docKeySchem
  * ids are checked (404 `not_found` for an unknown id); removals answer 204.
  */
 export function createAdminRouter(options: AdminRoutesOptions): Router {
-  const { service, db, logger } = options;
-  const now = options.now ?? Date.now;
   const router = Router();
   router.use(jsonBody);
   router.use((_req, res, next) => {
     res.set('Cache-Control', 'no-store');
     next();
   });
+  const now = options.now ?? Date.now;
+  const ctx: AdminContext = { ...options, now, views: adminViews(options, now) };
+  overviewRoutes(router, ctx);
+  userRoutes(router, ctx);
+  deviceRoutes(router, ctx);
+  projectRoutes(router, ctx);
+  pairingRoutes(router, ctx);
+  hostRoutes(router, ctx);
 
+  router.use((req, res) => {
+    res.status(404).json({
+      error: { code: 'not_found', message: `no route ${req.method} /admin/api${req.path}` },
+    });
+  });
+  return router;
+}
+
+/** What the admin API's route groups share: the options and the views they answer with. */
+interface AdminContext extends AdminRoutesOptions {
+  now: () => number;
+  views: ReturnType<typeof adminViews>;
+}
+
+const userId = (params: unknown): number => parseInput(idParams, params, 'id').id;
+
+/** What the admin API shows: users, devices, the relay, pending links, how to connect. */
+function adminViews(options: AdminRoutesOptions, now: () => number) {
+  const { service, db } = options;
   const toAdminUser =
     (owner: number | undefined) =>
     (u: UserSummary): AdminUser => {
@@ -147,8 +172,12 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
       fingerprint: fingerprint ?? null,
     };
   };
-  const userId = (params: unknown): number => parseInput(idParams, params, 'id').id;
+  return { toAdminUser, users, relayStatus, relay, devices, pending, connection };
+}
 
+function overviewRoutes(router: Router, options: AdminContext): void {
+  const { service, db } = options;
+  const { pending, users, devices, relay, connection } = options.views;
   router.get('/overview', async (req, res) => {
     const page = parseInput(overviewQuery, req.query, 'query');
     const body: AdminOverview = {
@@ -166,7 +195,11 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     };
     res.json(body);
   });
+}
 
+function userRoutes(router: Router, options: AdminContext): void {
+  const { service, db, logger, now } = options;
+  const { users, toAdminUser } = options.views;
   router.get('/users', async (_req, res) => {
     res.json({ users: await users() });
   });
@@ -203,7 +236,11 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     logger.info({ userId: id, devices }, 'admin: user deleted');
     res.status(204).end();
   });
+}
 
+function deviceRoutes(router: Router, options: AdminContext): void {
+  const { service, logger } = options;
+  const { devices } = options.views;
   router.get('/devices', async (_req, res) => {
     res.json({ devices: await devices() });
   });
@@ -216,7 +253,10 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     logger.info({ userId: owner, deviceId: id }, 'admin: device revoked');
     res.status(204).end();
   });
+}
 
+function projectRoutes(router: Router, options: AdminContext): void {
+  const { service, db, logger } = options;
   router.get('/projects', async (_req, res) => {
     res.json({ projects: await listProjectsWithOwner(db) });
   });
@@ -235,11 +275,10 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     if (!(await service.members.removeByAdmin(id, member))) throw notFound('member');
     res.status(204).end();
   });
+}
 
-  router.get('/pending-links', (_req, res) => {
-    res.json(pending());
-  });
-
+function pairingRoutes(router: Router, options: AdminContext): void {
+  const { service } = options;
   router.get('/pairings', async (_req, res) => {
     res.json({ pairings: await service.pairing.pending() });
   });
@@ -254,6 +293,15 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
     const { code } = parseInput(pairingCodeBody, req.body, 'body');
     await service.pairing.denyCode(code, { via: 'admin', email: undefined }, clientOf(req));
     res.status(204).end();
+  });
+}
+
+/** The co-hosted relay, the store's sizes, how devices connect, the pending links. */
+function hostRoutes(router: Router, options: AdminContext): void {
+  const { db } = options;
+  const { relay, connection, pending } = options.views;
+  router.get('/pending-links', (_req, res) => {
+    res.json(pending());
   });
 
   router.get('/relay', async (_req, res) => {
@@ -276,11 +324,4 @@ export function createAdminRouter(options: AdminRoutesOptions): Router {
   router.get('/connection', (_req, res) => {
     res.json(connection());
   });
-
-  router.use((req, res) => {
-    res.status(404).json({
-      error: { code: 'not_found', message: `no route ${req.method} /admin/api${req.path}` },
-    });
-  });
-  return router;
 }

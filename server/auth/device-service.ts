@@ -50,22 +50,68 @@ export type DeviceService = ReturnType<typeof createDeviceService>;
  * deletion and the revocation that goes with it.
  */
 export function createDeviceService(options: DeviceServiceOptions) {
-  const { db, settings, logger, now, limits } = options;
-  const authFailures = new Limiter(
-    'auth failures per client',
-    limits.authFailuresPerClient,
-    logger,
-  );
+  const { settings, logger, now, limits } = options;
   const devicesPerJwt = new Limiter(
     'devices per login JWT',
     limits.devicesPerJwt,
     logger,
     `this sign-in code has registered ${limits.devicesPerJwt.points} devices, the most one code may; sign in again`,
   );
-  const revokeListeners = new Set<(deviceId: number, userId: number) => void>();
-  const callers = new Map<string, { caller: Caller; until: number }>();
-  const deviceLists = new Map<number, { devices: Device[]; until: number }>();
+  const ctx: DeviceContext = {
+    ...options,
+    revokeListeners: new Set(),
+    callers: new Map(),
+    deviceLists: new Map(),
+  };
+  const { db, revokeListeners } = ctx;
+  const { addDevice, notifyRevoked, removeDevice } = deviceChanges(ctx);
 
+  return {
+    addDevice,
+    notifyRevoked,
+    removeDevice,
+    ...bearerChecks(ctx),
+
+    /** POST /auth/devices: a device for the user of a valid login JWT. */
+    async registerDevice(
+      jwt: string | undefined,
+      input: DeviceInput,
+    ): Promise<{ deviceToken: string; device: Device }> {
+      const userId =
+        jwt === undefined ? undefined : await verifyLoginJwt(jwt, settings.secret, now());
+      const user = userId === undefined ? undefined : await findUserById(db, userId);
+      if (user === undefined) throw unauthorized('missing, invalid or expired login JWT');
+      await devicesPerJwt.consume(sha256Hex(jwt ?? '').slice(0, 16));
+      const created = await addDevice(user.id, input);
+      logger.info({ userId: user.id, deviceId: created.device.id }, 'device registered');
+      return { deviceToken: created.token, device: created.device };
+    },
+
+    /** Deletes one of the caller's devices and revokes it at once (relay connections too). */
+    async deleteDevice(caller: Caller, id: number): Promise<void> {
+      if ((await removeDevice(id, caller.user.id)) === undefined) throw notFound('device');
+      logger.info({ userId: caller.user.id, deviceId: id }, 'device deleted');
+    },
+
+    onDeviceRevoked(listener: (deviceId: number, userId: number) => void): () => void {
+      revokeListeners.add(listener);
+      return () => revokeListeners.delete(listener);
+    },
+  };
+}
+
+/** What the parts of the device service share: its options, its caches and its listeners. */
+interface DeviceContext extends DeviceServiceOptions {
+  revokeListeners: Set<(deviceId: number, userId: number) => void>;
+  /** Bearer checks remembered by token. */
+  callers: Map<string, { caller: Caller; until: number }>;
+  /** Each user's devices, remembered and dropped on every change. */
+  deviceLists: Map<number, { devices: Device[]; until: number }>;
+}
+
+/** A device added, removed, or gone: the caches forget it and the listeners hear of it. */
+function deviceChanges(ctx: DeviceContext) {
+  const { db, settings, logger, now, callers, deviceLists, revokeListeners } = ctx;
   const signToken = (userId: number) => (deviceId: number) =>
     signDeviceToken(
       { userId, deviceId, issuedAt: Math.floor(now() / 1000) },
@@ -114,6 +160,18 @@ export function createDeviceService(options: DeviceServiceOptions) {
     return owner;
   }
 
+  return { addDevice, notifyRevoked, removeDevice };
+}
+
+/** The bearer check of a device token and the caller's devices, each remembered for a while. */
+function bearerChecks(ctx: DeviceContext) {
+  const { db, settings, logger, now, limits, callers, deviceLists } = ctx;
+  const authFailures = new Limiter(
+    'auth failures per client',
+    limits.authFailuresPerClient,
+    logger,
+  );
+
   /** Writes lastSeen when the stored value is at least lastSeenRefreshMs old. */
   function refreshLastSeen(device: Device): void {
     if (now() - Date.parse(device.lastSeen) < lastSeenRefreshMs) return;
@@ -129,25 +187,6 @@ export function createDeviceService(options: DeviceServiceOptions) {
   }
 
   return {
-    addDevice,
-    notifyRevoked,
-    removeDevice,
-
-    /** POST /auth/devices: a device for the user of a valid login JWT. */
-    async registerDevice(
-      jwt: string | undefined,
-      input: DeviceInput,
-    ): Promise<{ deviceToken: string; device: Device }> {
-      const userId =
-        jwt === undefined ? undefined : await verifyLoginJwt(jwt, settings.secret, now());
-      const user = userId === undefined ? undefined : await findUserById(db, userId);
-      if (user === undefined) throw unauthorized('missing, invalid or expired login JWT');
-      await devicesPerJwt.consume(sha256Hex(jwt ?? '').slice(0, 16));
-      const created = await addDevice(user.id, input);
-      logger.info({ userId: user.id, deviceId: created.device.id }, 'device registered');
-      return { deviceToken: created.token, device: created.device };
-    },
-
     /**
      * The caller of a bearer device token: signature, stored digest and device existence are
      * checked; lastSeen is refreshed at most once a minute. Only failures count against the
@@ -185,17 +224,6 @@ export function createDeviceService(options: DeviceServiceOptions) {
       if (deviceLists.size >= callerCacheEntries) deviceLists.clear();
       deviceLists.set(userId, { devices, until: now() + callerCacheMs });
       return devices;
-    },
-
-    /** Deletes one of the caller's devices and revokes it at once (relay connections too). */
-    async deleteDevice(caller: Caller, id: number): Promise<void> {
-      if ((await removeDevice(id, caller.user.id)) === undefined) throw notFound('device');
-      logger.info({ userId: caller.user.id, deviceId: id }, 'device deleted');
-    },
-
-    onDeviceRevoked(listener: (deviceId: number, userId: number) => void): () => void {
-      revokeListeners.add(listener);
-      return () => revokeListeners.delete(listener);
     },
   };
 }

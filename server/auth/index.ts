@@ -158,51 +158,16 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     settings,
   });
 
-  let isReady = false;
-  let closed = false;
   // close() ends the wait between two attempts at once (a stop during the retries is prompt).
-  const closing = new AbortController();
-  const ready = (async () => {
-    for (;;) {
-      try {
-        const applied = await migrate(db);
-        if (applied.length > 0)
-          logger.info(
-            { driver: db.driver, versions: applied },
-            'database schema created or upgraded',
-          );
-        isReady = true;
-        return;
-      } catch (err: unknown) {
-        // Refused credentials or a missing database are mistakes, not outages: no retry.
-        if (!isDatabaseUnavailable(err) || databaseMistake(err) !== undefined || closed) throw err;
-        logger.error({ err: (err as Error).message }, 'database unreachable at start; retrying');
-        const retried = await sleep(options.retryMs ?? migrateRetryMs, true, {
-          signal: closing.signal,
-        }).catch(() => false);
-        if (!retried) throw new Error('closed while waiting for the database');
-      }
-    }
-  })();
+  const state: SchemaState = { isReady: false, closed: false, closing: new AbortController() };
+  const ready = prepareSchema(db, logger, options.retryMs ?? migrateRetryMs, state);
 
-  // Expired links and old revocations are deleted once the schema is in place (a failed start
-  // is reported elsewhere).
-  const purges: Purge[] = [];
-  ready.then(
-    () => {
-      if (closed) return;
-      const purgeOptions = { db, logger, now: options.now ?? Date.now };
-      purges.push(startLinkPurge(purgeOptions), startRevocationPrune(purgeOptions));
-      // Once at start too: a process restarted more often than the interval still purges.
-      for (const purge of purges) void purge.run();
-    },
-    () => {},
-  );
+  const purges = startPurgesWhenReady(ready, state, { db, logger, now: options.now ?? Date.now });
 
   const app = createAuthApp({
     service,
     logger,
-    isReady: () => isReady,
+    isReady: () => state.isReady,
     discovery: () => ({
       authUrl: urls.baseUrl,
       relayUrl: urls.relayUrl,
@@ -213,6 +178,95 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     trustProxy: config.trustProxy,
     mount: options.mount && ((a) => options.mount?.(a, service, db)),
   });
+  const server = createHttpServer(app, options);
+
+  return {
+    service,
+    db,
+    app,
+    server,
+    ready,
+    listen: () => listen(server, config.port, config.bind, 'PORT in auth.conf'),
+    setUrls(next) {
+      urls.baseUrl = next.baseUrl;
+      urls.relayUrl = next.relayUrl;
+      fingerprint = next.fingerprint;
+      settings.baseUrl = next.baseUrl;
+    },
+    async close() {
+      state.closed = true;
+      state.closing.abort();
+      for (const purge of purges) purge.stop();
+      await closeServer(server);
+      mailer.close();
+      await ready.catch(() => {});
+      await db.close();
+    },
+  };
+}
+
+/** Where the schema's preparation stands, and how a close ends its wait. */
+interface SchemaState {
+  isReady: boolean;
+  closed: boolean;
+  closing: AbortController;
+}
+
+/** The schema put in place, retried every `retryMs` while the database is unreachable. */
+async function prepareSchema(
+  db: Db,
+  logger: Logger,
+  retryMs: number,
+  state: SchemaState,
+): Promise<void> {
+  for (;;) {
+    try {
+      const applied = await migrate(db);
+      if (applied.length > 0)
+        logger.info(
+          { driver: db.driver, versions: applied },
+          'database schema created or upgraded',
+        );
+      state.isReady = true;
+      return;
+    } catch (err: unknown) {
+      // Refused credentials or a missing database are mistakes, not outages: no retry.
+      if (!isDatabaseUnavailable(err) || databaseMistake(err) !== undefined || state.closed)
+        throw err;
+      logger.error({ err: (err as Error).message }, 'database unreachable at start; retrying');
+      const retried = await sleep(retryMs, true, {
+        signal: state.closing.signal,
+      }).catch(() => false);
+      if (!retried) throw new Error('closed while waiting for the database');
+    }
+  }
+}
+
+/**
+ * Expired links and old revocations are deleted once the schema is in place (a failed start
+ * is reported elsewhere); the purges are in the list returned, for the close to stop them.
+ */
+function startPurgesWhenReady(
+  ready: Promise<void>,
+  state: SchemaState,
+  purgeOptions: { db: Db; logger: Logger; now: () => number },
+): Purge[] {
+  const purges: Purge[] = [];
+  ready.then(
+    () => {
+      if (state.closed) return;
+      purges.push(startLinkPurge(purgeOptions), startRevocationPrune(purgeOptions));
+      // Once at start too: a process restarted more often than the interval still purges.
+      for (const purge of purges) void purge.run();
+    },
+    () => {},
+  );
+  return purges;
+}
+
+/** The auth port's HTTP server: its timeouts, header count, client errors, connections per address. */
+function createHttpServer(app: Express, options: AuthServerOptions): Server {
+  const { config } = options;
   const timeouts = { ...defaultHttpTimeouts, ...options.httpTimeouts };
   const server = createServer(
     {
@@ -229,28 +283,5 @@ export async function createAuthServer(options: AuthServerOptions): Promise<Auth
     config.trustProxy,
     options.connectionBudget,
   );
-
-  return {
-    service,
-    db,
-    app,
-    server,
-    ready,
-    listen: () => listen(server, config.port, config.bind, 'PORT in auth.conf'),
-    setUrls(next) {
-      urls.baseUrl = next.baseUrl;
-      urls.relayUrl = next.relayUrl;
-      fingerprint = next.fingerprint;
-      settings.baseUrl = next.baseUrl;
-    },
-    async close() {
-      closed = true;
-      closing.abort();
-      for (const purge of purges) purge.stop();
-      await closeServer(server);
-      mailer.close();
-      await ready.catch(() => {});
-      await db.close();
-    },
-  };
+  return server;
 }

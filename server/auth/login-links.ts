@@ -44,13 +44,7 @@ export function createLoginLinks(options: LoginLinksOptions) {
   const linksPerEmail = new Limiter('links per e-mail', limits.linksPerEmail, logger);
   const linksPerClient = new Limiter('links per client', limits.linksPerClient, logger);
   const verifiesPerClient = new Limiter('verifies per client', limits.verifiesPerClient, logger);
-  const pending = new Map<string, PendingLink>();
-
-  function prunePending(): void {
-    const at = now();
-    for (const [token, link] of pending)
-      if (Date.parse(link.expiresAt) <= at) pending.delete(token);
-  }
+  const pending = createPendingLinks(now);
 
   /** Counts a failed verify against the client address: 429 beyond the limit, else `error`. */
   async function verifyFailure(client: string, error: AppError): Promise<AppError> {
@@ -102,22 +96,9 @@ export function createLoginLinks(options: LoginLinksOptions) {
       const expires = new Date(created.getTime() + linkLifetimeMs);
       await createMagicLink(db, email, token, created, expires);
       const link = `${settings.baseUrl}/auth/verify?token=${token}`;
-      try {
-        await mailer.sendLoginLink(email, token, link);
-      } catch (err: unknown) {
-        logger.error(
-          { email, err: err instanceof Error ? err.message : String(err) },
-          'login e-mail could not be sent',
-        );
-        throw new AppError(
-          'unavailable',
-          'the login e-mail could not be sent; try again later',
-          30,
-        );
-      }
+      await mailLink(mailer, logger, { email, token, link });
       if (mailer.devMode) {
-        prunePending();
-        pending.set(token, {
+        pending.add({
           email,
           token,
           link,
@@ -131,12 +112,49 @@ export function createLoginLinks(options: LoginLinksOptions) {
 
     /** Drops a used link from the dev-mode list. */
     forgetPending(token: string): void {
-      pending.delete(token);
+      pending.forget(token);
     },
 
     /** Dev-mode links not used and not expired, newest first (admin UI). */
-    pendingLinks(): PendingLink[] {
-      prunePending();
+    pendingLinks: (): PendingLink[] => pending.list(),
+  };
+}
+
+/** Sends a login link; a mail server that fails is `unavailable` (try again in 30 s). */
+async function mailLink(
+  mailer: Mailer,
+  logger: Logger,
+  { email, token, link }: { email: string; token: string; link: string },
+): Promise<void> {
+  try {
+    await mailer.sendLoginLink(email, token, link);
+  } catch (err: unknown) {
+    logger.error(
+      { email, err: err instanceof Error ? err.message : String(err) },
+      'login e-mail could not be sent',
+    );
+    throw new AppError('unavailable', 'the login e-mail could not be sent; try again later', 30);
+  }
+}
+
+/** The dev-mode list of links not used yet, the expired ones dropped as it is read or added to. */
+function createPendingLinks(now: () => number) {
+  const pending = new Map<string, PendingLink>();
+  const prune = (): void => {
+    const at = now();
+    for (const [token, link] of pending)
+      if (Date.parse(link.expiresAt) <= at) pending.delete(token);
+  };
+  return {
+    add(link: PendingLink): void {
+      prune();
+      pending.set(link.token, link);
+    },
+    forget(token: string): void {
+      pending.delete(token);
+    },
+    list(): PendingLink[] {
+      prune();
       return [...pending.values()].reverse();
     },
   };

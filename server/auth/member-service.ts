@@ -44,8 +44,13 @@ export type ListedProject = ProjectAccess['project'] & {
  * caller neither owns nor is a member of is `not_found`, whatever the endpoint.
  */
 export function createMemberService(options: MemberServiceOptions) {
-  const { db, secret, logger, now, subscriptionOf, userFor, notifyMembersRemoved } = options;
+  const checks = accessChecks(options);
+  return { ...memberReads(options, checks), ...memberChanges(options, checks) };
+}
 
+/** What the caller may do in a project: any access, the owner's, the team tier to share. */
+function accessChecks(options: MemberServiceOptions) {
+  const { db, subscriptionOf } = options;
   async function accessOf(caller: Caller, projectId: number): Promise<ProjectAccess> {
     const access = await projectAccess(db, projectId, caller.user.id);
     if (access === undefined) throw notFound('project');
@@ -70,6 +75,13 @@ export function createMemberService(options: MemberServiceOptions) {
     }
   }
 
+  return { accessOf, asOwner, requireTeamTier };
+}
+
+/** The projects shared with the caller, and a project's members. */
+function memberReads(options: MemberServiceOptions, checks: ReturnType<typeof accessChecks>) {
+  const { db, secret } = options;
+  const { accessOf } = checks;
   return {
     /** The caller's projects and those shared with it, each with role and owner. */
     async listAccessible(
@@ -103,7 +115,14 @@ export function createMemberService(options: MemberServiceOptions) {
       const users = [access.owner.userId, ...members.map((m) => m.userId)];
       return { owner: access.owner, members, devices: await devicesOfUsers(db, users) };
     },
+  };
+}
 
+/** Sharing, a member's role, and removals (by the owner, the member itself, the administrator). */
+function memberChanges(options: MemberServiceOptions, checks: ReturnType<typeof accessChecks>) {
+  const { db, logger, now, userFor, notifyMembersRemoved } = options;
+  const { accessOf, asOwner, requireTeamTier } = checks;
+  return {
     /** Shares a project with the user of `email` (invited when new) as `role`. */
     async share(
       caller: Caller,

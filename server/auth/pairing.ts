@@ -118,14 +118,38 @@ export type Approver =
 
 export type PairingService = ReturnType<typeof createPairingService>;
 
+/** What the parts of the pairing service share: its dependencies and the last poll of each id. */
+interface PairingContext {
+  deps: PairingDeps;
+  /** The time of each pairing's last poll, by the hash of its id. */
+  lastPoll: Map<string, number>;
+  /** Removes the devices of approvals nobody collected, and old rows; at most once a minute. */
+  housekeeping(): Promise<void>;
+}
+
 /** Pairing: a new device shows a short code that a person approves elsewhere. */
 export function createPairingService(deps: PairingDeps) {
-  const { db, logger, now, limiters, settings } = deps;
+  const { db, logger, now, limiters } = deps;
   const lastPoll = new Map<string, number>();
-  let lastHousekeeping = 0;
+  const ctx: PairingContext = { deps, lastPoll, housekeeping: createHousekeeping(deps, lastPoll) };
+  return {
+    ...createPairingAnswers({
+      db,
+      logger,
+      now,
+      unknownIds: limiters.unknownIds,
+      notifyRevoked: deps.notifyRevoked,
+    }),
+    ...deviceRequests(ctx),
+    ...approverRequests(ctx),
+  };
+}
 
-  /** Removes the devices of approvals nobody collected, and old rows; at most once a minute. */
-  async function housekeeping(): Promise<void> {
+/** Removes the devices of approvals nobody collected, and old rows; at most once a minute. */
+function createHousekeeping(deps: PairingDeps, lastPoll: Map<string, number>) {
+  const { db, logger, now } = deps;
+  let lastHousekeeping = 0;
+  return async function housekeeping(): Promise<void> {
     if (now() - lastHousekeeping < housekeepingEveryMs) return;
     lastHousekeeping = now();
     for (const stale of await listUnclaimedExpired(db, new Date(now()))) {
@@ -138,140 +162,27 @@ export function createPairingService(deps: PairingDeps) {
     }
     await purgePairings(db, new Date(now() - keepExpiredMs));
     if (lastPoll.size > 10_000) lastPoll.clear();
-  }
+  };
+}
 
-  /**
-   * The pending pairing of a code. Wrong codes count against the approver and the client
-   * address. An approver that used up its own wrong codes is refused even the right one (a code
-   * is short, guessing must stop); the address counts only failures, so a right code from
-   * another approver behind the same address always passes.
-   */
-  async function pendingByCode(input: string, approverKey: string, client: string) {
-    // The administrator sees every pending code in the admin UI: nothing to guess, and never
-    // locked out of approving or denying by wrong codes.
-    const limited = approverKey !== 'admin';
-    if (limited) await limiters.codeFailuresPerApprover.refuseIfSpent(approverKey);
-    const code = normalizeCode(input);
-    const pairing =
-      code === undefined ? undefined : await findPendingByCode(db, code, new Date(now()));
-    if (pairing !== undefined) return pairing;
-    logger.warn({ client, approver: approverKey }, 'pairing: unknown or wrong code');
-    if (limited) {
-      await limiters.codeFailuresPerApprover.consume(approverKey);
-      await limiters.codeFailuresPerClient.consume(client);
-    }
-    throw notFound('pairing code');
-  }
-
-  /** What a new device approved by a signed-in device is asked to accept: the account. */
-  async function offer(pairing: Pairing): Promise<PollAnswer> {
-    const found =
-      pairing.deviceId === null ? undefined : await findDeviceForAuth(db, pairing.deviceId);
-    if (found === undefined) throw notFound('pairing');
-    return {
-      status: 'confirm',
-      email: found.user.email,
-      approvedBy: { via: 'device', name: pairing.approverName },
-    };
-  }
-
-  const approverKey = (approver: Approver): string =>
-    approver.via === 'device' ? `device:${approver.device.id}` : approver.via;
-
-  async function approve(
-    pairing: Pairing,
-    approver: Approver,
-  ): Promise<{ device: Device; user: User }> {
-    // A device approves into its own account: the new device is told which and must accept it
-    // before it gets its token (someone else's code typed by mistake, or on purpose).
-    const to = approver.via === 'device' ? 'offered' : 'approved';
-    const user =
-      approver.via === 'device'
-        ? approver.user
-        : await deps.userFor(approver.email ?? pairing.email ?? missingEmail());
-    const created = await deps.addDevice(user.id, {
-      deviceName: pairing.deviceName,
-      platform: pairing.platform,
-    });
-    const issuedAt = parseDeviceToken(created.token)?.issuedAt ?? Math.floor(now() / 1000);
-    const approverName =
-      approver.via === 'device'
-        ? approver.device.deviceName
-        : approver.via === 'link'
-          ? approver.email
-          : undefined;
-    const won = await transitionPairing(db, pairing.id, 'pending', to, {
-      userId: user.id,
-      deviceId: created.device.id,
-      tokenIssuedAt: issuedAt,
-      approvedVia: approver.via,
-      ...(approverName === undefined ? {} : { approverName }),
-      expiresAt: new Date(Math.max(Date.parse(pairing.expiresAt), now() + claimGraceMs)),
-    });
-    if (!won) {
-      // Denied, approved or expired in the meantime: the device must not stay.
-      await deleteDevice(db, created.device.id, user.id, new Date(now()));
-      deps.notifyRevoked(created.device.id, user.id);
-      throw notFound('pairing code');
-    }
-    logger.info(
-      {
-        code: formatCode(pairing.code),
-        userId: user.id,
-        deviceId: created.device.id,
-        via: approver.via,
-      },
-      'pairing approved',
-    );
-    return { device: created.device, user };
-  }
-
+/** What the new device asks: a pairing, then its state until it collects its token. */
+function deviceRequests(ctx: PairingContext) {
+  const { db, logger, now, settings } = ctx.deps;
   return {
-    ...createPairingAnswers({
-      db,
-      logger,
-      now,
-      unknownIds: limiters.unknownIds,
-      notifyRevoked: deps.notifyRevoked,
-    }),
-
     /** POST /auth/pair: a new pending pairing (and a magic link when an e-mail is given). */
     async create(
       input: { deviceName: string; platform: string; email?: string | undefined },
       client: string,
     ) {
-      await limiters.creations.consume(client);
-      await housekeeping();
-      const pending = await listPendingPairings(db, new Date(now()));
-      // A cap per address first: a few addresses cannot take every place from the others.
-      const group = addressGroup(client);
-      const fromHere = pending.filter((each) => addressGroup(each.clientAddress) === group);
-      if (fromHere.length >= deps.maxPendingPerClient) {
-        logger.warn(
-          { client, limit: deps.maxPendingPerClient },
-          'pairing refused: too many pending from this address',
-        );
-        throw new AppError(
-          'rate_limited',
-          'too many devices from this address are waiting for approval; approve or deny them, or try again in a few minutes',
-          60,
-        );
-      }
-      // A cap for all addresses together: many addresses cannot bury the admin UI in cards.
-      if (pending.length >= deps.maxPending) {
-        logger.warn({ client, limit: deps.maxPending }, 'pairing refused: too many pending');
-        throw new AppError(
-          'rate_limited',
-          'too many devices are waiting for approval; try again in a few minutes',
-          60,
-        );
-      }
+      await ctx.deps.limiters.creations.consume(client);
+      await ctx.housekeeping();
+      refuseOverCaps(ctx.deps, await listPendingPairings(db, new Date(now())), client);
       const pairingId = randomHex(32);
       const code = newCode();
       const created = new Date(now());
       const expires = new Date(created.getTime() + pairingLifetimeMs);
       const linkToken =
-        input.email === undefined ? undefined : await deps.issueLink(input.email, client);
+        input.email === undefined ? undefined : await ctx.deps.issueLink(input.email, client);
       await createPairing(db, {
         pairingId,
         code,
@@ -283,7 +194,7 @@ export function createPairingService(deps: PairingDeps) {
         createdAt: created,
         expiresAt: expires,
       });
-      lastPoll.set(sha256Hex(pairingId), created.getTime());
+      ctx.lastPoll.set(sha256Hex(pairingId), created.getTime());
       logger.info(
         { code: formatCode(code), deviceName: input.deviceName, client, email: input.email },
         'pairing requested',
@@ -300,7 +211,7 @@ export function createPairingService(deps: PairingDeps) {
     /** GET /auth/pair/:pairingId: pending, or the device token once, or why not. */
     async poll(pairingId: string, client: string): Promise<PollAnswer> {
       const key = sha256Hex(pairingId);
-      const previous = lastPoll.get(key);
+      const previous = ctx.lastPoll.get(key);
       const at = now();
       if (
         previous !== undefined &&
@@ -312,65 +223,121 @@ export function createPairingService(deps: PairingDeps) {
           pairingIntervalSeconds,
         );
       }
-      lastPoll.set(key, at);
+      ctx.lastPoll.set(key, at);
       const pairing = /^[0-9a-f]{64}$/.test(pairingId)
         ? await findPairingById(db, pairingId)
         : undefined;
       if (pairing === undefined || pairing.status === 'claimed') {
-        lastPoll.delete(key);
-        await limiters.unknownIds.consume(client);
+        ctx.lastPoll.delete(key);
+        await ctx.deps.limiters.unknownIds.consume(client);
         throw notFound('pairing');
       }
       if (pairing.status === 'denied') throw new AppError('pair_denied', 'the pairing was denied');
       if (pairing.status === 'expired' || Date.parse(pairing.expiresAt) <= at)
         throw new AppError('token_expired', 'the pairing code has expired; start again');
       if (pairing.status === 'pending') return { status: 'pending' };
-      if (pairing.status === 'offered') return offer(pairing);
+      if (pairing.status === 'offered') return offer(ctx.deps, pairing);
       if (!(await transitionPairing(db, pairing.id, 'approved', 'claimed')))
         throw notFound('pairing');
-      lastPoll.delete(key);
-      const found =
-        pairing.deviceId === null ? undefined : await findDeviceForAuth(db, pairing.deviceId);
-      if (found === undefined || pairing.userId === null || pairing.tokenIssuedAt === null)
-        throw notFound('pairing');
-      const deviceToken = signDeviceToken(
-        { userId: pairing.userId, deviceId: found.device.id, issuedAt: pairing.tokenIssuedAt },
-        settings.secret,
-        settings.tokenSignature,
-      );
-      logger.info({ deviceId: found.device.id, userId: pairing.userId }, 'pairing collected');
-      return {
-        status: 'approved',
-        deviceToken,
-        device: found.device,
-        user: found.user,
-        approvedBy: { via: pairing.approvedVia ?? 'admin', name: pairing.approverName },
-      };
+      ctx.lastPoll.delete(key);
+      return collect(ctx.deps, pairing);
     },
+  };
+}
 
+/**
+ * The pending pairings' caps, before a new one: a cap per address first (a few addresses cannot
+ * take every place from the others), then one for all addresses together (many addresses cannot
+ * bury the admin UI in cards).
+ */
+function refuseOverCaps(deps: PairingDeps, pending: Pairing[], client: string): void {
+  const { logger } = deps;
+  const group = addressGroup(client);
+  const fromHere = pending.filter((each) => addressGroup(each.clientAddress) === group);
+  if (fromHere.length >= deps.maxPendingPerClient) {
+    logger.warn(
+      { client, limit: deps.maxPendingPerClient },
+      'pairing refused: too many pending from this address',
+    );
+    throw new AppError(
+      'rate_limited',
+      'too many devices from this address are waiting for approval; approve or deny them, or try again in a few minutes',
+      60,
+    );
+  }
+  if (pending.length >= deps.maxPending) {
+    logger.warn({ client, limit: deps.maxPending }, 'pairing refused: too many pending');
+    throw new AppError(
+      'rate_limited',
+      'too many devices are waiting for approval; try again in a few minutes',
+      60,
+    );
+  }
+}
+
+/** What a new device approved by a signed-in device is asked to accept: the account. */
+async function offer(deps: PairingDeps, pairing: Pairing): Promise<PollAnswer> {
+  const found =
+    pairing.deviceId === null ? undefined : await findDeviceForAuth(deps.db, pairing.deviceId);
+  if (found === undefined) throw notFound('pairing');
+  return {
+    status: 'confirm',
+    email: found.user.email,
+    approvedBy: { via: 'device', name: pairing.approverName },
+  };
+}
+
+/** The device token of an approved pairing just claimed, signed for its device. */
+async function collect(deps: PairingDeps, pairing: Pairing): Promise<PollAnswer> {
+  const { db, logger, settings } = deps;
+  const found =
+    pairing.deviceId === null ? undefined : await findDeviceForAuth(db, pairing.deviceId);
+  if (found === undefined || pairing.userId === null || pairing.tokenIssuedAt === null)
+    throw notFound('pairing');
+  const deviceToken = signDeviceToken(
+    { userId: pairing.userId, deviceId: found.device.id, issuedAt: pairing.tokenIssuedAt },
+    settings.secret,
+    settings.tokenSignature,
+  );
+  logger.info({ deviceId: found.device.id, userId: pairing.userId }, 'pairing collected');
+  return {
+    status: 'approved',
+    deviceToken,
+    device: found.device,
+    user: found.user,
+    approvedBy: { via: pairing.approvedVia ?? 'admin', name: pairing.approverName },
+  };
+}
+
+/** What an approver asks of a code: approve, describe, deny; and the admin's pending list. */
+function approverRequests(ctx: PairingContext) {
+  const { db, logger, now } = ctx.deps;
+  const byCode = (code: string, approver: Approver, client: string) =>
+    pendingByCode(ctx.deps, code, approverKey(approver), client);
+  return {
     /**
      * Approves the pairing of a code for the approver's user (or the given e-mail's); with
      * `deviceName`, only when the waiting device has that name (the approver confirmed it).
      */
     async approveCode(code: string, approver: Approver, client: string, deviceName?: string) {
-      const pairing = await pendingByCode(code, approverKey(approver), client);
+      const pairing = await byCode(code, approver, client);
       if (deviceName !== undefined && deviceName !== pairing.deviceName)
         throw new AppError(
           'invalid_request',
           `the device waiting with this code is "${pairing.deviceName}", not "${deviceName}": approve nothing you did not start`,
         );
-      return approve(pairing, approver);
+      return approve(ctx.deps, pairing, approver);
     },
 
     /** The waiting device of a code, for an approver to check before approving. */
     async describeCode(code: string, approver: Approver, client: string) {
-      const pairing = await pendingByCode(code, approverKey(approver), client);
+      const pairing = await byCode(code, approver, client);
       return describe(pairing);
     },
 
     /** Denies the pairing of a code; its device then polls 403 `pair_denied`. */
     async denyCode(code: string, approver: Approver, client: string): Promise<void> {
-      const pairing = await pendingByCode(code, approverKey(approver), client);
+      const pairing = await byCode(code, approver, client);
       if (!(await transitionPairing(db, pairing.id, 'pending', 'denied')))
         throw notFound('pairing code');
       logger.info({ code: formatCode(pairing.code), via: approver.via }, 'pairing denied');
@@ -383,15 +350,97 @@ export function createPairingService(deps: PairingDeps) {
     async approveByLink(pairing: Pairing, email: string) {
       if (pairing.status !== 'pending' || Date.parse(pairing.expiresAt) <= now())
         throw new AppError('token_expired', 'this pairing is no longer waiting for approval');
-      return approve(pairing, { via: 'link', email });
+      return approve(ctx.deps, pairing, { via: 'link', email });
     },
 
     /** Pending pairings for the admin API, oldest first. */
     async pending(): Promise<PendingPairing[]> {
-      await housekeeping();
+      await ctx.housekeeping();
       return (await listPendingPairings(db, new Date(now()))).map(describe);
     },
   };
+}
+
+/**
+ * The pending pairing of a code. Wrong codes count against the approver and the client
+ * address. An approver that used up its own wrong codes is refused even the right one (a code
+ * is short, guessing must stop); the address counts only failures, so a right code from
+ * another approver behind the same address always passes.
+ */
+async function pendingByCode(
+  deps: PairingDeps,
+  input: string,
+  approverKey: string,
+  client: string,
+) {
+  const { db, logger, now, limiters } = deps;
+  // The administrator sees every pending code in the admin UI: nothing to guess, and never
+  // locked out of approving or denying by wrong codes.
+  const limited = approverKey !== 'admin';
+  if (limited) await limiters.codeFailuresPerApprover.refuseIfSpent(approverKey);
+  const code = normalizeCode(input);
+  const pairing =
+    code === undefined ? undefined : await findPendingByCode(db, code, new Date(now()));
+  if (pairing !== undefined) return pairing;
+  logger.warn({ client, approver: approverKey }, 'pairing: unknown or wrong code');
+  if (limited) {
+    await limiters.codeFailuresPerApprover.consume(approverKey);
+    await limiters.codeFailuresPerClient.consume(client);
+  }
+  throw notFound('pairing code');
+}
+
+const approverKey = (approver: Approver): string =>
+  approver.via === 'device' ? `device:${approver.device.id}` : approver.via;
+
+async function approve(
+  deps: PairingDeps,
+  pairing: Pairing,
+  approver: Approver,
+): Promise<{ device: Device; user: User }> {
+  const { db, logger, now } = deps;
+  // A device approves into its own account: the new device is told which and must accept it
+  // before it gets its token (someone else's code typed by mistake, or on purpose).
+  const to = approver.via === 'device' ? 'offered' : 'approved';
+  const user =
+    approver.via === 'device'
+      ? approver.user
+      : await deps.userFor(approver.email ?? pairing.email ?? missingEmail());
+  const created = await deps.addDevice(user.id, {
+    deviceName: pairing.deviceName,
+    platform: pairing.platform,
+  });
+  const issuedAt = parseDeviceToken(created.token)?.issuedAt ?? Math.floor(now() / 1000);
+  const approverName =
+    approver.via === 'device'
+      ? approver.device.deviceName
+      : approver.via === 'link'
+        ? approver.email
+        : undefined;
+  const won = await transitionPairing(db, pairing.id, 'pending', to, {
+    userId: user.id,
+    deviceId: created.device.id,
+    tokenIssuedAt: issuedAt,
+    approvedVia: approver.via,
+    ...(approverName === undefined ? {} : { approverName }),
+    expiresAt: new Date(Math.max(Date.parse(pairing.expiresAt), now() + claimGraceMs)),
+  });
+  if (!won) {
+    // Denied, approved or expired in the meantime: the device must not stay.
+    await deleteDevice(db, created.device.id, user.id, new Date(now()));
+    deps.notifyRevoked(created.device.id, user.id);
+    throw notFound('pairing code');
+  }
+  logger.info(
+    {
+      code: formatCode(pairing.code),
+      userId: user.id,
+      deviceId: created.device.id,
+      via: approver.via,
+    },
+    'pairing approved',
+  );
+  return { device: created.device, user };
 }
 
 /** A pending pairing as an approver sees it. */

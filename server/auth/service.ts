@@ -54,7 +54,6 @@ export function createAuthService(options: AuthServiceOptions) {
   const { db, settings, mailer, logger } = options;
   const now = options.now ?? Date.now;
   const limits = { ...defaultAuthLimits, ...options.limits };
-  const projectRooms = authDatabaseRooms(() => db);
   const links = createLoginLinks({ db, settings, mailer, logger, now, limits });
   const { addDevice, notifyRevoked, ...devices } = createDeviceService({
     db,
@@ -63,10 +62,8 @@ export function createAuthService(options: AuthServiceOptions) {
     now,
     limits,
   });
-  const memberListeners = new Set<(members: readonly RemovedMember[]) => void>();
-  const notifyMembersRemoved = (removed: readonly RemovedMember[]) => {
-    for (const listener of memberListeners) listener(removed);
-  };
+  const memberRemovals = createMemberRemovals();
+  const notifyMembersRemoved = memberRemovals.notify;
   const projects = createProjectService({ db, settings, logger, now, notifyMembersRemoved });
 
   /** The user of an e-mail, created when new (the owner rule applies). */
@@ -87,24 +84,7 @@ export function createAuthService(options: AuthServiceOptions) {
     db,
     logger,
     now,
-    limiters: {
-      creations: new Limiter('pairings per client', limits.pairingsPerClient, logger),
-      unknownIds: new Limiter(
-        'unknown pairings per client',
-        limits.pairPollFailuresPerClient,
-        logger,
-      ),
-      codeFailuresPerApprover: new Limiter(
-        'wrong pairing codes per approver',
-        limits.pairCodeFailuresPerApprover,
-        logger,
-      ),
-      codeFailuresPerClient: new Limiter(
-        'wrong pairing codes per client',
-        limits.pairCodeFailuresPerClient,
-        logger,
-      ),
-    },
+    limiters: pairingLimiters(limits, logger),
     maxPending: limits.pendingPairings,
     maxPendingPerClient: limits.pendingPairingsPerClient,
     settings,
@@ -129,10 +109,65 @@ export function createAuthService(options: AuthServiceOptions) {
     listProjects: async (caller: Caller) =>
       members.listAccessible(caller, await projects.listProjects(caller)),
     /** Calls `listener` with the memberships that ended (removed, replaced, deleted with a project or user). */
-    onMembersRemoved(listener: (removed: readonly RemovedMember[]) => void): () => void {
+    onMembersRemoved: memberRemovals.on,
+    ...linkRequests({ db, settings, logger, now, links, pairing, userFor, addDevice }),
+
+    /**
+     * Deletes a user with devices, projects and subscription, revoking each device at once.
+     * Resolves with the number of devices revoked, or undefined when there is no such user.
+     */
+    async deleteUser(id: number): Promise<number | undefined> {
+      const deleted = await deleteUser(db, id, new Date(now()));
+      if (deleted === undefined) return undefined;
+      for (const deviceId of deleted.deviceIds) notifyRevoked(deviceId, id);
+      if (deleted.members.length > 0) notifyMembersRemoved(deleted.members);
+      return deleted.deviceIds.length;
+    },
+
+    ...relayFeed(db, settings, logger, now),
+  };
+}
+
+/** The listeners of ended memberships, and their notice. */
+function createMemberRemovals() {
+  const memberListeners = new Set<(members: readonly RemovedMember[]) => void>();
+  return {
+    notify(removed: readonly RemovedMember[]): void {
+      for (const listener of memberListeners) listener(removed);
+    },
+    on(listener: (removed: readonly RemovedMember[]) => void): () => void {
       memberListeners.add(listener);
       return () => memberListeners.delete(listener);
     },
+  };
+}
+
+/** The limits on pairing: creations, unknown ids polled, wrong codes per approver and address. */
+function pairingLimiters(limits: AuthLimits, logger: Logger) {
+  return {
+    creations: new Limiter('pairings per client', limits.pairingsPerClient, logger),
+    unknownIds: new Limiter(
+      'unknown pairings per client',
+      limits.pairPollFailuresPerClient,
+      logger,
+    ),
+    codeFailuresPerApprover: new Limiter(
+      'wrong pairing codes per approver',
+      limits.pairCodeFailuresPerApprover,
+      logger,
+    ),
+    codeFailuresPerClient: new Limiter(
+      'wrong pairing codes per client',
+      limits.pairCodeFailuresPerClient,
+      logger,
+    ),
+  };
+}
+
+/** Login links: the pending ones (development mode), a request, a verify, a description. */
+function linkRequests(ctx: LinkContext) {
+  const { links, pairing } = ctx;
+  return {
     pendingLinks: links.pendingLinks,
 
     /**
@@ -147,49 +182,8 @@ export function createAuthService(options: AuthServiceOptions) {
      * Verifies a link once; with device data returns a device token, without it a JWT. The link
      * of a pairing approves that pairing for the link's address instead.
      */
-    async verify(
-      token: string,
-      device: DeviceInput | undefined,
-      client: string,
-    ): Promise<Verified> {
-      const link = await links.usableLink(token, client);
-      if (!(await consumeMagicLink(db, link.id)))
-        throw await links.verifyFailure(
-          client,
-          new AppError('token_used', 'this login link was already used'),
-        );
-      try {
-        const paired = await pairing.pairingOfLink(token);
-        if (paired !== undefined) {
-          const approved = await pairing.approveByLink(paired, link.email);
-          links.forgetPending(token);
-          return { ...approved, pairing: 'approved' };
-        }
-        const user = await userFor(link.email);
-        if (device === undefined) {
-          const jwt = await signLoginJwt(user.id, settings.secret, now());
-          links.forgetPending(token);
-          logger.info({ userId: user.id }, 'login verified; JWT issued');
-          return { user, jwt };
-        }
-        const created = await addDevice(user.id, device);
-        links.forgetPending(token);
-        logger.info(
-          { userId: user.id, deviceId: created.device.id },
-          'login verified; device registered',
-        );
-        return { user, deviceToken: created.token, device: created.device };
-      } catch (err: unknown) {
-        // A verify that fails uses nothing up: the link works again.
-        await releaseMagicLink(db, link.id).catch((cause: unknown) =>
-          logger.warn(
-            { err: cause instanceof Error ? cause.message : String(cause) },
-            'a consumed login link could not be released after a failed verify',
-          ),
-        );
-        throw err;
-      }
-    },
+    verify: (token: string, device: DeviceInput | undefined, client: string) =>
+      verifyLink(ctx, token, device, client),
 
     /**
      * What a link is for, without using it (the confirm page): its address and, for a pairing's
@@ -199,19 +193,78 @@ export function createAuthService(options: AuthServiceOptions) {
       const link = await links.usableLink(token, client);
       return { email: link.email, pairing: await pairing.pairingOfLink(token) };
     },
+  };
+}
 
-    /**
-     * Deletes a user with devices, projects and subscription, revoking each device at once.
-     * Resolves with the number of devices revoked, or undefined when there is no such user.
-     */
-    async deleteUser(id: number): Promise<number | undefined> {
-      const deleted = await deleteUser(db, id, new Date(now()));
-      if (deleted === undefined) return undefined;
-      for (const deviceId of deleted.deviceIds) notifyRevoked(deviceId, id);
-      if (deleted.members.length > 0) notifyMembersRemoved(deleted.members);
-      return deleted.deviceIds.length;
-    },
+/** What the login links' requests use. */
+interface LinkContext {
+  db: Db;
+  settings: AuthSettings;
+  logger: Logger;
+  now: () => number;
+  links: ReturnType<typeof createLoginLinks>;
+  pairing: ReturnType<typeof createPairingService>;
+  userFor(email: string): Promise<User>;
+  addDevice: ReturnType<typeof createDeviceService>['addDevice'];
+}
 
+/**
+ * Verifies a link once; with device data returns a device token, without it a JWT. The link
+ * of a pairing approves that pairing for the link's address instead.
+ */
+async function verifyLink(
+  ctx: LinkContext,
+  token: string,
+  device: DeviceInput | undefined,
+  client: string,
+): Promise<Verified> {
+  const { db, settings, logger, now, links, pairing, userFor, addDevice } = ctx;
+  const link = await links.usableLink(token, client);
+  if (!(await consumeMagicLink(db, link.id)))
+    throw await links.verifyFailure(
+      client,
+      new AppError('token_used', 'this login link was already used'),
+    );
+  try {
+    const paired = await pairing.pairingOfLink(token);
+    if (paired !== undefined) {
+      const approved = await pairing.approveByLink(paired, link.email);
+      links.forgetPending(token);
+      return { ...approved, pairing: 'approved' };
+    }
+    const user = await userFor(link.email);
+    if (device === undefined) {
+      const jwt = await signLoginJwt(user.id, settings.secret, now());
+      links.forgetPending(token);
+      logger.info({ userId: user.id }, 'login verified; JWT issued');
+      return { user, jwt };
+    }
+    const created = await addDevice(user.id, device);
+    links.forgetPending(token);
+    logger.info(
+      { userId: user.id, deviceId: created.device.id },
+      'login verified; device registered',
+    );
+    return { user, deviceToken: created.token, device: created.device };
+  } catch (err: unknown) {
+    // A verify that fails uses nothing up: the link works again.
+    await releaseMagicLink(db, link.id).catch((cause: unknown) =>
+      logger.warn(
+        { err: cause instanceof Error ? cause.message : String(cause) },
+        'a consumed login link could not be released after a failed verify',
+      ),
+    );
+    throw err;
+  }
+}
+
+/**
+ * What the relays ask of the auth service (their credential, a device's digest, the rooms
+ * still in use, the revocations) and its health check.
+ */
+function relayFeed(db: Db, settings: AuthSettings, logger: Logger, now: () => number) {
+  const projectRooms = authDatabaseRooms(() => db);
+  return {
     /** Whether `credential` is a relay's, made with the shared secret (the relay feed's bearer). */
     isRelayCredential(credential: string | undefined): boolean {
       return verifyRelayCredential(credential, settings.secret, Math.floor(now() / 1000));

@@ -52,6 +52,20 @@ function isPostgresUrl(value: string): boolean {
 /** The relay.conf schema: every key once, with its spelling, default and meaning. */
 function relaySchema(paths: RelayPaths) {
   const keys = z.object({
+    ...fileKeys(paths),
+    ...portKeys(),
+    ...connectionLimitKeys(),
+    ...bufferKeys(),
+    ...storeKeys(),
+    ...memoryKeys(),
+    ...clusterKeys(),
+  });
+  return keys.superRefine((c, ctx) => refineNatsAccess(relayKeyNames)(c, ctx));
+}
+
+/** relay.conf keys of the secret and the files: the buffer, the certificate and its key. */
+function fileKeys(paths: RelayPaths) {
+  return {
     /** Shared secret. undefined: not configured (co-hosted takes the auth secret); '': validation disabled (development only). */
     secret: relayKey('auth.secret', sharedSecretSchema),
     /** SQLite file of the durable buffer (absolute). Default <data dir>/relay.db. */
@@ -86,6 +100,12 @@ function relaySchema(paths: RelayPaths) {
         .optional()
         .transform((path) => (path ? resolve(paths.baseDir, path) : undefined)),
     ),
+  };
+}
+
+/** relay.conf keys of the ports, the auth service and the token signature. */
+function portKeys() {
+  return {
     /** WebSocket port. Default 8443. */
     wsPort: relayKey('ws.port', portSchema.default(8443)),
     /** HTTP status port (/health, /metrics). Default 8444. */
@@ -100,6 +120,12 @@ function relaySchema(paths: RelayPaths) {
     authUrl: relayKey('auth.url', httpUrl.optional()),
     /** Device-token signature: hmac-sha256 (default) or djb2. */
     tokenSignature: relayKey('auth.tokenSignature', tokenSignatureSchema.default('hmac-sha256')),
+  };
+}
+
+/** relay.conf keys of one connection's limits: its rate, its room's devices, its frames' size. */
+function connectionLimitKeys() {
+  return {
     /** Token-bucket refill rate per connection, messages per second. Default 200. */
     ratePerSecond: relayKey('rate.perSecond', positiveInt('messages per second').default(200)),
     /** Token-bucket size per connection. Default 400. */
@@ -111,6 +137,12 @@ function relaySchema(paths: RelayPaths) {
       'message.maxBytes',
       positiveInt('a size in bytes').default(1_048_576),
     ),
+  };
+}
+
+/** relay.conf keys of the buffer of messages for absent devices. */
+function bufferKeys() {
+  return {
     /** How long messages for an absent device are kept, in seconds. Default 60. */
     bufferSeconds: relayKey('buffer.seconds', positiveInt('a number of seconds').default(60)),
     /** Per-device cap on buffered messages; the oldest are dropped beyond it. Default 10,000. */
@@ -136,6 +168,12 @@ function relaySchema(paths: RelayPaths) {
       'buffer.maxBytes',
       positiveInt('a size in bytes').default(256 * 1024 * 1024),
     ),
+  };
+}
+
+/** relay.conf keys of the document store: its bounds, its history, a cluster's database. */
+function storeKeys() {
+  return {
     /**
      * Bytes the document store (store.db, beside relay.db) keeps for one user's projects; past
      * it the user's appends are refused with `store_full`. Default 1 GiB.
@@ -171,6 +209,12 @@ function relaySchema(paths: RelayPaths) {
         })
         .optional(),
     ),
+  };
+}
+
+/** relay.conf keys of the relay's memory: queued bytes, connections not joined, proxies trusted. */
+function memoryKeys() {
+  return {
     /**
      * Unsent bytes one receiver may have (queued by the relay and in its socket's write
      * buffer); past it the receiver is closed with 1013 and buffered for. Default 4 MiB.
@@ -200,6 +244,12 @@ function relaySchema(paths: RelayPaths) {
      * `relay.maxUnjoinedPerAddress`). Default empty; co-hosted, auth.conf's TRUST_PROXY.
      */
     trustProxy: relayKey('trust.proxy', trustProxySchema),
+  };
+}
+
+/** relay.conf keys of the log level and of a cluster: NATS, how to sign in to it, the node's name. */
+function clusterKeys() {
+  return {
     /** Log level of the relay alone (`sync-host relay`). Default info. */
     logLevel: relayKey('log.level', logLevelSchema.default('info')),
     /** NATS server URLs, comma-separated; set, the relay runs as one node of a cluster. */
@@ -217,8 +267,7 @@ function relaySchema(paths: RelayPaths) {
         })
         .optional(),
     ),
-  });
-  return keys.superRefine((c, ctx) => refineNatsAccess(relayKeyNames)(c, ctx));
+  };
 }
 
 /** relay.conf keys: per field, its dotted spelling and its upper-case one. */
