@@ -98,27 +98,48 @@ async function stop(sync: CliRun): Promise<void> {
   expect(await sync.exited).toBe(0);
 }
 
+/**
+ * Two passphrase files (0600) of the texts given, and `sync` of project `files` with `--encrypt`
+ * and one of them on device `one` or `two` of `setUp`'s devices.
+ */
+function encryptedSyncs(
+  devices: Awaited<ReturnType<typeof setUp>>,
+  texts: { a: string; b: string },
+) {
+  const { th, config, folder } = devices;
+  const files = { a: join(tempDir(), 'a'), b: join(tempDir(), 'b') };
+  writeFileSync(files.a, `${texts.a}\n`, { mode: 0o600 });
+  writeFileSync(files.b, `${texts.b}\n`, { mode: 0o600 });
+  const sync = (which: 'one' | 'two', passphrase: string, extra: string[] = []) =>
+    spawnCli(
+      [
+        'sync',
+        'files',
+        folder[which],
+        '--relay',
+        th.relayUrl,
+        '--encrypt',
+        '--passphrase-file',
+        passphrase,
+        ...extra,
+      ],
+      config[which],
+    );
+  return { ...files, sync };
+}
+
 describe('sync with another passphrase than the project', () => {
   it('checks the passphrase before anything else, writes and sends nothing, and syncs once it matches', async () => {
-    const { th, config, folder } = await setUp();
-    const right = join(tempDir(), 'right');
-    const wrong = join(tempDir(), 'wrong');
-    writeFileSync(right, 'the project passphrase\n', { mode: 0o600 });
-    writeFileSync(wrong, 'another passphrase\n', { mode: 0o600 });
-    const sync = (which: 'one' | 'two', passphrase: string) =>
-      spawnCli(
-        [
-          'sync',
-          'files',
-          folder[which],
-          '--relay',
-          th.relayUrl,
-          '--encrypt',
-          '--passphrase-file',
-          passphrase,
-        ],
-        config[which],
-      );
+    const devices = await setUp();
+    const { th, config, folder } = devices;
+    const {
+      a: right,
+      b: wrong,
+      sync,
+    } = encryptedSyncs(devices, {
+      a: 'the project passphrase',
+      b: 'another passphrase',
+    });
     writeFileSync(join(folder.one, 'note.md'), 'from one\n');
     writeFileSync(
       join(folder.one, 'photo.bin'),
@@ -192,26 +213,16 @@ describe('sync with another passphrase than the project', () => {
   }, 150_000);
 
   it('takes another passphrase with --new-passphrase, recorded beside the first', async () => {
-    const { th, config, folder } = await setUp();
-    const first = join(tempDir(), 'first');
-    const second = join(tempDir(), 'second');
-    writeFileSync(first, 'the first passphrase\n', { mode: 0o600 });
-    writeFileSync(second, 'the new passphrase\n', { mode: 0o600 });
-    const sync = (which: 'one' | 'two', passphrase: string, extra: string[] = []) =>
-      spawnCli(
-        [
-          'sync',
-          'files',
-          folder[which],
-          '--relay',
-          th.relayUrl,
-          '--encrypt',
-          '--passphrase-file',
-          passphrase,
-          ...extra,
-        ],
-        config[which],
-      );
+    const devices = await setUp();
+    const { folder } = devices;
+    const {
+      a: first,
+      b: second,
+      sync,
+    } = encryptedSyncs(devices, {
+      a: 'the first passphrase',
+      b: 'the new passphrase',
+    });
     const one = sync('one', first);
     await eventually(() => one.out.stdout.includes('in sync\n'), 'one in sync', 30_000);
     await stop(one);
@@ -229,25 +240,16 @@ describe('sync with another passphrase than the project', () => {
   }, 120_000);
 
   it('refuses another passphrase on a project encrypted before devices recorded theirs, and lets the right one record it', async () => {
-    const { th, config, folder } = await setUp();
-    const right = join(tempDir(), 'right');
-    const wrong = join(tempDir(), 'wrong');
-    writeFileSync(right, 'the legacy passphrase\n', { mode: 0o600 });
-    writeFileSync(wrong, 'not the legacy one\n', { mode: 0o600 });
-    const sync = (which: 'one' | 'two', passphrase: string) =>
-      spawnCli(
-        [
-          'sync',
-          'files',
-          folder[which],
-          '--relay',
-          th.relayUrl,
-          '--encrypt',
-          '--passphrase-file',
-          passphrase,
-        ],
-        config[which],
-      );
+    const devices = await setUp();
+    const { th, config, folder } = devices;
+    const {
+      a: right,
+      b: wrong,
+      sync,
+    } = encryptedSyncs(devices, {
+      a: 'the legacy passphrase',
+      b: 'not the legacy one',
+    });
     writeFileSync(join(folder.one, 'note.md'), 'written before the check\n');
     const one = sync('one', right);
     await eventually(() => one.out.stdout.includes('sent note.md (new)\n'), 'one sent', 30_000);
