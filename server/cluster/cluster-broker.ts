@@ -164,8 +164,9 @@ export class ClusterBroker implements Broker {
       nats: this.#nats,
       roster: {
         roster: mirror.rosterOf(hash),
-        apply: (device: string, entry: RosterEntry) => mirror.applyEntry(hash, device, entry, 0),
+        apply: (device: string, entry: RosterEntry) => mirror.applyHere(hash, device, entry),
         write: (device: string, entry: RosterEntry) => mirror.write(hash, device, entry),
+        read: (device: string) => mirror.read(hash, device),
       },
       publications: this.#publications,
       counters: this.#counters,

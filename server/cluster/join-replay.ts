@@ -178,6 +178,8 @@ export async function registerJoin(
   const jsm = nats.jsm();
   if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
   if (attempt.abandoned) throw new Error('join abandoned');
+  // a device this node's copy of the roster does not know may be known to NATS already
+  if (!roster.roster.devices.has(key)) await roster.read(key);
   const before = roster.roster.devices.get(key);
   const wasPresent = before?.entry.state === 'present';
   const entry: RosterEntry = {

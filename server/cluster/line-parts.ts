@@ -37,6 +37,8 @@ export interface RoomRosterAccess {
   apply(device: string, entry: RosterEntry): void;
   /** Writes an entry to NATS, and applies it. */
   write(device: string, entry: RosterEntry): Promise<number>;
+  /** Reads a device's entry from NATS itself (not this node's copy), and applies it. */
+  read(device: string): Promise<void>;
 }
 
 /** What one room's line is given by its node's broker; every part is the room's or read-only. */

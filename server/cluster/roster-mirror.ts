@@ -62,6 +62,12 @@ export class RosterMirror {
   #closed = false;
   /** The newest write asked for each roster key (a counter): older ones still retrying give way. */
   readonly #newest = new Map<string, number>();
+  /**
+   * Entries this node applied before NATS took them (a departure), by roster key, until its
+   * write is taken: the bucket may still send this node's older writes of the key meanwhile (its
+   * watch lags across a NATS failover), which must not put back a device that left here.
+   */
+  readonly #heldHere = new Map<string, number>();
   #writes = 0;
 
   constructor(options: RosterMirrorOptions) {
@@ -84,6 +90,28 @@ export class RosterMirror {
   }
 
   /**
+   * Reads a device's entry from the bucket itself and applies it: this node's copy follows the
+   * bucket and may not have it yet (a device that joined or dropped on another node moments ago,
+   * or seconds ago across a NATS failover).
+   */
+  async read(hash: string, device: string): Promise<void> {
+    if (this.#kv === undefined) throw new Error('not connected to NATS');
+    const key = rosterKey(hash, device);
+    const found = await this.#kv.get(key);
+    if (found === null || found.operation !== 'PUT') return;
+    const text = this.#options.seal.openText('roster', key, found.value);
+    if (text === undefined) return;
+    this.applyEntry(hash, device, JSON.parse(text) as RosterEntry, found.revision);
+  }
+
+  /** Applies an entry this node decided before writing it (see `#heldHere`). */
+  applyHere(hash: string, device: string, entry: RosterEntry): void {
+    // held until a write asked for after it is taken
+    this.#heldHere.set(rosterKey(hash, device), this.#writes);
+    this.applyEntry(hash, device, entry, 0);
+  }
+
+  /**
    * Writes an entry and applies it; resolves with its revision. Tried again while NATS does not
    * take it (a NATS cluster electing the bucket's leader after losing a server) for up to
    * {@link writeRetryMs}, unless a newer write of the same device was asked for meanwhile: a
@@ -100,6 +128,7 @@ export class RosterMirror {
           if (this.#kv === undefined) throw new Error('not connected to NATS');
           const sealed = this.#options.seal.seal('roster', key, JSON.stringify(entry));
           const revision = await this.#kv.put(key, sealed);
+          if ((this.#heldHere.get(key) ?? mine) < mine) this.#heldHere.delete(key);
           this.applyEntry(hash, device, entry, revision);
           return revision;
         } catch (err: unknown) {
@@ -163,12 +192,24 @@ export class RosterMirror {
     if (key !== undefined && text !== undefined) {
       try {
         const entry = JSON.parse(text) as RosterEntry;
-        this.applyEntry(key[0], key[1], entry, change.revision);
+        if (!this.#olderHere(change.key, entry))
+          this.applyEntry(key[0], key[1], entry, change.revision);
       } catch (err: unknown) {
         logger.warn({ err: String(err), key: change.key }, 'cluster: unreadable roster entry');
       }
     }
     if (change.pending === 0) this.loaded = true;
+  }
+
+  /**
+   * Whether `entry`, heard from the bucket, is an older write of this node's for a key whose
+   * newer entry this node holds applied and not yet written (another node's is newer news).
+   */
+  #olderHere(key: string, entry: RosterEntry): boolean {
+    if (!this.#heldHere.has(key)) return false;
+    if (entry.node === this.#options.node) return true;
+    this.#heldHere.delete(key);
+    return false;
   }
 
   /** Devices of nodes that stopped beating are absent: whichever node notices first records it. */
