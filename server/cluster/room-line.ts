@@ -302,19 +302,15 @@ export class ClusterRoomLine implements RoomLine {
     return true;
   }
 
+  /**
+   * A broadcast always goes through the room's stream, also when this node's roster shows every
+   * device here: that roster follows NATS and lags behind it (by moments, by seconds across a
+   * NATS failover), so a device that joined on another node, or dropped there and is kept for,
+   * may not be in it yet; a broadcast kept from the stream then would be lost for it with no
+   * gap said. The devices here get it directly; a replay skips what its old node delivered so.
+   */
   broadcast(frame: Buffer): void {
-    const at = this.#parts.node.now();
-    for (const [device, stored] of this.#roster.devices) {
-      if (this.local.has(device)) continue;
-      if (this.#reaches(stored, at)) {
-        this.#publish('*', frame);
-        return;
-      }
-    }
-    // a device joining here is not a member yet: it gets the broadcast through the stream
-    if (this.local.size > 1 && joiningBesides(this.local, senderOf(frame))) {
-      this.#publish('*', frame);
-    }
+    this.#publish('*', frame);
   }
 
   notice(frame: Buffer): void {
