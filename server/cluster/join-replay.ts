@@ -158,6 +158,12 @@ export interface JoiningDevice {
   role?: MemberRole;
   local: LocalDevice;
   attempt: JoinAttempt;
+  /**
+   * What an earlier join of the device here, refused, left to write back and did not yet: its
+   * own write (the device present here) may be in the roster, and must not be taken for a
+   * device already present here (nothing replayed, no gap said).
+   */
+  undone?: RosterEntry | undefined;
 }
 
 /**
@@ -171,7 +177,7 @@ export async function registerJoin(
   ready: Promise<void>,
   joining: JoiningDevice,
 ): Promise<{ frames: string[]; gap: boolean }> {
-  const { key, device, local, attempt, role } = joining;
+  const { key, device, local, attempt, role, undone } = joining;
   const { node, nats, publications, roster } = parts;
   await ready;
   const js = nats.js();
@@ -179,8 +185,12 @@ export async function registerJoin(
   if (jsm === undefined || js === undefined) throw new Error('not connected to NATS');
   if (attempt.abandoned) throw new Error('join abandoned');
   // a device this node's copy of the roster does not know may be known to NATS already
-  if (!roster.roster.devices.has(key)) await roster.read(key);
-  const before = roster.roster.devices.get(key);
+  if (undone === undefined && !roster.roster.devices.has(key)) await roster.read(key);
+  const known = roster.roster.devices.get(key);
+  const before: Stored | undefined =
+    undone === undefined
+      ? known
+      : { entry: undone, revision: known?.revision ?? 0, order: known?.order ?? undone.order };
   const wasPresent = before?.entry.state === 'present';
   const entry: RosterEntry = {
     id: device,

@@ -37,6 +37,11 @@ export class ClusterRoomLine implements RoomLine {
   #broken: unknown;
   #stop: (() => void) | undefined;
   #released = false;
+  /**
+   * Per device, what a refused join here left to write back in the roster, until it is written
+   * or a newer join of the device here takes it as where the device stands.
+   */
+  readonly #undone = new Map<string, RosterEntry>();
   /** The host the room was last told of. */
   #toldHost: string | undefined;
 
@@ -146,9 +151,13 @@ export class ClusterRoomLine implements RoomLine {
     const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
     this.local.set(key, local);
     const attempt: JoinAttempt = { abandoned: false, undo: undefined };
+    // a refused join of this device here that did not write back its roster entry yet
+    const undone = this.#undone.get(key);
+    this.#undone.delete(key);
     const give = (why: unknown): void => {
       if (attempt.abandoned) return;
       attempt.abandoned = true;
+      if (attempt.undo !== undefined) this.#undone.set(key, attempt.undo);
       if (this.local.get(key) === local) this.local.delete(key);
       this.#parts.node.logger.warn(
         { err: String(why), room: this.roomId, device: key },
@@ -158,7 +167,7 @@ export class ClusterRoomLine implements RoomLine {
     };
     const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
     const place = { roomId: this.roomId, hash: this.hash, cursor: () => this.cursor };
-    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt, role })
+    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt, role, undone })
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
         const devices = this.#roster.present().map(([, stored]) => stored.entry.id);
@@ -177,8 +186,16 @@ export class ClusterRoomLine implements RoomLine {
         clearTimeout(deadline);
         local.queue = [];
         if (attempt.abandoned) {
+          // what it wrote after it was given up is in its undo by now (taken by a newer join of
+          // the device here, that one carries it)
+          if (this.#undone.has(key) && attempt.undo !== undefined) {
+            this.#undone.set(key, attempt.undo);
+          }
           const stillAway = () => !this.local.has(key);
-          void undoJoin(this.#parts.node, this.#parts.roster, key, attempt.undo, stillAway);
+          const undo = attempt.undo;
+          void undoJoin(this.#parts.node, this.#parts.roster, key, undo, stillAway).then(() => {
+            if (this.#undone.get(key) === undo && stillAway()) this.#undone.delete(key);
+          });
         }
       });
   }
@@ -234,7 +251,8 @@ export class ClusterRoomLine implements RoomLine {
    * what came for it since, never nothing.
    */
   #droppedHere(device: string): { cursor: number; nodeSeq: number } | undefined {
-    const entry = this.#roster.devices.get(device)?.entry;
+    // a refused join here may have written the device present here, and not yet written back
+    const entry = this.#undone.get(device) ?? this.#roster.devices.get(device)?.entry;
     if (entry?.state !== 'absent' || entry.node !== this.#parts.node.name || entry.cursor < 0) {
       return undefined;
     }
