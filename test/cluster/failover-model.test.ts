@@ -8,7 +8,7 @@ import { ClusterProcesses, clusterSecret, deviceToken, type RelayNode } from './
 
 const skip = natsSkipReason();
 /**
- * Off in the normal test run: after the fixes it names, one run in about 140 still finds a
+ * Off in the normal test run: after the fixes it names, one run in about 80 still finds a
  * confirmed message missing with `gap: false` (docs/cluster.md, "Limits of this version"), and a
  * test that fails one CI run in twenty would hide everything else. FAILOVER_MODEL_RUNS=50 runs it.
  */
