@@ -30,7 +30,7 @@ export interface AuthAppOptions {
   mount?: (app: Express) => void;
 }
 
-/** Renders every failure as the contract's `{"error":{"code","message"}}`, never a stack. */
+/** Renders every failure as the API's error shape `{"error":{"code","message"}}`, never a stack. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     let error: AppError;
@@ -76,7 +76,7 @@ function isBodyError(err: unknown): err is BodyError {
   return typeof status === 'number' && status >= 400 && status < 500 && expose === true;
 }
 
-/** The contract error of a refused body: 413, 415 for an unknown encoding, else 400. */
+/** The error of a refused body: 413, 415 for an unknown encoding, else 400. */
 function bodyError(err: BodyError, encoding: string | undefined): AppError {
   if (err.type === 'entity.too.large')
     return new AppError('payload_too_large', `request body is larger than ${maxBodyBytes} bytes`);

@@ -80,7 +80,7 @@ const malformedRequest = Buffer.from(
 );
 
 /**
- * A request Node's HTTP parser refuses (bad framing, oversized headers) gets the contract's
+ * A request Node's HTTP parser refuses (bad framing, oversized headers) gets the API's
  * JSON 400 instead of Node's bare one; a client too slow to send its request (slowloris) is cut
  * without an answer. When the refused bytes follow a request whose answer is still being
  * prepared, that answer goes out first and the connection closes after it.

@@ -10,8 +10,9 @@ export interface Mailer {
 }
 
 /**
- * Development mode: prints the token line of the seed spec on stdout, then the link itself, so a
- * person at the host's terminal opens it (and presses its button) instead of copying a token.
+ * Development mode: prints the line `[dev] Magic link token for <email>: <token>` on stdout,
+ * then the link itself, so a person at the host's terminal opens it (and presses its button)
+ * instead of copying a token.
  */
 export function createDevMailer(print: (line: string) => void): Mailer {
   return {

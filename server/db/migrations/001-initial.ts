@@ -19,7 +19,7 @@ export function columnTypes(driver: DbDriver) {
 }
 
 /**
- * The seed spec's five tables: camelCase columns, `magic_links`, unique constraints, and
+ * The five tables of the first layout: camelCase columns, `magic_links`, unique constraints, and
  * foreign keys to users.id with ON DELETE CASCADE (table-level, which MySQL honours).
  */
 export async function up(db: Kysely<unknown>, driver: DbDriver): Promise<void> {
