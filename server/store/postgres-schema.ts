@@ -14,9 +14,12 @@ import { type Kysely, sql } from 'kysely';
  * the auth tables. Version 2 adds `store_chunks` (the files' chunks, keyed by room, key check
  * value (`''`: not encrypted) and id, counted in `store_users` like entries) and
  * `store_folder_reports` (each folder document's latest count of files, with the bytes it counts
- * in `store_users`).
+ * in `store_users`). Version 3 counts each folder report against its user (`counted`; reports
+ * kept before are dropped once, their devices send them again) and indexes the key checks. A
+ * node of an older version refuses a database at a newer layout rather than write reports it
+ * does not count.
  */
-export const storeSchemaVersion = 2;
+export const storeSchemaVersion = 3;
 
 const tables = [
   'CREATE TABLE IF NOT EXISTS store_version (version integer NOT NULL)',
