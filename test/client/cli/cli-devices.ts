@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, expect } from 'vitest';
 import { type CliRun, createCliRunner } from '../../helpers/cli-process.ts';
 import { registerProject, startTestHost, type TestHost } from '../../helpers/host.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 /**
  * For a test file of `sync-host` processes: an in-process host with a project `files` and two
@@ -51,5 +52,27 @@ export function cliDevices(name: string, env?: Record<string, string>) {
     return { th, config, folder, one, two, start, deviceOne: one.deviceId, roomId };
   }
 
-  return { ...runner, tempDir, setUp };
+  /** Waits until the `sync` of `configDir` says nothing it read waits for the host. */
+  async function confirmed(configDir: string, what = 'confirmed by the host'): Promise<void> {
+    await eventually(
+      async () => {
+        const status = await runner.cli(['status', 'files', '--json'], configDir);
+        const fields = JSON.parse(status.stdout || '{}') as {
+          inSync?: boolean;
+          waitingUp?: { files: number };
+        };
+        return fields.inSync === true && fields.waitingUp?.files === 0;
+      },
+      what,
+      30_000,
+    );
+  }
+
+  return { ...runner, tempDir, setUp, confirmed, stop };
+}
+
+/** Stops a `sync` as a service manager does (SIGTERM); it must exit 0. */
+export async function stop(sync: CliRun): Promise<void> {
+  sync.child.kill('SIGTERM');
+  expect(await sync.exited).toBe(0);
 }

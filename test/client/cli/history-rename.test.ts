@@ -1,9 +1,8 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CliRun } from '../../helpers/cli-process.ts';
 import { eventually } from '../../helpers/wait.ts';
-import { cliDevices } from './cli-devices.ts';
+import { cliDevices, stop } from './cli-devices.ts';
 
 /**
  * `history` of a renamed file, with a real `sync` process and a real host: one line, `renamed
@@ -11,28 +10,7 @@ import { cliDevices } from './cli-devices.ts';
  * created, nor the old one as deleted.
  */
 
-const { cli, setUp } = cliDevices('history-rename');
-
-/** Waits until device one's `sync` says nothing it read waits for the host. */
-async function confirmed(configDir: string): Promise<void> {
-  await eventually(
-    async () => {
-      const status = await cli(['status', 'files', '--json'], configDir);
-      const fields = JSON.parse(status.stdout || '{}') as {
-        inSync?: boolean;
-        waitingUp?: { files: number };
-      };
-      return fields.inSync === true && fields.waitingUp?.files === 0;
-    },
-    'confirmed by the host',
-    30_000,
-  );
-}
-
-async function stop(sync: CliRun): Promise<void> {
-  sync.child.kill('SIGTERM');
-  expect(await sync.exited).toBe(0);
-}
+const { cli, setUp, confirmed } = cliDevices('history-rename');
 
 /** The change and name columns of `history`'s lines. */
 function changes(stdout: string): string[] {

@@ -13,7 +13,7 @@ import { cliDevices } from './cli-devices.ts';
  * device; the sync runs on.
  */
 
-const { cli, setUp } = cliDevices('history-running');
+const { cli, setUp, confirmed } = cliDevices('history-running');
 
 const binary = () => Buffer.concat([Buffer.from([0]), randomBytes(5_000)]);
 
@@ -39,18 +39,7 @@ describe('history and restore while sync runs on this device', () => {
     /** Waits until device one's `sync` printed `line` and the host confirmed all it sent. */
     const sent = async (sync: CliRun, line: string) => {
       await eventually(() => sync.out.stdout.includes(`${line}\n`), line, 30_000);
-      await eventually(
-        async () => {
-          const status = await cli(['status', 'files', '--json'], config.one);
-          const fields = JSON.parse(status.stdout || '{}') as {
-            inSync?: boolean;
-            waitingUp?: { files: number };
-          };
-          return fields.inSync === true && fields.waitingUp?.files === 0;
-        },
-        `${line}: confirmed`,
-        30_000,
-      );
+      await confirmed(config.one, `${line}: confirmed`);
     };
     writeFileSync(join(folder.one, 'plan.md'), 'first version\n');
     writeFileSync(join(folder.one, 'gone.md'), 'deleted later\n');

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { plainChunkId } from '../../../client/chunks/chunk-id.ts';
 import type { CliRun } from '../../helpers/cli-process.ts';
 import { eventually } from '../../helpers/wait.ts';
-import { cliDevices } from './cli-devices.ts';
+import { cliDevices, stop } from './cli-devices.ts';
 
 /**
  * `sync-host restore` of files kept as chunks (binary files), with real `sync` processes and a
@@ -46,11 +46,6 @@ async function setUp(encrypted: boolean) {
     );
   };
   return { th, folder, start, run, sent };
-}
-
-async function stop(sync: CliRun): Promise<void> {
-  sync.child.kill('SIGTERM');
-  expect(await sync.exited).toBe(0);
 }
 
 const binary = (size: number) => Buffer.concat([Buffer.from([0]), randomBytes(size - 1)]);

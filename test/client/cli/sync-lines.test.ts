@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CliRun } from '../../helpers/cli-process.ts';
 import { eventually } from '../../helpers/wait.ts';
-import { cliDevices } from './cli-devices.ts';
+import { cliDevices, stop } from './cli-devices.ts';
 
 /**
  * The lines `sync` prints, in the order a person reads them: after a start that brings files
@@ -12,12 +11,7 @@ import { cliDevices } from './cli-devices.ts';
  * `in sync`.
  */
 
-const { cli, setUp } = cliDevices('sync-lines');
-
-async function stop(sync: CliRun): Promise<void> {
-  sync.child.kill('SIGTERM');
-  expect(await sync.exited).toBe(0);
-}
+const { setUp, confirmed } = cliDevices('sync-lines');
 
 describe('the lines of sync', () => {
   it('prints in sync after the received lines of what the catch-up brought', async () => {
@@ -33,18 +27,7 @@ describe('the lines of sync', () => {
     );
     const one = start('one');
     await eventually(() => one.out.stdout.includes('sent photo.bin (new)\n'), 'one sent', 30_000);
-    await eventually(
-      async () => {
-        const status = await cli(['status', 'files', '--json'], config.one);
-        const fields = JSON.parse(status.stdout || '{}') as {
-          inSync?: boolean;
-          waitingUp?: { files: number };
-        };
-        return fields.inSync === true && fields.waitingUp?.files === 0;
-      },
-      'one confirmed',
-      30_000,
-    );
+    await confirmed(config.one, 'one confirmed');
     await stop(one);
 
     const two = start('two');

@@ -3,9 +3,8 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import type { CliRun } from '../../helpers/cli-process.ts';
 import { eventually, withDeadline } from '../../helpers/wait.ts';
-import { cliDevices } from './cli-devices.ts';
+import { cliDevices, stop } from './cli-devices.ts';
 
 /**
  * A device whose passphrase is not the project's, with real `sync` processes and a real host:
@@ -15,7 +14,7 @@ import { cliDevices } from './cli-devices.ts';
  * file, not even the marker. With the right passphrase it then syncs.
  */
 
-const { cli, spawnCli, tempDir, setUp } = cliDevices('sync-passphrase');
+const { spawnCli, tempDir, setUp, confirmed } = cliDevices('sync-passphrase');
 
 /**
  * Every row of store.db and every chunk file, as one string; but when a chunk was last asked
@@ -93,11 +92,6 @@ function textAt(file: string): string | undefined {
   }
 }
 
-async function stop(sync: CliRun): Promise<void> {
-  sync.child.kill('SIGTERM');
-  expect(await sync.exited).toBe(0);
-}
-
 /**
  * Two passphrase files (0600) of the texts given, and `sync` of project `files` with `--encrypt`
  * and one of them on device `one` or `two` of `setUp`'s devices.
@@ -153,18 +147,7 @@ describe('sync with another passphrase than the project', () => {
       'one sent both',
       30_000,
     );
-    await eventually(
-      async () => {
-        const status = await cli(['status', 'files', '--json'], config.one);
-        const fields = JSON.parse(status.stdout || '{}') as {
-          inSync?: boolean;
-          waitingUp?: { files: number };
-        };
-        return fields.inSync === true && fields.waitingUp?.files === 0;
-      },
-      'one confirmed',
-      30_000,
-    );
+    await confirmed(config.one, 'one confirmed');
     await stop(one);
 
     writeFileSync(join(folder.two, 'wrongpass-note.md'), 'from two\n');
@@ -253,18 +236,7 @@ describe('sync with another passphrase than the project', () => {
     writeFileSync(join(folder.one, 'note.md'), 'written before the check\n');
     const one = sync('one', right);
     await eventually(() => one.out.stdout.includes('sent note.md (new)\n'), 'one sent', 30_000);
-    await eventually(
-      async () => {
-        const status = await cli(['status', 'files', '--json'], config.one);
-        const fields = JSON.parse(status.stdout || '{}') as {
-          inSync?: boolean;
-          waitingUp?: { files: number };
-        };
-        return fields.inSync === true && fields.waitingUp?.files === 0;
-      },
-      'one confirmed',
-      30_000,
-    );
+    await confirmed(config.one, 'one confirmed');
     await stop(one);
     // The project as an older version left it: its entries sealed under the passphrase, and no
     // check recorded (the host keeps the check document's entries no more).

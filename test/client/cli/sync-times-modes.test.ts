@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CliRun } from '../../helpers/cli-process.ts';
 import { eventually } from '../../helpers/wait.ts';
-import { cliDevices } from './cli-devices.ts';
+import { cliDevices, stop } from './cli-devices.ts';
 
 /**
  * Each file's modification time (to the millisecond) and permission bits, compared with `stat`
@@ -37,11 +37,6 @@ async function setUp(syncArgs: string[] = []) {
   const run = (which: 'one' | 'two', args: string[]) =>
     cli([...args, '--relay', th.relayUrl], config[which]);
   return { folder, start, sent, run };
-}
-
-async function stop(sync: CliRun): Promise<void> {
-  sync.child.kill('SIGTERM');
-  expect(await sync.exited).toBe(0);
 }
 
 /** What `stat` shows of a file that must be the same everywhere: mtime in ms, mode bits. */
