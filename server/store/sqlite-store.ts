@@ -29,10 +29,12 @@ import { SqliteChunkStore } from './sqlite-chunks.ts';
  * (what the device sent, base64-decoded: the host cannot read it when the project is encrypted),
  * its position, time, sender, key check value, for a snapshot the position it covers, and
  * whether the history keeps it for its whole window (`keep`: a version just before a delete).
- * Version 2 adds the chunk tables (`sqlite-chunk-schema.ts`). `entriesKeys` (made at the first
- * open that lacks it) finds a room's key check values without reading its entries.
+ * Version 2 adds the chunk tables (`sqlite-chunk-schema.ts`). Version 3 counts each folder
+ * report against its user (`folderReports.counted`, filled at the first open from the rows) and
+ * adds `entriesKeys`, which finds a room's key check values without reading its entries; a
+ * sync-host of version 2 then refuses the file instead of storing reports it would not count.
  */
-const schemaVersion = 2;
+const schemaVersion = 3;
 
 const schema = `
 CREATE TABLE IF NOT EXISTS documents (

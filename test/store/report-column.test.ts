@@ -30,7 +30,7 @@ describe('store.db folder reports from before they were counted', () => {
     db.exec(`DROP TABLE folderReports; CREATE TABLE folderReports (
       room TEXT NOT NULL, doc TEXT NOT NULL, user TEXT NOT NULL, device TEXT NOT NULL,
       files INTEGER NOT NULL, bytes INTEGER NOT NULL, encrypted INTEGER NOT NULL, names TEXT,
-      at INTEGER NOT NULL, PRIMARY KEY (room, doc))`);
+      at INTEGER NOT NULL, PRIMARY KEY (room, doc)); PRAGMA user_version = 2`);
     const names = ['a.txt', 'fotos/été/日本.jpg'];
     const insert = db.prepare('INSERT INTO folderReports VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
     insert.run(room, 'folder', '1', '7', 2, 10, 0, JSON.stringify(names), 1);
@@ -38,6 +38,11 @@ describe('store.db folder reports from before they were counted', () => {
     db.close();
 
     const store = open();
+    // Past layout 2: a sync-host of the version before refuses the file from now on, instead
+    // of storing reports it would not count.
+    const layout = new Database(path, { readonly: true });
+    expect(layout.pragma('user_version', { simple: true })).toBeGreaterThan(2);
+    layout.close();
     const counted =
       reportBytes({ doc: 'folder', device: '7', names }) +
       reportBytes({ doc: 'hsealed', device: '7' });
