@@ -13,9 +13,8 @@ import { EntryIndex } from './entry-index.ts';
 import type { FileSystem } from './file-system.ts';
 import { folderMarker, folderThere, markerId, writeMarker } from './marker.ts';
 import { type FolderLog, FolderMirror } from './mirror.ts';
-import { publishBlob } from './publish-blob.ts';
 import { ReceiveBudget, type ReceiveLimits } from './receive-budget.ts';
-import { readFolder } from './scan.ts';
+import { publishBlob, readFolder } from './scan.ts';
 import { type DiskRecord, FolderState, type PendingOp } from './state-log.ts';
 import { folderStatus, liveFiles, UnconfirmedFiles } from './status.ts';
 import { KeptLocal, syncIgnoreName } from './syncignore.ts';
@@ -419,19 +418,15 @@ export class FolderSync {
   }
 
   private read(scopes: string[]): void {
-    let rulesChanged = false;
-    const record = (changes: Map<string, DiskRecord | null>) => {
-      rulesChanged ||= changes.has(syncIgnoreName);
-      this.mirror.setRecords(changes);
-      for (const path of changes.keys()) {
-        this.unconfirmed.changed(path, this.mirror.stampOf(path)?.size ?? 0);
-      }
-      if (changes.size > 0 || this.unsaved.length > 0 || this.mirror.keptLocal.unsaved)
-        this.persist({ disk: changes });
-    };
-    record(readFolder(this.mirror, localOrigin, scopes, record));
+    const changes = readFolder(this.mirror, localOrigin, scopes);
+    this.mirror.setRecords(changes);
+    for (const path of changes.keys()) {
+      this.unconfirmed.changed(path, this.mirror.stampOf(path)?.size ?? 0);
+    }
+    if (changes.size > 0 || this.unsaved.length > 0 || this.mirror.keptLocal.unsaved)
+      this.persist({ disk: changes });
     // The rules were edited here: what was kept here and they now let through is sent.
-    if (rulesChanged) {
+    if (changes.has(syncIgnoreName)) {
       this.mirror.refreshRules();
       const freed = this.mirror.settleKeptLocal(true);
       if (freed.length > 0) this.read(freed);

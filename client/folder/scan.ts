@@ -1,7 +1,14 @@
 import { closestVersion } from './ancestors.ts';
 import { conflictName } from './conflicts.ts';
-import { type FileMeta, isWithin, type Stamp, sameStamp, type Walk, withinAny } from './disk.ts';
-import { addEntry, digestOf, type FileEntry, setTextMeta } from './document.ts';
+import { type FileMeta, isWithin, type Stamp, sameStamp, type Walk } from './disk.ts';
+import {
+  addEntry,
+  addVersion,
+  digestOf,
+  type FileEntry,
+  newVersion,
+  setTextMeta,
+} from './document.ts';
 import type { FolderMirror } from './mirror.ts';
 import type { DiskRecord } from './state-log.ts';
 import { applyEdits, editsInto, mergeEdits } from './text-merge.ts';
@@ -17,7 +24,6 @@ export function readFolder(
   mirror: FolderMirror,
   origin: unknown,
   scopes: string[] = [''],
-  recordBatch: (changes: Map<string, DiskRecord | null>) => void = () => undefined,
 ): Map<string, DiskRecord | null> {
   const { disk } = mirror;
   const walk = disk.walk(scopes, (path, isFolder) => mirror.skipsFound(path, isFolder));
@@ -26,54 +32,19 @@ export function readFolder(
   for (const [path, why] of walk.skipped) {
     mirror.sayOnce(`skip ${path} ${why}`, `skipped ${path}: ${why}`);
   }
-  let changes = new Map<string, DiskRecord | null>();
+  const changes = new Map<string, DiskRecord | null>();
   const now = mirror.now();
-  const inScope = withinAny(scopes);
-  let added: FoundFile[] = [];
-  let missing = new Map<string, DiskRecord>();
+  const inScope = (path: string) => scopes.some((scope) => isWithin(path, scope));
   mirror.doc.transact(() => {
-    added = readChanged(mirror, walk, changes, now);
+    const added = readChanged(mirror, walk, changes, now);
     for (const path of mirror.skippedHere()) {
       if (inScope(path) && !walk.files.has(path)) mirror.skipHere(path, false);
     }
-    missing = missingFiles(mirror, walk, inScope);
-  }, origin);
-  // New files go in a transaction per few MiB, each recorded (and sent) before the next is
-  // made: a first scan of a large folder holds one batch's update at a time, not the folder's,
-  // and the other devices start writing while this one still reads.
-  const met: FirstMeeting[] = [];
-  for (const batch of batchesOf(added)) {
-    if (changes.size > 0) recordBatch(changes);
-    changes = new Map();
-    const batchChanges = changes;
-    mirror.doc.transact(() => {
-      met.push(...placeAdded(mirror, batch, missing, batchChanges, now));
-    }, origin);
-  }
-  const lastChanges = changes;
-  mirror.doc.transact(() => {
-    meetHere(mirror, met, lastChanges, now);
-    markDeleted(mirror, missing, lastChanges);
+    const missing = missingFiles(mirror, walk, inScope);
+    placeAdded(mirror, added, missing, changes, now);
+    markDeleted(mirror, missing, changes);
   }, origin);
   return changes;
-}
-
-/** Text bytes of new files per transaction of a scan. */
-const batchTextBytes = 4_194_304;
-
-/** `added` cut in runs of about `batchTextBytes` of text each. */
-function* batchesOf(added: FoundFile[]): Generator<FoundFile[]> {
-  let batch: FoundFile[] = [];
-  let bytes = 0;
-  for (const file of added) {
-    batch.push(file);
-    bytes += file.text.length;
-    if (bytes < batchTextBytes) continue;
-    yield batch;
-    batch = [];
-    bytes = 0;
-  }
-  if (batch.length > 0) yield batch;
 }
 
 /**
@@ -147,13 +118,9 @@ function missingFiles(
   return missing;
 }
 
-/** A text file found here at the path of another device's text (see `meetHere`). */
-type FirstMeeting = FoundFile & { entry: FileEntry };
-
 /**
- * The new files: a rename when a missing file had the same digest (its entry moves), or a new
- * entry; resolves with the first meetings with another device's text at that path (for
- * `meetHere`).
+ * The new files: a rename when a missing file had the same digest (its entry moves), a first
+ * meeting with another device's text at that path, or a new entry.
  */
 function placeAdded(
   mirror: FolderMirror,
@@ -161,8 +128,8 @@ function placeAdded(
   missing: Map<string, DiskRecord>,
   changes: Map<string, DiskRecord | null>,
   now: number,
-): FirstMeeting[] {
-  const met: FirstMeeting[] = [];
+): void {
+  const met: (FoundFile & { entry: FileEntry })[] = [];
   const missingByDigest = new Map<string, string[]>();
   for (const [path, record] of missing) {
     const paths = missingByDigest.get(record.digest);
@@ -188,7 +155,7 @@ function placeAdded(
     }
     addNew(mirror, file, changes, now);
   }
-  return met;
+  meetHere(mirror, met, changes, now);
 }
 
 /** The files still missing after the renames: their entries marked deleted. */
@@ -239,7 +206,7 @@ function addNew(
  */
 function meetHere(
   mirror: FolderMirror,
-  met: FirstMeeting[],
+  met: (FoundFile & { entry: FileEntry })[],
   changes: Map<string, DiskRecord | null>,
   now: number,
 ): void {
@@ -298,11 +265,7 @@ function movedTextAt(
 }
 
 /** The live entry that the file at `path` is, still with the content on disk; else undefined. */
-export function entryAt(
-  mirror: FolderMirror,
-  path: string,
-  record: DiskRecord,
-): FileEntry | undefined {
+function entryAt(mirror: FolderMirror, path: string, record: DiskRecord): FileEntry | undefined {
   const { index } = mirror;
   const entry = index.get(record.id);
   if (typeof entry !== 'object' || entry.path !== path || !index.isLive(record.id))
@@ -376,4 +339,55 @@ function metaHere(mirror: FolderMirror, path: string, record: DiskRecord, meta: 
     meta.mode !== undefined && entry.mode !== undefined && meta.mode !== entry.mode;
   setTextMeta(entry.map, meta);
   if (modeChanged) mirror.say('out', `sent ${path} (mode ${meta.mode!.toString(8)})`);
+}
+
+/**
+ * A file sent as chunks, still as it was read: its version goes in the document (inside one
+ * transaction of `origin`), as the next version of its entry, or of a new entry when the file is
+ * new here or was text. Resolves with the changed disk record.
+ *
+ * The version's time is when the file was last written here (its modification time; never later
+ * than now, so a clock set ahead or a file touched into the future does not win every conflict):
+ * the most recent edit keeps the name when two devices changed the file apart, whichever of them
+ * comes online or finishes its upload last.
+ */
+export function publishBlob(
+  mirror: FolderMirror,
+  origin: unknown,
+  path: string,
+  file: { size: number; digest: string; chunks: [string, number][] },
+  stamp: Stamp,
+): Map<string, DiskRecord | null> {
+  const { onDisk, index, device } = mirror;
+  const time = Math.min(Math.floor(stamp.mtimeMs), mirror.now());
+  const digest = file.digest.slice(0, 32);
+  const changes = new Map<string, DiskRecord | null>();
+  mirror.doc.transact(() => {
+    const record = onDisk.get(path);
+    const current = record === undefined ? undefined : entryAt(mirror, path, record);
+    // With `--no-perms` the mode the entry had stays.
+    const meta = { mode: current?.mode, ...mirror.metaOf(stamp) };
+    const version = newVersion({ ...file, ...meta }, device, time);
+    const known = record === undefined ? undefined : index.get(record.id);
+    // The entry moved on since this file was written here (a version not fetched yet): this
+    // one goes beside it, and the most recent edit keeps the name on every device.
+    const behind =
+      current === undefined &&
+      typeof known === 'object' &&
+      known.blob !== undefined &&
+      known.path === path &&
+      index.isLive(known.id);
+    if (current?.blob !== undefined || behind) {
+      const entry = current ?? (known as FileEntry);
+      addVersion(entry, version, !behind);
+      changes.set(path, { id: entry.id, digest, stamp });
+      mirror.say('out', `sent ${path}`);
+      return;
+    }
+    if (current !== undefined) current.map.set('deleted', record!.digest);
+    const id = addEntry(mirror.files, { path, content: version, device, time });
+    changes.set(path, { id, digest, stamp });
+    mirror.say('out', `sent ${path}${record === undefined ? ' (new)' : ''}`);
+  }, origin);
+  return changes;
 }
