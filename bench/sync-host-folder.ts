@@ -99,7 +99,7 @@ export class SyncHostBench {
       ] as const) {
         const configDir = join(root, `config-${side}`);
         this.login(side, configDir);
-        if (side === 'a') await registerProject(this.host.authUrl, this.tokens.a, project);
+        if (side === 'a') await this.registerProject(project);
         const run = startSync(
           ['sync', project, dir, '--relay', this.host.relayUrl],
           configDir,
@@ -122,6 +122,19 @@ export class SyncHostBench {
     } catch (err: unknown) {
       for (const run of runs) await run.stop();
       throw err;
+    }
+  }
+
+  /**
+   * Registers `project` for device A; asked again once when the connection fetch kept from an
+   * earlier request was closed by the host meanwhile (its keep-alive ends while a login runs).
+   */
+  private async registerProject(project: string): Promise<void> {
+    try {
+      await registerProject(this.host.authUrl, this.tokens.a, project);
+    } catch (err: unknown) {
+      if (!(err instanceof TypeError)) throw err;
+      await registerProject(this.host.authUrl, this.tokens.a, project);
     }
   }
 

@@ -2,7 +2,7 @@ import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate } from 'y-protocols/awareness';
 import * as sync from 'y-protocols/sync';
-import type * as Y from 'yjs';
+import * as Y from 'yjs';
 
 /** The first varUint of every provider message, as in y-websocket. */
 const messageSync = 0;
@@ -80,4 +80,26 @@ export function applyMessage(
   if (syncType === sync.messageYjsSyncStep1)
     return { kind: 'step1', reply: encoding.toUint8Array(reply) };
   return syncType === sync.messageYjsSyncStep2 ? { kind: 'step2' } : { kind: 'update' };
+}
+
+/**
+ * `updates` merged into updates of at most `maxBytes` each (one larger alone), in order: a burst
+ * of many edits (a first sync of a large folder) is not merged into one update of its whole size.
+ */
+export function mergedInGroups(updates: Uint8Array[], maxBytes = 4_194_304): Uint8Array[] {
+  const merged: Uint8Array[] = [];
+  let group: Uint8Array[] = [];
+  let bytes = 0;
+  const close = () => {
+    if (group.length > 0) merged.push(group.length === 1 ? group[0]! : Y.mergeUpdates(group));
+    group = [];
+    bytes = 0;
+  };
+  for (const update of updates) {
+    if (bytes > 0 && bytes + update.length > maxBytes) close();
+    group.push(update);
+    bytes += update.length;
+  }
+  close();
+  return merged;
 }

@@ -6,7 +6,7 @@ import type { RelayConnection } from './relay-connection.ts';
 import type { StoredEntry, StoreFrame } from './relay-frames.ts';
 import { type HostRequest, storeChunkBytes, type WithoutData } from './store-frames.ts';
 import { HostSummary } from './yjs-host-summary.ts';
-import { updateMessage } from './yjs-messages.ts';
+import { mergedInGroups, updateMessage } from './yjs-messages.ts';
 import { Reassembler } from './yjs-reassembler.ts';
 import { type StoreCursor, snapshotAfterBytes, storedUpdate } from './yjs-store-cursor.ts';
 import { unseal } from './yjs-wire.ts';
@@ -78,6 +78,7 @@ export class StoreSession {
   private waitingTimer: ReturnType<typeof setTimeout> | undefined;
   /** Waiting for the appends made so far: resolved when they are acknowledged. */
   private waiters: { ref: number; resolve: () => void; reject: (error: Error) => void }[] = [];
+  private endWaiters: (() => void)[] = [];
   private readonly chunkBytes: number;
   /** Resolved once the first catch-up is over (and the appends it makes are queued). */
   private readonly ready: Promise<void>;
@@ -145,13 +146,12 @@ export class StoreSession {
     this.waitingTimer ??= setTimeout(() => this.appendWaiting(), appendDelayMs);
   }
 
-  /** Appends the local edits that wait, merged into one update. */
+  /** Appends the local edits that wait, merged (a few MiB an append at most). */
   private appendWaiting(): void {
     clearTimeout(this.waitingTimer);
     this.waitingTimer = undefined;
     if (this.waiting.length === 0 || this.state !== 'ready') return;
-    const updates = this.waiting.splice(0);
-    this.append(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates), false);
+    for (const update of mergedInGroups(this.waiting.splice(0))) this.append(update, false);
   }
 
   handle(frame: StoreFrame): void {
@@ -336,8 +336,6 @@ export class StoreSession {
     }
     if (this.sent.size === 0) this.options.changed();
   }
-
-  private endWaiters: (() => void)[] = [];
 
   /** Resolves when the session stops. */
   private ended(): Promise<void> {

@@ -1,4 +1,3 @@
-import { type FSWatcher, watch } from 'node:fs';
 import { docKeyOf } from '../doc-key.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import { folderDocName } from '../folder/document.ts';
@@ -8,6 +7,7 @@ import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import type { ControlHandlers } from './control-socket.ts';
 import type { DeviceDirectory } from './device-directory.ts';
 import { type HostHistory, historyFor } from './first-run-history.ts';
+import { watchTree } from './folder-watcher.ts';
 import { checkedKey, type PassphraseVerdict } from './passphrase-check.ts';
 import { type SupervisedYjsProvider, superviseYjsProvider } from './supervised-provider.ts';
 import { folderRequest, statusFields } from './sync-control.ts';
@@ -207,8 +207,8 @@ function watchFolder(
 ): { close(): void } {
   let scanTimer: ReturnType<typeof setTimeout> | undefined;
   let fullScanTimer: ReturnType<typeof setTimeout> | undefined;
-  const scanSoon = (_event: string, name: string | Buffer | null) => {
-    folder.notice(typeof name === 'string' ? name : null);
+  const scanSoon = (name: string | null) => {
+    folder.notice(name);
     clearTimeout(scanTimer);
     scanTimer = setTimeout(() => {
       folder.guarded(() => folder.scanNoticed());
@@ -221,16 +221,15 @@ function watchFolder(
     const every = Math.min(maxFullScanMs, Math.max(minFullScanMs, 100 * folder.lastFullScanMs));
     fullScanTimer = setTimeout(fullScan, every);
   };
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(dir, { recursive: true }, scanSoon);
-    watcher.on('error', () => {
-      // The full scans go on.
-    });
-  } catch (err: unknown) {
+  let watcher: { close(): void } | undefined;
+  const notWatching = (err: unknown) =>
     problem(
       `not watching ${dir} (${err instanceof Error ? err.message : String(err)}); rescanning the whole folder regularly`,
     );
+  try {
+    watcher = watchTree(dir, scanSoon, notWatching);
+  } catch (err: unknown) {
+    notWatching(err);
   }
   fullScanTimer = setTimeout(fullScan, minFullScanMs);
   return {

@@ -88,6 +88,22 @@ export function isWithin(path: string, scope: string): boolean {
   return scope === '' || path === scope || path.startsWith(`${scope}/`);
 }
 
+/**
+ * A test of whether a path is within any of `scopes` (see `isWithin`) that costs the depth of
+ * the path, not the number of scopes: a scan of the 10,000 files the watcher named looks at
+ * every recorded file once, not 10,000 times.
+ */
+export function withinAny(scopes: Iterable<string>): (path: string) => boolean {
+  const set = new Set(scopes);
+  if (set.has('')) return () => true;
+  return (path) => {
+    for (let at = path.length; at > 0; at = path.lastIndexOf('/', at - 1)) {
+      if (set.has(at === path.length ? path : path.slice(0, at))) return true;
+    }
+    return false;
+  };
+}
+
 /** Whether a path stays on this device (`.syncignore`, dot files): see syncignore.ts. */
 export type IgnoreTest = (path: string, isFolder: boolean) => boolean;
 

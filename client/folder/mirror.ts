@@ -1,6 +1,6 @@
 import * as Y from 'yjs';
 import type { BlobQueue } from './blob-queue.ts';
-import { type Disk, type FileMeta, isWithin, mtimeOf, type Stamp, sameStamp } from './disk.ts';
+import { type Disk, type FileMeta, mtimeOf, type Stamp, sameStamp, withinAny } from './disk.ts';
 import type { EntryIndex } from './entry-index.ts';
 import type { DiskRecord } from './state-log.ts';
 import { KeptLocal, SyncIgnore, syncIgnoreName } from './syncignore.ts';
@@ -137,8 +137,9 @@ export class FolderMirror {
    * those scopes (gone, or syncing now).
    */
   noteSkippedNames(scopes: string[], found: Iterable<string>): void {
+    const inScope = withinAny(scopes);
     for (const path of [...this.#skippedNames]) {
-      if (scopes.some((scope) => isWithin(path, scope))) this.#skippedNames.delete(path);
+      if (inScope(path)) this.#skippedNames.delete(path);
     }
     for (const path of found) this.#skippedNames.add(path);
   }

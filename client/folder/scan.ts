@@ -1,6 +1,6 @@
 import { closestVersion } from './ancestors.ts';
 import { conflictName } from './conflicts.ts';
-import { type FileMeta, isWithin, type Stamp, sameStamp, type Walk } from './disk.ts';
+import { type FileMeta, isWithin, type Stamp, sameStamp, type Walk, withinAny } from './disk.ts';
 import {
   addEntry,
   addVersion,
@@ -34,7 +34,7 @@ export function readFolder(
   }
   const changes = new Map<string, DiskRecord | null>();
   const now = mirror.now();
-  const inScope = (path: string) => scopes.some((scope) => isWithin(path, scope));
+  const inScope = withinAny(scopes);
   mirror.doc.transact(() => {
     const added = readChanged(mirror, walk, changes, now);
     for (const path of mirror.skippedHere()) {
