@@ -8,8 +8,9 @@
  * It reports `{kind:'team-ready', port, groups}` over IPC and answers `counters` and `close`.
  */
 import { readFileSync } from 'node:fs';
-import { registerProject, startTestHost, type TestHost } from '../test/helpers/host.ts';
+import { startTestHost, type TestHost } from '../test/helpers/host.ts';
 import type { DeviceGroup, TeamHostReport } from './protocol.ts';
+import { createProject, grantsOf, shareAsEditor } from './team-api.ts';
 
 /** Devices of each user. */
 const devicesPerUser = 3;
@@ -17,19 +18,6 @@ const devicesPerUser = 3;
 const secret = 'bench-team-secret-0123456789abcdef01';
 
 type Device = Awaited<ReturnType<TestHost['signIn']>>;
-
-async function call(base: string, token: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as unknown;
-}
 
 /** `count` devices of the user of `email`, each from a sign-in of its own. */
 async function devicesOf(host: TestHost, email: string, count: number): Promise<Device[]> {
@@ -45,17 +33,7 @@ async function teamProject(host: TestHost, owner: Device, key: string) {
     expiresAt: null,
   });
   if (tier.status !== 200) throw new Error(`tier: ${tier.status}`);
-  return registerProject(host.base, owner.deviceToken, key);
-}
-
-/** The member's room grant for `projectId`, as `GET /auth/projects` lists it. */
-async function grantOf(base: string, member: Device, projectId: number): Promise<string> {
-  const { projects } = (await call(base, member.deviceToken, 'GET', '/auth/projects')) as {
-    projects: Array<{ id: number; grant?: string }>;
-  };
-  const grant = projects.find((p) => p.id === projectId)?.grant;
-  if (grant === undefined) throw new Error(`no grant for project ${projectId}`);
-  return grant;
+  return createProject(host.base, owner.deviceToken, key);
 }
 
 /** The shared room (owner and two editors) and the one-user room, set up through the auth API. */
@@ -68,17 +46,14 @@ async function setUp(host: TestHost): Promise<DeviceGroup[]> {
   const solo = await devicesOf(host, 'solo@bench.example', 3 * devicesPerUser);
   const shared = await teamProject(host, owner[0] as Device, 'bench-shared');
   for (const email of ['editor-a@bench.example', 'editor-b@bench.example']) {
-    const path = `/auth/project/${shared.id}/members`;
-    await call(host.base, (owner[0] as Device).deviceToken, 'POST', path, {
-      email,
-      role: 'editor',
-    });
+    await shareAsEditor(host.base, (owner[0] as Device).deviceToken, shared.id, email);
   }
   const own = await teamProject(host, solo[0] as Device, 'bench-solo');
   const of = (d: Device, grant?: string) => ({ device: d.deviceId, token: d.deviceToken, grant });
   const sharedDevices = owner.map((d) => of(d));
   for (const member of members) {
-    const grant = await grantOf(host.base, member[0] as Device, shared.id);
+    const grant = (await grantsOf(host.base, (member[0] as Device).deviceToken)).get(shared.id);
+    if (grant === undefined) throw new Error('no grant for the shared project');
     sharedDevices.push(...member.map((d) => of(d, grant)));
   }
   return [
