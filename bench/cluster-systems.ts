@@ -18,6 +18,7 @@ import { createRoomId } from '../server/tokens.ts';
 import { ClusterProcesses, clusterSecret, deviceToken } from '../test/cluster/processes.ts';
 import { startNatsServer } from '../test/helpers/nats-server.ts';
 import { freePort } from '../test/helpers/ports.ts';
+import { type TeamJoin, teamRooms } from './cluster-team.ts';
 
 export const nodeCount = 3;
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -66,6 +67,13 @@ export interface System {
   /** The broker's process id first (nats-server, redis-server), then the nodes'. */
   pids: number[];
   device(url: string, room: number, device: number): Promise<Device>;
+  /**
+   * Sets up `count` shared rooms of {@link teamUsers} users with {@link devicesPerUser} devices
+   * each (sync-host: through the auth API, the members joining on their grants); then
+   * `teamDevice(url, s, k)` joins device k of shared room s.
+   */
+  prepareTeams(count: number): Promise<void>;
+  teamDevice(url: string, room: number, device: number): Promise<Device>;
   /** A device that dropped comes back on `url`: what it gets, and what the system says. */
   rejoin(
     url: string,
@@ -86,6 +94,8 @@ function envelope(): (payload: object) => object {
   return (payload) => ({ ...payload, _sync: { s, n: ++n } });
 }
 
+/** Socket.IO's shared rooms are its rooms from this number on (the one-user rooms are below). */
+const teamRoomBase = 10_000;
 const rooms = new Map<number, string>();
 const roomId = (r: number): string => {
   const id = rooms.get(r) ?? createRoomId(1000 + r, clusterSecret);
@@ -93,7 +103,17 @@ const roomId = (r: number): string => {
   return id;
 };
 
-function syncHostDevice(url: string, r: number, d: number): Promise<Device & { joined: Frame }> {
+/** A device's join of a sync-host room: the room, the device, its token and a member's grant. */
+type SyncHostJoin = TeamJoin;
+
+/** Device `d` of one-user room `r`: a token signed with the cluster's secret for user 1000 + r. */
+const ownJoin = (r: number, d: number): SyncHostJoin => ({
+  room: roomId(r),
+  device: d,
+  token: deviceToken(1000 + r, d),
+});
+
+function syncHostDevice(url: string, join: SyncHostJoin): Promise<Device & { joined: Frame }> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url);
     const wrap = envelope();
@@ -105,16 +125,7 @@ function syncHostDevice(url: string, r: number, d: number): Promise<Device & { j
       drop: () => socket.terminate(),
       close: () => socket.close(),
     };
-    socket.on('open', () =>
-      socket.send(
-        JSON.stringify({
-          type: 'join',
-          room: roomId(r),
-          device: d,
-          token: deviceToken(1000 + r, d),
-        }),
-      ),
-    );
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'join', ...join })));
     socket.on('message', (data) => {
       const frame = JSON.parse(String(data)) as Frame;
       if (frame.type === 'joined') {
@@ -141,13 +152,25 @@ export async function syncHost(): Promise<System> {
   };
   const nodes = await processes.relayNodes(nats.url, nodeCount, conf, profileOptions('sync-host'));
   await sleep(2_000);
+  let teams: TeamJoin[][] = [];
   return {
     name: 'sync-host (3 nodes + nats-server)',
     urls: nodes.map((n) => n.url),
     pids: [nats.pid as number, ...nodes.map((n) => n.process.child.pid as number)],
-    device: syncHostDevice,
+    device: (url, r, d) => syncHostDevice(url, ownJoin(r, d)),
+    async prepareTeams(count) {
+      // Every user on team; nobody is the host's owner. Started after the one-user rooms'
+      // joins and rejoins: its device checks would refuse their devices, which it never issued.
+      // Idle while messages flow, so its CPU is not counted.
+      const auth = await processes.authProcess(nats.url, {
+        DEFAULT_TIER: 'team',
+        OWNER_EMAIL: 'nobody@bench.example',
+      });
+      teams = await teamRooms(auth, count);
+    },
+    teamDevice: (url, s, k) => syncHostDevice(url, teams[s]?.[k] as TeamJoin),
     async rejoin(url, r, d) {
-      const device = await syncHostDevice(url, r, d);
+      const device = await syncHostDevice(url, ownJoin(r, d));
       const { buffered, gap } = device.joined;
       return Object.assign(device, { note: `joined: buffered ${buffered}, gap ${gap}` });
     },
@@ -235,6 +258,9 @@ export async function socketIo(): Promise<System> {
     urls,
     pids: [redis.pid as number, ...servers.map((s) => s.pid as number)],
     device: sioDevice,
+    async prepareTeams() {},
+    // the same rooms of 9 devices (Socket.IO has no users: only the room and the device)
+    teamDevice: (url, s, k) => sioDevice(url, teamRoomBase + s, k + 1),
     async rejoin(url, r, d, old) {
       // what the client library does on its own reconnect, but to another server
       const s = (old as Device & { socket: Socket }).socket as unknown as {

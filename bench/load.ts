@@ -8,7 +8,13 @@ import { type Socket as IoSocket, io as ioClient } from 'socket.io-client';
 import { WebSocket } from 'ws';
 import { createRoomId, signDeviceToken } from '../server/tokens.ts';
 import { addSample, type Histogram } from './histogram.ts';
-import { benchSecret, type Dialect, type LoadCommand, type LoadReport } from './protocol.ts';
+import {
+  benchSecret,
+  type DeviceGroup,
+  type Dialect,
+  type LoadCommand,
+  type LoadReport,
+} from './protocol.ts';
 
 const devicesPerRoom = 4;
 /** Frames protocol: routed frames start with `{"from":` and the numeric id starts at byte 8. */
@@ -24,12 +30,19 @@ interface Peer {
   onRouted: ((from: number, frameText: () => string) => void) | undefined;
   bufferedAmount(): number;
   close(): void;
+  /** Closes with a close handshake: resolves once the server answered it. */
+  leave(): Promise<void>;
+  /** Milliseconds from the join frame sent to `joined` received. */
+  joinMs: number;
 }
 
 let nextUser = 1;
 let nextDevice = 1;
 let rooms: Peer[][] = [];
 let running = false;
+/** The groups of `connect-groups`, in the order of their rooms, and their server. */
+let groups: DeviceGroup[] = [];
+let groupsUrl = '';
 let stopRequested: (() => void) | undefined;
 
 function report(message: LoadReport): void {
@@ -38,9 +51,16 @@ function report(message: LoadReport): void {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function openFramesPeer(url: string, room: string, device: number, token: string): Promise<Peer> {
+function openFramesPeer(
+  url: string,
+  room: string,
+  device: number,
+  token: string,
+  grant?: string,
+): Promise<Peer> {
   // wss:// (BENCH_TLS=1): the bench's own self-signed certificate.
   const socket = new WebSocket(url, { perMessageDeflate: false, rejectUnauthorized: false });
+  let joinSentAt = 0;
   const peer: Peer = {
     device,
     room: [],
@@ -49,11 +69,21 @@ function openFramesPeer(url: string, room: string, device: number, token: string
     onRouted: undefined,
     bufferedAmount: () => socket.bufferedAmount,
     close: () => socket.terminate(),
+    leave: () =>
+      new Promise((resolve) => {
+        socket.once('close', () => resolve());
+        socket.close();
+      }),
+    joinMs: 0,
   };
   return new Promise<Peer>((resolve, reject) => {
-    socket.once('open', () => socket.send(JSON.stringify({ type: 'join', room, device, token })));
+    socket.once('open', () => {
+      joinSentAt = performance.now();
+      socket.send(JSON.stringify({ type: 'join', room, device, token, grant }));
+    });
     socket.once('error', reject);
     socket.once('message', (data: Buffer) => {
+      peer.joinMs = performance.now() - joinSentAt;
       if (!String(data).includes('"joined"')) {
         reject(new Error(`join failed: ${String(data)}`));
         return;
@@ -86,6 +116,10 @@ function openIoPeer(url: string, room: string, device: number): Promise<Peer> {
     onRouted: undefined,
     bufferedAmount: () => 0,
     close: () => socket.disconnect(),
+    leave: async () => {
+      socket.disconnect();
+    },
+    joinMs: 0,
   };
   socket.on('m', (frame: IoFrame) => {
     peer.onRouted?.(frame.from, () => `"t":${frame.payload.t}}`);
@@ -141,6 +175,45 @@ async function connect(command: Extract<LoadCommand, { kind: 'connect' }>): Prom
   report({ kind: 'connected', connections: opened.length * devicesPerRoom, seconds });
 }
 
+/** Each group's devices joined, one after the other, as one room (the shared-room case). */
+async function connectGroups(command: Extract<LoadCommand, { kind: 'connect-groups' }>) {
+  const started = performance.now();
+  let connections = 0;
+  for (const group of command.groups) {
+    const members: Peer[] = [];
+    for (const { device, token, grant } of group.devices) {
+      members.push(await openFramesPeer(command.url, group.room, device, token, grant));
+    }
+    for (const member of members) member.room = members;
+    rooms.push(members);
+    connections += members.length;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await sleep(200);
+  report({ kind: 'connected', connections, seconds });
+}
+
+/**
+ * Each device of one room leaves (close handshake, so the relay took the departure) and joins
+ * again on a new connection, one at a time, `rounds` times over; the time of each join.
+ */
+async function rejoin(command: Extract<LoadCommand, { kind: 'rejoin' }>, groups: DeviceGroup[]) {
+  const members = rooms[command.room] as Peer[];
+  const group = groups[command.room] as DeviceGroup;
+  const joinMs: number[] = [];
+  for (let round = 0; round < command.rounds; round++) {
+    for (let k = 0; k < members.length; k++) {
+      await (members[k] as Peer).leave();
+      const { device, token, grant } = group.devices[k] as DeviceGroup['devices'][number];
+      const peer = await openFramesPeer(groupsUrl, group.room, device, token, grant);
+      peer.room = members;
+      members[k] = peer;
+      joinMs.push(peer.joinMs);
+    }
+  }
+  report({ kind: 'rejoined', joinMs });
+}
+
 /** The routed payload: an edit whose `data` pads it to `bytes` (default: ~80 bytes in all). */
 function editPayload(bytes?: number): string {
   const frame = '{"op":"edit","doc":"bench","data":""}';
@@ -162,7 +235,8 @@ async function throughput(command: Extract<LoadCommand, { kind: 'throughput' }>)
   const starters: Array<() => void> = [];
   const acks = new Map<number, () => void>();
   let outstanding = 0;
-  for (const members of rooms) {
+  const sending = command.room === undefined ? rooms : [rooms[command.room] as Peer[]];
+  for (const members of sending) {
     members.forEach((member, k) => {
       const successor = members[(k + 1) % members.length] as Peer;
       const predecessor = members[(k + members.length - 1) % members.length] as Peer;
@@ -289,6 +363,12 @@ process.on('message', (command: LoadCommand) => {
     switch (command.kind) {
       case 'connect':
         return connect(command);
+      case 'connect-groups':
+        groups = command.groups;
+        groupsUrl = command.url;
+        return connectGroups(command);
+      case 'rejoin':
+        return rejoin(command, groups);
       case 'throughput':
         return throughput(command);
       case 'latency':

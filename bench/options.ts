@@ -2,7 +2,8 @@
  * The bench's command line, read once with node:util `parseArgs`:
  *   --quick            the shorter plan (2 rounds, 4 windows, scale at 100/1,000/10,000)
  *   --only=a,b         run only these sections (compare, memory, buffer, auth, scale, payloads,
- *                      tls: connection set-up with TLS against without)
+ *                      tls: connection set-up with TLS against without; shared: a room
+ *                      shared by 3 users against one user's room of as many devices)
  *   --kinds=relay,ws   compare a subset of the servers (relay, ws, sio)
  *   --rounds=N         interleaved rounds
  *   --windows=N        measured windows per server and mode in a round
@@ -22,6 +23,7 @@ export const sectionNames = [
   'scale',
   'payloads',
   'tls',
+  'shared',
 ] as const;
 export type SectionName = (typeof sectionNames)[number];
 

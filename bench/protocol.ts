@@ -39,13 +39,31 @@ export type ServerReport =
   | { kind: 'profiling' }
   | { kind: 'profiled' };
 
+/** One room's devices as the shared-room case's host set them up (bench/team-host.ts). */
+export interface DeviceGroup {
+  name: string;
+  room: string;
+  /** Each device's id, its device token, and its room grant when it is a member's. */
+  devices: Array<{ device: number; token: string; grant?: string }>;
+}
+
+export type TeamHostReport =
+  | { kind: 'team-ready'; url: string; groups: DeviceGroup[] }
+  | ({ kind: 'counters' } & Counters);
+
 /** How a load generator talks to a server: our JSON frames (relay, bare ws) or Socket.IO. */
 export type Dialect = 'frames' | 'sio';
 
 export type LoadCommand =
   | { kind: 'connect'; dialect: Dialect; url: string; connections: number }
+  /** Joins each group's devices as one room (the shared-room case). */
+  | { kind: 'connect-groups'; url: string; groups: DeviceGroup[] }
+  /** Each device of room `room` (an index in join order) leaves and joins again, `rounds` times. */
+  | { kind: 'rejoin'; room: number; rounds: number }
   | {
       kind: 'throughput';
+      /** Only the room of this index sends (all rooms when absent). */
+      room?: number;
       mode: 'broadcast' | 'direct';
       window: number;
       warmupMs: number;
@@ -71,4 +89,6 @@ export type LoadReport =
       histogram: Histogram;
     }
   | { kind: 'released' }
-  | { kind: 'sent'; messages: number };
+  | { kind: 'sent'; messages: number }
+  /** Milliseconds from each join frame sent to its `joined` received. */
+  | { kind: 'rejoined'; joinMs: number[] };

@@ -5,7 +5,8 @@
  * medians, spreads (min–max over rounds) and the ratios of the performance targets; then the
  * durable buffer, the auth API against a bare express route on SQLite and PostgreSQL, the
  * scale curve (100 to 10,000 connections), large payloads (1 KiB to 512 KiB) and the connection
- * set-up with TLS against without (1,000 devices). With BENCH_TLS=1 every other section runs its
+ * set-up with TLS against without (1,000 devices), and a room shared by 3 users through project
+ * membership against one user's room of as many devices. With BENCH_TLS=1 every other section runs its
  * relay and bare ws over wss:// (one certificate for both). A full run
  * writes docs/performance-scale.svg and docs/performance-run.md. Flags: bench/options.ts;
  * sections: bench/sections/.
@@ -21,6 +22,7 @@ import { reportCompare, runCompare } from './sections/compare.ts';
 import { runMemory } from './sections/memory.ts';
 import { reportPayloads, runPayloads } from './sections/payloads.ts';
 import { reportScale, runScale } from './sections/scale.ts';
+import { reportShared, runShared } from './sections/shared.ts';
 import { reportTlsSetup, runTlsSetup } from './sections/tls-setup.ts';
 import { lines, print, printVerdicts } from './stats.ts';
 
@@ -49,6 +51,7 @@ if (runs(options, 'auth')) await runAuth(options, procs);
 if (runs(options, 'scale')) await runScale(options, procs);
 if (runs(options, 'payloads')) await runPayloads(options, procs);
 if (runs(options, 'tls')) await runTlsSetup(options, procs);
+if (runs(options, 'shared')) await runShared(options, procs);
 procs.stopLoads();
 
 const bufferUtil = bufferUtilState();
@@ -61,6 +64,7 @@ if (runs(options, 'auth')) reportAuth();
 if (runs(options, 'scale')) reportScale(options);
 if (runs(options, 'payloads')) reportPayloads(options, bufferUtil);
 if (runs(options, 'tls')) reportTlsSetup(options);
+if (runs(options, 'shared')) reportShared();
 printVerdicts();
 print();
 print(`(${((performance.now() - started) / 1000).toFixed(0)} s)`);

@@ -133,40 +133,53 @@ export function followOrdered(js: JetStreamClient, options: FollowOptions): () =
   let current: ConsumerMessages | undefined;
   let failures = 0;
 
-  /** Takes the messages until the consumer ends or falls silent (then throws), or the stop. */
-  async function read(messages: ConsumerMessages): Promise<void> {
-    let silent = false;
-    const silence = watchSilence(messages, () => {
-      silent = true;
-      void messages.close();
-    });
-    try {
-      for await (const m of messages) {
-        if (stopped) return;
-        silence.heard();
-        failures = 0;
-        if (next !== undefined && m.seq < next) continue;
-        next = m.seq + 1;
-        options.onMessage(m);
-      }
-    } finally {
-      silence.stop();
-    }
+  /**
+   * Takes one message (in order: the library hands them over as it parses them, without an
+   * iterator's promise per message on the cluster's per-message path).
+   */
+  function take(m: JsMsg, heard: () => void): void {
     if (stopped) return;
+    heard();
+    failures = 0;
+    if (next !== undefined && m.seq < next) return;
+    next = m.seq + 1;
+    options.onMessage(m);
+  }
+
+  /** Waits until the consumer ends or falls silent (then throws), or the stop. */
+  async function read(messages: ConsumerMessages, silent: () => boolean): Promise<void> {
+    // a throw of onMessage stops the consumer with it: made again from the next message
+    const ended = await messages.closed();
+    if (stopped) return;
+    if (ended instanceof Error) throw ended;
     throw new Error(
-      silent ? `consumer silent for ${silentAfterMs} ms` : 'consumer ended by the library',
+      silent() ? `consumer silent for ${silentAfterMs} ms` : 'consumer ended by the library',
     );
   }
 
   void (async () => {
     while (!stopped) {
       let consumer: Consumer | undefined;
+      let silence: { heard(): void; stop(): void } | undefined;
       try {
         consumer = await makeConsumer(js, options, next);
-        current = await consumer.consume({ expires: expiresMs, idle_heartbeat: idleHeartbeatMs });
-        if (!stopped) await read(current);
+        const heard = () => silence?.heard();
+        current = await consumer.consume({
+          expires: expiresMs,
+          idle_heartbeat: idleHeartbeatMs,
+          callback: (m) => take(m, heard),
+        });
+        let silent = false;
+        const messages = current;
+        silence = watchSilence(messages, () => {
+          silent = true;
+          void messages.close();
+        });
+        if (!stopped) await read(messages, () => silent);
       } catch (err: unknown) {
         if (!stopped) options.onRestart(err);
+      } finally {
+        silence?.stop();
       }
       void current?.close();
       // the consumer is left on its server otherwise (until its inactivity threshold)

@@ -1,14 +1,23 @@
-import {
-  createHmac,
-  createSecretKey,
-  hkdfSync,
-  type KeyObject,
-  timingSafeEqual,
-} from 'node:crypto';
+import * as crypto from 'node:crypto';
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { Logger } from '../log.ts';
 
 /** Bytes of a seal: a full HMAC-SHA-256. */
 export const sealBytes = 32;
+/** SHA-256's block: the HMAC key is padded to it. */
+const blockBytes = 64;
+
+/** `crypto.hash` (node 20.12 and later): a one-shot digest without a Hash object. */
+const oneShot = (
+  crypto as { hash?: (algorithm: string, data: Uint8Array, out: 'buffer') => Buffer }
+).hash;
+
+/** The key XORed with HMAC's pad byte over one block (RFC 2104). */
+function padded(key: Buffer, pad: number): Buffer {
+  const block = Buffer.alloc(blockBytes, pad);
+  for (let i = 0; i < key.length; i++) block[i] = (block[i] ?? 0) ^ (key[i] ?? 0);
+  return block;
+}
 
 /** What a seal covers besides the bytes: the kind of record, so no record passes for another. */
 export type RecordKind =
@@ -34,7 +43,10 @@ const warnEveryMs = 60_000;
  * counted (`rejected`) and said in a warning line at most once a minute.
  */
 export class RecordSeal {
-  readonly #key: KeyObject;
+  readonly #key: Buffer;
+  /** The key XORed with HMAC's inner and outer pads, for the one-shot digests of `tag`. */
+  readonly #innerPad: Buffer;
+  readonly #outerPad: Buffer;
   /** Records dropped for a missing or wrong seal since start. */
   rejected = 0;
   #unsaid = 0;
@@ -42,16 +54,34 @@ export class RecordSeal {
   #logger: Logger | undefined;
 
   constructor(secret: string, logger?: Logger) {
-    // a key object: HMAC does not import the key again for each record
-    this.#key = createSecretKey(
-      Buffer.from(hkdfSync('sha256', secret, 'sync-host cluster', 'record seal v1', sealBytes)),
+    this.#key = Buffer.from(
+      hkdfSync('sha256', secret, 'sync-host cluster', 'record seal v1', sealBytes),
     );
+    this.#innerPad = padded(this.#key, 0x36);
+    this.#outerPad = padded(this.#key, 0x5c);
     this.#logger = logger;
   }
 
-  /** The seal of `data` stored as `kind` under `name`. */
+  /**
+   * The seal of `data` stored as `kind` under `name`: HMAC-SHA-256 over `kind\0name\0data`.
+   * Computed as RFC 2104 defines it, with two one-shot digests over the precomputed pads: the
+   * same bytes as `createHmac`, whose object (a digest fetched by name, the key set up again)
+   * cost more than the digests on every record of the cluster's per-message path.
+   */
   tag(kind: RecordKind, name: string, data: Uint8Array): Buffer {
-    return createHmac('sha256', this.#key).update(`${kind}\0${name}\0`).update(data).digest();
+    const label = `${kind}\0${name}\0`;
+    if (oneShot === undefined) {
+      return createHmac('sha256', this.#key).update(label).update(data).digest();
+    }
+    const labelBytes = Buffer.byteLength(label, 'utf8');
+    const inner = Buffer.allocUnsafe(blockBytes + labelBytes + data.length);
+    this.#innerPad.copy(inner, 0);
+    inner.write(label, blockBytes, 'utf8');
+    inner.set(data, blockBytes + labelBytes);
+    const outer = Buffer.allocUnsafe(blockBytes + sealBytes);
+    this.#outerPad.copy(outer, 0);
+    oneShot('sha256', inner, 'buffer').copy(outer, blockBytes);
+    return oneShot('sha256', outer, 'buffer');
   }
 
   /** `data` followed by its seal. */

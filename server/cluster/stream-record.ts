@@ -53,12 +53,14 @@ export function senderOf(frame: Buffer): string {
   return text.slice(start, end);
 }
 
+const envelopeStartBytes = Buffer.from(envelopeTextStart, 'utf8');
+
 /**
  * The JetStream message id of a frame with the client library's envelope (`protocol/sync-envelope.ts`;
  * NATS drops re-sends).
  */
 function messageIdOf(from: string, frame: Buffer): string | undefined {
-  const at = frame.indexOf(envelopeTextStart);
+  const at = frame.indexOf(envelopeStartBytes);
   if (at < 0) return undefined;
   const id = envelopeIdAt(frame.toString('utf8', at, at + envelopeTextMaxLength));
   return id === undefined ? undefined : `${from}.${id}`;
@@ -106,7 +108,8 @@ export function encodeRecord(
   const id = messageIdOf(frame.from, frame.frame);
   if (id === undefined) return { payload, headers: undefined };
   const headers = natsHeaders();
-  headers.set('Nats-Msg-Id', id);
+  // the only header of a fresh set: append spares set's search for an earlier value
+  headers.append('Nats-Msg-Id', id);
   return { payload, headers };
 }
 
