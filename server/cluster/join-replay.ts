@@ -64,6 +64,21 @@ export async function replayOf(
   return { frames, gap: origin.lost || aged };
 }
 
+/**
+ * What a node answers another that takes over `entry`'s device, when the device has no
+ * connection on it: where the device had reached when it dropped there, or undefined when it
+ * did not drop there (nothing of this node's to replay). The entry is this node's copy (or a
+ * refused join's write-back not written yet): the other nodes follow the roster with a lag, and
+ * NATS may not have taken the departure yet across a failover.
+ */
+export function droppedOn(
+  node: string,
+  entry: RosterEntry | undefined,
+): { cursor: number; nodeSeq: number } | undefined {
+  if (entry?.state !== 'absent' || entry.node !== node || entry.cursor < 0) return undefined;
+  return { cursor: entry.cursor, nodeSeq: entry.nodeSeq };
+}
+
 /** This node's state that a refused join's undo needs. */
 export interface Here {
   node: string;
