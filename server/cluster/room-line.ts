@@ -143,6 +143,10 @@ export class ClusterRoomLine implements RoomLine {
     const key = deviceKey(device);
     const role = access === 'owner' ? undefined : access;
     const ownFrom = this.#parts.publications.count;
+    const older = this.local.get(key);
+    // an older connection here that this join replaces had the stream handed to it up to here
+    const replacing =
+      older === undefined || older.pending ? undefined : Math.max(this.cursor, older.upto);
     const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
     this.local.set(key, local);
     const attempt: JoinAttempt = { abandoned: false, undo: undefined };
@@ -162,7 +166,8 @@ export class ClusterRoomLine implements RoomLine {
     };
     const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
     const place = { roomId: this.roomId, hash: this.hash, cursor: () => this.cursor };
-    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt, role, undone })
+    const joining = { key, device, local, attempt, role, undone, replacing };
+    registerJoin(this.#parts, place, this.ready, joining)
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
         const devices = this.#roster.present().map(([, stored]) => stored.entry.id);
