@@ -50,7 +50,11 @@ interface ServerPlan {
   configOnly?: boolean;
 }
 
-const readyDeadlineMs = 10_000;
+/**
+ * A server started again recovers every stream of its store first: after a few minutes of a
+ * failover test that is hundreds, seconds of work on a machine busy with other tests.
+ */
+const readyDeadlineMs = 30_000;
 
 function startProcess(plan: ServerPlan): Promise<ChildProcess> {
   const args = ['-js', '-sd', plan.dir, '-a', '127.0.0.1', '-p', String(plan.port)];
