@@ -156,7 +156,8 @@ export class ClusterBroker implements Broker {
     // the room is no longer held here (its last device dropped): this node's copy of the
     // roster still says where a device that dropped here had reached
     const entry =
-      this.#undone.get(hash)?.get(device) ?? this.#mirror.rosterOf(hash).devices.get(device)?.entry;
+      this.#undone.get(hash)?.get(device) ??
+      this.#mirror.rosters.get(hash)?.devices.get(device)?.entry;
     return droppedOn(this.#node, entry) ?? null;
   }
 
