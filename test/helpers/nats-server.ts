@@ -74,8 +74,9 @@ function startProcess(plan: ServerPlan): Promise<ChildProcess> {
       if (log.length < 20_000) log += text;
       // a server started again lists every stream it restores before it is ready: past 20,000
       // characters with about 80 streams
-      recent = (recent + text).slice(-200);
-      if (recent.includes('Server is ready')) {
+      const seen = recent + text;
+      recent = seen.slice(-200);
+      if (seen.includes('Server is ready')) {
         clearTimeout(timer);
         resolve(child);
       }
