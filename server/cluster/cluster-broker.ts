@@ -6,6 +6,7 @@ import type { Broker, BrokerReport, RoomLine, RoomListener } from '../relay/brok
 import { type ClusterClock, createClusterClock } from './cluster-clock.ts';
 import { type ClusterCounters, describeCluster } from './cluster-metrics.ts';
 import { Handover, positionEveryMs } from './handover.ts';
+import { droppedOn } from './join-replay.ts';
 import type { LineNode, NatsHandles } from './line-parts.ts';
 import { type NatsLink, openNatsLink, replicasFor } from './nats-link.ts';
 import { type NodeLiveness, watchNodes } from './node-liveness.ts';
@@ -47,6 +48,8 @@ export class ClusterBroker implements Broker {
   readonly #clock: ClusterClock;
   readonly #seal: RecordSeal;
   readonly #lines = new Map<string, ClusterRoomLine>();
+  /** Per room, the refused joins' write-backs not written yet (`RoomLineParts.undone`). */
+  readonly #undone = new Map<string, Map<string, RosterEntry>>();
   readonly #counters: ClusterCounters = {
     published: 0,
     publishFailures: 0,
@@ -148,7 +151,14 @@ export class ClusterBroker implements Broker {
    * (for a device whose connection dropped here, where they had reached at the drop).
    */
   #release(hash: string, device: string): { cursor: number; nodeSeq: number } | null {
-    return this.#lines.get(hash)?.handOver(device, this.#publications.count) ?? null;
+    const line = this.#lines.get(hash);
+    if (line !== undefined) return line.handOver(device, this.#publications.count) ?? null;
+    // the room is no longer held here (its last device dropped): this node's copy of the
+    // roster still says where a device that dropped here had reached
+    const entry =
+      this.#undone.get(hash)?.get(device) ??
+      this.#mirror.rosters.get(hash)?.devices.get(device)?.entry;
+    return droppedOn(this.#node, entry) ?? null;
   }
 
   #recordPositions(): void {
@@ -171,11 +181,24 @@ export class ClusterBroker implements Broker {
       publications: this.#publications,
       counters: this.#counters,
       handover: this.#handover,
-      released: () => this.#lines.delete(hash),
+      undone: this.#undoneOf(hash),
+      released: () => {
+        this.#lines.delete(hash);
+        if (this.#undone.get(hash)?.size === 0) this.#undone.delete(hash);
+      },
     };
     const line = new ClusterRoomLine(parts, roomId, hash, listener);
     this.#lines.set(hash, line);
     return line;
+  }
+
+  #undoneOf(hash: string): Map<string, RosterEntry> {
+    let undone = this.#undone.get(hash);
+    if (undone === undefined) {
+      undone = new Map();
+      this.#undone.set(hash, undone);
+    }
+    return undone;
   }
 
   revoke(device: string, revokedAt: number): void {

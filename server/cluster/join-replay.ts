@@ -10,19 +10,28 @@ import type { RosterEntry, Stored } from './roster.ts';
 import { relaySender } from './stream-record.ts';
 
 /**
- * Where the replay of a device joining on this node starts; undefined for nothing to replay (new,
- * left, or already present here). A device present on another node is released by that node.
+ * Where the replay of a device joining on this node starts; undefined for nothing to replay (new
+ * or left). A device present on another node is released by that node; one present here is
+ * replayed from where the line had handed the stream to the connection this join replaces
+ * (`replacing`; the frames after it came to the line while the device was joining), or, with no
+ * connection of it here (this node's copy of the roster lags, or the node was restarted), from
+ * this node's last recorded position with `gap`.
  */
 export async function originOf(
   node: string,
   handover: Handover,
   hash: string,
-  key: string,
+  joining: Pick<JoiningDevice, 'key' | 'local' | 'replacing'>,
   entry: RosterEntry | undefined,
 ): Promise<Origin | undefined> {
+  const { key, local, replacing } = joining;
   if (entry === undefined || entry.state === 'left') return undefined;
+  if (entry.state === 'present' && entry.node !== node) {
+    return handover.release(entry.node, hash, key);
+  }
   if (entry.state === 'present') {
-    return entry.node === node ? undefined : handover.release(entry.node, hash, key);
+    if (replacing === undefined) return handover.lostOn(node, hash);
+    return { cursor: replacing, node, nodeSeq: local.ownFrom, lost: false };
   }
   if (entry.cursor < 0) return handover.lostOn(entry.node, hash);
   return { cursor: entry.cursor, node: entry.node, nodeSeq: entry.nodeSeq, lost: false };
@@ -62,6 +71,21 @@ export async function replayOf(
     frames.push(f.frame.toString('utf8'));
   }
   return { frames, gap: origin.lost || aged };
+}
+
+/**
+ * What a node answers another that takes over `entry`'s device, when the device has no
+ * connection on it: where the device had reached when it dropped there, or undefined when it
+ * did not drop there (nothing of this node's to replay). The entry is this node's copy (or a
+ * refused join's write-back not written yet): the other nodes follow the roster with a lag, and
+ * NATS may not have taken the departure yet across a failover.
+ */
+export function droppedOn(
+  node: string,
+  entry: RosterEntry | undefined,
+): { cursor: number; nodeSeq: number } | undefined {
+  if (entry?.state !== 'absent' || entry.node !== node || entry.cursor < 0) return undefined;
+  return { cursor: entry.cursor, nodeSeq: entry.nodeSeq };
 }
 
 /** This node's state that a refused join's undo needs. */
@@ -164,6 +188,11 @@ export interface JoiningDevice {
    * device already present here (nothing replayed, no gap said).
    */
   undone?: RosterEntry | undefined;
+  /**
+   * The join replaces the device's connection here: up to where the line had handed the room's
+   * stream to it (undefined: no connection of the device here).
+   */
+  replacing?: number | undefined;
 }
 
 /**
@@ -210,7 +239,7 @@ export async function registerJoin(
   });
   // an old connection here was replaced already: its entry needs undoing from now on
   attempt.undo = undoOf(entry, before, undefined, false, here());
-  const origin = await originOf(node.name, parts.handover, place.hash, key, before?.entry);
+  const origin = await originOf(node.name, parts.handover, place.hash, joining, before?.entry);
   attempt.undo = undoOf(entry, before, origin, false, here());
   if (attempt.abandoned) throw new Error('join abandoned');
   // a write that fails may still reach NATS: undone in any case

@@ -51,6 +51,12 @@ export interface RoomLineParts {
   readonly counters: ClusterCounters;
   /** Positions recorded in NATS and releases asked of other nodes (handover.ts). */
   readonly handover: Handover;
+  /**
+   * Per device, what a refused join of the room here left to write back in the roster, until it
+   * is written or a newer join of the device here takes it as where the device stands. Kept by
+   * the broker, also while no line holds the room (its release answers use it).
+   */
+  readonly undone: Map<string, RosterEntry>;
   /** The line is no longer held (its broker forgets it). */
   released(): void;
 }

@@ -2,7 +2,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { type DeviceId, deviceKey } from '../../protocol/relay-frames.ts';
 import type { ProjectRole } from '../../protocol/room-grant.ts';
 import type { DepartureReason, RoomLine, RoomListener, UnsentFrame } from '../relay/broker.ts';
-import { type JoinAttempt, registerJoin, undoJoin } from './join-replay.ts';
+import { droppedOn, type JoinAttempt, registerJoin, undoJoin } from './join-replay.ts';
 import { joiningBesides, type LocalDevice, queueForJoining } from './joining-devices.ts';
 import type { RoomLineParts } from './line-parts.ts';
 import { ensureStream, followStream, streamOf } from './room-stream.ts';
@@ -37,11 +37,6 @@ export class ClusterRoomLine implements RoomLine {
   #broken: unknown;
   #stop: (() => void) | undefined;
   #released = false;
-  /**
-   * Per device, what a refused join here left to write back in the roster, until it is written
-   * or a newer join of the device here takes it as where the device stands.
-   */
-  readonly #undone = new Map<string, RosterEntry>();
   /** The host the room was last told of. */
   #toldHost: string | undefined;
 
@@ -148,16 +143,20 @@ export class ClusterRoomLine implements RoomLine {
     const key = deviceKey(device);
     const role = access === 'owner' ? undefined : access;
     const ownFrom = this.#parts.publications.count;
+    const older = this.local.get(key);
+    // an older connection here that this join replaces had the stream handed to it up to here
+    const replacing =
+      older === undefined || older.pending ? undefined : Math.max(this.cursor, older.upto);
     const local: LocalDevice = { pending: true, queue: [], upto: 0, ownFrom };
     this.local.set(key, local);
     const attempt: JoinAttempt = { abandoned: false, undo: undefined };
     // a refused join of this device here that did not write back its roster entry yet
-    const undone = this.#undone.get(key);
-    this.#undone.delete(key);
+    const undone = this.#parts.undone.get(key);
+    this.#parts.undone.delete(key);
     const give = (why: unknown): void => {
       if (attempt.abandoned) return;
       attempt.abandoned = true;
-      if (attempt.undo !== undefined) this.#undone.set(key, attempt.undo);
+      if (attempt.undo !== undefined) this.#parts.undone.set(key, attempt.undo);
       if (this.local.get(key) === local) this.local.delete(key);
       this.#parts.node.logger.warn(
         { err: String(why), room: this.roomId, device: key },
@@ -167,7 +166,8 @@ export class ClusterRoomLine implements RoomLine {
     };
     const deadline = setTimeout(() => give('no answer from JetStream in time'), joinDeadlineMs);
     const place = { roomId: this.roomId, hash: this.hash, cursor: () => this.cursor };
-    registerJoin(this.#parts, place, this.ready, { key, device, local, attempt, role, undone })
+    const joining = { key, device, local, attempt, role, undone, replacing };
+    registerJoin(this.#parts, place, this.ready, joining)
       .then(({ frames, gap }) => {
         if (attempt.abandoned) return;
         const devices = this.#roster.present().map(([, stored]) => stored.entry.id);
@@ -188,13 +188,13 @@ export class ClusterRoomLine implements RoomLine {
         if (attempt.abandoned) {
           // what it wrote after it was given up is in its undo by now (taken by a newer join of
           // the device here, that one carries it)
-          if (this.#undone.has(key) && attempt.undo !== undefined) {
-            this.#undone.set(key, attempt.undo);
+          if (this.#parts.undone.has(key) && attempt.undo !== undefined) {
+            this.#parts.undone.set(key, attempt.undo);
           }
           const stillAway = () => !this.local.has(key);
           const undo = attempt.undo;
           void undoJoin(this.#parts.node, this.#parts.roster, key, undo, stillAway).then(() => {
-            if (this.#undone.get(key) === undo && stillAway()) this.#undone.delete(key);
+            if (this.#parts.undone.get(key) === undo && stillAway()) this.#parts.undone.delete(key);
           });
         }
       });
@@ -244,19 +244,11 @@ export class ClusterRoomLine implements RoomLine {
     return { cursor: this.#resumeAt(device, Math.max(this.cursor, local.upto), unsent), nodeSeq };
   }
 
-  /**
-   * A device whose connection here dropped: where it had reached, as this node recorded it. The
-   * other nodes may not have heard of the drop yet (their roster follows NATS, and the record may
-   * not have reached NATS during a failover): the node it joins on asks here, and must replay
-   * what came for it since, never nothing.
-   */
+  /** A device whose connection here dropped: where it had reached (see {@link droppedOn}). */
   #droppedHere(device: string): { cursor: number; nodeSeq: number } | undefined {
     // a refused join here may have written the device present here, and not yet written back
-    const entry = this.#undone.get(device) ?? this.#roster.devices.get(device)?.entry;
-    if (entry?.state !== 'absent' || entry.node !== this.#parts.node.name || entry.cursor < 0) {
-      return undefined;
-    }
-    return { cursor: entry.cursor, nodeSeq: entry.nodeSeq };
+    const entry = this.#parts.undone.get(device) ?? this.#roster.devices.get(device)?.entry;
+    return droppedOn(this.#parts.node.name, entry);
   }
 
   /**

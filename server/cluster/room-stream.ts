@@ -91,7 +91,9 @@ const readRangeDeadlineMs = 10_000;
 /**
  * Reads the frames with sequence in (`after`, `upto`] in order (with `seal`, only those sealed
  * with it); rejects when they cannot be read within {@link readRangeDeadlineMs} (the stream's
- * servers unreachable meanwhile).
+ * servers unreachable meanwhile). It ends at `upto` only, whatever the consumer says is pending:
+ * a consumer on a server of a NATS cluster that is behind the stream's leader (restarted and
+ * catching up) delivers what that server has, and says nothing is pending after its last.
  */
 export function readRange(
   js: JetStreamClient,
@@ -119,7 +121,7 @@ export function readRange(
       from: after + 1,
       onMessage(m) {
         if (m.seq <= upto && admit(m.data)) frames.push(decodeRecord(m));
-        if (m.seq < upto && m.info.pending > 0) return;
+        if (m.seq < upto) return;
         clearTimeout(deadline);
         stop();
         resolve(frames);

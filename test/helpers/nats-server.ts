@@ -60,6 +60,8 @@ function startProcess(plan: ServerPlan): Promise<ChildProcess> {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
+  /** The end of what it wrote, for the ready line (the kept log stops at 20,000 characters). */
+  let recent = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -68,8 +70,13 @@ function startProcess(plan: ServerPlan): Promise<ChildProcess> {
       );
     }, readyDeadlineMs);
     child.stderr?.on('data', (chunk: Buffer) => {
-      if (log.length < 20_000) log += chunk.toString();
-      if (log.includes('Server is ready')) {
+      const text = chunk.toString();
+      if (log.length < 20_000) log += text;
+      // a server started again lists every stream it restores before it is ready: past 20,000
+      // characters with about 80 streams
+      const seen = recent + text;
+      recent = seen.slice(-200);
+      if (seen.includes('Server is ready')) {
         clearTimeout(timer);
         resolve(child);
       }

@@ -3,12 +3,13 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 /**
  * A TCP proxy the test controls: `cut()` drops every connection and refuses new ones until
  * `restore()`; `freeze()` keeps them open and forwards nothing more either way (a host that
- * hangs).
+ * hangs), until `thaw()` forwards again what waited meanwhile, in order.
  */
 export interface TcpProxy {
   port: number;
   cut(): Promise<void>;
   freeze(): void;
+  thaw(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -62,6 +63,12 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
         upstream.unpipe(client);
         client.pause();
         upstream.pause();
+      }
+    },
+    thaw() {
+      for (const [client, upstream] of pairs) {
+        client.pipe(upstream);
+        upstream.pipe(client);
       }
     },
     restore: open,
