@@ -58,6 +58,10 @@ export class Handover {
       history: 1,
       ttl: this.ttlMs,
       replicas: this.replicas,
+      // Reads go to the stream's leader: a direct get may be answered by any replica, one
+      // still catching up after a restart included, and a takeover read from it could start
+      // a replay after messages it never had.
+      allow_direct: false,
     });
   }
 

@@ -158,6 +158,8 @@ export class RosterMirror {
           history: 1,
           ttl: rosterRetentionMs,
           replicas,
+          // `read` asks the stream's leader, never a replica that may be behind (see Handover).
+          allow_direct: false,
         });
         this.#kv = kv;
         // an empty bucket has no last entry to mark the first read done

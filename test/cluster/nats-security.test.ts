@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { positionsBucket } from '../../server/cluster/handover.ts';
 import { nodesBucket } from '../../server/cluster/node-liveness.ts';
 import { RecordSeal } from '../../server/cluster/record-seal.ts';
 import { streamOf } from '../../server/cluster/room-stream.ts';
@@ -177,6 +178,19 @@ describe.skipIf(skip !== undefined)(`NATS security${skip ? ` (skipped: ${skip})`
       expect(output.some((line) => line.includes('without the shared secret’s seal'))).toBe(true);
     } finally {
       await intruder.close();
+    }
+  });
+
+  it('keeps the roster and the positions in buckets read from the stream leader, never from a replica behind it', async () => {
+    const reader = await connect({ servers: open.url });
+    try {
+      const jsm = await jetstreamManager(reader);
+      for (const bucket of [rosterBucket, positionsBucket]) {
+        const { config } = await jsm.streams.info(`KV_${bucket}`);
+        expect({ bucket, direct: config.allow_direct }).toEqual({ bucket, direct: false });
+      }
+    } finally {
+      await reader.close();
     }
   });
 });
