@@ -1,9 +1,11 @@
+import { authCall as call } from '../test/helpers/auth-call.ts';
+
 /**
  * The auth API calls that set up a shared project in the benches (bench/team-host.ts,
  * bench/cluster-team.ts): the same requests a device makes, with its device token.
  */
 
-/** A call of the auth API at `base` with a device token; the answer's JSON body. */
+/** A call of the auth API at `base` with a device token; the answer's JSON body (or throws). */
 export async function authCall(
   base: string,
   token: string,
@@ -11,16 +13,11 @@ export async function authCall(
   path: string,
   body?: unknown,
 ): Promise<unknown> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as unknown;
+  const answer = await call(base, token, method, path, body);
+  if (answer.status >= 300) {
+    throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  }
+  return answer.body;
 }
 
 /** Registers a project of the token's user; its id and room id. */

@@ -1,4 +1,7 @@
 import { expect } from 'vitest';
+import { authCall } from './auth-call.ts';
+
+export { authCall };
 
 /** A signed-in device as the test hosts give it. */
 export interface TeamDevice {
@@ -13,26 +16,6 @@ export interface ListedProject {
   roomId: string;
   role: string;
   grant?: string;
-}
-
-/** A call of the auth API with a device token; the answer's status and JSON body. */
-export async function authCall(
-  base: string,
-  token: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
 }
 
 /** Shares project `projectId` of `owner` with `email` as `role`. */
