@@ -98,10 +98,9 @@ const key = (count: number, system: string, what: string) => `folders.${count}.$
 export function recordCount(count: number, system: string, m: CountMeasure): void {
   record(key(count, system, 'ms'), m.ms);
   record(key(count, system, 'perFileMs'), m.ms / count);
-  record(
-    key(count, system, 'cpuMs'),
-    m.cpuMs.reduce((a, b) => a + b, 0),
-  );
+  const cpuTotal = m.cpuMs.reduce((a, b) => a + b, 0);
+  record(key(count, system, 'cpuMs'), cpuTotal);
+  record(key(count, system, 'cpuPerFileMs'), cpuTotal / count);
   for (const [i, ms] of m.cpuMs.entries()) record(key(count, system, `cpu${i}`), ms);
   for (const [i, mib] of m.peakMiB.entries()) record(key(count, system, `peak${i}`), mib);
   for (const [i, mib] of m.idleMiB.entries()) record(key(count, system, `idle${i}`), mib);
@@ -141,15 +140,25 @@ function countRow(count: number, system: string): void {
   );
 }
 
-/** The time per file at the largest count ÷ at the smallest, per system. */
+/**
+ * The time and the CPU time per file at the largest count ÷ at the smallest, per system (the CPU
+ * time moves less with the machine's load than the time).
+ */
 function linearity(counts: number[], systems: string[]): void {
   const [smallest, largest] = [counts[0], counts.at(-1)];
   if (smallest === undefined || largest === undefined || smallest === largest) return;
-  const each = systems.map((system) => {
-    const value = med(key(largest, system, 'perFileMs')) / med(key(smallest, system, 'perFileMs'));
-    return `${system} ${value.toFixed(2)}×`;
-  });
-  print(`time per file, ${grouped(largest)} ÷ ${grouped(smallest)} files: ${each.join(', ')}`);
+  for (const [label, what] of [
+    ['time', 'perFileMs'],
+    ['CPU time', 'cpuPerFileMs'],
+  ] as const) {
+    const each = systems.map((system) => {
+      const value = med(key(largest, system, what)) / med(key(smallest, system, what));
+      return `${system} ${value.toFixed(2)}×`;
+    });
+    print(
+      `${label} per file, ${grouped(largest)} ÷ ${grouped(smallest)} files: ${each.join(', ')}`,
+    );
+  }
 }
 
 /** A line for each count at which sync-host's B held files back in most rounds. */
