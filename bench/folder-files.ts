@@ -36,6 +36,54 @@ export function writeSmallFiles(dir: string, count: number): Expected {
   return expected;
 }
 
+/**
+ * `count` files as a folder of notes holds them: 9 in 10 text notes of 1 to 6 KiB (random
+ * printable lines), 1 in 10 binaries of 20 to 200 KiB of random bytes (incompressible), 50 to a
+ * folder, in a tree one to three folders deep (`area-3/`, `area-3/topic-1/`,
+ * `area-3/topic-1/part-2/`). Sizes are the same every call, contents new: nothing to deduplicate
+ * between rounds.
+ */
+export function writeMixedFiles(dir: string, count: number): Expected {
+  const expected: Expected = new Map();
+  const made = new Set<string>();
+  for (let i = 0; i < count; i += 1) {
+    const folder = nestedFolder(Math.floor(i / 50));
+    const binary = i % 10 === 9;
+    const data = binary
+      ? randomBytes(spread(i, 20 * 1_024, 200 * 1_024))
+      : noteText(spread(i, 1_024, 6 * 1_024));
+    const path = `${folder}/${binary ? `attachment-${i}.bin` : `note-${i}.md`}`;
+    if (!made.has(folder)) {
+      mkdirSync(join(dir, folder), { recursive: true });
+      made.add(folder);
+    }
+    writeWhole(join(dir, path), [data]);
+    expected.set(path, { size: data.length, sha256: sha256(data) });
+  }
+  return expected;
+}
+
+/** The folder of leaf number `leaf`: one level for the first 10, two up to 100, then three. */
+function nestedFolder(leaf: number): string {
+  const parts = [`area-${leaf % 10}`];
+  if (leaf >= 10) parts.push(`topic-${Math.floor(leaf / 10) % 10}`);
+  if (leaf >= 100) parts.push(`part-${Math.floor(leaf / 100)}`);
+  return parts.join('/');
+}
+
+/** A size from `min` to `max` for file `i`, scattered evenly (a multiplicative hash of `i`). */
+function spread(i: number, min: number, max: number): number {
+  return min + ((i * 2_654_435_761) % (max - min + 1));
+}
+
+/** `bytes` of random printable text in lines of 76 characters, ending with a newline. */
+function noteText(bytes: number): Buffer {
+  const text = randomBytes(Math.ceil((bytes * 3) / 4))
+    .toString('base64')
+    .replace(/.{76}/g, '$&\n');
+  return Buffer.from(`${text.slice(0, bytes - 1)}\n`);
+}
+
 /** One file of `bytes` random bytes (incompressible), written in 1 MiB pieces. */
 export function writeLargeFile(dir: string, name: string, bytes: number): Expected {
   const hash = createHash('sha256');

@@ -5,7 +5,13 @@
  * instances on loopback) and, as the floor, one `rsync -a` push to an rsync daemon on loopback.
  *
  * - small: 1,000 text files of 1 to 8 KiB (4.6 MB) in 20 folders;
- * - large: one file of 100 MiB of random bytes.
+ * - large: one file of 100 MiB of random bytes;
+ * - many (only when named): 10,000 text files of 1 to 8 KiB in 20 folders;
+ * - file counts, mixed content: 9 in 10 notes of 1 to 6 KiB, 1 in 10 binaries of 20 to 200 KiB,
+ *   50 to a folder in nested folders; 1,000 and 10,000 files, and 100,000 with `--full`
+ *   (`npm run bench:sync-folders -- --full`). Each count also reports the peak RSS of A and B
+ *   against Syncthing's, their RSS once idle after the sync (3 s under 2 % of a core, then 5 s),
+ *   the time per file and how it grows with the count, and the issue's targets.
  *
  * Every round starts a new pair (new homes, new project, empty folders), lets it settle, writes
  * the files on A, then starts the clock; Syncthing is asked to scan at once (its watcher would
@@ -15,33 +21,52 @@
  * until 1 s after the end, as the kernel counts them (`ss -tinp`); Syncthing's own count from
  * its REST API (/rest/system/connections) besides. Rounds alternate the systems' order; medians.
  *
- * BENCH_ROUNDS (default 3), BENCH_FOLDER_CASES (default `small,large`; `many`: 10,000 small files), BENCH_PROFILE=<dir>
- * (`--cpu-prof` of sync-host's processes). Without the `syncthing` binary (SYNCTHING names
+ * BENCH_ROUNDS (default 3), BENCH_FOLDER_CASES (default `small,large`, `many` as well when named;
+ * empty: none), BENCH_FOLDER_COUNTS (default `1000,10000`; empty: none; `--full` adds 100000),
+ * BENCH_PROFILE=<dir> (`--cpu-prof` of sync-host's processes). Without the `syncthing` binary (SYNCTHING names
  * another) its rows are skipped with a line saying so.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  type CountMeasure,
+  fileCounts,
+  recordCount,
+  reportCounts,
+  settle,
+  treeCpuMs,
+  treeMiB,
+} from './folder-counts.ts';
+import {
   bytesBetween,
-  childrenOf,
-  cpuMs,
   type Expected,
   socketBytes,
   waitForFiles,
   writeLargeFile,
+  writeMixedFiles,
   writeSmallFiles,
 } from './folder-files.ts';
 import { RsyncDaemon, rsyncBinary } from './rsync-floor.ts';
-import { median } from './stats.ts';
+import { median, print, printVerdicts } from './stats.ts';
 import { SyncHostBench, type SyncProcess } from './sync-host-folder.ts';
 import { syncthingBinary, syncthingPair } from './syncthing.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const caseNames = (process.env.BENCH_FOLDER_CASES ?? 'small,large').split(',');
-const deadlineMs = 10 * 60_000;
+const counts = fileCounts(process.argv, process.env.BENCH_FOLDER_COUNTS);
+const caseNames = [
+  ...(process.env.BENCH_FOLDER_CASES ?? 'small,large').split(',').filter((name) => name !== ''),
+  ...counts.map((count) => `files-${count}`),
+];
 
-const cases: Record<string, { label: string; write(dir: string): Expected }> = {
+interface Case {
+  label: string;
+  write(dir: string): Expected;
+  /** The file count of a count case: its time per file, idle RSS and targets are reported. */
+  count?: number;
+}
+
+const cases: Record<string, Case> = {
   small: { label: '1,000 small files', write: (dir) => writeSmallFiles(dir, 1_000) },
   many: { label: '10,000 small files', write: (dir) => writeSmallFiles(dir, 10_000) },
   large: {
@@ -49,6 +74,19 @@ const cases: Record<string, { label: string; write(dir: string): Expected }> = {
     write: (dir) => writeLargeFile(dir, 'large.bin', 100 * 1_048_576),
   },
 };
+for (const count of counts) {
+  cases[`files-${count}`] = {
+    label: `${count.toLocaleString('en-US')} mixed files`,
+    write: (dir) => writeMixedFiles(dir, count),
+    count,
+  };
+}
+for (const name of caseNames) {
+  if (cases[name] === undefined) throw new Error(`BENCH_FOLDER_CASES: no case ${name}`);
+}
+
+/** 10 min, or 20 ms a file when that is longer (100,000 files: 33 min). */
+const deadlineMs = (files: number) => Math.max(10 * 60_000, files * 20);
 
 /** A pair of devices ready to sync `dirA` to `dirB`. */
 interface Pair {
@@ -66,6 +104,8 @@ interface Pair {
   written(): Promise<void>;
   /** The system's own count of bytes on the wire, when it has one. */
   ownCount?(): Promise<number>;
+  /** Whether B held new files back under a receive limit, when it has one. */
+  held?(): boolean;
   close(): Promise<void>;
 }
 
@@ -74,27 +114,12 @@ interface FolderSystem {
   pair(root: string, round: string, dirA: string, dirB: string): Promise<Pair>;
 }
 
-interface Measure {
-  ms: number;
+interface Measure extends CountMeasure {
   sentByA: number;
   receivedByB: number;
   /** Every connection's bytes both ways, each byte once. */
   onTheWire: number;
   ownCount: number;
-  /** CPU time of each process of the system (A, B, the host) from the write until B is done. */
-  cpuMs: number[];
-  /** Peak RSS of A and B (of the largest process in each one's tree), MiB. */
-  peakMiB: number[];
-}
-
-/** The peak resident size of `pid` (VmHWM), MiB; 0 when it is gone. */
-function peakMiB(pid: number): number {
-  try {
-    const line = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return line === null ? 0 : Number(line[1]) / 1024;
-  } catch {
-    return 0;
-  }
 }
 
 function syncHostSystem(bench: SyncHostBench): FolderSystem {
@@ -108,6 +133,7 @@ function syncHostSystem(bench: SyncHostBench): FolderSystem {
         ports: [bench.relayPort],
         direct: false,
         written: async () => {},
+        held: () => /holding \d+ new file/.test(b.output.join('')),
         close: async () => {
           await a.stop();
           await b.stop();
@@ -166,7 +192,7 @@ function measure(system: FolderSystem, name: string, round: number): Promise<Mea
       const expected = cases[name]!.write(dirA);
       const started = performance.now();
       await pair.written();
-      const ms = await waitForFiles(dirB, expected, started, deadlineMs);
+      const ms = await waitForFiles(dirB, expected, started, deadlineMs(expected.size));
       const cpu = pair.cpuPids.map((pid, i) => treeCpuMs(pid) - (cpuBefore[i] ?? 0));
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const spent = bytesBetween(before, socketBytes(pair.pids, pair.ports));
@@ -174,6 +200,9 @@ function measure(system: FolderSystem, name: string, round: number): Promise<Mea
         { sent: number; received: number },
         { sent: number; received: number },
       ];
+      const peakMiB = pair.pids.map((pid) => treeMiB(pid, 'VmHWM'));
+      // The idle memory only where it is reported: settling takes 8 s or more.
+      const settleMs = cases[name]!.count === undefined ? 0 : await settle(pair.cpuPids);
       return {
         ms,
         sentByA: a.sent,
@@ -181,7 +210,10 @@ function measure(system: FolderSystem, name: string, round: number): Promise<Mea
         onTheWire: a.sent + a.received + (pair.direct ? 0 : b.sent + b.received),
         ownCount: (await pair.ownCount?.()) ?? Number.NaN,
         cpuMs: cpu,
-        peakMiB: pair.pids.map((pid) => Math.max(...[pid, ...childrenOf(pid)].map(peakMiB))),
+        peakMiB,
+        idleMiB: settleMs === 0 ? [] : pair.pids.map((pid) => treeMiB(pid, 'VmRSS')),
+        settleMs,
+        held: pair.held?.() ?? false,
       };
     } finally {
       await pair.close();
@@ -196,7 +228,7 @@ function rsyncFloor(name: string): Promise<Measure> {
       const expected = cases[name]!.write(dirA);
       const started = performance.now();
       const counted = daemon.push(dirA);
-      const ms = await waitForFiles(dirB, expected, started, deadlineMs);
+      const ms = await waitForFiles(dirB, expected, started, deadlineMs(expected.size));
       const both = counted.sent + counted.received;
       return {
         ms,
@@ -206,16 +238,15 @@ function rsyncFloor(name: string): Promise<Measure> {
         ownCount: both,
         cpuMs: [],
         peakMiB: [],
+        idleMiB: [],
+        settleMs: 0,
+        held: false,
       };
     } finally {
       await daemon.stop();
     }
   });
 }
-
-/** CPU time of `pid` and its children (Syncthing's worker is a child of the process started). */
-const treeCpuMs = (pid: number) =>
-  childrenOf(pid).reduce((sum, child) => sum + cpuMs(child), cpuMs(pid));
 
 /** Median CPU time in all, then of each process (A, B, the host), or a dash when not measured. */
 function cpuCell(list: Measure[]): string {
@@ -228,6 +259,53 @@ function cpuCell(list: Measure[]): string {
 
 const bytes = (n: number) => (Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
 
+/** The rounds of case `name`: each system's measures, rounds alternating the systems' order. */
+async function runCase(
+  name: string,
+  systems: FolderSystem[],
+  rsync: string | undefined,
+): Promise<Map<string, Measure[]>> {
+  const results = new Map<string, Measure[]>();
+  const count = cases[name]!.count;
+  for (let round = 0; round < rounds; round += 1) {
+    const order = round % 2 === 0 ? systems : [...systems].reverse();
+    for (const system of order) {
+      const measured = await measure(system, name, round);
+      if (count !== undefined) recordCount(count, system.name, measured);
+      results.set(system.name, [...(results.get(system.name) ?? []), measured]);
+    }
+    if (rsync !== undefined) {
+      const list = results.get('rsync (floor)') ?? [];
+      list.push(await rsyncFloor(name));
+      results.set('rsync (floor)', list);
+    }
+  }
+  return results;
+}
+
+/** The rows of case `name`: bytes, CPU and time against Syncthing; peak RSS below each. */
+function printCase(name: string, results: Map<string, Measure[]>): void {
+  const reference = results.get('Syncthing');
+  const referenceMs = reference === undefined ? Number.NaN : median(reference.map((m) => m.ms));
+  for (const [system, list] of results) {
+    const ms = median(list.map((m) => m.ms));
+    const pick = (key: 'sentByA' | 'receivedByB' | 'onTheWire' | 'ownCount') =>
+      bytes(median(list.map((m) => m[key])));
+    const cpu = cpuCell(list);
+    const ratio = Number.isNaN(referenceMs) ? '–' : `${(ms / referenceMs).toFixed(2)}×`;
+    print(
+      `| ${cases[name]!.label} | ${system} | ${ms.toFixed(0)} ms | ${pick('sentByA')} | ${pick('receivedByB')} | ${pick('onTheWire')} | ${pick('ownCount')} | ${cpu} | ${ratio} |`,
+    );
+    const peak = [0, 1].map((i) => median(list.map((m) => m.peakMiB[i] ?? 0)).toFixed(0));
+    if (list[0]?.peakMiB.length) print(`  ${system}: peak RSS A / B ${peak.join(' / ')} MiB`);
+  }
+}
+
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+
 async function main(): Promise<void> {
   const systems: FolderSystem[] = [];
   const host = await SyncHostBench.start();
@@ -235,63 +313,33 @@ async function main(): Promise<void> {
   const syncthing = syncthingBinary();
   if (syncthing === undefined) {
     const named = process.env.SYNCTHING ?? 'syncthing';
-    console.log(
+    print(
       `Syncthing: skipped, \`${named} --version\` does not run (apt-get install syncthing, or SYNCTHING=<path>)`,
     );
   } else {
     systems.push(syncthingSystem(syncthing));
   }
   const rsync = rsyncBinary();
-  if (rsync === undefined) console.log('rsync floor: skipped, no `rsync` binary on PATH');
-  console.log(
-    `folder sync, A to B through each system: medians of ${rounds} rounds; load average ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')} at the start`,
+  if (rsync === undefined) print('rsync floor: skipped, no `rsync` binary on PATH');
+  print(
+    `folder sync, A to B through each system: medians of ${rounds} rounds; load average ${load()} at the start`,
   );
-  console.log(
+  print(
     '| case | system | time to B | sent by A | received by B | on the wire, both ways | own count | CPU (A / B / host) | time ÷ Syncthing |',
   );
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  print('|---|---|---:|---:|---:|---:|---:|---:|---:|');
   try {
-    for (const name of caseNames) {
-      const results = new Map<string, Measure[]>();
-      for (let round = 0; round < rounds; round += 1) {
-        const order = round % 2 === 0 ? systems : [...systems].reverse();
-        for (const system of order) {
-          const list = results.get(system.name) ?? [];
-          list.push(await measure(system, name, round));
-          results.set(system.name, list);
-        }
-        if (rsync !== undefined) {
-          const list = results.get('rsync (floor)') ?? [];
-          list.push(await rsyncFloor(name));
-          results.set('rsync (floor)', list);
-        }
-      }
-      const reference = results.get('Syncthing');
-      const referenceMs = reference === undefined ? Number.NaN : median(reference.map((m) => m.ms));
-      for (const [system, list] of results) {
-        const ms = median(list.map((m) => m.ms));
-        const pick = (key: Exclude<keyof Measure, 'cpuMs' | 'peakMiB'>) =>
-          bytes(median(list.map((m) => m[key])));
-        const cpu = cpuCell(list);
-        const ratio = Number.isNaN(referenceMs) ? '–' : `${(ms / referenceMs).toFixed(2)}×`;
-        console.log(
-          `| ${cases[name]!.label} | ${system} | ${ms.toFixed(0)} ms | ${pick('sentByA')} | ${pick('receivedByB')} | ${pick('onTheWire')} | ${pick('ownCount')} | ${cpu} | ${ratio} |`,
-        );
-        const peak = [0, 1].map((i) => median(list.map((m) => m.peakMiB[i] ?? 0)).toFixed(0));
-        if (list[0]?.peakMiB.length)
-          console.log(`  ${system}: peak RSS A / B ${peak.join(' / ')} MiB`);
-      }
-    }
+    for (const name of caseNames) printCase(name, await runCase(name, systems, rsync));
   } finally {
     await host.close();
   }
-  console.log(
-    `load average ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')} at the end`,
+  reportCounts(
+    counts,
+    systems.map((system) => system.name),
+    rounds,
   );
+  printVerdicts();
+  print(`load average ${load()} at the end`);
 }
 
 await main();
