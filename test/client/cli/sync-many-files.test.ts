@@ -16,12 +16,12 @@ import { tree } from './sync-peers.ts';
  * B starts on an empty folder with A gone and the relay's buffer expired, so what B writes came
  * from the host's document and chunk stores.
  *
- * MANY_FILES sets the number of files (default 5,000, what a device takes from others in one
- * minute); above that B holds the rest back and takes up to 5,000 more each minute, so the
- * deadlines grow by a minute for each 5,000 files more (MANY_FILES=20000: about five minutes).
+ * MANY_FILES sets the number of files (default 20,000). Past what a device takes from others
+ * in one minute (defaultReceiveLimits) B holds the rest back and takes more each minute, so the
+ * deadlines grow by a minute for each minute's worth of files more.
  */
 
-const fileCount = Number(process.env.MANY_FILES ?? 5_000);
+const fileCount = Number(process.env.MANY_FILES ?? 20_000);
 const binaryFileCount = 8;
 const textFileCount = fileCount - binaryFileCount;
 const filesPerFolder = 100;
