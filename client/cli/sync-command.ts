@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Project } from '../auth-types.ts';
 import { SyncError } from '../errors.ts';
+import { defaultReceiveLimits, type ReceiveLimits } from '../folder/receive-budget.ts';
 import { type Context, expectArgs, signedIn, UsageError } from './context.ts';
 import { devicesOf } from './device-directory.ts';
 import { hostHistory } from './first-run-history.ts';
@@ -30,6 +31,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
   const [projectKey, dir] = ctx.args as [string, string];
   const passphrase = passphraseSource(ctx);
   const maxFileBytes = maxFileBytesOf(ctx.flags['max-file-bytes']);
+  const limits = receiveLimitsFrom(ctx.env);
   const { open, authUrl, project, auth } = await roomOf(ctx, projectKey);
   // one name for the folder's local files, whichever name of the project was typed
   const local = localName(project);
@@ -50,6 +52,7 @@ export async function syncFolder(ctx: Context): Promise<number> {
       state: statePath(ctx.store.dir, authUrl, local, dir),
       passphrase: await passphrase(),
       maxFileBytes,
+      limits,
       perms: ctx.flags['no-perms'] !== true,
       progressAfterMs: progressAfterMsFrom(ctx.env),
       prefetchIdleMs: prefetchIdleMsFrom(ctx.env),
@@ -99,6 +102,19 @@ export const prefetchIdleVariable = 'SYNC_HOST_TEST_PREFETCH_IDLE_MS';
 function prefetchIdleMsFrom(env: NodeJS.ProcessEnv): number | undefined {
   const ms = Number(env[prefetchIdleVariable]);
   return env[prefetchIdleVariable] && Number.isFinite(ms) && ms > 0 ? ms : undefined;
+}
+
+/** How many new files from other devices the folder takes a minute (100,000 when absent). */
+export const maxNewFilesVariable = 'SYNC_HOST_MAX_NEW_FILES';
+
+function receiveLimitsFrom(env: NodeJS.ProcessEnv): ReceiveLimits | undefined {
+  const value = env[maxNewFilesVariable];
+  if (value === undefined || value === '') return undefined;
+  const files = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(files) || files < 1) {
+    throw new UsageError(`${maxNewFilesVariable} takes a whole number of files, such as 5000`);
+  }
+  return { ...defaultReceiveLimits, filesPerMinute: files };
 }
 
 /** `--max-file-bytes N`: a whole number of bytes, at least 1 (1 GiB when absent). */

@@ -182,8 +182,17 @@ export function syncScope(email: string) {
       return { key, roomId };
     },
     /** `sync <key> <dir>` on `device`, resolved once it watches the folder. */
-    async sync(device: CliDevice, key: string, dir: string): Promise<CliRun> {
-      const run = runner.spawnCli(['sync', key, dir, '--relay', host().relayUrl], device.config);
+    async sync(
+      device: CliDevice,
+      key: string,
+      dir: string,
+      env: Record<string, string> = {},
+    ): Promise<CliRun> {
+      const run = runner.spawnCli(
+        ['sync', key, dir, '--relay', host().relayUrl],
+        device.config,
+        env,
+      );
       await eventually(
         () => run.out.stdout.includes('watching') || run.child.exitCode !== null,
         `${device.name} watching`,

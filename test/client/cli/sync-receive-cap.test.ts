@@ -1,8 +1,10 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
+import { maxNewFilesVariable } from '../../../client/cli/sync-command.ts';
 import { FolderDevice } from '../../folder/devices.ts';
+import { createCliRunner } from '../../helpers/cli-process.ts';
 import { eventually } from '../../helpers/wait.ts';
 import type { Attacker } from './sync-peers.ts';
 import { syncScope } from './sync-peers.ts';
@@ -64,12 +66,12 @@ describe('sync-host sync: new files from another device are capped per minute', 
     }
   }, 60_000);
 
-  it('holds files past the default 5,000 a minute with one line from the CLI', async () => {
+  it('holds files past SYNC_HOST_MAX_NEW_FILES (5,000) a minute with one line from the CLI', async () => {
     const victim = await scope.device('cli-victim', join(scope.tempDir(), 'config'));
     const attackerDevice = await scope.device('cli-attacker');
     const { key, roomId } = await scope.project(victim);
     const notes = join(scope.tempDir(), 'notes');
-    const run = await scope.sync(victim, key, notes);
+    const run = await scope.sync(victim, key, notes, { [maxNewFilesVariable]: '5000' });
     const attacker = await scope.attacker(roomId, attackerDevice);
     const started = Date.now();
     flood(attacker, 20_000);
@@ -84,5 +86,26 @@ describe('sync-host sync: new files from another device are capped per minute', 
     expect(Number(/\d+/.exec(held?.[0] ?? '')?.[0])).toBeGreaterThanOrEqual(20_000 - allowed);
     expect(held?.[0]).toContain('more than 5000 files');
     expect(run.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it('refuses a SYNC_HOST_MAX_NEW_FILES that is not a whole number: one line, exit 2, nothing made', async () => {
+    const device = await scope.device('cli-bad-limit', join(scope.tempDir(), 'config'));
+    const { key } = await scope.project(device);
+    const notes = join(scope.tempDir(), 'notes');
+    const runner = createCliRunner();
+    for (const value of ['lots', '0', '-5', '1e3']) {
+      const run = runner.spawnCli(
+        ['sync', key, notes, '--relay', scope.host().relayUrl],
+        device.config,
+        { [maxNewFilesVariable]: value },
+      );
+      run.child.stdin.end();
+      expect(await run.exited).toBe(2);
+      expect(run.out.stderr.trim().split('\n')).toEqual([
+        expect.stringContaining(`${maxNewFilesVariable} takes a whole number of files`),
+      ]);
+      expect(existsSync(notes)).toBe(false);
+    }
+    runner.killAll();
   }, 60_000);
 });
