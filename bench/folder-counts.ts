@@ -166,7 +166,7 @@ function heldBack(counts: number[]): void {
   for (const count of counts) {
     if (!(med(key(count, 'sync-host', 'held')) > 0)) continue;
     print(
-      `${grouped(count)} files: sync-host's B held new files back under its receive limit (5,000 new files or 512 MiB a minute)`,
+      `${grouped(count)} files: sync-host's B held new files back under its receive limit (SYNC_HOST_MAX_NEW_FILES)`,
     );
   }
 }

@@ -23,8 +23,9 @@
  *
  * BENCH_ROUNDS (default 3), BENCH_FOLDER_CASES (default `small,large`, `many` as well when named;
  * empty: none), BENCH_FOLDER_COUNTS (default `1000,10000`; empty: none; `--full` adds 100000),
- * BENCH_PROFILE=<dir> (`--cpu-prof` of sync-host's processes). Without the `syncthing` binary (SYNCTHING names
- * another) its rows are skipped with a line saying so.
+ * BENCH_PROFILE=<dir> (`--cpu-prof` of sync-host's processes), BENCH_SOURCES=1 (sync-host from its
+ * sources, not the compiled program the bench builds first: bench/sync-host-folder.ts). Without
+ * the `syncthing` binary (SYNCTHING names another) its rows are skipped with a line saying so.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';

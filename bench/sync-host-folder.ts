@@ -4,11 +4,17 @@
  * and per round two `sync-host sync` processes, each logged in as its own device of one user, on
  * a new project with two empty folders. `BENCH_PROFILE=<dir>` runs the host and the two sync
  * processes with `--cpu-prof` into that folder.
+ *
+ * The processes run the compiled build, as an installed package does: the bench builds it
+ * first (`npm run build`), since the launcher falls back to the TypeScript sources through tsx
+ * when a source file is newer than the build, and those hold about 35 MiB more per process.
+ * `BENCH_SOURCES=1` skips the build (the launcher then picks as it always does).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { buildDist } from '../build/bundle.ts';
 import { signIn } from '../test/client/host.ts';
 import { registerProject } from '../test/helpers/host.ts';
 import { hostDir, type RunningHost, startHostProgram } from '../test/helpers/host-process.ts';
@@ -61,6 +67,7 @@ export class SyncHostBench {
   ) {}
 
   static async start(): Promise<SyncHostBench> {
+    if (process.env.BENCH_SOURCES !== '1') await buildDist();
     const dir = hostDir();
     const host = await startHostProgram(dir, { nodeArgs: profileArgs('host') });
     try {

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { isClientCommand } from '../client/cli/commands.ts';
+import { collectWhenIdle } from '../client/idle-collection.ts';
 import { shortFingerprint } from '../protocol/fingerprint.ts';
 import { adminUrlLines } from '../server/admin/printed-url.ts';
 import { appRoot, buildKind } from '../server/build-kind.ts';
@@ -259,7 +260,22 @@ async function serve(mode: HostMode, flags: Flags): Promise<number> {
   if (host.fingerprint) print(fingerprintLine(host.fingerprint));
   for (const line of nextStepLines(host.urls)) print(line);
   logger.info({ mode }, 'sync-host started');
-  return waitForSignal(host, logger, stopping);
+  // An idle host gives back the garbage of a large upload instead of holding it for hours.
+  const collecting = collectWhenIdle({
+    onCollect: (before, after) =>
+      logger.debug(
+        {
+          heapBeforeMiB: Math.round(before / 1_048_576),
+          heapAfterMiB: Math.round(after / 1_048_576),
+        },
+        'idle: garbage collected',
+      ),
+  });
+  try {
+    return await waitForSignal(host, logger, stopping);
+  } finally {
+    collecting.stop();
+  }
 }
 
 /**

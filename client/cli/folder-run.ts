@@ -2,6 +2,7 @@ import { docKeyOf } from '../doc-key.ts';
 import type { E2EKey } from '../e2e-key.ts';
 import { folderDocName } from '../folder/document.ts';
 import type { FolderSync } from '../folder/folder-sync.ts';
+import { collectWhenIdle } from '../idle-collection.ts';
 import { cursorAfter } from '../yjs-history.ts';
 import type { ConnectionSupervisor } from './connection-supervisor.ts';
 import type { ControlHandlers } from './control-socket.ts';
@@ -100,6 +101,8 @@ export async function runFolderSync(options: FolderSyncOptions): Promise<number>
   });
   out(`watching ${dir}`);
   const watching = watchFolder(dir, folder, step.confirmSent, problem);
+  // An idle device gives back the garbage of a large transfer instead of holding it for hours.
+  const collecting = collectWhenIdle();
   try {
     const outcome = await Promise.race([stopped, ended]);
     if (outcome !== 'stopped' && outcome !== undefined) throw outcome;
@@ -107,6 +110,7 @@ export async function runFolderSync(options: FolderSyncOptions): Promise<number>
     await flushWithin(provider, stopFlushMs);
     return 0;
   } finally {
+    collecting.stop();
     watching.close();
     step.close();
     files.stop();

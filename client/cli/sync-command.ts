@@ -110,19 +110,24 @@ export const maxNewFilesVariable = 'SYNC_HOST_MAX_NEW_FILES';
 function receiveLimitsFrom(env: NodeJS.ProcessEnv): ReceiveLimits | undefined {
   const value = env[maxNewFilesVariable];
   if (value === undefined || value === '') return undefined;
-  const files = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(files) || files < 1) {
-    throw new UsageError(`${maxNewFilesVariable} takes a whole number of files, such as 5000`);
-  }
+  const files = wholeNumberOf(
+    value,
+    `${maxNewFilesVariable} takes a whole number of files, such as 5000`,
+  );
   return { ...defaultReceiveLimits, filesPerMinute: files };
 }
 
 /** `--max-file-bytes N`: a whole number of bytes, at least 1 (1 GiB when absent). */
 function maxFileBytesOf(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const bytes = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(bytes) || bytes < 1) {
-    throw new UsageError('--max-file-bytes takes a whole number of bytes, such as 1073741824');
+  return wholeNumberOf(value, '--max-file-bytes takes a whole number of bytes, such as 1073741824');
+}
+
+/** `value` as a whole number of at least 1, or a usage error that says `mistake`. */
+function wholeNumberOf(value: string, mistake: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < 1) {
+    throw new UsageError(mistake);
   }
-  return bytes;
+  return number;
 }
