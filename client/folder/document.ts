@@ -270,19 +270,3 @@ export function newVersion(
   if (mode !== undefined) version.mode = mode;
   return version;
 }
-
-/**
- * The ids of the entries that transactions of `doc` not of `skip` change, collected as they
- * happen (the caller empties the set when it has used them).
- */
-export function entriesChanged(doc: Y.Doc, skip: unknown): Set<string> {
-  const ids = new Set<string>();
-  doc.getMap<unknown>(folderDocName).observeDeep((events, transaction) => {
-    if (transaction.origin === skip) return;
-    for (const event of events) {
-      const id = event.target === event.currentTarget ? undefined : event.path[0];
-      if (typeof id === 'string') ids.add(id);
-    }
-  });
-  return ids;
-}

@@ -8,7 +8,7 @@ import type { BlobTransfer } from './blob-transfer.ts';
 import { type ChunkKeeper, keeperOf } from './chunk-keeper.ts';
 import { applyClashFixes, clashFixes } from './conflicts.ts';
 import { Disk, type Stamp } from './disk.ts';
-import { type BlobVersion, entriesChanged } from './document.ts';
+import type { BlobVersion } from './document.ts';
 import { EntryIndex } from './entry-index.ts';
 import type { FileSystem } from './file-system.ts';
 import { folderMarker, folderThere, markerId, writeMarker } from './marker.ts';
@@ -20,10 +20,15 @@ import { folderStatus, liveFiles, UnconfirmedFiles } from './status.ts';
 import { KeptLocal, syncIgnoreName } from './syncignore.ts';
 import { finishPending, writeFolder } from './write.ts';
 
-/** Origins of the disk document's transactions. */
+/**
+ * Origins of the folder sync's own transactions: what it read here, the state log at a start,
+ * the host's history at a first start. Any other origin is a change from elsewhere (another
+ * device through the provider, a version put back from the history) to be written here.
+ */
 const localOrigin = 'folder';
-const remoteOrigin = 'remote';
 const stateOrigin = 'state';
+const historyOrigin = 'history';
+const ownOrigins = new Set<unknown>([localOrigin, stateOrigin, historyOrigin]);
 /** How long changes from other devices collect before they are written (a burst is one batch). */
 const remoteSettleMs = 20;
 
@@ -58,29 +63,29 @@ export interface FolderSyncOptions {
 }
 
 /**
- * Keeps a folder of text files and the folder document in step. Two Y.Docs: `shared`, which the
- * provider syncs with the other devices, and the disk document, which is exactly what the folder
- * holds (plus entries not written here: bad names, held back, blocked by a link). Changes read
- * from the folder are made on the disk document (scan.ts: as edits from the text each file
- * had, so they merge exactly) and copied to `shared`; changes from other devices collect in
- * `shared` and are applied to the disk document in batches, then written (write.ts) for
- * the entries they touched. See document.ts for the document and state-log.ts for what
- * survives a crash.
+ * Keeps a folder of files and the folder document in step. One Y.Doc, `shared`, which the
+ * provider syncs with the other devices. Changes read from the folder are made on it (scan.ts:
+ * as edits from the text each file had, so they merge exactly). Changes from other devices
+ * apply to it as they arrive; each text they change whose file was in step keeps, at that
+ * moment, the text it had as its base (an edit saved here meanwhile then merges three ways:
+ * base, the file, the document), and the files of the entries they touched are written in
+ * batches (write.ts). What the folder holds is not a second document but, per file, the
+ * digest of the content it had when last read or written (`onDisk`) and that base where the
+ * document moved on. See document.ts for the document and state-log.ts for what survives a
+ * crash.
  */
 export class FolderSync {
   readonly shared = new Y.Doc();
   /** The folder document's place on the host as the last run left it (see `close`). */
   readonly storeProgress: StoreProgress | undefined;
-  private readonly diskDoc = new Y.Doc();
-  private readonly files = this.diskDoc.getMap<unknown>('files');
+  private readonly files = this.shared.getMap<unknown>('files');
   private readonly index: EntryIndex;
   private readonly mirror: FolderMirror;
   private readonly state: FolderState;
   private readonly budget: ReceiveBudget;
   private unsaved: Uint8Array[] = [];
-  private remote: Uint8Array[] = [];
-  /** Entries other devices changed in `remote`: their files' bases are kept before it applies. */
-  private readonly remoteTouched: Set<string>;
+  /** Entries changed from elsewhere since the last batch: their files are written next. */
+  private readonly remoteTouched = new Set<string>();
   /** Paths the watcher named since the last scan; `full` when it could not say. */
   private readonly noticed = new Set<string>();
   private fullScanDue = false;
@@ -99,22 +104,9 @@ export class FolderSync {
   constructor(private readonly options: FolderSyncOptions) {
     const now = options.now ?? Date.now;
     this.budget = new ReceiveBudget(options.limits, now);
-    this.diskDoc.on('update', (update: Uint8Array, origin: unknown) => {
-      this.unsaved.push(update);
-      if (origin !== remoteOrigin) Y.applyUpdate(this.shared, update, localOrigin);
-    });
-    this.shared.on('update', (update: Uint8Array, origin: unknown) => {
-      if (origin === localOrigin || this.closed) return;
-      this.remote.push(update);
-      // At most one batch per period, also while updates keep coming.
-      this.remoteTimer ??= setTimeout(() => {
-        this.remoteTimer = undefined;
-        this.guarded(() => this.flushRemote());
-      }, remoteSettleMs);
-    });
-    this.remoteTouched = entriesChanged(this.shared, localOrigin);
+    this.shared.on('update', (update: Uint8Array) => this.unsaved.push(update));
     const disk = new Disk(options.dir, options.fs);
-    const opened = FolderState.open(options.stateFile, this.diskDoc, stateOrigin, disk.fs);
+    const opened = FolderState.open(options.stateFile, this.shared, stateOrigin, disk.fs);
     this.state = opened.state;
     this.storeProgress = opened.store;
     this.unsaved = [];
@@ -123,7 +115,7 @@ export class FolderSync {
     this.mirror = new FolderMirror(
       disk,
       options.device,
-      this.diskDoc,
+      this.shared,
       this.files,
       this.index,
       opened.onDisk,
@@ -149,7 +141,16 @@ export class FolderSync {
     this.mirror.setRecords(new Map(lost.map((path) => [path, null])));
     this.mirror.backToBase(merge);
     this.giveFolderAnId(opened.onDisk.size === 0);
-    this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
+    this.state.compact(this.shared, this.mirror.onDisk, this.mirror.bases);
+    this.files.observeDeep((events, transaction) => {
+      if (ownOrigins.has(transaction.origin) || this.closed) return;
+      for (const id of this.mirror.keepBasesOf(events)) this.remoteTouched.add(id);
+      // At most one batch per period, also while changes keep coming.
+      this.remoteTimer ??= setTimeout(() => {
+        this.remoteTimer = undefined;
+        this.guarded(() => this.flushRemote());
+      }, remoteSettleMs);
+    });
   }
 
   /**
@@ -170,9 +171,7 @@ export class FolderSync {
    */
   startFrom(updates: Uint8Array[]): void {
     if (updates.length === 0) return;
-    const whole = Y.mergeUpdates(updates);
-    Y.applyUpdate(this.shared, whole, localOrigin);
-    Y.applyUpdate(this.diskDoc, whole, remoteOrigin);
+    Y.applyUpdate(this.shared, Y.mergeUpdates(updates), historyOrigin);
     this.mirror.ancestors = (ids) => textVersions(updates, ids);
   }
 
@@ -227,10 +226,9 @@ export class FolderSync {
   close(store?: StoreProgress): void {
     if (this.closed) return;
     this.guarded(() => this.flushRemote());
-    const applied = this.remote.length === 0;
     this.halt();
-    this.persist(applied && store !== undefined ? { store } : {});
-    this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
+    this.persist(store !== undefined ? { store } : {});
+    this.state.compact(this.shared, this.mirror.onDisk, this.mirror.bases);
     this.state.close();
   }
 
@@ -395,20 +393,20 @@ export class FolderSync {
   }
 
   /**
-   * Changes from other devices, after the files the watcher named were read. The text files they
-   * change keep their content as their base and are read again after: an edit saved here that
-   * the watcher has not named yet merges three ways instead of being written over.
+   * The entries changed from elsewhere since the last batch, after the files the watcher named
+   * were read: the same insert made here and there at once kept once, and the files of those
+   * entries that changed here since they were last read are read again (an edit saved here
+   * that the watcher has not named yet merges three ways with the base each kept, instead of
+   * being written over).
    */
   private applyRemote(): void {
-    if (this.remote.length === 0) return;
+    if (this.remoteTouched.size === 0) return;
     this.readNoticed();
-    const updates = this.remote.splice(0);
     const ids = [...this.remoteTouched];
     this.remoteTouched.clear();
-    const touched = this.mirror.keepBases(ids);
-    Y.applyUpdate(this.diskDoc, Y.mergeUpdates(updates), remoteOrigin);
-    this.diskDoc.transact(() => this.mirror.dropTwins(ids), localOrigin);
-    if (touched.length > 0) this.read(touched);
+    const changedHere = this.mirror.changedSinceRead(ids);
+    this.shared.transact(() => this.mirror.dropTwins(ids), localOrigin);
+    if (changedHere.length > 0) this.read(changedHere);
   }
 
   private readNoticed(): void {
@@ -445,7 +443,7 @@ export class FolderSync {
     try {
       // After a write that failed, the log is rewritten whole from what is known here first:
       // nothing the failed write held is missing from it.
-      if (this.rewriteDue) this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
+      if (this.rewriteDue) this.state.compact(this.shared, this.mirror.onDisk, this.mirror.bases);
       this.rewriteDue = false;
       this.state.append({ ...record, update, bases, keptLocal });
     } catch (err: unknown) {
@@ -473,7 +471,7 @@ export class FolderSync {
       const fixes = clashFixes(this.index, changed);
       if (fixes.length === 0) break;
       let lines: string[] = [];
-      this.diskDoc.transact(() => {
+      this.shared.transact(() => {
         lines = applyClashFixes(this.index, fixes);
       }, localOrigin);
       for (const line of lines) this.mirror.say('out', line);
@@ -514,7 +512,7 @@ export class FolderSync {
     );
     if (this.unsaved.length > 0) this.persist({});
     if (this.state.wantsCompaction)
-      this.state.compact(this.diskDoc, this.mirror.onDisk, this.mirror.bases);
+      this.state.compact(this.shared, this.mirror.onDisk, this.mirror.bases);
     // Rules another device sent were just written: what they let through goes now, not at the
     // next scan (once: the rules do not change again without a new write).
     if (rulesWritten && this.mirror.refreshRules()) {

@@ -1,6 +1,7 @@
 import * as Y from 'yjs';
 import type { BlobQueue } from './blob-queue.ts';
 import { type Disk, type FileMeta, mtimeOf, type Stamp, sameStamp, withinAny } from './disk.ts';
+import { digestOf } from './document.ts';
 import type { EntryIndex } from './entry-index.ts';
 import type { DiskRecord } from './state-log.ts';
 import { KeptLocal, SyncIgnore, syncIgnoreName } from './syncignore.ts';
@@ -197,28 +198,59 @@ export class FolderMirror {
   }
 
   /**
-   * Keeps the base of each text file in step whose entry is in `ids` (entries other devices
-   * changed, before their changes apply here); resolves with the paths of those files that
-   * changed on disk since they were last read (to be read, and merged, before they are written).
+   * For a transaction from elsewhere, as it applies (`events` on the folder's `files` map):
+   * each file in step with its entry before it (the file's recorded digest is that of the
+   * entry's text then) keeps that text as its base, unless it has one; the ids of the entries
+   * the transaction touched. A text it changed is read as it was before, from the items it
+   * neither added nor found deleted (the deleted ones keep their content until the transaction
+   * ends).
    */
-  keepBases(ids: Iterable<string>): string[] {
+  keepBasesOf(events: Y.YEvent<Y.AbstractType<unknown>>[]): Set<string> {
+    const touched = new Set<string>();
+    const before = new Map<string, string>();
+    for (const event of events) {
+      if (event.target === this.files) {
+        for (const id of event.changes.keys.keys()) touched.add(id);
+        continue;
+      }
+      const [id, key] = event.path;
+      if (typeof id !== 'string') continue;
+      touched.add(id);
+      if (key === 'text' && event.path.length === 2 && event.target instanceof Y.Text) {
+        before.set(id, textBefore(event));
+      }
+    }
+    for (const id of touched) {
+      for (const path of this.diskPathsOf(id)) {
+        const record = this.onDisk.get(path);
+        if (record?.id !== id || this.bases.has(path)) continue;
+        const text = before.get(id) ?? this.textOf(id);
+        if (text !== undefined && digestOf(text) === record.digest) this.setBase(path, text);
+      }
+    }
+    return touched;
+  }
+
+  /** The text of entry `id` now, if it is a text. */
+  private textOf(id: string): string | undefined {
+    const text = (this.files.get(id) as Y.Map<unknown> | undefined)?.get?.('text');
+    return text instanceof Y.Text ? text.toString() : undefined;
+  }
+
+  /**
+   * The text files of the entries `ids` that changed on disk since they were last read (to be
+   * read, and merged, before they are written).
+   */
+  changedSinceRead(ids: Iterable<string>): string[] {
     const paths: string[] = [];
     for (const id of ids) {
       for (const path of this.diskPathsOf(id)) {
         const record = this.onDisk.get(path);
         const entry = this.index.get(id);
         if (record?.id !== id || typeof entry !== 'object' || entry.text === undefined) continue;
-        if (!this.bases.has(path) && this.index.digest(id) === record.digest) {
-          this.setBase(path, entry.text.toString());
-        }
         const stamp = this.disk.statFile(path);
-        if (
-          stamp === undefined ||
-          'problem' in stamp ||
-          !sameStamp(stamp, this.#stamps.get(path))
-        ) {
+        if (stamp === undefined || 'problem' in stamp || !sameStamp(stamp, this.#stamps.get(path)))
           paths.push(path);
-        }
       }
     }
     return paths;
@@ -394,4 +426,14 @@ export class FolderMirror {
       this.reportedBadEntries += 1;
     }
   }
+}
+
+/** What the text of `event` held before its transaction (see `keepBasesOf`). */
+function textBefore(event: Y.YEvent<Y.AbstractType<unknown>>): string {
+  let text = '';
+  for (let item = event.target._start; item !== null; item = item.right) {
+    if (event.adds(item) || (item.deleted && !event.deletes(item))) continue;
+    if (item.content instanceof Y.ContentString) text += item.content.str;
+  }
+  return text;
 }

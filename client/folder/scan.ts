@@ -15,7 +15,7 @@ import { applyEdits, editsInto, mergeEdits } from './text-merge.ts';
 
 /**
  * Reads the folder (or the parts of it in `scopes`) and turns what changed on disk since the
- * last agreement into edits of the disk document, inside one transaction of `origin`: an edit
+ * last agreement into edits of the folder document, inside one transaction of `origin`: an edit
  * of a file as the change from the text it had (so it merges exactly), a new file as a new
  * entry, a file gone as a delete mark (a file renamed on disk, found by its digest, keeps its
  * entry). Resolves with the changed disk records (the caller applies and records them).

@@ -13,7 +13,7 @@ export type Persist = (record: {
 }) => void;
 
 /**
- * Makes the folder what the disk document says at the given paths: plans the writes and
+ * Makes the folder what the folder document says at the given paths: plans the writes and
  * removes, records them (temporary files already written), then puts them in place, each
  * checked against a change made here in between. Resolves with how many new files the receive
  * budget held back and whether a write waited for a file of this batch to leave its way.
