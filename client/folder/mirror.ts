@@ -199,15 +199,15 @@ export class FolderMirror {
 
   /**
    * For a transaction from elsewhere, as it applies (`events` on the folder's `files` map):
-   * each file in step with its entry before it (the file's recorded digest is that of the
-   * entry's text then) keeps that text as its base, unless it has one; the ids of the entries
-   * the transaction touched. A text it changed is read as it was before, from the items it
-   * neither added nor found deleted (the deleted ones keep their content until the transaction
-   * ends).
+   * each text it changed whose file was in step with it (the file's recorded digest is that of
+   * the text before) keeps the text before as its base, unless it has one; the ids of the
+   * entries the transaction touched. The text before is read from the items the transaction
+   * neither added nor found deleted (the deleted ones keep their content until it ends). An
+   * entry whose text did not change needs no base: its text is still what the file had.
    */
   keepBasesOf(events: Y.YEvent<Y.AbstractType<unknown>>[]): Set<string> {
     const touched = new Set<string>();
-    const before = new Map<string, string>();
+    const textEvents = new Map<string, Y.YEvent<Y.AbstractType<unknown>>>();
     for (const event of events) {
       if (event.target === this.files) {
         for (const id of event.changes.keys.keys()) touched.add(id);
@@ -217,24 +217,20 @@ export class FolderMirror {
       if (typeof id !== 'string') continue;
       touched.add(id);
       if (key === 'text' && event.path.length === 2 && event.target instanceof Y.Text) {
-        before.set(id, textBefore(event));
+        textEvents.set(id, event);
       }
     }
     for (const id of touched) {
       for (const path of this.diskPathsOf(id)) {
         const record = this.onDisk.get(path);
         if (record?.id !== id || this.bases.has(path)) continue;
-        const text = before.get(id) ?? this.textOf(id);
-        if (text !== undefined && digestOf(text) === record.digest) this.setBase(path, text);
+        const event = textEvents.get(id);
+        if (event === undefined) continue;
+        const before = textBefore(event);
+        if (digestOf(before) === record.digest) this.setBase(path, before);
       }
     }
     return touched;
-  }
-
-  /** The text of entry `id` now, if it is a text. */
-  private textOf(id: string): string | undefined {
-    const text = (this.files.get(id) as Y.Map<unknown> | undefined)?.get?.('text');
-    return text instanceof Y.Text ? text.toString() : undefined;
   }
 
   /**
