@@ -201,7 +201,7 @@ export class FolderMirror {
    * For a transaction from elsewhere, as it applies (`events` on the folder's `files` map):
    * each text it changed whose file was in step with it (the file's recorded digest is that of
    * the text before) keeps the text before as its base, unless it has one; the ids of the
-   * entries the transaction touched. The text before is read from the items the transaction
+   * entries it changed inside. The text before is read from the items the transaction
    * neither added nor found deleted (the deleted ones keep their content until it ends). An
    * entry whose text did not change needs no base: its text is still what the file had.
    */
@@ -209,10 +209,9 @@ export class FolderMirror {
     const touched = new Set<string>();
     const textEvents = new Map<string, Y.YEvent<Y.AbstractType<unknown>>>();
     for (const event of events) {
-      if (event.target === this.files) {
-        for (const id of event.changes.keys.keys()) touched.add(id);
-        continue;
-      }
+      // An entry added or replaced whole is new to this device: no file of it to merge with
+      // (the index names it for the writer).
+      if (event.target === this.files) continue;
       const [id, key] = event.path;
       if (typeof id !== 'string') continue;
       touched.add(id);
