@@ -30,6 +30,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { metricAt } from '../test/helpers/metrics.ts';
 import {
   type CountMeasure,
   fileCounts,
@@ -128,6 +129,9 @@ function syncHostSystem(bench: SyncHostBench): FolderSystem {
     name: 'sync-host',
     async pair(root, round, dirA, dirB) {
       const [a, b] = (await bench.pair(root, round, dirA, dirB)) as [SyncProcess, SyncProcess];
+      const statusUrl = await bench.host.process.url('status');
+      const slowReceivers = () => metricAt(statusUrl, 'relay_slow_receivers_total');
+      const slowBefore = await slowReceivers();
       return {
         pids: [a.child.pid ?? 0, b.child.pid ?? 0],
         cpuPids: [a.child.pid ?? 0, b.child.pid ?? 0, bench.host.process.child.pid ?? 0],
@@ -138,6 +142,9 @@ function syncHostSystem(bench: SyncHostBench): FolderSystem {
         close: async () => {
           await a.stop();
           await b.stop();
+          // a receiver the relay closed mid-burst (1013) catches up again: said, it costs time
+          const closed = (await slowReceivers()) - slowBefore;
+          if (closed > 0) console.log(`  sync-host: the relay closed a slow receiver ${closed}×`);
         },
       };
     },

@@ -201,6 +201,7 @@ function openConnections(
     joinTimeoutMs: tuning.joinTimeoutMs,
     maxQueuedBytes: config.maxQueuedBytes,
     maxMemoryBytes: config.maxMemoryBytes,
+    paceHoldMs: tuning.paceHoldMs,
     joined: (stream) => unjoined.joined(stream),
     settled: () => broker.settled(),
     stored: (room, device) => broker.stored(room, device),
