@@ -8,8 +8,9 @@ import { Prefetches } from './prefetch.ts';
 
 /**
  * Files that are not text (binary, or text over 1 MiB) travel as chunks the host keeps: this
- * module moves them, one upload and one download at a time, beside the folder sync's
- * synchronous reads and writes. An upload reads the file as it is, sends the chunks the host
+ * module moves them, a few uploads and a few downloads at a time (`maxRunning` each way: a small
+ * file's transfer is mostly round trips, and one at a time left the connection idle), beside
+ * the folder sync's synchronous reads and writes. An upload reads the file as it is, sends the chunks the host
  * lacks, and only then is the version published in the folder document (a device that comes
  * later can always fetch it). A download goes into a temporary file beside its target, is
  * checked against the version's SHA-256, and is then handed to the writer, which puts it in
@@ -68,6 +69,11 @@ export interface Transfer {
   startedAt: number;
 }
 
+/**
+ * Transfers running at once in each direction. Each keeps its own window of chunks in flight
+ * (2 MiB), and the relay paces its answers to what the receiver reads.
+ */
+export const maxRunning = 4;
 /** How long a file waits after a failed transfer before it is tried again. */
 const retryMs = 5_000;
 const storeFullRetryMs = 30_000;
@@ -79,14 +85,12 @@ export class BlobQueue {
   readonly busyTemps = new Set<string>();
   /** Set while the host refused a chunk with store_full (until an upload goes through). */
   storeFull = false;
-  /** The transfers running now. */
-  readonly active = new Map<'up' | 'down', Transfer>();
-  private pumping = { up: false, down: false };
-  /**
-   * Set when work came while a pump ran: the pump goes round again even when its last turn found
-   * nothing (that turn may have looked before the work came).
-   */
-  private again = { up: false, down: false };
+  /** The transfers running now, by direction and path. */
+  readonly active = new Map<string, Transfer>();
+  /** The paths whose transfer runs now, in each direction. */
+  private readonly running = { up: new Set<string>(), down: new Set<string>() };
+  /** No new transfer starts in that direction until `resume` (disconnected, store full, failed). */
+  private halted = { up: false, down: false };
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   /** Chunks of files other devices are still sending, fetched ahead (the downloads take them). */
@@ -158,6 +162,7 @@ export class BlobQueue {
   resume(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.halted = { up: false, down: false };
     this.pump('up');
     this.pump('down');
   }
@@ -186,39 +191,52 @@ export class BlobQueue {
     }, ms);
   }
 
+  /** Starts transfers in `direction` while fewer than `maxRunning` run and files wait. */
   private pump(direction: 'up' | 'down'): void {
-    if (this.closed) return;
-    if (this.pumping[direction]) {
-      // The running turn may have found its queue empty already and not yet ended: without
-      // another turn, a file added now would wait for an unrelated event, maybe for good.
-      this.again[direction] = true;
-      return;
+    const running = this.running[direction];
+    while (!this.closed && !this.halted[direction] && running.size < maxRunning) {
+      const path = direction === 'up' ? this.nextUploadPath() : this.nextDownloadPath();
+      if (path === undefined) return;
+      running.add(path);
+      const work = direction === 'up' ? this.nextUpload(path) : this.nextDownload(path);
+      work
+        .then((more) => {
+          running.delete(path);
+          if (!more) this.halted[direction] = true;
+          this.pump(direction);
+        })
+        .catch((err: unknown) => {
+          running.delete(path);
+          this.halted[direction] = true;
+          this.host.say('problem', `problem: ${err instanceof Error ? err.message : String(err)}`);
+          this.retryLater(retryMs);
+        });
     }
-    this.pumping[direction] = true;
-    this.again[direction] = false;
-    const work = direction === 'up' ? () => this.nextUpload() : () => this.nextDownload();
-    work()
-      .then((more) => {
-        this.pumping[direction] = false;
-        if (more || this.again[direction]) this.pump(direction);
-      })
-      .catch((err: unknown) => {
-        this.pumping[direction] = false;
-        this.host.say('problem', `problem: ${err instanceof Error ? err.message : String(err)}`);
-        this.retryLater(retryMs);
-      });
   }
 
-  /** Sends one waiting file; whether to go on with the next. */
-  private async nextUpload(): Promise<boolean> {
+  /** The first file waiting to go up whose upload does not run yet. */
+  private nextUploadPath(): string | undefined {
+    for (const path of this.uploads.keys()) if (!this.running.up.has(path)) return path;
+    return undefined;
+  }
+
+  /** The first wanted version whose download is neither done nor running. */
+  private nextDownloadPath(): string | undefined {
+    for (const [path, job] of this.downloads) {
+      if (!job.ready && !this.running.down.has(path)) return path;
+    }
+    return undefined;
+  }
+
+  /** Sends the file waiting at `path`; whether to go on with the next. */
+  private async nextUpload(path: string): Promise<boolean> {
     const transfer = this.host.transfer();
-    const next = this.uploads.entries().next();
-    if (next.done) return false;
+    const job = this.uploads.get(path);
+    if (job === undefined) return true;
     if (transfer === undefined) {
       this.retryLater(retryMs);
       return false;
     }
-    const [path, job] = next.value;
     const { dir, disk } = this.host;
     const stillThere = () => {
       const now = disk.statFile(path);
@@ -247,7 +265,7 @@ export class BlobQueue {
     } catch (err: unknown) {
       return this.failed(path, 'up', err);
     } finally {
-      this.active.delete('up');
+      this.active.delete(`up ${path}`);
     }
     if (this.storeFull) {
       this.storeFull = false;
@@ -259,16 +277,15 @@ export class BlobQueue {
     return true;
   }
 
-  /** Fetches one wanted version; whether to go on with the next. */
-  private async nextDownload(): Promise<boolean> {
+  /** Fetches the version wanted at `path`; whether to go on with the next. */
+  private async nextDownload(path: string): Promise<boolean> {
     const transfer = this.host.transfer();
-    const next = [...this.downloads].find(([, job]) => !job.ready);
-    if (next === undefined) return false;
+    const job = this.downloads.get(path);
+    if (job === undefined || job.ready) return true;
     if (transfer === undefined) {
       this.retryLater(retryMs);
       return false;
     }
-    const [path, job] = next;
     if (!this.host.wanted(path, job.version.v)) {
       this.drop(path, job);
       return true;
@@ -303,7 +320,7 @@ export class BlobQueue {
       job.temp = undefined;
       return keep() ? this.failed(path, 'down', err) : true;
     } finally {
-      this.active.delete('down');
+      this.active.delete(`down ${path}`);
     }
     if (!keep()) {
       this.host.disk.removeQuietly(temp.temp);
@@ -317,7 +334,7 @@ export class BlobQueue {
 
   private track(direction: 'up' | 'down', path: string, totalBytes: number) {
     const transfer: Transfer = { path, direction, doneBytes: 0, totalBytes, startedAt: Date.now() };
-    this.active.set(direction, transfer);
+    this.active.set(`${direction} ${path}`, transfer);
     return (n: number) => {
       transfer.doneBytes += n;
     };

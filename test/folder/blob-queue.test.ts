@@ -121,6 +121,40 @@ describe('files kept as chunks', () => {
     }
   }, 60_000);
 
+  it('moves many small files several at a time each way, every one byte for byte', async () => {
+    const [a, b] = await twoDevices();
+    const files = Array.from({ length: 40 }, (_, n) => ({
+      path: `photos/${n}.bin`,
+      bytes: Buffer.concat([Buffer.from([0]), randomBytes(64 * 1024)]),
+    }));
+    for (const { path, bytes } of files) put(a.dir, path, bytes);
+    const most = { up: 0, down: 0 };
+    const look = setInterval(() => {
+      for (const [device, direction] of [
+        [a, 'up'],
+        [b, 'down'],
+      ] as const) {
+        const running = device.folder?.transfers().filter((t) => t.direction === direction);
+        most[direction] = Math.max(most[direction], running?.length ?? 0);
+      }
+    }, 1);
+    await b.start();
+    await a.start();
+    try {
+      await eventually(
+        () => files.every(({ path, bytes }) => read(b.dir, path)?.equals(bytes)),
+        'every file at b',
+        60_000,
+      );
+      expect(most.up).toBeGreaterThan(1);
+      expect(most.down).toBeGreaterThan(1);
+    } finally {
+      clearInterval(look);
+      await a.stop();
+      await b.stop();
+    }
+  }, 120_000);
+
   it('keeps both versions of a binary file changed on two devices apart, under the conflict name on both', async () => {
     const [a, b] = await twoDevices();
     put(a.dir, 'photo.bin', Buffer.concat([Buffer.from([0]), randomBytes(4096)]));
