@@ -107,8 +107,21 @@ export function withinAny(scopes: Iterable<string>): (path: string) => boolean {
 /** Whether a path stays on this device (`.syncignore`, dot files): see syncignore.ts. */
 export type IgnoreTest = (path: string, isFolder: boolean) => boolean;
 
+/** A new temporary file's name beside `path`: `.<name>.<random>.sync-host-tmp`. */
+function tempNameOf(path: string): string {
+  const slash = path.lastIndexOf('/');
+  const base = path.slice(slash + 1).slice(0, 60);
+  return `${path.slice(0, slash + 1)}.${base}.${randomBytes(4).toString('hex')}${tempSuffix}`;
+}
+
+/** Below this many files a batch creates its temporary files one by one (`prepareTemps`). */
+const createManyFrom = 32;
+
 /** The folder on a file system: every operation the engine makes on its files. */
 export class Disk {
+  /** Temporary files made ahead for the writes of a batch (`prepareTemps`), by path. */
+  #prepared = new Map<string, { temp: string; fd: number }>();
+
   constructor(
     readonly root: string,
     readonly fs: FileSystem = nodeFileSystem,
@@ -231,16 +244,21 @@ export class Disk {
     options: { makeFolders?: boolean; meta?: FileMeta } = {},
   ): { temp: string; ino: number } | { problem: string } {
     if (pathProblem(path) !== undefined) return { problem: 'not a name that syncs' };
-    const parents = this.makeParents(path, options.makeFolders ?? true);
-    if (parents !== undefined) return { problem: parents };
-    const slash = path.lastIndexOf('/');
-    const base = path.slice(slash + 1).slice(0, 60);
-    const temp = `${path.slice(0, slash + 1)}.${base}.${randomBytes(4).toString('hex')}${tempSuffix}`;
+    const prepared = this.#prepared.get(path);
+    this.#prepared.delete(path);
+    let temp: string;
     let fd: number;
-    try {
-      fd = this.fs.open(this.at(temp), 'create', 0o644);
-    } catch (err: unknown) {
-      return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
+    if (prepared !== undefined) {
+      ({ temp, fd } = prepared);
+    } else {
+      const parents = this.makeParents(path, options.makeFolders ?? true);
+      if (parents !== undefined) return { problem: parents };
+      temp = tempNameOf(path);
+      try {
+        fd = this.fs.open(this.at(temp), 'create', 0o644);
+      } catch (err: unknown) {
+        return { problem: `cannot be written (${codeOf(err) ?? String(err)})` };
+      }
     }
     try {
       // A folder above swapped for a link between the check and the create puts the new file
@@ -259,6 +277,47 @@ export class Disk {
     } finally {
       this.fs.close(fd);
     }
+  }
+
+  /**
+   * Creates the temporary files of `paths` (text files a batch is about to write, the folders
+   * above made as `writeTemp` makes them) all at once where the file system can, for
+   * `writeTemp` to take; the ones it does not take are removed by `dropPreparedTemps`. A path
+   * whose file could not be made ahead is made by `writeTemp` as usual, which says why when
+   * that fails too. Fewer than 32 paths: nothing is made ahead.
+   */
+  prepareTemps(paths: string[]): void {
+    const { createMany } = this.fs;
+    if (createMany === undefined || paths.length < createManyFrom) return;
+    const wanted: string[] = [];
+    const temps: string[] = [];
+    for (const path of paths) {
+      if (this.#prepared.has(path) || pathProblem(path) !== undefined) continue;
+      if (this.makeParents(path) !== undefined) continue;
+      wanted.push(path);
+      temps.push(tempNameOf(path));
+    }
+    const fds = createMany.call(
+      this.fs,
+      temps.map((temp) => this.at(temp)),
+      0o644,
+    );
+    fds.forEach((fd, i) => {
+      if (fd !== undefined) this.#prepared.set(wanted[i]!, { temp: temps[i]!, fd });
+    });
+  }
+
+  /** Removes the temporary files made ahead that no write took. */
+  dropPreparedTemps(): void {
+    for (const { temp, fd } of this.#prepared.values()) {
+      try {
+        this.fs.close(fd);
+      } catch {
+        // closed already: the file is removed all the same
+      }
+      this.removeQuietly(temp);
+    }
+    this.#prepared.clear();
   }
 
   /**

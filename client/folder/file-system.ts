@@ -18,6 +18,7 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
+import { ParallelCreate } from './parallel-create.ts';
 
 /**
  * The folder engine's seam to the file system: every disk operation of the engine (its folder,
@@ -64,6 +65,12 @@ export interface FileSystem {
   chmod(fd: number, mode: number): void;
   /** Sets an open file's modification (and access) time, in whole milliseconds. */
   setTimes(fd: number, mtimeMs: number): void;
+  /**
+   * Opens many new files as `open(path, 'create', mode)` does, at once where the file system
+   * can (several threads); the descriptor of each, or undefined for one not created. Optional:
+   * without it, files are created one by one.
+   */
+  createMany?(paths: string[], mode: number): (number | undefined)[];
 }
 
 export interface FsStats {
@@ -87,8 +94,12 @@ export interface FsDirent {
 const readFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const openFlags = { read: readFlags, create: 'wx', append: 'a', replace: 'w' } as const;
 
+/** The threads that create the temporary files of a batch of writes (parallel-create.ts). */
+const creator = new ParallelCreate();
+
 /** The real file system, through `node:fs`. */
 export const nodeFileSystem: FileSystem = {
+  createMany: (paths, mode) => creator.createAll(paths, mode),
   lstat: (path) => lstatSync(path),
   fstat: (fd) => fstatSync(fd),
   open: (path, how, mode) => openSync(path, openFlags[how], mode),

@@ -40,15 +40,26 @@ export class ReceiveBudget {
 
   take(size: number): boolean {
     const now = this.now();
-    while (this.taken.length > 0 && this.taken[0]!.at <= now - windowMs) {
-      this.bytes -= this.taken.shift()!.bytes;
-    }
+    this.forgetOld(now);
     const { filesPerMinute, bytesPerMinute } = this.limits;
     if (this.taken.length + 1 > filesPerMinute) return false;
     if (this.bytes + size > bytesPerMinute && this.taken.length > 0) return false;
     this.taken.push({ at: now, bytes: size });
     this.bytes += size;
     return true;
+  }
+
+  /** New files that may still be taken now, by their count alone (bytes not looked at). */
+  filesLeft(): number {
+    this.forgetOld(this.now());
+    return Math.max(0, this.limits.filesPerMinute - this.taken.length);
+  }
+
+  /** What was taken more than a minute ago no longer counts. */
+  private forgetOld(now: number): void {
+    while (this.taken.length > 0 && this.taken[0]!.at <= now - windowMs) {
+      this.bytes -= this.taken.shift()!.bytes;
+    }
   }
 
   describe(): string {

@@ -97,6 +97,32 @@ function prepareWrites(
   batch: Batch,
   budget: ReceiveBudget,
 ): { held: number; blocked: boolean } {
+  const { disk, onDisk } = mirror;
+  // The temporary files of the texts are created all at once (parallel-create.ts); of the
+  // new ones, no more than the receive limits let through now.
+  let newLeft = budget.filesLeft();
+  disk.prepareTemps(
+    batch.writes
+      .filter(([path, entry]) => {
+        if (entry.text === undefined || mirror.isSkippedHere(path)) return false;
+        if (mirror.blobs?.sending(path) === true) return false;
+        return onDisk.has(path) || newLeft-- > 0;
+      })
+      .map(([path]) => path),
+  );
+  try {
+    return prepareEach(mirror, batch, budget);
+  } finally {
+    disk.dropPreparedTemps();
+  }
+}
+
+/** `prepareWrites` for each write of the batch in turn. */
+function prepareEach(
+  mirror: FolderMirror,
+  batch: Batch,
+  budget: ReceiveBudget,
+): { held: number; blocked: boolean } {
   const { disk, onDisk, index } = mirror;
   const { plan, changes, writes } = batch;
   let held = 0;
