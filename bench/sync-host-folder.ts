@@ -3,7 +3,8 @@
  * headless host process (`bin/sync-host --headless`, the defaults of a new install, on loopback)
  * and per round two `sync-host sync` processes, each logged in as its own device of one user, on
  * a new project with two empty folders. `BENCH_PROFILE=<dir>` runs the host and the two sync
- * processes with `--cpu-prof` into that folder.
+ * processes with `--cpu-prof` into that folder. The host keeps up to 16 GiB per user
+ * (`store.userMaxBytes`, 1 GiB by default), so that the 100,000-file count fits.
  *
  * The processes run the compiled build, as an installed package does: the bench builds it
  * first (`npm run build`), since the launcher falls back to the TypeScript sources through tsx
@@ -12,7 +13,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildDist } from '../build/bundle.ts';
 import { signIn } from '../test/client/host.ts';
@@ -69,6 +70,9 @@ export class SyncHostBench {
   static async start(): Promise<SyncHostBench> {
     if (process.env.BENCH_SOURCES !== '1') await buildDist();
     const dir = hostDir();
+    // One user's projects may keep 16 GiB on this host (1 GiB by default): a folder of 100,000
+    // mixed files keeps more than 1 GiB of documents and chunks, and would stop at store_full.
+    appendFileSync(join(dir, 'relay.conf'), `store.userMaxBytes=${16 * 1024 ** 3}\n`);
     const host = await startHostProgram(dir, { nodeArgs: profileArgs('host') });
     try {
       const tokens = {

@@ -12,16 +12,18 @@ afterEach(async () => {
 });
 
 const chunk = 'z'.repeat(64_000);
+/** 2 MiB unsent per receiver; frames of 128 KiB; no rate limit in the way. */
+const bounds = {
+  maxQueuedBytes: 2 * 1024 * 1024,
+  messageMaxBytes: 128 * 1024,
+  ratePerSecond: 100_000,
+  rateBurst: 100_000,
+};
 
 describe('a receiver that stops reading (relay.maxQueuedBytes)', () => {
   it('is closed with 1013 while the others keep getting everything, and gets what it missed from the buffer', async () => {
     harness = await startRelayHarness({
-      config: {
-        maxQueuedBytes: 2 * 1024 * 1024,
-        messageMaxBytes: 128 * 1024,
-        ratePerSecond: 100_000,
-        rateBurst: 100_000,
-      },
+      config: bounds,
       // the sender's pongs wait for the paused receiver this long at most (see the pace below)
       tuning: { paceHoldMs: 100 },
     });
@@ -73,12 +75,7 @@ describe('a receiver that stops reading (relay.maxQueuedBytes)', () => {
 describe('a sender whose receiver is behind (the pace)', () => {
   it('gets its pong once the receiver read below a quarter of relay.maxQueuedBytes: nobody is closed, nothing is lost', async () => {
     harness = await startRelayHarness({
-      config: {
-        maxQueuedBytes: 2 * 1024 * 1024,
-        messageMaxBytes: 128 * 1024,
-        ratePerSecond: 100_000,
-        rateBurst: 100_000,
-      },
+      config: bounds,
       tuning: { paceHoldMs: 60_000 },
     });
     const room = harness.room(1);
