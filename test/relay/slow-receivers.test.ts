@@ -2,8 +2,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { metricAt } from '../helpers/metrics.ts';
 import { tcpOf } from '../helpers/relay-client.ts';
-import { eventually } from '../helpers/wait.ts';
 import { type RelayHarness, startRelayHarness } from '../helpers/relay-harness.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let harness: RelayHarness;
 
