@@ -64,13 +64,6 @@ export interface RelayConnectionOptions {
   keepAliveMs?: number;
   /** No `pong` within this: the connection is dead, reconnect. Default 10_000 ms. */
   pongTimeoutMs?: number;
-  /**
-   * Bytes of messages to devices written and not yet confirmed by a `pong`, past which the
-   * connection waits for the relay before writing more: the relay holds a sender's `pong` while
-   * a receiver in its room is behind, so a burst goes at the pace of the devices that read it
-   * instead of closing them (1013). Frames of the host's store do not count. Default 1 MiB.
-   */
-  windowBytes?: number;
   /** Outgoing frames per second (stays under the relay's `rate.perSecond`, 200). Default 150. */
   ratePerSecond?: number;
   /** Outgoing burst (under the relay's `rate.burst`, 400). Default 300. */
@@ -116,7 +109,6 @@ export const connectionDefaults = {
   joinTimeoutMs: 10_000,
   keepAliveMs: 25_000,
   pongTimeoutMs: 10_000,
-  windowBytes: 1_048_576,
   ratePerSecond: 150,
   rateBurst: 300,
   dedupe: true,
@@ -180,7 +172,6 @@ export function resolveConnectionOptions(
     maxMessageBytes: checkCount('maxMessageBytes', options.maxMessageBytes ?? d.maxMessageBytes),
     joinTimeoutMs: checkPositive('joinTimeoutMs', options.joinTimeoutMs ?? d.joinTimeoutMs),
     keepAliveMs: checkPositive('keepAliveMs', options.keepAliveMs ?? d.keepAliveMs),
-    windowBytes: checkPositive('windowBytes', options.windowBytes ?? d.windowBytes),
     pongTimeoutMs: checkPositive('pongTimeoutMs', options.pongTimeoutMs ?? d.pongTimeoutMs),
     ratePerSecond: checkPositive('ratePerSecond', options.ratePerSecond ?? d.ratePerSecond),
     rateBurst,

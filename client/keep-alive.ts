@@ -19,22 +19,10 @@ export interface KeepAliveOptions {
   keepAliveMs: number;
   /** No `pong` within this after a `ping`: the connection is dead. */
   pongTimeoutMs: number;
-  /**
-   * Bytes of routed messages (not store frames) in flight past which the connection waits
-   * for a `pong` (`windowFull`); a ping goes once half of it was written since the last one.
-   */
-  windowBytes: number;
   /** Writes `{"type":"ping"}` if the rate allows; false when it has to wait for a later try. */
   sendPing: () => boolean;
   /** Called once when a `pong` is overdue; the connection gives up its socket. */
   onDead: () => void;
-}
-
-/** The bytes a message counts in the window: a routed message's length, a store frame's none. */
-function routedBytesOf(message: Outgoing): number {
-  if (message.volatile === true) return 0;
-  const { text } = message;
-  return typeof text === 'string' ? text.length : text.byteLength;
 }
 
 /** While frames go at the rate, the least time between two pings (`confirmingPingInMs`). */
@@ -59,10 +47,6 @@ export class KeepAlive {
   private unconfirmed: Outgoing[] = [];
   /** Outstanding pings: the last seq written before each, and when it went out. */
   private marks: Array<{ seq: number; at: number }> = [];
-  /** Bytes of the routed messages in `unconfirmed`. */
-  private routedBytes = 0;
-  /** Of those, the bytes written since the last ping. */
-  private unmarkedBytes = 0;
   private confirmed = 0;
   private waiters: FlushWaiter[] = [];
   private lastPingAt = 0;
@@ -84,18 +68,9 @@ export class KeepAlive {
     return this.unconfirmed.length;
   }
 
-  /**
-   * Messages were written and no outstanding ping asks about them, or half a window of routed
-   * bytes went since the last ping (its pong comes back while the rest of the window goes).
-   */
+  /** Messages were written and no outstanding ping asks about them. */
   get needsPing(): boolean {
-    if (this.unconfirmed.length === 0) return false;
-    return this.marks.length === 0 || this.unmarkedBytes * 2 >= this.options.windowBytes;
-  }
-
-  /** A window of routed bytes is in flight: no more until a `pong` confirms some. */
-  get windowFull(): boolean {
-    return this.routedBytes >= this.options.windowBytes;
+    return this.unconfirmed.length > 0 && this.marks.length === 0;
   }
 
   /** The connection joined: watches for quiet from now on. */
@@ -107,9 +82,6 @@ export class KeepAlive {
   /** A message went out on the socket. */
   written(message: Outgoing): void {
     this.unconfirmed.push(message);
-    const bytes = routedBytesOf(message);
-    this.routedBytes += bytes;
-    this.unmarkedBytes += bytes;
   }
 
   /**
@@ -128,7 +100,6 @@ export class KeepAlive {
     if (!this.options.sendPing()) return;
     const now = this.options.clock.now();
     this.lastPingAt = now;
-    this.unmarkedBytes = 0;
     this.marks.push({ seq: this.unconfirmed.at(-1)?.seq ?? this.confirmed, at: now });
     if (this.cancelPongWatchdog === undefined) this.armPongWatchdog();
   }
@@ -141,7 +112,7 @@ export class KeepAlive {
     if (mark === undefined) return;
     this.armPongWatchdog();
     while (this.unconfirmed.length > 0 && this.unconfirmed[0]!.seq <= mark.seq) {
-      this.routedBytes -= routedBytesOf(this.unconfirmed.shift()!);
+      this.unconfirmed.shift();
     }
     this.confirmed = Math.max(this.confirmed, mark.seq);
     const waiters = this.waiters;
@@ -172,8 +143,6 @@ export class KeepAlive {
     this.marks = [];
     const resend = this.unconfirmed;
     this.unconfirmed = [];
-    this.routedBytes = 0;
-    this.unmarkedBytes = 0;
     return resend;
   }
 

@@ -76,8 +76,7 @@ export class RelayConnection extends Emitter<RelayEvents> {
   constructor(options: RelayConnectionOptions) {
     super();
     this.options = resolveConnectionOptions(options);
-    const { clock, ratePerSecond, rateBurst, keepAliveMs, pongTimeoutMs, windowBytes } =
-      this.options;
+    const { clock, ratePerSecond, rateBurst, keepAliveMs, pongTimeoutMs } = this.options;
     this.room = this.options.room;
     this.device = this.options.device;
     this.outbox = new Outbox(this.options, this.envelope);
@@ -87,7 +86,6 @@ export class RelayConnection extends Emitter<RelayEvents> {
       clock,
       keepAliveMs,
       pongTimeoutMs,
-      windowBytes,
       sendPing: () => this.sendPing(),
       onDead: () => {
         if (this.socket !== undefined) this.abort(this.socket, 'no pong');
@@ -377,29 +375,20 @@ export class RelayConnection extends Emitter<RelayEvents> {
     this.pump();
   }
 
-  /**
-   * Writes queued messages while the rate and the window allow, then a ping to confirm them
-   * (see KeepAlive). A full window waits for a `pong` (which pumps again); its ping goes at once.
-   */
+  /** Writes queued messages while the rate allows, then a ping to confirm them (see KeepAlive). */
   private pump(): void {
     const socket = this.socket;
     if (this.currentState !== 'joined' || socket === undefined) return;
     this.timers.clear('pump');
-    const { keepAlive } = this;
     const pending = this.outbox.pending;
-    let waiting = false;
-    while (pending.length > 0) {
-      waiting = pending[0]!.volatile !== true && keepAlive.windowFull;
-      if (waiting || !this.bucket.take()) break;
+    while (pending.length > 0 && this.bucket.take()) {
       const next = pending.shift()!;
       writeTo(socket, next);
-      keepAlive.written(next);
+      this.keepAlive.written(next);
     }
-    const pingInMs = waiting
-      ? 0
-      : keepAlive.confirmingPingInMs(!pending.length && this.bucket.atRate());
-    if (keepAlive.needsPing && pingInMs === 0) keepAlive.ping();
-    if ((pending.length > 0 && !waiting) || keepAlive.needsPing) {
+    const pingInMs = this.keepAlive.confirmingPingInMs(!pending.length && this.bucket.atRate());
+    if (this.keepAlive.needsPing && pingInMs === 0) this.keepAlive.ping();
+    if (pending.length > 0 || this.keepAlive.needsPing) {
       this.timers.set('pump', Math.max(this.bucket.waitMs(), pingInMs), () => this.pump());
     }
   }

@@ -20,8 +20,6 @@ export interface JoinedRoom {
    * a cluster) to another node; nothing is kept for an absent device.
    */
   tellPresent(frame: object): void;
-  /** The other devices of the room connected here with at least `bytes` unsent to them. */
-  receiversPast(conn: Connection, bytes: number): Connection[];
   leave(conn: Connection): void;
   drop(conn: Connection): void;
   close(): void;

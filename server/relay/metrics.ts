@@ -31,8 +31,6 @@ export interface RelayMetrics {
   replaced: number;
   revoked: number;
   slowReceivers: number;
-  /** `pong`s held back while a receiver of the sender's room was behind (`sender-pace.ts`). */
-  pacedPongs: number;
   /** Error frames sent, by code. */
   errors: Map<string, number>;
 }
@@ -58,7 +56,6 @@ export function createMetrics(): RelayMetrics {
     replaced: 0,
     revoked: 0,
     slowReceivers: 0,
-    pacedPongs: 0,
     errors: new Map(),
   };
 }
@@ -232,13 +229,6 @@ function renderClosures(out: string[], metrics: RelayMetrics, gauges: RelayGauge
     'counter',
     'Connections closed for not reading.',
     metrics.slowReceivers,
-  );
-  line(
-    out,
-    'relay_paced_pongs_total',
-    'counter',
-    "Pongs held back while a receiver in the sender's room was behind.",
-    metrics.pacedPongs,
   );
   line(
     out,

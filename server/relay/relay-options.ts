@@ -39,11 +39,6 @@ export interface RelayTuning {
    * Default 30 s.
    */
   storeSweepIntervalMs: number;
-  /**
-   * The longest a sender's `pong` waits for the receivers of its room that are behind
-   * (`sender-pace.ts`). Default 5 s, under the client library's 10 s pong timeout.
-   */
-  paceHoldMs: number;
 }
 
 export const secondMs = 1_000;
@@ -59,7 +54,6 @@ export const defaultTuning: RelayTuning = {
   requestTimeoutMs: 10 * secondMs,
   statusConnectionsPerAddress: 16,
   storeSweepIntervalMs: 30 * secondMs,
-  paceHoldMs: 5 * secondMs,
 };
 
 export interface RelayOptions {

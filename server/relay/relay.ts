@@ -201,7 +201,6 @@ function openConnections(
     joinTimeoutMs: tuning.joinTimeoutMs,
     maxQueuedBytes: config.maxQueuedBytes,
     maxMemoryBytes: config.maxMemoryBytes,
-    paceHoldMs: tuning.paceHoldMs,
     joined: (stream) => unjoined.joined(stream),
     settled: () => broker.settled(),
     stored: (room, device) => broker.stored(room, device),

@@ -228,14 +228,6 @@ export class Room implements RoomListener, JoinedRoom {
     this.#line.notice(this.#toEveryone(frame));
   }
 
-  receiversPast(conn: Connection, bytes: number): Connection[] {
-    const past: Connection[] = [];
-    for (const member of this.members.values()) {
-      if (member !== conn && member.queue.unsentBytes >= bytes) past.push(member);
-    }
-    return past;
-  }
-
   // ---- what the broker reports (RoomListener) ----
 
   admitted(ticket: number, admission: Admission): void {

@@ -217,8 +217,6 @@ export class SendQueue<Owner> {
   /** Unsent bytes allowed beyond `relay.maxQueuedBytes` while a join's replay is written out. */
   #allowance = 0;
   #done = false;
-  /** What waits for the unsent bytes to fall under a mark (`whenUnder`). */
-  #under: Array<{ bytes: number; resolve: () => void }> = [];
 
   constructor(owner: Owner, socket: WebSocket, stream: Duplex, writer: Writer<Owner>) {
     this.owner = owner;
@@ -235,28 +233,6 @@ export class SendQueue<Owner> {
   /** The connection is ending: nothing more is queued for it. */
   end(): void {
     this.#done = true;
-    this.#settleUnder();
-  }
-
-  /**
-   * Resolves once the receiver's unsent bytes are under `bytes`, or it is ending or gone;
-   * undefined when they are under it already. Looked at each time the socket drains.
-   */
-  whenUnder(bytes: number): Promise<void> | undefined {
-    if (this.#done || this.unsentBytes < bytes) return undefined;
-    return new Promise((resolve) => this.#under.push({ bytes, resolve }));
-  }
-
-  #settleUnder(): void {
-    if (this.#under.length === 0) return;
-    const gone = this.#done || this.socket.readyState !== this.socket.OPEN;
-    const unsent = this.unsentBytes;
-    const waiting = this.#under;
-    this.#under = [];
-    for (const waiter of waiting) {
-      if (gone || unsent < waiter.bytes) waiter.resolve();
-      else this.#under.push(waiter);
-    }
   }
 
   /** The socket does not take what it is given: frames wait in the queue. */
@@ -370,7 +346,6 @@ export class SendQueue<Owner> {
   /** Stops counting the connection (caught up, or its socket closed). */
   release(): void {
     const { writer } = this;
-    this.#settleUnder();
     if (!writer.behind.delete(this)) return;
     writer.queuedBytes -= this.#bytes;
     writer.socketBytes -= this.#socketBytes;
@@ -433,7 +408,6 @@ export class SendQueue<Owner> {
     writer.queuedBytes -= handed;
     writer.socketBytes += stream.writableLength - this.#socketBytes;
     this.#socketBytes = stream.writableLength;
-    this.#settleUnder();
     if (head < frames.length) {
       // drop what was handed over once it is most of the array
       if (head > 1024 && head * 2 > frames.length) {

@@ -33,7 +33,6 @@ import { createTokenBucket } from './rate-limit.ts';
 import type { Rooms } from './rooms.ts';
 import { recogniseRouted } from './routed-bytes.ts';
 import { Writer } from './send-queue.ts';
-import { SenderPace } from './sender-pace.ts';
 
 export interface SocketHandlerOptions {
   rooms: Rooms;
@@ -48,8 +47,6 @@ export interface SocketHandlerOptions {
   maxQueuedBytes: number;
   /** `relay.maxMemoryBytes`: unsent bytes of all receivers together (see `send-queue.ts`). */
   maxMemoryBytes: number;
-  /** The longest a `pong` waits for the receivers of its sender's room (`sender-pace.ts`). */
-  paceHoldMs: number;
   /** A connection joined a room for the first time (`stream` is its TCP stream). */
   joined?: (stream: Duplex) => void;
   /** What a `pong` waits for: the frames handed beyond this process being stored (the broker's). */
@@ -85,11 +82,10 @@ const pongFrame = Buffer.from('{"type":"pong"}');
 
 /**
  * Answers a `ping` once what the device sent before it was handed to the receivers' sockets
- * and to the buffer: a `pong` confirms that, so it never leaves first (see `afterWrites`); and
- * once the receivers of its room here are not behind (see `SenderPace`).
+ * and to the buffer: a `pong` confirms that, so it never leaves first (see `afterWrites`).
  */
-function pong(conn: Connection, pace: SenderPace): void {
-  conn.queue.writer.afterWrites(() => pace.pong(conn, () => conn.queue.send(pongFrame)));
+function pong(conn: Connection): void {
+  conn.queue.writer.afterWrites(() => conn.queue.send(pongFrame));
 }
 
 /** A text frame's bytes (`ws` hands over a Buffer unless told otherwise). */
@@ -107,7 +103,6 @@ class RelaySocketHandler implements SocketHandler {
   readonly #metrics: RelayMetrics;
   readonly #logger: Logger;
   readonly #writer: Writer<Connection>;
-  readonly #pace: SenderPace;
   #nextId = 1;
   // One function per event for every socket; `this` is the socket (a RelaySocket, created by
   // the relay's WebSocketServer), which carries its Connection.
@@ -137,7 +132,6 @@ class RelaySocketHandler implements SocketHandler {
         closeWith(conn, TryAgainLater);
       },
     );
-    this.#pace = new SenderPace(options.maxQueuedBytes, options.paceHoldMs, metrics);
     const handler = this;
     this.#onMessage = function onMessage(data, isBinary) {
       const conn = (this as RelaySocket).conn;
@@ -260,12 +254,12 @@ class RelaySocketHandler implements SocketHandler {
   #answerPing(conn: Connection): void {
     const stored = conn.room && this.#options.stored?.(conn.room.id, conn.deviceKey);
     if (stored) {
-      void stored.then((ok) => (ok ? pong(conn, this.#pace) : closeWith(conn, NotStored)));
+      void stored.then((ok) => (ok ? pong(conn) : closeWith(conn, NotStored)));
       return;
     }
     const settled = this.#options.settled?.();
-    if (settled === undefined) pong(conn, this.#pace);
-    else void settled.then(() => pong(conn, this.#pace));
+    if (settled === undefined) pong(conn);
+    else void settled.then(() => pong(conn));
   }
 
   #chunkFrame(

@@ -15,7 +15,6 @@ describe('confirming pings', () => {
       clock,
       keepAliveMs: 25_000,
       pongTimeoutMs: 10_000,
-      windowBytes: 1_048_576,
       sendPing: () => true,
       onDead: () => undefined,
     });

@@ -37,11 +37,6 @@ export class RelayClient {
   /** Pings sent and pongs received: the relay answers pings in order, so pong n answers ping n. */
   private pingsSent = 0;
   private pongsReceived = 0;
-
-  /** Pings sent whose pong has not come back yet. */
-  get pingsUnanswered(): number {
-    return this.pingsSent - this.pongsReceived;
-  }
   private readonly arrived = createWakeup();
   closeInfo: CloseInfo | undefined;
 
